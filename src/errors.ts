@@ -1,0 +1,42 @@
+/**
+ * The one error type of plb. `code` is stable (tests and scripts match on it), `hint` tells the
+ * user what to do next, `cause` keeps the underlying error.
+ */
+export type PlbErrorCode =
+  | 'NO_REPLICA'
+  | 'BAD_INPUT'
+  | 'PLAN_INVALID'
+  | 'CLUSTER_UP_FAILED'
+  | 'CLUSTER_NOT_FOUND'
+  | 'DOCKER_UNAVAILABLE'
+  | 'IMAGE_MISSING'
+  | 'IMAGE_BUILD_FAILED'
+  | 'BINARIES_MISSING'
+  | 'TIMEOUT'
+  | 'RUN_DIR_INVALID'
+  | 'TOLERANCE_EXCEEDED'
+  | 'INTERRUPTED'
+  | 'INTERNAL';
+
+export class PlbError extends Error {
+  readonly code: PlbErrorCode;
+  readonly hint: string | undefined;
+
+  constructor(code: PlbErrorCode, message: string, opts: { hint?: string; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'PlbError';
+    this.code = code;
+    this.hint = opts.hint;
+  }
+}
+
+export function isPlbError(err: unknown, code?: PlbErrorCode): err is PlbError {
+  return err instanceof PlbError && (code === undefined || err.code === code);
+}
+
+/** One line for the terminal: message, then the hint when there is one. */
+export function formatError(err: unknown): string {
+  if (err instanceof PlbError) return err.hint ? `${err.message} (hint: ${err.hint})` : err.message;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

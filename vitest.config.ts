@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 600_000,
+    // Integration suites share one machine's Docker engine and ports: run files one at a time.
+    fileParallelism: false,
+    reporters: ['default'],
+  },
+});
