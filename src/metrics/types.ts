@@ -16,9 +16,56 @@ export interface Recorder {
   admissionFailed(cls: ServiceClass, atMs: number, reason: string): void;
   /** CPU fraction of its quota per server over the last sample interval (0..1+, null = down). */
   cpu(atMs: number, fractions: Record<string, number | null>): void;
-  /** Open sessions per replica per class at a moment (for timeline.csv). */
-  sessions(atMs: number, perReplica: Record<string, { premium: number; freemium: number }>): void;
+  /** The router's view of every replica at a moment (for timeline.csv): open sessions, role, health. */
+  replicaState(atMs: number, perReplica: Record<string, ReplicaState>): void;
 }
+
+export interface ReplicaState {
+  premium: number;
+  freemium: number;
+  /** Role in the router ('premium' | 'mixed' | 'freemium' for plb; the partition for static; 'shared' otherwise). */
+  role: string;
+  /** Healthy as the router sees it. */
+  healthy: boolean;
+}
+
+/**
+ * One line of events.jsonl. `type`:
+ * - 'fault': the injector applied {replica, action, cpus?} (these times are the phase boundaries)
+ * - 'detect': the router marked {replica} down or up ({state: 'down'|'up', via: 'health'|'connect'|'oracle'})
+ * - 'role': plb changed {replica} from {from} to {to}
+ * - 'run': {state: 'started'|'finished'|'interrupted'}; 'note': anything else worth keeping
+ */
+export interface RunEvent {
+  type: 'fault' | 'detect' | 'role' | 'run' | 'note';
+  tMs: number;
+  replica?: string;
+  action?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * The run directory as the run goes (DESIGN.md, Run directory). Everything is appended as it
+ * happens so an interrupted run keeps what it measured.
+ */
+export interface RunWriter {
+  readonly dir: string;
+  readonly recorder: Recorder;
+  writeConfig(config: Record<string, unknown>): void;
+  /** Appends one line to events.jsonl at once ('fault' events define the phases). */
+  event(e: RunEvent): void;
+  /** Flushes every whole second before nowMs to timeline.csv. */
+  tick(nowMs: number): void;
+  /** Per class p95 (ms) and goodput (q/s) over the last windowS seconds, and the current phase name. */
+  progress(nowMs: number, windowS: number): {
+    phase: string;
+    premium: { p95: number | null; goodput: number };
+    freemium: { p95: number | null; goodput: number };
+  };
+  /** Computes phases and the summary, writes histograms/ and summary.json, returns the summary. */
+  finish(endMs: number, complete: boolean): RunSummary;
+}
+
 
 /** A phase as DESIGN.md defines it: `ref`, then one per interval between injected events. */
 export interface Phase {
