@@ -1,0 +1,67 @@
+import Table from 'cli-table3';
+import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
+import { SERVICE_CLASSES } from '../router/types.js';
+import type { BenchResult } from '../workload/runner.js';
+
+const ms = (v: number | null): string => (v === null ? '-' : v < 10 ? v.toFixed(2) : v.toFixed(1));
+const pct = (v: number | null): string => (v === null ? '-' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(0)}%`);
+const num = (v: number): string => v.toFixed(1);
+
+/**
+ * The phase tables of the runs side by side: one row per phase and class, one column group per
+ * run (p95 ms, its inflation against ref, goodput q/s, its retention, failed sessions).
+ */
+export function renderSideBySide(summaries: readonly RunSummary[]): string {
+  if (summaries.length === 0) return 'no runs';
+  const labels = summaries.map((s) => label(s, summaries));
+  const head = ['phase', 'K+', 'class'];
+  for (const l of labels)
+    head.push(`${l}\np95 ms`, `${l}\nΔp95`, `${l}\nq/s`, `${l}\nretain`, `${l}\nfailed`);
+  const table = new Table({ head, style: { head: [], border: [], compact: true } });
+  const phases = summaries[0]?.phases ?? [];
+  for (const phase of phases) {
+    for (const cls of SERVICE_CLASSES) {
+      const row = [phase.name, String(phase.survivors), cls];
+      for (const s of summaries) {
+        const c: ClassPhaseStats | undefined = s.phases.find((p) => p.name === phase.name)?.classes[cls];
+        if (!c) row.push('-', '-', '-', '-', '-');
+        else
+          row.push(
+            ms(c.p95),
+            pct(c.p95Inflation),
+            num(c.goodput),
+            pct(c.goodputRetention === null ? null : c.goodputRetention - 1),
+            String(c.sessionsFailed),
+          );
+      }
+      table.push(row);
+    }
+  }
+  const lines = [table.toString()];
+  lines.push('Δp95: p95 change against ref (lower is better); retain: goodput change against ref.');
+  for (const s of summaries) {
+    const cpu = s.phases.map(
+      (p) =>
+        `${p.name} ${p.cpuMean === null ? '-' : `${(p.cpuMean * 100).toFixed(0)}%`}${p.cpuCv === null ? '' : ` cv ${p.cpuCv.toFixed(2)}`}`,
+    );
+    lines.push(`${label(s, summaries)} replica CPU (mean of quota, cv): ${cpu.join(' | ')}`);
+  }
+  return lines.join('\n');
+}
+
+function label(s: RunSummary, all: readonly RunSummary[]): string {
+  const sameStrategy = all.filter((x) => x.strategy === s.strategy).length;
+  return sameStrategy > 1
+    ? `${s.strategy} #${all.filter((x) => x.strategy === s.strategy).indexOf(s) + 1}`
+    : s.strategy;
+}
+
+export function renderBenchResults(results: readonly BenchResult[], opts: { json: boolean }): string {
+  if (opts.json)
+    return JSON.stringify(
+      results.map((r) => ({ dir: r.dir, interrupted: r.interrupted, summary: r.summary })),
+      null,
+      2,
+    );
+  return renderSideBySide(results.map((r) => r.summary));
+}

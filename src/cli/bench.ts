@@ -1,0 +1,264 @@
+import { Flags } from '@oclif/core';
+import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
+import { DEFAULT_BASE_PORT, parseDriverChoice } from '../cluster/select.js';
+import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
+import { formatError, PlbError } from '../errors.js';
+import { loadPlan, parseDuration } from '../faults/plan.js';
+import { createRunWriter } from '../metrics/index.js';
+import { createRouter, isStrategyName, parsePartition, parseRoleVector } from '../router/index.js';
+import type { StrategyName } from '../router/types.js';
+import { renderBenchResults } from './bench-render.js';
+import { defaultPlanPath, expandSeries, newSeed, plbVersion, runSeries } from '../workload/bench.js';
+import { leaseCluster } from '../workload/cluster-lease.js';
+import { DEFAULT_WORKLOAD, parseMix, type WorkloadSpec } from '../workload/spec.js';
+
+/** Flags shared by `bench run` and `bench matrix`. */
+export const benchFlags = {
+  plan: Flags.string({ description: 'fault plan (YAML); default: the embedded demo cascade' }),
+  clients: Flags.integer({
+    description: 'closed model: concurrent clients T',
+    default: DEFAULT_WORKLOAD.clients,
+  }),
+  model: Flags.string({ description: 'arrival model', options: ['closed', 'open'], default: 'closed' }),
+  rate: Flags.string({
+    description: 'open model: sessions per second',
+    default: String(DEFAULT_WORKLOAD.rate),
+  }),
+  seed: Flags.integer({ description: 'seed of every random choice (default: a new one, printed)' }),
+  out: Flags.string({ description: 'folder for run directories', default: 'runs' }),
+  'dataset-rows': Flags.integer({
+    description: 'rows in the generated dataset',
+    default: DEFAULT_WORKLOAD.datasetRows,
+  }),
+  'queries-per-session': Flags.integer({
+    description: 'mean queries per session (both classes)',
+    default: DEFAULT_WORKLOAD.classes.premium.queriesPerSession,
+  }),
+  'think-time': Flags.string({ description: 'mean think time between queries, e.g. 10ms', default: '10ms' }),
+  reference: Flags.string({
+    description: 'plb reference split premium:mixed:freemium (K=5)',
+    default: '2:1:2',
+  }),
+  partition: Flags.string({ description: 'static partition premium:freemium', default: '3:2' }),
+  'slow-start': Flags.string({
+    description: 'plb/wlc slow-start ramp of a rejoining replica',
+    default: '10s',
+  }),
+  'health-interval': Flags.string({
+    description: 'health check interval',
+    default: `${DEFAULT_HEALTH.intervalMs}ms`,
+  }),
+  fall: Flags.integer({
+    description: 'failed checks that mark a replica down',
+    default: DEFAULT_HEALTH.fall,
+  }),
+  rise: Flags.integer({ description: 'good checks that mark it up again', default: DEFAULT_HEALTH.rise }),
+  oracle: Flags.boolean({
+    description: 'the injector tells the router about faults (no detection delay)',
+    default: false,
+  }),
+  progress: Flags.integer({ description: 'seconds between progress lines (0: none)', default: 5 }),
+  name: Flags.string({ description: 'cluster name', default: DEFAULT_CLUSTER_NAME }),
+  driver: Flags.string({
+    description: 'when no cluster exists: docker, local or auto',
+    options: ['auto', 'docker', 'local'],
+    default: 'auto',
+  }),
+  cpus: Flags.string({ description: 'when no cluster exists: CPU quota per replica' }),
+  'base-port': Flags.integer({
+    description: 'when no cluster exists: primary port',
+    default: DEFAULT_BASE_PORT,
+  }),
+  'keep-cluster': Flags.boolean({ description: 'keep a cluster this command brought up', default: false }),
+  json: Flags.boolean({ description: 'print the summaries as JSON instead of tables', default: false }),
+};
+
+export interface BenchFlagValues {
+  plan?: string | undefined;
+  strategies: string;
+  mixes: string;
+  repeat: number;
+  clients: number;
+  model: string;
+  rate: string;
+  seed?: number | undefined;
+  out: string;
+  'dataset-rows': number;
+  'queries-per-session': number;
+  'think-time': string;
+  reference: string;
+  partition: string;
+  'slow-start': string;
+  'health-interval': string;
+  fall: number;
+  rise: number;
+  oracle: boolean;
+  progress: number;
+  name: string;
+  driver: string;
+  cpus?: string | undefined;
+  'base-port': number;
+  'keep-cluster': boolean;
+  json: boolean;
+}
+
+function durationMsFlag(name: string, value: string): number {
+  const s = parseDuration(value);
+  if (s === undefined || !(s >= 0))
+    throw new PlbError('BAD_INPUT', `--${name}: expected a duration like 10s or 500ms (got "${value}")`);
+  return s * 1000;
+}
+
+function positive(name: string, n: number, integer = true): number {
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `--${name}: must be a positive ${integer ? 'integer' : 'number'} (got ${n})`,
+    );
+  }
+  return n;
+}
+
+function parseStrategies(text: string, field: string): StrategyName[] {
+  const list = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  if (list.length === 0) throw new PlbError('BAD_INPUT', `--${field}: name at least one strategy`);
+  for (const s of list) {
+    if (!isStrategyName(s))
+      throw new PlbError('BAD_INPUT', `--${field}: unknown strategy "${s}" (plb, rr, static, lc, wlc)`);
+  }
+  return list as StrategyName[];
+}
+
+/**
+ * Validates every flag before anything starts (nothing half-started on bad input), then leases a
+ * cluster, runs the series and renders it. Returns the exit code (0, or 130 when interrupted).
+ */
+export async function executeBench(
+  flags: BenchFlagValues,
+  io: { log: (line: string) => void; warn: (line: string) => void },
+  names: { strategies: string; mixes: string } = { strategies: 'strategies', mixes: 'mixes' },
+): Promise<number> {
+  try {
+    const strategies = parseStrategies(flags.strategies, names.strategies);
+    const mixes = flags.mixes.split(',').map((m) => parseMix(m, `--${names.mixes}`));
+    positive('repeat', flags.repeat);
+    positive('clients', flags.clients);
+    positive('dataset-rows', flags['dataset-rows']);
+    positive('queries-per-session', flags['queries-per-session']);
+    const rate = positive('rate', Number(flags.rate), false);
+    const thinkTimeMs = durationMsFlag('think-time', flags['think-time']);
+    const reference = parseRoleVector(flags.reference, '--reference');
+    const partition = parsePartition(flags.partition, '--partition');
+    const slowStartMs = durationMsFlag('slow-start', flags['slow-start']);
+    const health: HealthOptions = {
+      ...DEFAULT_HEALTH,
+      intervalMs: positive(
+        'health-interval',
+        durationMsFlag('health-interval', flags['health-interval']),
+        false,
+      ),
+      fall: positive('fall', flags.fall),
+      rise: positive('rise', flags.rise),
+    };
+    health.timeoutMs = health.intervalMs;
+    const driverChoice = parseDriverChoice(flags.driver);
+    const cpus = flags.cpus === undefined ? undefined : positive('cpus', Number(flags.cpus), false);
+    const planPath = flags.plan ?? defaultPlanPath();
+    const plan = loadPlan(planPath);
+    const seed = flags.seed ?? newSeed();
+    const cls = (c: WorkloadSpec['classes']['premium']): WorkloadSpec['classes']['premium'] => ({
+      ...c,
+      queriesPerSession: flags['queries-per-session'],
+      thinkTimeMs,
+    });
+    const workload: WorkloadSpec = {
+      ...DEFAULT_WORKLOAD,
+      model: flags.model === 'open' ? 'open' : 'closed',
+      clients: flags.clients,
+      rate,
+      datasetRows: flags['dataset-rows'],
+      classes: {
+        premium: cls(DEFAULT_WORKLOAD.classes.premium),
+        freemium: cls(DEFAULT_WORKLOAD.classes.freemium),
+      },
+    };
+    const runs = expandSeries(strategies, mixes, flags.repeat, seed);
+    io.log(
+      `seed ${seed}; plan ${plan.name} (${plan.duration} s, ${plan.events.length} events); ${runs.length} run(s)`,
+    );
+
+    // First Ctrl-C: stop gracefully; the second: exit at once.
+    const abort = new AbortController();
+    let sigints = 0;
+    const onSigint = (): void => {
+      sigints += 1;
+      if (sigints === 1) {
+        io.warn('Ctrl-C: stopping gracefully (press Ctrl-C again to exit at once)');
+        abort.abort();
+      } else process.exit(130);
+    };
+    process.on('SIGINT', onSigint);
+    const lease = await leaseCluster({
+      name: flags.name,
+      driver: driverChoice,
+      replicas: plan.replicas,
+      over: { basePort: flags['base-port'], ...(cpus !== undefined ? { cpus } : {}) },
+      keep: flags['keep-cluster'],
+      log: io.warn,
+    });
+    let outcome;
+    try {
+      outcome = await runSeries({
+        plan,
+        planPath,
+        runs,
+        workload,
+        health,
+        oracle: flags.oracle,
+        reference,
+        partition,
+        slowStartMs,
+        progressEveryS: flags.progress,
+        driver: lease.driver,
+        spec: lease.spec,
+        createRouter: (strategy) => (ids, onRoleChange) =>
+          createRouter({
+            strategy: strategy as StrategyName,
+            replicas: ids,
+            reference,
+            partition,
+            slowStartMs,
+            onRoleChange,
+          }),
+        createWriter: (run) => (ids) =>
+          createRunWriter({
+            outDir: flags.out,
+            strategy: run.strategy,
+            plan: plan.name,
+            seed: run.seed,
+            clients: workload.clients,
+            mix: run.mix,
+            replicas: ids,
+            refWindowS: plan.referenceWindow,
+            warmupS: plan.warmup,
+          }),
+        log: io.warn,
+        signal: abort.signal,
+        configExtras: { plbVersion: plbVersion(), node: process.version, driver: lease.driver.kind },
+      });
+    } finally {
+      process.off('SIGINT', onSigint);
+      await lease.release();
+    }
+    io.log(renderBenchResults(outcome.results, { json: flags.json }));
+    for (const r of outcome.results)
+      io.warn(`run directory: ${r.dir}${r.interrupted ? ' (incomplete)' : ''}`);
+    return outcome.interrupted ? 130 : 0;
+  } catch (err) {
+    io.warn(`error: ${formatError(err)}`);
+    return 1;
+  }
+}

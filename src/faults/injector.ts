@@ -1,0 +1,142 @@
+import type { ClusterDriver } from '../cluster/driver.js';
+import { asError } from '../workload/data-source.js';
+import type { FaultEvent } from './types.js';
+
+export interface InjectedFault {
+  event: FaultEvent;
+  /**
+   * The phase boundary: when the fault took effect. A kill, stop, pause or throttle takes effect
+   * when issued; a rejoin or unpause when the driver says the server is reachable again (the
+   * paper's Rejoin: "the replica becomes reachable again").
+   */
+  tMs: number;
+  /** Run time the action was issued. */
+  issuedMs: number;
+  /** Run time the driver call returned. */
+  doneMs: number;
+  error?: string;
+}
+
+export interface InjectorOptions {
+  driver: ClusterDriver;
+  events: readonly FaultEvent[];
+  /** Run clock, ms. */
+  now: () => number;
+  /** Replica CPU quota to restore after a throttle. */
+  defaultCpus: number;
+  onInjected: (fault: InjectedFault) => void;
+  /** Log line for the terminal. */
+  log?: (line: string) => void;
+}
+
+/**
+ * Applies the plan's events at their times, one after another in the order written (events at
+ * one time keep their order). It never tells the router: detection is the health checker's job.
+ */
+export class Injector {
+  private stopped = false;
+  private wake: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+  /** What the run changed and must undo when it ends early. */
+  private readonly down = new Set<string>();
+  private readonly paused = new Set<string>();
+  private readonly throttled = new Set<string>();
+
+  constructor(private readonly opts: InjectorOptions) {}
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    for (const event of this.opts.events) {
+      const waitMs = event.at * 1000 - this.opts.now();
+      if (waitMs > 0) await this.sleep(waitMs);
+      if (this.stopped) return;
+      await this.apply(event);
+    }
+  }
+
+  private async apply(event: FaultEvent): Promise<void> {
+    const { driver } = this.opts;
+    const tMs = this.opts.now();
+    let error: string | undefined;
+    try {
+      switch (event.action) {
+        case 'down':
+          await driver.kill(event.replica);
+          this.down.add(event.replica);
+          break;
+        case 'stop':
+          await driver.stop(event.replica);
+          this.down.add(event.replica);
+          break;
+        case 'rejoin':
+          await driver.start(event.replica);
+          this.down.delete(event.replica);
+          break;
+        case 'pause':
+          await driver.pause(event.replica);
+          this.paused.add(event.replica);
+          break;
+        case 'unpause':
+          await driver.unpause(event.replica);
+          this.paused.delete(event.replica);
+          break;
+        case 'throttle':
+          await driver.setCpus(event.replica, event.cpus ?? this.opts.defaultCpus);
+          this.throttled.add(event.replica);
+          break;
+      }
+    } catch (err) {
+      error = asError(err).message;
+      this.opts.log?.(`fault ${event.action} ${event.replica} failed: ${error}`);
+    }
+    const doneMs = this.opts.now();
+    const takesEffectWhenDone = event.action === 'rejoin' || event.action === 'unpause';
+    const fault: InjectedFault = { event, tMs: takesEffectWhenDone ? doneMs : tMs, issuedMs: tMs, doneMs };
+    if (error !== undefined) fault.error = error;
+    this.opts.onInjected(fault);
+  }
+
+  /** Stops injecting (pending events are dropped) and waits for the event in progress. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+  }
+
+  /** Undoes what this run did to the cluster: starts killed replicas, unpauses, restores quotas. */
+  async restore(): Promise<string[]> {
+    const { driver } = this.opts;
+    const restored: string[] = [];
+    for (const id of this.paused) {
+      await driver.unpause(id).catch(() => undefined);
+      restored.push(`unpause ${id}`);
+    }
+    for (const id of this.down) {
+      await driver
+        .start(id)
+        .catch((err: unknown) => this.opts.log?.(`restart ${id} failed: ${asError(err).message}`));
+      restored.push(`start ${id}`);
+    }
+    for (const id of this.throttled) {
+      await driver.setCpus(id, this.opts.defaultCpus).catch(() => undefined);
+      restored.push(`cpus ${id}`);
+    }
+    this.paused.clear();
+    this.down.clear();
+    this.throttled.clear();
+    return restored;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}

@@ -1,0 +1,51 @@
+import type { ClusterDriver, ClusterSpec } from '../cluster/driver.js';
+import { bringUp, clusterSpec, downCluster, openCluster, type DriverChoice } from '../cluster/select.js';
+import { defaultStateDir, readClusterRecord } from '../cluster/state.js';
+
+export interface ClusterLease {
+  driver: ClusterDriver;
+  spec: ClusterSpec;
+  /** True when this command brought the cluster up (and so takes it down again). */
+  owned: boolean;
+  release(): Promise<void>;
+}
+
+/**
+ * The cluster a benchmark runs on: the existing one of that name (from `plb cluster up`), or a new
+ * one brought up for this command and removed when it ends (unless keep is set).
+ */
+export async function leaseCluster(opts: {
+  name: string;
+  driver: DriverChoice;
+  replicas: number;
+  over: Partial<ClusterSpec>;
+  keep: boolean;
+  log: (line: string) => void;
+}): Promise<ClusterLease> {
+  const stateDir = opts.over.stateDir ?? defaultStateDir();
+  const record = readClusterRecord(stateDir, opts.name);
+  if (record) {
+    const driver = await openCluster(opts.name, stateDir);
+    opts.log(
+      `using the existing cluster ${opts.name} (${driver.kind} driver, ${driver.spec.replicas} replicas)`,
+    );
+    return { driver, spec: driver.spec, owned: false, release: async () => undefined };
+  }
+  const spec = clusterSpec({ ...opts.over, name: opts.name, replicas: opts.replicas, stateDir });
+  const t0 = Date.now();
+  const { driver } = await bringUp({ driver: opts.driver, spec, log: opts.log });
+  opts.log(`cluster ${spec.name} up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  return {
+    driver,
+    spec,
+    owned: true,
+    release: async () => {
+      if (opts.keep) {
+        opts.log(`keeping cluster ${spec.name} (plb cluster down --name ${spec.name} removes it)`);
+        return;
+      }
+      opts.log(`taking cluster ${spec.name} down`);
+      await downCluster(spec.name, stateDir);
+    },
+  };
+}

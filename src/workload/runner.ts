@@ -1,0 +1,362 @@
+import { performance } from 'node:perf_hooks';
+import type { ClusterDriver, Endpoint } from '../cluster/driver.js';
+import { DEFAULT_HEALTH, HealthChecker, type HealthOptions } from '../cluster/health.js';
+import { PlbError } from '../errors.js';
+import { Injector, type InjectedFault } from '../faults/injector.js';
+import type { FaultPlan } from '../faults/types.js';
+import type { RunSummary, RunWriter } from '../metrics/types.js';
+import type { RoleVector, ServiceClass } from '../router/types.js';
+import { DataSource, asError } from './data-source.js';
+import { ensureDataset } from './dataset.js';
+import { Rng } from './rng.js';
+import { runClient, runSession, type SessionContext } from './session-loop.js';
+import { splitByMix, type WorkloadSpec } from './spec.js';
+
+/** The part of the router the runner uses (src/router createRouter()). */
+export interface RunnerRouter {
+  admit(cls: ServiceClass, nowMs: number): { replica: string };
+  release(replica: string, cls: ServiceClass, nowMs: number): void;
+  markDown(replica: string, nowMs: number): void;
+  markUp(replica: string, nowMs: number): void;
+  snapshot(): ReadonlyArray<{
+    id: string;
+    healthy: boolean;
+    role: string;
+    sessions: { premium: number; freemium: number };
+  }>;
+}
+
+export interface BenchConfig {
+  plan: FaultPlan;
+  planPath: string;
+  strategy: string;
+  workload: WorkloadSpec;
+  seed: number;
+  health: HealthOptions;
+  /** The injector tells the router directly (no detection delay). */
+  oracle: boolean;
+  reference: RoleVector;
+  partition: { premium: number; freemium: number };
+  slowStartMs: number;
+  /** Per replica CPU quota (cores), to turn CPU seconds into a fraction. */
+  replicaCpus: number;
+  /** Seconds between progress lines (0 = none). */
+  progressEveryS: number;
+}
+
+export interface BenchDeps {
+  driver: ClusterDriver;
+  /** onRoleChange: the router reports every role change as it makes it. */
+  createRouter: (
+    replicaIds: string[],
+    onRoleChange: (c: { replica: string; from: string; to: string; reason: string; nowMs: number }) => void,
+  ) => RunnerRouter;
+  createWriter: (replicaIds: string[]) => RunWriter;
+  log: (line: string) => void;
+  /** Aborting stops the run gracefully (first Ctrl-C). */
+  signal?: AbortSignal;
+  /** Extra facts for config.json (versions, cluster spec...). */
+  configExtras?: Record<string, unknown>;
+}
+
+export interface BenchResult {
+  dir: string;
+  summary: RunSummary;
+  interrupted: boolean;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * One benchmark run: plan + workload -> (driver, router, clients) -> recorder -> run directory.
+ * Every measured second is on disk as the run goes; an interrupted run is finished as incomplete.
+ */
+export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<BenchResult> {
+  const { driver, log } = deps;
+  const { plan, workload } = config;
+  const endpoints = driver.endpoints();
+  const primary = endpoints.find((e) => e.kind === 'primary');
+  const replicas = endpoints.filter((e) => e.kind === 'replica');
+  if (!primary) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no primary endpoint');
+  if (replicas.length < plan.replicas) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `plan ${plan.name} needs ${plan.replicas} replicas but the cluster has ${replicas.length}`,
+      { hint: `plb cluster up --replicas ${plan.replicas}` },
+    );
+  }
+  const creds = await driver.credentials();
+  await resetCluster(driver, replicas, log);
+  const ds0 = await ensureDataset(primary, replicas, creds, workload.datasetRows, log);
+  if (ds0.loaded) log(`dataset loaded and replicated in ${(ds0.ms / 1000).toFixed(1)} s`);
+
+  const ids = replicas.map((r) => r.id);
+  const ports = new Map(replicas.map((r) => [r.id, r.port] as const));
+  const writer = deps.createWriter(ids);
+  const router = deps.createRouter(ids, (c) =>
+    writer.event({
+      type: 'role',
+      tMs: c.nowMs,
+      replica: c.replica,
+      from: c.from,
+      to: c.to,
+      reason: c.reason,
+    }),
+  );
+  const rng = new Rng(config.seed);
+  writer.writeConfig({
+    ...deps.configExtras,
+    strategy: config.strategy,
+    seed: config.seed,
+    plan: { ...plan, path: config.planPath },
+    mix: workload.mix,
+    clients: workload.clients,
+    workload,
+    health: config.health,
+    oracle: config.oracle,
+    reference: config.reference,
+    partition: config.partition,
+    slowStartMs: config.slowStartMs,
+    replicaCpus: config.replicaCpus,
+    replicas: ids,
+  });
+
+  const t0 = performance.now();
+  const now = (): number => performance.now() - t0;
+  const durationMs = plan.duration * 1000;
+  let stopping = false;
+  writer.event({ type: 'run', tMs: 0, state: 'started' });
+
+  const setHealth = (replica: string, state: 'up' | 'down', via: string): void => {
+    const t = now();
+    if (state === 'down') router.markDown(replica, t);
+    else router.markUp(replica, t);
+    writer.event({ type: 'detect', tMs: t, replica, state, via });
+  };
+
+  const health = new HealthChecker(ports, creds, config.health, (replica, state, via) => {
+    if (!config.oracle) setHealth(replica, state, via);
+  });
+  const ds = new DataSource({
+    router,
+    ports,
+    credentials: creds,
+    connectTimeoutMs: workload.connectTimeoutMs,
+    queryTimeoutMs: workload.queryTimeoutMs,
+    now,
+    onConnectError: (replica) => health.reportFailure(replica, 'connect'),
+    onSessionError: (replica) => health.reportFailure(replica, 'session'),
+  });
+  const injector = new Injector({
+    driver,
+    events: plan.events,
+    now,
+    defaultCpus: config.replicaCpus,
+    log,
+    onInjected: (f: InjectedFault) => {
+      writer.event({
+        type: 'fault',
+        tMs: f.tMs,
+        issuedMs: f.issuedMs,
+        doneMs: f.doneMs,
+        replica: f.event.replica,
+        action: f.event.action,
+        ...(f.event.cpus !== undefined ? { cpus: f.event.cpus } : {}),
+        ...(f.error !== undefined ? { error: f.error } : {}),
+      });
+      log(
+        `t=${(f.tMs / 1000).toFixed(1)}s ${f.event.action} ${f.event.replica}${f.error ? ` FAILED: ${f.error}` : ''}`,
+      );
+      if (config.oracle) {
+        const a = f.event.action;
+        if (a === 'down' || a === 'stop' || a === 'pause') setHealth(f.event.replica, 'down', 'oracle');
+        if (a === 'rejoin' || a === 'unpause') setHealth(f.event.replica, 'up', 'oracle');
+      }
+      if (f.event.action === 'throttle' && f.event.cpus !== undefined)
+        quota.set(f.event.replica, f.event.cpus);
+    },
+  });
+
+  const ctx: SessionContext = {
+    ds,
+    recorder: writer.recorder,
+    spec: workload,
+    now,
+    stopping: () => stopping,
+  };
+  const quota = new Map(ids.map((id) => [id, config.replicaCpus] as const));
+  const tasks: Promise<unknown>[] = [];
+  const rampMs = (workload.rampUpS ?? plan.warmup) * 1000;
+  let scheduleLags: number[] = [];
+
+  health.start();
+  injector.start();
+  if (workload.model === 'closed') {
+    const split = splitByMix(workload.clients, workload.mix);
+    const classes: ServiceClass[] = [
+      ...Array<ServiceClass>(split.premium).fill('premium'),
+      ...Array<ServiceClass>(split.freemium).fill('freemium'),
+    ];
+    // Clients join as a Poisson process over the ramp-up (clamped so all have joined by its end).
+    const arrivals = rng.fork(1);
+    const order = rng.fork(2);
+    shuffle(classes, order);
+    let at = 0;
+    classes.forEach((cls, i) => {
+      at += arrivals.exp(rampMs / Math.max(1, classes.length));
+      tasks.push(runClient(ctx, cls, rng.fork(100 + i), Math.min(at, rampMs)));
+    });
+  } else {
+    tasks.push(
+      openArrivals(ctx, workload, rng.fork(3), durationMs).then((lags) => {
+        scheduleLags = lags;
+      }),
+    );
+  }
+
+  // The sampler: CPU, router view, timeline flush, progress line.
+  let lastCpu: Record<string, number> | null = null;
+  let lastCpuAt = now();
+  let lastProgress = 0;
+  const sample = async (): Promise<void> => {
+    const t = now();
+    let cpu: Record<string, number> = {};
+    try {
+      cpu = await driver.cpuSeconds();
+    } catch (err) {
+      log(`cpu sample failed: ${asError(err).message}`);
+    }
+    const tAfter = now();
+    const fractions: Record<string, number | null> = {};
+    const dt = (tAfter - lastCpuAt) / 1000;
+    for (const id of ids) {
+      const cur = cpu[id];
+      const prev = lastCpu?.[id];
+      fractions[id] =
+        cur === undefined || prev === undefined || dt <= 0 || cur < prev
+          ? null
+          : (cur - prev) / dt / (quota.get(id) ?? 1);
+    }
+    lastCpu = cpu;
+    lastCpuAt = tAfter;
+    writer.recorder.cpu(t, fractions);
+    const state: Record<string, { premium: number; freemium: number; role: string; healthy: boolean }> = {};
+    for (const s of router.snapshot()) state[s.id] = { ...s.sessions, role: s.role, healthy: s.healthy };
+    writer.recorder.replicaState(t, state);
+    writer.tick(t);
+    if (config.progressEveryS > 0 && t - lastProgress >= config.progressEveryS * 1000) {
+      lastProgress = t;
+      const p = writer.progress(t, config.progressEveryS);
+      const f = (c: { p95: number | null; goodput: number }): string =>
+        `p95 ${c.p95 === null ? '-' : c.p95.toFixed(1)} ms ${c.goodput.toFixed(0)} q/s`;
+      log(
+        `[${config.strategy} ${p.phase} ${(t / 1000).toFixed(0)}/${plan.duration}s] premium ${f(p.premium)} | freemium ${f(p.freemium)}`,
+      );
+    }
+  };
+
+  let interrupted = false;
+  let summary: RunSummary;
+  const aborted = new Promise<void>((resolve) => {
+    if (deps.signal?.aborted) resolve();
+    deps.signal?.addEventListener('abort', () => resolve(), { once: true });
+  });
+  try {
+    await sample();
+    while (now() < durationMs) {
+      const next = Math.min(durationMs, (Math.floor(now() / 1000) + 1) * 1000);
+      const woke = await Promise.race([sleep(next - now()).then(() => false), aborted.then(() => true)]);
+      if (woke) {
+        interrupted = true;
+        log('interrupted: stopping clients, restoring replicas, keeping what was measured');
+        break;
+      }
+      await sample();
+    }
+  } finally {
+    const endMs = Math.min(now(), durationMs);
+    stopping = true;
+    await injector.stop();
+    // Sessions finish their current query; a hung one is bounded by the query timeout.
+    await Promise.race([Promise.allSettled(tasks), sleep(workload.queryTimeoutMs + 2000)]);
+    health.stop();
+    if (scheduleLags.length > 0) {
+      const sorted = [...scheduleLags].sort((a, b) => a - b);
+      writer.event({
+        type: 'note',
+        tMs: endMs,
+        what: 'schedule-lag',
+        meanMs: sorted.reduce((s, x) => s + x, 0) / sorted.length,
+        p95Ms: sorted[Math.floor(sorted.length * 0.95)] ?? 0,
+        maxMs: sorted[sorted.length - 1] ?? 0,
+      });
+    }
+    const restored = await injector.restore();
+    if (restored.length > 0) log(`restored: ${restored.join(', ')}`);
+    writer.event({ type: 'run', tMs: endMs, state: interrupted ? 'interrupted' : 'finished' });
+    writer.tick(endMs);
+    summary = writer.finish(endMs, !interrupted);
+  }
+  return { dir: writer.dir, summary, interrupted };
+}
+
+/** Open model: sessions arrive as a Poisson process at `rate` per second, whatever happens to them. */
+async function openArrivals(
+  ctx: SessionContext,
+  spec: WorkloadSpec,
+  rng: Rng,
+  durationMs: number,
+): Promise<number[]> {
+  const lags: number[] = [];
+  const running = new Set<Promise<unknown>>();
+  let next = 0;
+  let n = 0;
+  const premiumShare = spec.mix.premium / (spec.mix.premium + spec.mix.freemium);
+  while (!ctx.stopping()) {
+    next += rng.exp(1000 / spec.rate);
+    if (next >= durationMs) break;
+    const wait = next - ctx.now();
+    if (wait > 0) await sleep(wait);
+    if (ctx.stopping()) break;
+    const lag = Math.max(0, ctx.now() - next);
+    lags.push(lag);
+    const cls: ServiceClass = rng.next() < premiumShare ? 'premium' : 'freemium';
+    if (running.size >= spec.maxOpenSessions) {
+      ctx.recorder.admissionFailed(cls, ctx.now(), 'overload');
+      continue;
+    }
+    const p = runSession(ctx, cls, rng.fork(1000 + n++), next);
+    running.add(p);
+    void p.finally(() => running.delete(p));
+  }
+  await Promise.allSettled([...running]);
+  return lags;
+}
+
+/** Every replica up and unpaused before a run starts (the previous run may have left one down). */
+async function resetCluster(
+  driver: ClusterDriver,
+  replicas: readonly Endpoint[],
+  log: (l: string) => void,
+): Promise<void> {
+  const status = await driver.status();
+  for (const r of replicas) {
+    const s = status.find((x) => x.id === r.id);
+    if (s?.paused) {
+      log(`unpausing ${r.id}`);
+      await driver.unpause(r.id);
+    } else if (!s?.up) {
+      log(`starting ${r.id} (it was down)`);
+      await driver.start(r.id);
+    }
+  }
+}
+
+function shuffle<T>(xs: T[], rng: Rng): void {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = rng.int(0, i);
+    const a = xs[i] as T;
+    xs[i] = xs[j] as T;
+    xs[j] = a;
+  }
+}

@@ -1,0 +1,68 @@
+import { PlbError } from '../errors.js';
+import type { ServiceClass } from '../router/types.js';
+
+export type QueryKind = 'point' | 'range' | 'scan';
+
+export interface ClassWorkload {
+  /** Mean queries per session (geometric around the mean, at least 1). */
+  queriesPerSession: number;
+  /** Mean think time between queries, ms (exponential). */
+  thinkTimeMs: number;
+  /** Relative weights of the query templates. */
+  queryWeights: Record<QueryKind, number>;
+}
+
+export interface WorkloadSpec {
+  /** 'closed': T clients run sessions back to back; 'open': sessions arrive at `rate` per second. */
+  model: 'closed' | 'open';
+  clients: number;
+  /** Sessions per second (open model). */
+  rate: number;
+  /** Share of clients (or sessions) per class. */
+  mix: Record<ServiceClass, number>;
+  /** Seconds over which closed-model clients join (Poisson); default: the plan's warm-up. */
+  rampUpS: number | null;
+  /** Rows in the generated dataset. */
+  datasetRows: number;
+  /** A query slower than this fails (a paused replica never answers). */
+  queryTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** Open model: cap on concurrently open sessions; arrivals beyond it count as admission failures. */
+  maxOpenSessions: number;
+  classes: Record<ServiceClass, ClassWorkload>;
+}
+
+const DEFAULT_WEIGHTS: Record<QueryKind, number> = { point: 0.6, range: 0.3, scan: 0.1 };
+
+export const DEFAULT_WORKLOAD: WorkloadSpec = {
+  model: 'closed',
+  clients: 48,
+  rate: 20,
+  mix: { premium: 25, freemium: 75 },
+  rampUpS: null,
+  datasetRows: 200_000,
+  queryTimeoutMs: 15_000,
+  connectTimeoutMs: 3_000,
+  maxOpenSessions: 400,
+  classes: {
+    premium: { queriesPerSession: 20, thinkTimeMs: 10, queryWeights: { ...DEFAULT_WEIGHTS } },
+    freemium: { queriesPerSession: 20, thinkTimeMs: 10, queryWeights: { ...DEFAULT_WEIGHTS } },
+  },
+};
+
+/** '25:75' -> {premium: 25, freemium: 75}. */
+export function parseMix(text: string, field = '--mix'): Record<ServiceClass, number> {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(text);
+  if (!m) throw new PlbError('BAD_INPUT', `${field}: expected premium:freemium like 25:75 (got "${text}")`);
+  const premium = Number(m[1]);
+  const freemium = Number(m[2]);
+  if (premium + freemium <= 0) throw new PlbError('BAD_INPUT', `${field}: the two shares must not both be 0`);
+  return { premium, freemium };
+}
+
+/** Splits `total` clients between the classes by the mix (largest remainder, deterministic). */
+export function splitByMix(total: number, mix: Record<ServiceClass, number>): Record<ServiceClass, number> {
+  const sum = mix.premium + mix.freemium;
+  const premium = Math.round((total * mix.premium) / sum);
+  return { premium, freemium: total - premium };
+}
