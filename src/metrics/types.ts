@@ -11,7 +11,13 @@ export interface Recorder {
   queryFailed(cls: ServiceClass, replica: string, endMs: number, reason: string): void;
   sessionOpened(cls: ServiceClass, replica: string, atMs: number): void;
   /** failed: the session ended because of an error (its replica died), not by finishing. */
-  sessionClosed(cls: ServiceClass, replica: string, openedMs: number, closedMs: number, failed: boolean): void;
+  sessionClosed(
+    cls: ServiceClass,
+    replica: string,
+    openedMs: number,
+    closedMs: number,
+    failed: boolean,
+  ): void;
   /** A session could not be opened (NO_REPLICA or connect error). */
   admissionFailed(cls: ServiceClass, atMs: number, reason: string): void;
   /** CPU fraction of its quota per server over the last sample interval (0..1+, null = down). */
@@ -57,7 +63,10 @@ export interface RunWriter {
   /** Flushes every whole second before nowMs to timeline.csv. */
   tick(nowMs: number): void;
   /** Per class p95 (ms) and goodput (q/s) over the last windowS seconds, and the current phase name. */
-  progress(nowMs: number, windowS: number): {
+  progress(
+    nowMs: number,
+    windowS: number,
+  ): {
     phase: string;
     premium: { p95: number | null; goodput: number };
     freemium: { p95: number | null; goodput: number };
@@ -65,7 +74,6 @@ export interface RunWriter {
   /** Computes phases and the summary, writes histograms/ and summary.json, returns the summary. */
   finish(endMs: number, complete: boolean): RunSummary;
 }
-
 
 /** A phase as DESIGN.md defines it: `ref`, then one per interval between injected events. */
 export interface Phase {

@@ -6,3 +6,91 @@ export interface RoleVector {
   freemium: number;
 }
 export const SERVICE_CLASSES: readonly ServiceClass[] = ['premium', 'freemium'];
+
+/** The routing strategies plb compares (DESIGN.md). */
+export type StrategyName = 'plb' | 'rr' | 'static' | 'lc' | 'wlc';
+
+/** A static per-class partition: the first `premium` replicas serve premium, the rest freemium. */
+export interface Partition {
+  premium: number;
+  freemium: number;
+}
+
+/** A replica of the read pool; weight (default 1) is its relative capacity. */
+export interface ReplicaSpec {
+  id: string;
+  weight?: number;
+}
+
+/**
+ * When a class may borrow a replica of the other class's dedicated role. The borrower's pressure is
+ * the admission key of its best own replica (role = class or mixed), key = (sessions+1)/(weight*ramp).
+ * Borrow the least-loaded lender when pressure >= minLoad and pressure >= pressureRatio * lender key;
+ * return it when its key >= returnRatio * pressure (it no longer relieves) or pressure < minLoad/2.
+ */
+export interface BorrowThresholds {
+  enabled: boolean;
+  pressureRatio: number;
+  returnRatio: number;
+  minLoad: number;
+}
+
+export interface BorrowingOptions {
+  premium?: Partial<BorrowThresholds>;
+  freemium?: Partial<BorrowThresholds>;
+}
+
+export interface RouterOptions {
+  strategy: StrategyName;
+  replicas: ReadonlyArray<string | ReplicaSpec>;
+  /** plb: premium:mixed:freemium ratio, scaled to K with targetRoleVector (default 2:1:2). */
+  reference?: RoleVector;
+  /** static: used as given when it sums to K, otherwise scaled (default 3:2). */
+  partition?: Partition;
+  /** plb and wlc: a rejoining replica's weight ramps linearly over this many ms (default 30000, 0 = off). */
+  slowStartMs?: number;
+  /** plb: borrowing thresholds per borrowing class, or false to disable borrowing. */
+  borrowing?: BorrowingOptions | false;
+  /** Called synchronously for every role change; when given, drainChanges() stays empty. */
+  onRoleChange?: (change: RoleChange) => void;
+}
+
+export interface Admission {
+  replica: string;
+}
+
+export interface ReplicaSnapshot {
+  id: string;
+  healthy: boolean;
+  /** plb: the current role (the last one while down); static: the partition class; rr/lc/wlc: 'mixed'. */
+  role: Role;
+  /** plb: set while the other class borrows this premium- or freemium-role replica. */
+  borrowedBy?: ServiceClass;
+  weight: number;
+  sessions: { premium: number; freemium: number };
+}
+
+export type RoleChangeReason = 'down' | 'rejoin' | 'canonicalize' | 'repair' | 'borrow' | 'return';
+
+/** One change of a replica's role; 'down' stands for "not in the pool". borrowedBy is the new state. */
+export interface RoleChange {
+  replica: string;
+  from: Role | 'down';
+  to: Role | 'down';
+  borrowedBy?: ServiceClass;
+  reason: RoleChangeReason;
+  nowMs: number;
+}
+
+export interface Router {
+  readonly strategy: StrategyName;
+  /** Pick a replica for a new session; throws PlbError NO_REPLICA when no healthy replica may take cls. */
+  admit(cls: ServiceClass, nowMs: number): Admission;
+  /** A session ended; false (and nothing changes) when there was no such session to release. */
+  release(replica: string, cls: ServiceClass, nowMs: number): boolean;
+  markDown(replica: string, nowMs: number): void;
+  markUp(replica: string, nowMs: number): void;
+  snapshot(): ReplicaSnapshot[];
+  /** Role changes since the last call, oldest first. */
+  drainChanges(): RoleChange[];
+}

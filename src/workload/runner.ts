@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { ClusterDriver, Endpoint } from '../cluster/driver.js';
-import { DEFAULT_HEALTH, HealthChecker, type HealthOptions } from '../cluster/health.js';
+import { HealthChecker, type HealthOptions } from '../cluster/health.js';
 import { PlbError } from '../errors.js';
 import { Injector, type InjectedFault } from '../faults/injector.js';
 import type { FaultPlan } from '../faults/types.js';
