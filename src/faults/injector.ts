@@ -49,15 +49,19 @@ export class Injector {
   }
 
   private async run(): Promise<void> {
+    let previous: InjectedFault | undefined;
     for (const event of this.opts.events) {
-      const waitMs = event.at * 1000 - this.opts.now();
-      if (waitMs > 0) await this.sleep(waitMs);
+      // setTimeout may fire a little early: sleep until the clock really says so.
+      while (!this.stopped && event.at * 1000 - this.opts.now() > 0)
+        await this.sleep(event.at * 1000 - this.opts.now());
       if (this.stopped) return;
-      await this.apply(event);
+      // Events the plan puts at one time share one boundary, the first one's (one phase, not two).
+      const sameTime = previous !== undefined && previous.event.at === event.at ? previous.tMs : undefined;
+      previous = await this.apply(event, sameTime);
     }
   }
 
-  private async apply(event: FaultEvent): Promise<void> {
+  private async apply(event: FaultEvent, boundaryMs: number | undefined): Promise<InjectedFault> {
     const { driver } = this.opts;
     const tMs = this.opts.now();
     let error: string | undefined;
@@ -94,9 +98,15 @@ export class Injector {
     }
     const doneMs = this.opts.now();
     const takesEffectWhenDone = event.action === 'rejoin' || event.action === 'unpause';
-    const fault: InjectedFault = { event, tMs: takesEffectWhenDone ? doneMs : tMs, issuedMs: tMs, doneMs };
+    const fault: InjectedFault = {
+      event,
+      tMs: boundaryMs ?? (takesEffectWhenDone ? doneMs : tMs),
+      issuedMs: tMs,
+      doneMs,
+    };
     if (error !== undefined) fault.error = error;
     this.opts.onInjected(fault);
+    return fault;
   }
 
   /** Stops injecting (pending events are dropped) and waits for the event in progress. */

@@ -1,0 +1,166 @@
+/**
+ * Dry run of a fault plan: replays its events through a real router (no cluster, no sessions) and
+ * reports, after each event, K+, the target role vector and the role of every replica.
+ */
+import Table from 'cli-table3';
+import { createRouter, formatRoleVector, fullReference, targetRoleVector } from '../router/index.js';
+import type { Partition, Role, RoleChange, RoleVector, StrategyName } from '../router/index.js';
+import {
+  compareReplicaIds,
+  phaseNameFor,
+  planPhases,
+  stateAfter,
+  survivorDelta,
+  survivorsAfterEvent,
+  type PlanReplicaState,
+} from './plan.js';
+import type { FaultAction, FaultPlan } from './types.js';
+
+export interface PlanShowOptions {
+  strategy: StrategyName;
+  /** plb: premium:mixed:freemium reference (router default 2:1:2 when absent). */
+  reference?: RoleVector;
+  /** static: premium:freemium partition (router default 3:2 when absent). */
+  partition?: Partition;
+}
+
+export interface PlanShowReplica {
+  id: string;
+  healthy: boolean;
+  /** Plan-side state: up, down, stopped or paused. */
+  state: PlanReplicaState;
+  /** Router role (for an unhealthy replica: the role it had when it left). */
+  role: Role;
+  /** Set after a throttle event. */
+  cpus?: number;
+}
+
+export interface PlanShowRow {
+  /** Seconds from the start of the run. */
+  at: number;
+  /** null for the initial row. */
+  event: { replica: string; action: FaultAction; cpus?: number } | null;
+  /** The phase that starts here; null for an event followed by another at the same time. */
+  phase: string | null;
+  survivors: number;
+  /** plb only: the target role vector for K+. */
+  target: RoleVector | null;
+  replicas: PlanShowReplica[];
+  /** Role changes the router made for this event (canonicalize, repair, ...). */
+  changes: RoleChange[];
+}
+
+export interface PlanShow {
+  plan: string;
+  strategy: StrategyName;
+  replicas: number;
+  /** plb only: the reference scaled to K, the full-capacity role vector. */
+  reference: RoleVector | null;
+  rows: PlanShowRow[];
+}
+
+/** Replays the plan through the router: markDown for down/stop/pause, markUp for rejoin/unpause. */
+export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
+  const ids = Array.from({ length: plan.replicas }, (_, i) => `r${i + 1}`);
+  const router = createRouter({
+    strategy: opts.strategy,
+    replicas: ids.map((id) => ({ id })),
+    ...(opts.reference ? { reference: opts.reference } : {}),
+    ...(opts.partition ? { partition: opts.partition } : {}),
+  });
+  const isPlb = opts.strategy === 'plb';
+  const full = isPlb ? fullReference(plan.replicas, opts.reference) : null;
+  const states = new Map<string, PlanReplicaState>(ids.map((id) => [id, 'up']));
+  const cpus = new Map<string, number>();
+  // Phase names come from planPhases so show and the metrics agree on naming.
+  const phaseAt = new Map(planPhases(plan).map((p) => [p.startS, p.name]));
+
+  const row = (
+    at: number,
+    event: PlanShowRow['event'],
+    phase: string | null,
+    survivors: number,
+  ): PlanShowRow => ({
+    at,
+    event,
+    phase,
+    survivors,
+    target: full ? targetRoleVector(survivors, full) : null,
+    replicas: router
+      .snapshot()
+      .slice()
+      .sort((a, b) => compareReplicaIds(a.id, b.id))
+      .map((r) => {
+        const c = cpus.get(r.id);
+        const rep: PlanShowReplica = {
+          id: r.id,
+          healthy: r.healthy,
+          state: states.get(r.id) ?? 'up',
+          role: r.role,
+        };
+        if (c !== undefined) rep.cpus = c;
+        return rep;
+      }),
+    changes: router.drainChanges(),
+  });
+
+  let survivors = plan.replicas;
+  const rows: PlanShowRow[] = [row(0, null, null, survivors)];
+  const counts = new Map<FaultAction, number>();
+  plan.events.forEach((ev, i) => {
+    const count = (counts.get(ev.action) ?? 0) + 1;
+    counts.set(ev.action, count);
+    const nowMs = Math.round(ev.at * 1000);
+    const delta = survivorDelta(ev.action);
+    if (delta < 0) router.markDown(ev.replica, nowMs);
+    else if (delta > 0) router.markUp(ev.replica, nowMs);
+    states.set(ev.replica, stateAfter(ev.action, states.get(ev.replica) ?? 'up'));
+    if (ev.action === 'throttle' && ev.cpus !== undefined) cpus.set(ev.replica, ev.cpus);
+    survivors = survivorsAfterEvent(survivors, ev.action);
+    const next = plan.events[i + 1];
+    const opens = !next || next.at !== ev.at;
+    const phase = opens ? (phaseAt.get(ev.at) ?? phaseNameFor(ev.action, count)) : null;
+    const event: NonNullable<PlanShowRow['event']> = { replica: ev.replica, action: ev.action };
+    if (ev.cpus !== undefined) event.cpus = ev.cpus;
+    rows.push(row(ev.at, event, phase, survivors));
+  });
+
+  return { plan: plan.name, strategy: opts.strategy, replicas: plan.replicas, reference: full, rows };
+}
+
+/** The dry run as a terminal table: one row per event, one column per replica. */
+export function renderPlanShow(show: PlanShow, plan: FaultPlan): string {
+  const ids = show.rows[0]?.replicas.map((r) => r.id) ?? [];
+  const table = new Table({
+    head: ['at', 'event', 'phase', 'K+', 'target p:m:f', ...ids],
+    style: { head: [], border: [] },
+    // No rule between body rows: the table stays as tall as the plan is long.
+    chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
+  });
+  for (const r of show.rows) {
+    const event = r.event
+      ? `${r.event.action} ${r.event.replica}${r.event.cpus !== undefined ? ` (${r.event.cpus} cpus)` : ''}`
+      : 'start';
+    table.push([
+      `${r.at}s`,
+      event,
+      r.phase ?? (r.event ? '' : '-'),
+      String(r.survivors),
+      r.target ? formatRoleVector(r.target) : '-',
+      ...r.replicas.map(replicaCell),
+    ]);
+  }
+  const ref = show.reference ? `, reference ${formatRoleVector(show.reference)}` : '';
+  const header =
+    `plan ${plan.name}: ${plan.duration}s, warmup ${plan.warmup}s, ref window ${plan.referenceWindow}s, ` +
+    `K=${plan.replicas}; strategy ${show.strategy}${ref}`;
+  const phases = planPhases(plan)
+    .map((p) => `${p.name} ${p.startS}..${p.endS}s K+=${p.survivors}`)
+    .join(' | ');
+  return `${header}\n${table.toString()}\nphases: ${phases}`;
+}
+
+function replicaCell(r: PlanShowReplica): string {
+  const base = r.healthy ? r.role : r.state === 'up' ? 'down' : r.state;
+  return r.cpus !== undefined ? `${base} @${r.cpus}cpu` : base;
+}

@@ -1,0 +1,440 @@
+/**
+ * Fault-plan parser and validator. Plans are YAML; every error is one PlbError('PLAN_INVALID') whose
+ * message reads `<file>:<line>: <field>: <what is wrong>` so the user can jump straight to it.
+ */
+import { readFileSync } from 'node:fs';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, Scalar } from 'yaml';
+import type { Document, Node as YamlNode, YAMLMap } from 'yaml';
+import { PlbError } from '../errors.js';
+import { computePhases } from '../metrics/phases.js';
+import type { FaultAction, FaultEvent, FaultPlan } from './types.js';
+
+export { phaseNameFor, REF_PHASE, survivorDelta, survivorsAfterEvent } from './actions.js';
+
+export const FAULT_ACTIONS: readonly FaultAction[] = [
+  'down',
+  'rejoin',
+  'stop',
+  'pause',
+  'unpause',
+  'throttle',
+];
+export const DEFAULT_WARMUP_S = 10;
+export const DEFAULT_REFERENCE_S = 30;
+export const DEFAULT_REPLICAS = 5;
+export const MAX_REPLICAS = 64;
+
+const PLAN_KEYS = ['name', 'description', 'duration', 'warmup', 'reference', 'replicas', 'events'] as const;
+const EVENT_KEYS = ['at', 'replica', 'action', 'cpus'] as const;
+
+/** Parses a plan from YAML text; `source` names the file in error messages. */
+export function parsePlan(text: string, source: string): FaultPlan {
+  return new PlanReader(text, source).read();
+}
+
+/** Reads and parses a plan file. */
+export function loadPlan(path: string): FaultPlan {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : String(code ?? err);
+    throw new PlbError('PLAN_INVALID', `${path}: cannot read plan (${why})`, {
+      hint: 'pass the path of a YAML plan, e.g. plans/demo-cascade.yaml',
+      cause: err,
+    });
+  }
+  return parsePlan(text, path);
+}
+
+/**
+ * Parses a duration in seconds: a number, or a string like `90`, `90s`, `2m`, `1m30s`, `500ms`, `1h`.
+ * Returns undefined when the value is not a duration (negative numbers are returned as such).
+ */
+export function parseDuration(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value !== 'string') return undefined;
+  const s = value.trim();
+  if (/^-?\d+(\.\d+)?$/.test(s)) return Number(s);
+  const m =
+    /^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$/.exec(s);
+  if (!m || s === '') return undefined;
+  const [, h, min, sec, ms] = m;
+  const total = Number(h ?? 0) * 3600 + Number(min ?? 0) * 60 + Number(sec ?? 0) + Number(ms ?? 0) / 1000;
+  // Round to the millisecond so "1m30.1s" does not print as 90.10000000000001.
+  return Math.round(total * 1000) / 1000;
+}
+
+/** Replica health as the plan sees it. */
+export type PlanReplicaState = 'up' | 'down' | 'stopped' | 'paused';
+
+/** Does this action need the replica in `state`? Returns the requirement text when it does not. */
+export function actionRequirement(action: FaultAction, state: PlanReplicaState): string | undefined {
+  switch (action) {
+    case 'down':
+    case 'stop':
+    case 'pause':
+      return state === 'up' ? undefined : 'up and not paused';
+    case 'rejoin':
+      return state === 'down' || state === 'stopped' ? undefined : 'down or stopped';
+    case 'unpause':
+      return state === 'paused' ? undefined : 'paused';
+    case 'throttle':
+      return state === 'up' || state === 'paused' ? undefined : 'running';
+  }
+}
+
+/** The replica state after `action` (throttle leaves it as it was). */
+export function stateAfter(action: FaultAction, state: PlanReplicaState): PlanReplicaState {
+  switch (action) {
+    case 'down':
+      return 'down';
+    case 'stop':
+      return 'stopped';
+    case 'pause':
+      return 'paused';
+    case 'rejoin':
+    case 'unpause':
+      return 'up';
+    case 'throttle':
+      return state;
+  }
+}
+
+export interface PlanPhase {
+  name: string;
+  startS: number;
+  endS: number;
+  /** K+: healthy replicas during the phase. */
+  survivors: number;
+  /** Replicas not healthy during the phase (down, stopped or paused), in r1..rK order. */
+  down: string[];
+}
+
+/** The phases a plan will have if every event is injected on time (the same function as a run's). */
+export function planPhases(plan: FaultPlan): PlanPhase[] {
+  const replicas = Array.from({ length: plan.replicas }, (_, i) => `r${i + 1}`);
+  return computePhases({
+    faults: plan.events.map((e) => ({ tMs: e.at * 1000, replica: e.replica, action: e.action })),
+    endMs: plan.duration * 1000,
+    refWindowMs: plan.referenceWindow * 1000,
+    warmupMs: plan.warmup * 1000,
+    replicas,
+  }).map((p) => ({
+    name: p.name,
+    startS: p.startMs / 1000,
+    endS: p.endMs / 1000,
+    survivors: p.survivors,
+    down: p.down,
+  }));
+}
+
+/** Orders r1, r2, ..., r10 numerically. */
+export function compareReplicaIds(a: string, b: string): number {
+  const na = Number(a.slice(1));
+  const nb = Number(b.slice(1));
+  return Number.isFinite(na) && Number.isFinite(nb) && na !== nb ? na - nb : a.localeCompare(b);
+}
+
+/** Formats seconds for messages: 90 -> "90s", 0.5 -> "0.5s". */
+export function fmtSeconds(s: number): string {
+  return `${s}s`;
+}
+
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return 'nothing';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  if (typeof value === 'string') return JSON.stringify(value);
+  return String(value);
+}
+
+class PlanReader {
+  private readonly lc = new LineCounter();
+  private readonly doc: Document.Parsed;
+
+  constructor(
+    text: string,
+    private readonly source: string,
+  ) {
+    this.doc = parseDocument(text, { lineCounter: this.lc, prettyErrors: false });
+  }
+
+  read(): FaultPlan {
+    const syntax = this.doc.errors[0];
+    if (syntax) {
+      const line = syntax.linePos?.[0].line ?? this.lc.linePos(syntax.pos[0]).line;
+      // The yaml message may carry " at line X, column Y:" and a code frame; keep the first sentence.
+      const msg = syntax.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+      throw this.fail(line, 'yaml', msg);
+    }
+    const root = this.doc.contents;
+    if (!isMap(root)) {
+      const line = root ? this.lineOf(root) : 1;
+      throw this.fail(
+        line,
+        'plan',
+        `must be a mapping with name, duration and events (got ${describe(root?.toJSON())})`,
+      );
+    }
+    const fields = this.fields(root, PLAN_KEYS, '');
+
+    const name = this.value(fields.get('name'));
+    if (fields.get('name') === undefined) throw this.fail(this.lineOf(root), 'name', 'required');
+    if (typeof name !== 'string' || name.trim() === '') {
+      throw this.fail(
+        this.lineOf(fields.get('name')),
+        'name',
+        `must be a non-empty string (got ${describe(name)})`,
+      );
+    }
+    const descNode = fields.get('description');
+    const description = this.value(descNode) ?? '';
+    if (typeof description !== 'string') {
+      throw this.fail(
+        this.lineOf(descNode),
+        'description',
+        `must be a string (got ${describe(description)})`,
+      );
+    }
+
+    if (fields.get('duration') === undefined) throw this.fail(this.lineOf(root), 'duration', 'required');
+    const duration = this.duration(fields.get('duration'), 'duration', true);
+    const warmup = fields.has('warmup')
+      ? this.duration(fields.get('warmup'), 'warmup', false)
+      : DEFAULT_WARMUP_S;
+    const referenceWindow = fields.has('reference')
+      ? this.duration(fields.get('reference'), 'reference', true)
+      : DEFAULT_REFERENCE_S;
+
+    let replicas = DEFAULT_REPLICAS;
+    if (fields.has('replicas')) {
+      const node = fields.get('replicas');
+      const v = this.value(node);
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_REPLICAS) {
+        throw this.fail(
+          this.lineOf(node),
+          'replicas',
+          `must be an integer from 1 to ${MAX_REPLICAS} (got ${describe(v)})`,
+        );
+      }
+      replicas = v;
+    }
+
+    if (warmup + referenceWindow > duration) {
+      throw this.fail(
+        this.lineOf(fields.get('duration')),
+        'duration',
+        `must be at least warmup ${fmtSeconds(warmup)} + reference ${fmtSeconds(referenceWindow)} = ` +
+          `${fmtSeconds(warmup + referenceWindow)} (got ${fmtSeconds(duration)})`,
+      );
+    }
+
+    const events = this.events(fields.get('events'), { duration, warmup, referenceWindow, replicas });
+    return {
+      name: name.trim(),
+      description: description.trim(),
+      duration,
+      warmup,
+      referenceWindow,
+      replicas,
+      events,
+    };
+  }
+
+  private events(
+    node: YamlNode | undefined,
+    ctx: { duration: number; warmup: number; referenceWindow: number; replicas: number },
+  ): FaultEvent[] {
+    const resolved = this.resolve(node);
+    if (resolved === undefined || (isScalar(resolved) && resolved.value === null)) return [];
+    if (!isSeq(resolved)) {
+      throw this.fail(this.lineOf(resolved), 'events', `must be a list (got ${describe(resolved.toJSON())})`);
+    }
+    const out: FaultEvent[] = [];
+    const states = new Map<string, { state: PlanReplicaState; since: number }>();
+    resolved.items.forEach((raw, i) => {
+      const path = `events[${i}]`;
+      const item = this.resolve(raw as YamlNode);
+      if (!isMap(item)) {
+        throw this.fail(
+          this.lineOf(item),
+          path,
+          `must be a mapping with at, replica, action (got ${describe(item?.toJSON())})`,
+        );
+      }
+      const line = this.lineOf(item);
+      const f = this.fields(item, EVENT_KEYS, `${path}.`);
+      for (const key of ['at', 'replica', 'action'] as const) {
+        if (!f.has(key)) throw this.fail(line, `${path}.${key}`, 'required');
+      }
+
+      const at = this.duration(f.get('at'), `${path}.at`, false);
+      if (at >= ctx.duration) {
+        throw this.fail(
+          this.lineOf(f.get('at')),
+          `${path}.at`,
+          `must be before duration ${fmtSeconds(ctx.duration)} (got ${fmtSeconds(at)})`,
+        );
+      }
+
+      const replicaNode = f.get('replica');
+      const replica = this.value(replicaNode);
+      const rm = typeof replica === 'string' ? /^r([1-9]\d*)$/.exec(replica) : null;
+      if (!rm || Number(rm[1]) > ctx.replicas) {
+        throw this.fail(
+          this.lineOf(replicaNode),
+          `${path}.replica`,
+          `must be one of r1..r${ctx.replicas} (got ${describe(replica)})`,
+        );
+      }
+      const replicaId = replica as string;
+
+      const actionNode = f.get('action');
+      const action = this.value(actionNode);
+      if (typeof action !== 'string' || !(FAULT_ACTIONS as readonly string[]).includes(action)) {
+        throw this.fail(
+          this.lineOf(actionNode),
+          `${path}.action`,
+          `must be one of ${FAULT_ACTIONS.join(', ')} (got ${describe(action)})`,
+        );
+      }
+      const act = action as FaultAction;
+
+      let cpus: number | undefined;
+      if (act === 'throttle') {
+        if (!f.has('cpus')) throw this.fail(line, `${path}.cpus`, 'required for action throttle');
+        const v = this.value(f.get('cpus'));
+        if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
+          throw this.fail(
+            this.lineOf(f.get('cpus')),
+            `${path}.cpus`,
+            `must be a number > 0 (got ${describe(v)})`,
+          );
+        }
+        cpus = v;
+      } else if (f.has('cpus')) {
+        throw this.fail(
+          this.lineOf(f.get('cpus')),
+          `${path}.cpus`,
+          `only allowed with action throttle (action is ${act})`,
+        );
+      }
+
+      // Semantic checks, reported at the line of the event.
+      const prev = out[out.length - 1];
+      if (prev && at < prev.at) {
+        throw this.fail(
+          line,
+          `${path}.at`,
+          `out of order: ${fmtSeconds(at)} is before events[${i - 1}] at ${fmtSeconds(prev.at)} (events must be sorted by time)`,
+        );
+      }
+      if (!prev && at < ctx.warmup + ctx.referenceWindow) {
+        throw this.fail(
+          line,
+          `${path}.at`,
+          `first fault at ${fmtSeconds(at)} leaves no full reference window; it must be at or after ` +
+            `warmup ${fmtSeconds(ctx.warmup)} + reference ${fmtSeconds(ctx.referenceWindow)} = ` +
+            fmtSeconds(ctx.warmup + ctx.referenceWindow),
+        );
+      }
+      const cur = states.get(replicaId) ?? { state: 'up' as PlanReplicaState, since: 0 };
+      const need = actionRequirement(act, cur.state);
+      if (need !== undefined) {
+        const now = cur.state === 'up' ? 'up' : `${cur.state} since ${fmtSeconds(cur.since)}`;
+        throw this.fail(line, `${path}.action`, `${act} ${replicaId} needs it ${need} (it is ${now})`);
+      }
+      const nextState = stateAfter(act, cur.state);
+      if (nextState !== cur.state) states.set(replicaId, { state: nextState, since: at });
+
+      const ev: FaultEvent = { at, replica: replicaId, action: act, line };
+      if (cpus !== undefined) ev.cpus = cpus;
+      out.push(ev);
+    });
+    return out;
+  }
+
+  /** Checks the keys of a mapping (strings, known) and returns key -> value node. */
+  private fields(
+    map: YAMLMap,
+    allowed: readonly string[],
+    prefix: string,
+  ): Map<string, YamlNode | undefined> {
+    const out = new Map<string, YamlNode | undefined>();
+    for (const pair of map.items) {
+      const keyNode = pair.key as YamlNode | null;
+      const key = isScalar(keyNode) ? keyNode.value : keyNode;
+      if (typeof key !== 'string') {
+        const line = keyNode ? this.lineOf(keyNode) : this.lineOf(map);
+        throw this.fail(
+          line,
+          prefix ? prefix.slice(0, -1) : 'plan',
+          `keys must be strings (got ${describe(key)})`,
+        );
+      }
+      if (!allowed.includes(key)) {
+        throw this.fail(
+          this.lineOf(keyNode!),
+          `${prefix}${key}`,
+          `unknown field (allowed: ${allowed.join(', ')})`,
+        );
+      }
+      // Flow `{at}` has no value node at all: stand in a null scalar at the key's position.
+      let value = pair.value as YamlNode | null;
+      if (!value) {
+        const empty = new Scalar(null);
+        empty.range = keyNode!.range;
+        value = empty;
+      }
+      out.set(key, value);
+    }
+    return out;
+  }
+
+  private duration(node: YamlNode | undefined, field: string, positive: boolean): number {
+    const v = this.value(node);
+    const d = parseDuration(v);
+    if (d === undefined) {
+      throw this.fail(
+        this.lineOf(node),
+        field,
+        `must be a duration like 90, "90s", "2m", "1m30s" or "500ms" (got ${describe(v)})`,
+      );
+    }
+    if (positive ? d <= 0 : d < 0) {
+      throw this.fail(this.lineOf(node), field, `must be ${positive ? '> 0' : '>= 0'} (got ${describe(v)})`);
+    }
+    return d;
+  }
+
+  /** The plain value of a node (scalar value, or JS form of a collection). */
+  private value(node: YamlNode | undefined): unknown {
+    const n = this.resolve(node);
+    if (n === undefined) return undefined;
+    return isScalar(n) ? n.value : n.toJSON();
+  }
+
+  private resolve(node: YamlNode | undefined | null): YamlNode | undefined {
+    if (node === undefined || node === null) return undefined;
+    if (isAlias(node)) {
+      const target = node.resolve(this.doc);
+      if (!target) throw this.fail(this.lineOf(node), 'yaml', `unknown alias *${node.source}`);
+      return target as YamlNode;
+    }
+    return node;
+  }
+
+  private lineOf(node: YamlNode | undefined | null): number {
+    const start = node?.range?.[0];
+    if (start === undefined) return 1;
+    return this.lc.linePos(start).line;
+  }
+
+  private fail(line: number, field: string, msg: string): PlbError {
+    // No hint: the message already says where and what; a hint would only lengthen the line.
+    return new PlbError('PLAN_INVALID', `${this.source}:${line}: ${field}: ${msg}`);
+  }
+}

@@ -1,0 +1,223 @@
+import type { Histogram } from 'hdr-histogram-js';
+import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { newLatencyHistogram } from './histogram.js';
+import {
+  coefficientOfVariation,
+  goodputRetention,
+  mean,
+  nearestRank,
+  p95Inflation,
+  percentilesMs,
+  perSecond,
+  round,
+} from './math.js';
+import { REF_PHASE } from '../faults/actions.js';
+import { phaseIndexAt } from './phases.js';
+import { UNKNOWN_REPLICA, type ClassLog, type MetricsStore } from './store.js';
+import type {
+  ClassPhaseStats,
+  DetectionRecord,
+  Phase,
+  PhaseSummary,
+  ReplicaPhaseStats,
+  RunEvent,
+} from './types.js';
+
+export interface PhaseHistogram {
+  cls: ServiceClass;
+  phase: Phase;
+  hist: Histogram;
+}
+
+/** Counts entries of a time column per phase. */
+function countByPhase(phases: readonly Phase[], n: number, at: (i: number) => number): number[] {
+  const out = phases.map(() => 0);
+  for (let i = 0; i < n; i++) {
+    const p = phaseIndexAt(phases, at(i));
+    if (p >= 0) out[p] = (out[p] ?? 0) + 1;
+  }
+  return out;
+}
+
+function classStats(log: ClassLog, phases: readonly Phase[], hists: Histogram[]): ClassPhaseStats[] {
+  const queries = phases.map(() => 0);
+  for (let i = 0; i < log.queryEnd.length; i++) {
+    const p = phaseIndexAt(phases, log.queryEnd.get(i));
+    if (p < 0) continue;
+    queries[p] = (queries[p] ?? 0) + 1;
+    hists[p]?.recordValue(log.queryLatUs.get(i));
+  }
+  const errors = countByPhase(phases, log.errorEnd.length, (i) => log.errorEnd.get(i));
+  const opened = countByPhase(phases, log.openAt.length, (i) => log.openAt.get(i));
+  const admission = countByPhase(phases, log.admissionAt.length, (i) => log.admissionAt.get(i));
+  const closed = phases.map(() => 0);
+  const failed = phases.map(() => 0);
+  const lifetimes: number[][] = phases.map(() => []);
+  for (let i = 0; i < log.closeAt.length; i++) {
+    const p = phaseIndexAt(phases, log.closeAt.get(i));
+    if (p < 0) continue;
+    closed[p] = (closed[p] ?? 0) + 1;
+    if (log.closeFailed.get(i) === 1) failed[p] = (failed[p] ?? 0) + 1;
+    lifetimes[p]?.push(log.closeLifetimeMs.get(i));
+  }
+  return phases.map((ph, p) => {
+    const h = hists[p] ?? newLatencyHistogram();
+    const pct = percentilesMs(h);
+    const life = (lifetimes[p] ?? []).sort((a, b) => a - b);
+    return {
+      p50: round(pct.p50, 3),
+      p95: round(pct.p95, 3),
+      p99: round(pct.p99, 3),
+      queries: queries[p] ?? 0,
+      errors: errors[p] ?? 0,
+      goodput: round(perSecond(queries[p] ?? 0, ph.endMs - ph.startMs), 3) ?? 0,
+      goodputRetention: null,
+      p95Inflation: null,
+      sessionsOpened: opened[p] ?? 0,
+      sessionsClosed: closed[p] ?? 0,
+      sessionsFailed: failed[p] ?? 0,
+      admissionFailures: admission[p] ?? 0,
+      lifetimeP50Ms: round(nearestRank(life, 50), 3),
+      lifetimeP95Ms: round(nearestRank(life, 95), 3),
+    };
+  });
+}
+
+function replicaStats(store: MetricsStore, phases: readonly Phase[]): Record<string, ReplicaPhaseStats>[] {
+  const k = store.replicas.length;
+  const zeros = (): number[][] => phases.map(() => new Array<number>(k).fill(0));
+  const sessions = zeros();
+  const queries = zeros();
+  const cpuSum = zeros();
+  const cpuN = zeros();
+  for (const cls of SERVICE_CLASSES) {
+    const log = store.logs[cls];
+    for (let i = 0; i < log.openAt.length; i++) {
+      const p = phaseIndexAt(phases, log.openAt.get(i));
+      const r = log.openReplica.get(i);
+      const row = sessions[p];
+      if (row && r !== UNKNOWN_REPLICA) row[r] = (row[r] ?? 0) + 1;
+    }
+    for (let i = 0; i < log.queryEnd.length; i++) {
+      const p = phaseIndexAt(phases, log.queryEnd.get(i));
+      const r = log.queryReplica.get(i);
+      const row = queries[p];
+      if (row && r !== UNKNOWN_REPLICA) row[r] = (row[r] ?? 0) + 1;
+    }
+  }
+  const { at, values } = store.cpuLog;
+  for (let i = 0; i < at.length; i++) {
+    const p = phaseIndexAt(phases, at.get(i));
+    const sumRow = cpuSum[p];
+    const nRow = cpuN[p];
+    if (!sumRow || !nRow) continue;
+    values.forEach((col, r) => {
+      const v = col.get(i);
+      if (Number.isNaN(v)) return;
+      sumRow[r] = (sumRow[r] ?? 0) + v;
+      nRow[r] = (nRow[r] ?? 0) + 1;
+    });
+  }
+  return phases.map((ph, p) => {
+    const out: Record<string, ReplicaPhaseStats> = {};
+    store.replicas.forEach((id, r) => {
+      const n = cpuN[p]?.[r] ?? 0;
+      out[id] = {
+        up: !ph.down.includes(id),
+        cpuMean: n > 0 ? round((cpuSum[p]?.[r] ?? 0) / n, 4) : null,
+        sessionsOpened: sessions[p]?.[r] ?? 0,
+        queries: queries[p]?.[r] ?? 0,
+      };
+    });
+    return out;
+  });
+}
+
+/**
+ * Per phase: class stats (queries by end time, sessions by the time they opened/closed), replica
+ * stats, CPU over the replicas up; retention and inflation against `ref` (null in ref itself and
+ * when there is no ref). Also returns the class x phase latency histograms for histograms/.
+ */
+export function summarizePhases(
+  store: MetricsStore,
+  phases: readonly Phase[],
+): { phases: PhaseSummary[]; histograms: PhaseHistogram[] } {
+  const histograms: PhaseHistogram[] = [];
+  const perClass = {} as Record<ServiceClass, ClassPhaseStats[]>;
+  for (const cls of SERVICE_CLASSES) {
+    const hists = phases.map((phase) => {
+      const hist = newLatencyHistogram();
+      histograms.push({ cls, phase, hist });
+      return hist;
+    });
+    perClass[cls] = classStats(store.logs[cls], phases, hists);
+  }
+  const replicas = replicaStats(store, phases);
+  const refIdx = phases.findIndex((p) => p.name === REF_PHASE);
+  const summaries = phases.map((ph, p): PhaseSummary => {
+    const classes = {} as Record<ServiceClass, ClassPhaseStats>;
+    for (const cls of SERVICE_CLASSES) {
+      const s = perClass[cls][p];
+      const ref = perClass[cls][refIdx];
+      if (!s) continue;
+      classes[cls] =
+        ref && p !== refIdx
+          ? {
+              ...s,
+              goodputRetention: round(goodputRetention(s.goodput, ref.goodput), 4),
+              p95Inflation: round(p95Inflation(s.p95, ref.p95), 4),
+            }
+          : s;
+    }
+    const reps = replicas[p] ?? {};
+    const upCpu = Object.values(reps)
+      .filter((r) => r.up && r.cpuMean !== null)
+      .map((r) => r.cpuMean as number);
+    return {
+      name: ph.name,
+      startS: round(ph.startMs / 1000, 3) ?? 0,
+      endS: round(ph.endMs / 1000, 3) ?? 0,
+      survivors: ph.survivors,
+      classes,
+      replicas: reps,
+      cpuMean: round(mean(upCpu), 4),
+      cpuCv: round(coefficientOfVariation(upCpu), 4),
+    };
+  });
+  return { phases: summaries, histograms };
+}
+
+const EXPECTED_STATE: Record<string, 'down' | 'up'> = {
+  down: 'down',
+  stop: 'down',
+  pause: 'down',
+  rejoin: 'up',
+  unpause: 'up',
+};
+
+/**
+ * One record per fault that the router should notice (throttle is not one): the first 'detect'
+ * of the expected state for that replica at or after the fault and before the next such fault on
+ * the same replica (so a missed detection is not credited with a later one).
+ */
+export function detectionRecords(events: readonly RunEvent[]): DetectionRecord[] {
+  const faults = events.filter(
+    (e) => e.type === 'fault' && e.replica !== undefined && EXPECTED_STATE[String(e.action)] !== undefined,
+  );
+  const detects = events.filter((e) => e.type === 'detect' && e.replica !== undefined);
+  return faults.map((f, i) => {
+    const expected = EXPECTED_STATE[String(f.action)];
+    const next = faults.slice(i + 1).find((g) => g.replica === f.replica);
+    const until = next?.tMs ?? Number.POSITIVE_INFINITY;
+    const hit = detects
+      .filter((d) => d.replica === f.replica && d['state'] === expected && d.tMs >= f.tMs && d.tMs < until)
+      .sort((a, b) => a.tMs - b.tMs)[0];
+    return {
+      replica: f.replica as string,
+      action: String(f.action),
+      injectedMs: f.tMs,
+      detectedMs: hit?.tMs ?? null,
+      delayMs: hit ? hit.tMs - f.tMs : null,
+    };
+  });
+}

@@ -1,0 +1,164 @@
+import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { percentileMs, round } from './math.js';
+import type { SecondAgg } from './store.js';
+import type { ReplicaState } from './types.js';
+
+/** Per class columns of timeline.csv, as `<class>_<metric>`. */
+export const CLASS_METRICS = [
+  'count',
+  'goodput',
+  'p50_ms',
+  'p95_ms',
+  'errors',
+  'sessions_opened',
+  'sessions_failed',
+  'admission_failures',
+] as const;
+
+/** Per replica columns of timeline.csv, as `<replica>_<metric>`. */
+export const REPLICA_METRICS = ['cpu', 'premium', 'freemium', 'role', 'healthy'] as const;
+
+export function timelineHeader(classes: readonly ServiceClass[], replicas: readonly string[]): string[] {
+  return [
+    't_s',
+    'phase',
+    ...classes.flatMap((c) => CLASS_METRICS.map((m) => `${c}_${m}`)),
+    ...replicas.flatMap((r) => REPLICA_METRICS.map((m) => `${r}_${m}`)),
+  ];
+}
+
+const cell = (v: number | string | null | undefined): string => {
+  if (v === null || v === undefined) return '';
+  // Roles and phase names are identifiers; keep the CSV unquoted and one line per row.
+  return typeof v === 'string' ? v.replace(/[,"\r\n]/g, '_') : String(v);
+};
+
+/** One row: `state` is the router's view at the end of the second (carried forward by the caller). */
+export function timelineRow(
+  tS: number,
+  phase: string,
+  agg: SecondAgg | undefined,
+  state: Record<string, ReplicaState> | undefined,
+  classes: readonly ServiceClass[],
+  replicas: readonly string[],
+): string {
+  const cells: (number | string | null)[] = [tS, phase];
+  for (const cls of classes) {
+    const c = agg?.classes[cls];
+    const count = c?.count ?? 0;
+    cells.push(
+      count,
+      count,
+      c ? round(percentileMs(c.hist, 50), 3) : null,
+      c ? round(percentileMs(c.hist, 95), 3) : null,
+      c?.errors ?? 0,
+      c?.opened ?? 0,
+      c?.failed ?? 0,
+      c?.admission ?? 0,
+    );
+  }
+  replicas.forEach((r, i) => {
+    const n = agg?.cpuN[i] ?? 0;
+    const st = state?.[r];
+    cells.push(
+      n > 0 ? round((agg?.cpuSum[i] ?? 0) / n, 4) : null,
+      st?.premium ?? null,
+      st?.freemium ?? null,
+      st?.role ?? null,
+      st === undefined ? null : st.healthy ? 1 : 0,
+    );
+  });
+  return cells.map(cell).join(',');
+}
+
+export interface TimelineClassCells {
+  count: number;
+  goodput: number;
+  p50Ms: number | null;
+  p95Ms: number | null;
+  errors: number;
+  sessionsOpened: number;
+  sessionsFailed: number;
+  admissionFailures: number;
+}
+
+export interface TimelineReplicaCells {
+  cpu: number | null;
+  premium: number | null;
+  freemium: number | null;
+  role: string | null;
+  healthy: boolean | null;
+}
+
+/** One parsed row of timeline.csv (empty cells are null). */
+export interface TimelineRow {
+  tS: number;
+  phase: string;
+  classes: Partial<Record<ServiceClass, TimelineClassCells>>;
+  replicas: Record<string, TimelineReplicaCells>;
+}
+
+/** Parses timeline.csv; throws Error with the line number on a malformed line (loadRun wraps it). */
+export function parseTimeline(text: string): TimelineRow[] {
+  const lines = text.split('\n').filter((l) => l.length > 0);
+  const header = lines[0]?.split(',') ?? [];
+  if (header[0] !== 't_s' || header[1] !== 'phase')
+    throw new Error('line 1: header must start with t_s,phase');
+  const classCols: { cls: ServiceClass; metric: string; i: number }[] = [];
+  const replicaCols: { id: string; metric: string; i: number }[] = [];
+  header.forEach((h, i) => {
+    if (i < 2) return;
+    const cls = SERVICE_CLASSES.find((c) => h.startsWith(`${c}_`));
+    const metric = cls ? h.slice(cls.length + 1) : '';
+    if (cls && (CLASS_METRICS as readonly string[]).includes(metric)) {
+      classCols.push({ cls, metric, i });
+      return;
+    }
+    const m = /^(.+)_(cpu|premium|freemium|role|healthy)$/.exec(h);
+    if (!m?.[1] || !m[2]) throw new Error(`line 1: unknown column ${h}`);
+    replicaCols.push({ id: m[1], metric: m[2], i });
+  });
+  return lines.slice(1).map((line, n) => {
+    const cells = line.split(',');
+    if (cells.length !== header.length) {
+      throw new Error(`line ${n + 2}: ${cells.length} cells, header has ${header.length}`);
+    }
+    const num = (i: number): number | null => {
+      const c = cells[i] ?? '';
+      if (c === '') return null;
+      const v = Number(c);
+      if (!Number.isFinite(v)) throw new Error(`line ${n + 2}: ${header[i]} is not a number`);
+      return v;
+    };
+    const classes: Partial<Record<ServiceClass, TimelineClassCells>> = {};
+    for (const { cls, metric, i } of classCols) {
+      const c = (classes[cls] ??= {
+        count: 0,
+        goodput: 0,
+        p50Ms: null,
+        p95Ms: null,
+        errors: 0,
+        sessionsOpened: 0,
+        sessionsFailed: 0,
+        admissionFailures: 0,
+      });
+      const v = num(i);
+      if (metric === 'p50_ms') c.p50Ms = v;
+      else if (metric === 'p95_ms') c.p95Ms = v;
+      else if (metric === 'count') c.count = v ?? 0;
+      else if (metric === 'goodput') c.goodput = v ?? 0;
+      else if (metric === 'errors') c.errors = v ?? 0;
+      else if (metric === 'sessions_opened') c.sessionsOpened = v ?? 0;
+      else if (metric === 'sessions_failed') c.sessionsFailed = v ?? 0;
+      else c.admissionFailures = v ?? 0;
+    }
+    const replicas: Record<string, TimelineReplicaCells> = {};
+    for (const { id, metric, i } of replicaCols) {
+      const r = (replicas[id] ??= { cpu: null, premium: null, freemium: null, role: null, healthy: null });
+      if (metric === 'role') r.role = cells[i] || null;
+      else if (metric === 'healthy') r.healthy = num(i) === null ? null : num(i) === 1;
+      else r[metric as 'cpu' | 'premium' | 'freemium'] = num(i);
+    }
+    return { tS: num(0) ?? n, phase: cells[1] ?? '', classes, replicas };
+  });
+}

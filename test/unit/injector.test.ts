@@ -1,0 +1,100 @@
+import { performance } from 'node:perf_hooks';
+import { describe, expect, it } from 'vitest';
+import type { ClusterDriver } from '../../src/cluster/driver.js';
+import { Injector, type InjectedFault } from '../../src/faults/injector.js';
+import type { FaultEvent } from '../../src/faults/types.js';
+
+function fakeDriver(calls: string[], failOn?: string): ClusterDriver {
+  const act = (name: string) => async (id: string, cpus?: number) => {
+    calls.push(cpus === undefined ? `${name} ${id}` : `${name} ${id} ${cpus}`);
+    if (`${name} ${id}` === failOn) throw new Error('boom');
+  };
+  return {
+    kind: 'local',
+    spec: {
+      name: 't',
+      replicas: 3,
+      basePort: 1,
+      cpus: 0.25,
+      primaryCpus: 0.5,
+      memoryMb: 64,
+      stateDir: '/tmp',
+    },
+    up: async () => undefined,
+    down: async () => undefined,
+    status: async () => [],
+    endpoints: () => [],
+    credentials: async () => ({ user: 'u', password: 'p', database: 'd' }),
+    kill: act('kill'),
+    start: act('start'),
+    stop: act('stop'),
+    pause: act('pause'),
+    unpause: act('unpause'),
+    setCpus: act('cpus'),
+    cpuSeconds: async () => ({}),
+    waitReady: async () => undefined,
+  };
+}
+
+const ev = (at: number, replica: string, action: FaultEvent['action'], cpus?: number): FaultEvent => ({
+  at,
+  replica,
+  action,
+  line: 0,
+  ...(cpus !== undefined ? { cpus } : {}),
+});
+
+async function runAll(events: FaultEvent[], failOn?: string) {
+  const calls: string[] = [];
+  const faults: InjectedFault[] = [];
+  const t0 = performance.now();
+  const injector = new Injector({
+    driver: fakeDriver(calls, failOn),
+    events,
+    now: () => performance.now() - t0,
+    defaultCpus: 0.25,
+    onInjected: (f) => faults.push(f),
+  });
+  injector.start();
+  await new Promise((r) => setTimeout(r, 150));
+  await injector.stop();
+  return { calls, faults, injector };
+}
+
+describe('Injector', () => {
+  it('applies events in the written order and gives events at one time one boundary', async () => {
+    const { calls, faults } = await runAll([
+      ev(0, 'r2', 'down'),
+      ev(0, 'r1', 'pause'),
+      ev(0.05, 'r3', 'throttle', 0.1),
+    ]);
+    expect(calls).toEqual(['kill r2', 'pause r1', 'cpus r3 0.1']);
+    expect(faults.map((f) => f.event.replica)).toEqual(['r2', 'r1', 'r3']);
+    expect(faults[1]?.tMs).toBe(faults[0]?.tMs);
+    expect(faults[2]?.tMs).toBeGreaterThan(faults[0]?.tMs ?? Infinity);
+  });
+
+  it('records a failed action as an error instead of throwing', async () => {
+    const { faults } = await runAll([ev(0, 'r1', 'down')], 'kill r1');
+    expect(faults[0]?.error).toBe('boom');
+  });
+
+  it('restores what the run changed: starts killed replicas, unpauses, resets quotas', async () => {
+    const { calls, injector } = await runAll([
+      ev(0, 'r1', 'down'),
+      ev(0, 'r2', 'pause'),
+      ev(0, 'r3', 'throttle', 0.1),
+      ev(0, 'r4', 'down'),
+      ev(0, 'r4', 'rejoin'),
+    ]);
+    calls.length = 0;
+    expect(await injector.restore()).toEqual(['unpause r2', 'start r1', 'cpus r3']);
+    expect(calls).toEqual(['unpause r2', 'start r1', 'cpus r3 0.25']);
+    expect(await injector.restore()).toEqual([]);
+  });
+
+  it('drops events not yet due when stopped', async () => {
+    const { calls } = await runAll([ev(0, 'r1', 'down'), ev(60, 'r1', 'rejoin')]);
+    expect(calls).toEqual(['kill r1']);
+  });
+});

@@ -1,0 +1,335 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isPlbError } from '../../src/errors.js';
+import { loadRun, readPhaseHistogram } from '../../src/metrics/load-run.js';
+import {
+  createRunWriter,
+  histogramFiles,
+  makeRunId,
+  type RunWriterOptions,
+} from '../../src/metrics/run-writer.js';
+import { detectionRecords } from '../../src/metrics/summary.js';
+import type { RunWriter } from '../../src/metrics/types.js';
+
+const root = mkdtempSync(join(tmpdir(), 'plb-metrics-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const startedAt = new Date(Date.UTC(2026, 10, 30, 5, 15, 0));
+const options = (outDir: string): RunWriterOptions => ({
+  outDir,
+  strategy: 'plb',
+  plan: 'Demo Cascade',
+  seed: 42,
+  clients: 8,
+  mix: { premium: 25, freemium: 75 },
+  replicas: ['r1', 'r2', 'r3'],
+  refWindowS: 20,
+  warmupS: 5,
+  clock: () => startedAt,
+});
+
+/**
+ * A synthetic run: both classes complete a query every 10 ms; premium runs on r1 (1 ms) until r1
+ * goes down at 30 s, then on r2 (2 ms); freemium on r3 (0.5 ms, then 1.5 ms). One session per
+ * second for freemium; premium's session on r1 fails at the fault. CPU and router state each second.
+ */
+function feed(w: RunWriter, endMs: number, checkDuringRun?: (t: number) => void): void {
+  const rec = w.recorder;
+  w.event({ type: 'run', tMs: 0, state: 'started' });
+  rec.sessionOpened('premium', 'r1', 0);
+  for (let t = 0; t < endMs; t += 10) {
+    const down = t >= 30_000;
+    if (t === 30_000) w.event({ type: 'fault', tMs: t, replica: 'r1', action: 'down' });
+    if (t === 32_500) w.event({ type: 'detect', tMs: t, replica: 'r1', state: 'down', via: 'health' });
+    rec.queryDone('premium', down ? 'r2' : 'r1', t, down ? 2 : 1);
+    rec.queryDone('freemium', 'r3', t, down ? 1.5 : 0.5);
+    if (t === 30_000) rec.queryFailed('premium', 'r1', t + 5, 'connection terminated');
+    if (t === 30_000) {
+      rec.sessionClosed('premium', 'r1', 0, 30_010, true);
+      rec.admissionFailed('premium', 30_011, 'NO_REPLICA');
+      rec.admissionFailed('premium', 30_012, 'NO_REPLICA');
+      rec.sessionOpened('premium', 'r2', 30_020);
+    }
+    if (t === 59_000) rec.sessionClosed('premium', 'r2', 30_020, 59_000, false);
+    if (t % 1000 === 0) rec.sessionOpened('freemium', 'r3', t);
+    if (t % 1000 === 500) {
+      rec.sessionClosed('freemium', 'r3', t - 500, t, false);
+      rec.cpu(t, { r1: down ? null : 0.5, r2: down ? 0.7 : 0.3, r3: 0.4 });
+    }
+    if (t % 1000 === 900) {
+      rec.replicaState(t, {
+        r1: { premium: down ? 0 : 1, freemium: 0, role: 'premium', healthy: t < 32_500 },
+        r2: { premium: down ? 1 : 0, freemium: 0, role: 'mixed', healthy: true },
+        r3: { premium: 0, freemium: 1, role: 'freemium', healthy: true },
+      });
+    }
+    if ((t + 10) % 1000 === 0) {
+      w.tick(t + 10);
+      checkDuringRun?.(t + 10);
+    }
+  }
+}
+
+describe('makeRunId', () => {
+  it('UTC date, time, strategy and plan slugs', () => {
+    expect(makeRunId('plb', 'demo-cascade', startedAt)).toBe('20261130-051500-plb-demo-cascade');
+    expect(makeRunId('RR', 'Paper single fault!', startedAt)).toBe('20261130-051500-rr-paper-single-fault');
+  });
+});
+
+describe('run writer: complete run', () => {
+  const w = createRunWriter(options(root));
+  w.writeConfig({ seed: 42, strategy: 'plb' });
+  let progress: ReturnType<RunWriter['progress']> | undefined;
+  let runningSeen = false;
+  feed(w, 60_000, (t) => {
+    if (t === 35_000) {
+      progress = w.progress(t, 5);
+      runningSeen = existsSync(join(w.dir, 'RUNNING')) && !existsSync(join(w.dir, 'summary.json'));
+    }
+  });
+  const summary = w.finish(60_000, true);
+
+  it('creates the run directory named from the clock, strategy and plan', () => {
+    expect(w.dir).toBe(join(root, '20261130-051500-plb-demo-cascade'));
+    expect(runningSeen).toBe(true);
+    expect(existsSync(join(w.dir, 'RUNNING'))).toBe(false);
+    expect(existsSync(join(w.dir, 'INCOMPLETE'))).toBe(false);
+    expect(JSON.parse(readFileSync(join(w.dir, 'config.json'), 'utf8'))).toEqual({
+      seed: 42,
+      strategy: 'plb',
+    });
+  });
+
+  it('progress: last whole seconds and the live phase', () => {
+    expect(progress).toEqual({
+      phase: 'down-1',
+      premium: { p95: 2, goodput: 100 },
+      freemium: { p95: 1.5, goodput: 100 },
+    });
+  });
+
+  it('events.jsonl has one line per event', () => {
+    const lines = readFileSync(join(w.dir, 'events.jsonl'), 'utf8').trim().split('\n');
+    expect(lines.map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(['run', 'fault', 'detect']);
+  });
+
+  it('timeline.csv: one row per whole second with class and replica columns', () => {
+    const run = loadRun(w.dir);
+    expect(run.timeline).toHaveLength(60);
+    expect(run.timeline.map((r) => r.tS)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect(run.timeline[0]?.phase).toBe('warmup');
+    expect(run.timeline[10]?.phase).toBe('steady');
+    expect(run.timeline[30]?.phase).toBe('down-1');
+    const r15 = run.timeline[15];
+    expect(r15?.classes.premium).toEqual({
+      count: 100,
+      goodput: 100,
+      p50Ms: 1,
+      p95Ms: 1,
+      errors: 0,
+      sessionsOpened: 0,
+      sessionsFailed: 0,
+      admissionFailures: 0,
+    });
+    expect(r15?.classes.freemium).toMatchObject({ p95Ms: 0.5, sessionsOpened: 1 });
+    expect(r15?.replicas['r1']).toEqual({
+      cpu: 0.5,
+      premium: 1,
+      freemium: 0,
+      role: 'premium',
+      healthy: true,
+    });
+    const r30 = run.timeline[30];
+    expect(r30?.classes.premium).toMatchObject({
+      count: 100,
+      errors: 1,
+      sessionsFailed: 1,
+      admissionFailures: 2,
+    });
+    expect(r30?.replicas['r1']?.cpu).toBeNull();
+    expect(run.timeline[33]?.replicas['r1']?.healthy).toBe(false);
+    const header = readFileSync(join(w.dir, 'timeline.csv'), 'utf8').split('\n')[0];
+    expect(header?.startsWith('t_s,phase,premium_count,premium_goodput,premium_p50_ms,premium_p95_ms')).toBe(
+      true,
+    );
+    expect(header?.endsWith('r3_cpu,r3_premium,r3_freemium,r3_role,r3_healthy')).toBe(true);
+  });
+
+  it('summary: phases, per class and per replica values', () => {
+    expect(summary).toMatchObject({
+      schemaVersion: 1,
+      runId: '20261130-051500-plb-demo-cascade',
+      strategy: 'plb',
+      plan: 'Demo Cascade',
+      seed: 42,
+      clients: 8,
+      complete: true,
+      startedAt: '2026-11-30T05:15:00.000Z',
+      durationS: 60,
+    });
+    expect(summary.phases.map((p) => [p.name, p.startS, p.endS, p.survivors])).toEqual([
+      ['ref', 10, 30, 3],
+      ['down-1', 30, 60, 2],
+    ]);
+    const [ref, down] = summary.phases;
+    expect(ref?.classes.premium).toEqual({
+      p50: 1,
+      p95: 1,
+      p99: 1,
+      queries: 2000,
+      errors: 0,
+      goodput: 100,
+      goodputRetention: null,
+      p95Inflation: null,
+      sessionsOpened: 0,
+      sessionsClosed: 0,
+      sessionsFailed: 0,
+      admissionFailures: 0,
+      lifetimeP50Ms: null,
+      lifetimeP95Ms: null,
+    });
+    expect(ref?.classes.freemium).toMatchObject({
+      queries: 2000,
+      sessionsOpened: 20,
+      sessionsClosed: 20,
+      lifetimeP50Ms: 500,
+    });
+    expect(down?.classes.premium).toEqual({
+      p50: 2,
+      p95: 2,
+      p99: 2,
+      queries: 3000,
+      errors: 1,
+      goodput: 100,
+      goodputRetention: 1,
+      p95Inflation: 1,
+      sessionsOpened: 1,
+      sessionsClosed: 2,
+      sessionsFailed: 1,
+      admissionFailures: 2,
+      lifetimeP50Ms: 28_980,
+      lifetimeP95Ms: 30_010,
+    });
+    expect(down?.classes.freemium).toMatchObject({ p95: 1.5, goodputRetention: 1, p95Inflation: 2 });
+    expect(ref?.replicas).toEqual({
+      r1: { up: true, cpuMean: 0.5, sessionsOpened: 0, queries: 2000 },
+      r2: { up: true, cpuMean: 0.3, sessionsOpened: 0, queries: 0 },
+      r3: { up: true, cpuMean: 0.4, sessionsOpened: 20, queries: 2000 },
+    });
+    expect(down?.replicas['r1']).toEqual({ up: false, cpuMean: null, sessionsOpened: 0, queries: 0 });
+    expect(down?.replicas['r2']).toEqual({ up: true, cpuMean: 0.7, sessionsOpened: 1, queries: 3000 });
+    // ref: mean(0.5, 0.3, 0.4) = 0.4, cv = sqrt(0.02/3)/0.4; down-1 over r2, r3: 0.55, 0.15/0.55.
+    expect(ref?.cpuMean).toBe(0.4);
+    expect(ref?.cpuCv).toBe(0.2041);
+    expect(down?.cpuMean).toBe(0.55);
+    expect(down?.cpuCv).toBe(0.2727);
+    expect(summary.detection).toEqual([
+      { replica: 'r1', action: 'down', injectedMs: 30_000, detectedMs: 32_500, delayMs: 2_500 },
+    ]);
+    expect(JSON.parse(readFileSync(join(w.dir, 'summary.json'), 'utf8'))).toEqual(summary);
+  });
+
+  it('histograms: one HdrHistogram log per class and phase', () => {
+    expect(histogramFiles(w.dir)).toEqual([
+      'freemium-down-1.hlog',
+      'freemium-ref.hlog',
+      'premium-down-1.hlog',
+      'premium-ref.hlog',
+    ]);
+    const h = readPhaseHistogram(w.dir, 'premium', 'down-1');
+    expect(h.totalCount).toBe(3000);
+    expect(h.getValueAtPercentile(95)).toBe(2000);
+  });
+
+  it('finish twice returns the same summary; a default id clash gets a suffix', () => {
+    expect(w.finish(70_000, false)).toBe(summary);
+    const w2 = createRunWriter(options(root));
+    expect(w2.dir).toBe(join(root, '20261130-051500-plb-demo-cascade-2'));
+    w2.finish(0, true);
+  });
+});
+
+describe('run writer: interrupted run', () => {
+  const out = join(root, 'interrupted');
+  const w = createRunWriter({ ...options(out), runId: 'cut' });
+  w.writeConfig({ seed: 42 });
+  feed(w, 45_500);
+  const summary = w.finish(45_500, false);
+
+  it('still writes summary.json, marked incomplete', () => {
+    expect(summary.complete).toBe(false);
+    expect(summary.phases.map((p) => [p.name, p.endS])).toEqual([
+      ['ref', 30],
+      ['down-1', 45.5],
+    ]);
+    expect(existsSync(join(w.dir, 'INCOMPLETE'))).toBe(true);
+    expect(existsSync(join(w.dir, 'RUNNING'))).toBe(false);
+    const run = loadRun(w.dir);
+    expect(run.status).toBe('incomplete');
+    expect(run.timeline).toHaveLength(45);
+    expect(run.summary.phases[1]?.classes.premium.queries).toBe(1550);
+  });
+
+  it('an explicit run id that exists is refused', () => {
+    expect(() => createRunWriter({ ...options(out), runId: 'cut' })).toThrow(/already exists/);
+  });
+});
+
+describe('loadRun errors name the file', () => {
+  const expectInvalid = (dir: string, pattern: RegExp): void => {
+    try {
+      loadRun(dir);
+      expect.unreachable();
+    } catch (err) {
+      expect(isPlbError(err, 'RUN_DIR_INVALID')).toBe(true);
+      expect((err as Error).message).toMatch(pattern);
+    }
+  };
+
+  it('running run: summary.json missing, RUNNING mentioned', () => {
+    const w = createRunWriter({ ...options(join(root, 'errs')), runId: 'live' });
+    w.writeConfig({});
+    expectInvalid(w.dir, /summary\.json: missing \(RUNNING marker present/);
+    w.finish(1_000, true);
+    expect(loadRun(w.dir).status).toBe('complete');
+    writeFileSync(join(w.dir, 'events.jsonl'), '{"type":"note","tMs":1}\nnot json\n');
+    expectInvalid(w.dir, /events\.jsonl: line 2 is not valid JSON/);
+    writeFileSync(join(w.dir, 'events.jsonl'), '');
+    writeFileSync(join(w.dir, 'timeline.csv'), 't_s,phase,premium_count\n0,warmup\n');
+    expectInvalid(w.dir, /timeline\.csv: line 2: 2 cells/);
+    rmSync(join(w.dir, 'config.json'));
+    expectInvalid(w.dir, /config\.json: missing/);
+    expectInvalid(join(root, 'nope'), /not a directory/);
+  });
+
+  it('bad options name the field', () => {
+    expect(() => createRunWriter({ ...options(root), replicas: [] })).toThrow(/replicas/);
+    expect(() => createRunWriter({ ...options(root), replicas: ['r1', 'r1'] })).toThrow(
+      /replicas has duplicates/,
+    );
+    expect(() => createRunWriter({ ...options(root), warmupS: -1 })).toThrow(/warmupS/);
+  });
+});
+
+describe('detectionRecords', () => {
+  it('first matching detect after each fault, before the next fault on that replica', () => {
+    const records = detectionRecords([
+      { type: 'fault', tMs: 10_000, replica: 'r1', action: 'down' },
+      { type: 'detect', tMs: 9_000, replica: 'r1', state: 'down' },
+      { type: 'detect', tMs: 11_000, replica: 'r2', state: 'down' },
+      { type: 'fault', tMs: 20_000, replica: 'r1', action: 'rejoin' },
+      { type: 'detect', tMs: 23_000, replica: 'r1', state: 'up' },
+      { type: 'fault', tMs: 25_000, replica: 'r2', action: 'throttle' },
+      { type: 'fault', tMs: 30_000, replica: 'r1', action: 'pause' },
+      { type: 'detect', tMs: 30_000, replica: 'r1', state: 'down' },
+    ]);
+    expect(records).toEqual([
+      { replica: 'r1', action: 'down', injectedMs: 10_000, detectedMs: null, delayMs: null },
+      { replica: 'r1', action: 'rejoin', injectedMs: 20_000, detectedMs: 23_000, delayMs: 3_000 },
+      { replica: 'r1', action: 'pause', injectedMs: 30_000, detectedMs: 30_000, delayMs: 0 },
+    ]);
+  });
+});
