@@ -1,6 +1,13 @@
 // The library's public exports.
 export * from './errors.js';
-export * from './router/types.js';
+export * from './router/index.js';
 export type * from './cluster/driver.js';
 export type * from './faults/types.js';
 export type * from './metrics/types.js';
+export { loadPlan, parsePlan, planPhases } from './faults/plan.js';
+export { DataSource, PinnedConnection, type DataSourceOptions } from './workload/data-source.js';
+export { HealthChecker, HealthTracker, DEFAULT_HEALTH, type HealthOptions } from './cluster/health.js';
+export { bringUp, openCluster, downCluster, resolveDriver, clusterSpec } from './cluster/select.js';
+export { createRunWriter, loadRun, computePhases } from './metrics/index.js';
+export { runBench, type BenchConfig, type BenchResult } from './workload/runner.js';
+export { aggregateRuns, compareStrategies, renderComparison, renderReport, writeReports } from './report/index.js';

@@ -7,8 +7,10 @@ import { loadPlan, parseDuration } from '../faults/plan.js';
 import { createRunWriter } from '../metrics/index.js';
 import { createRouter, isStrategyName, parsePartition, parseRoleVector } from '../router/index.js';
 import type { StrategyName } from '../router/types.js';
+import { renderComparison, writeReports } from '../report/index.js';
 import { renderBenchResults } from './bench-render.js';
 import { defaultPlanPath, expandSeries, newSeed, plbVersion, runSeries } from '../workload/bench.js';
+import type { BenchResult } from '../workload/runner.js';
 import { leaseCluster } from '../workload/cluster-lease.js';
 import { DEFAULT_WORKLOAD, parseMix, type WorkloadSpec } from '../workload/spec.js';
 
@@ -253,12 +255,55 @@ export async function executeBench(
       process.off('SIGINT', onSigint);
       await lease.release();
     }
-    io.log(renderBenchResults(outcome.results, { json: flags.json }));
-    for (const r of outcome.results)
+    await renderOutcome(outcome.results, strategies, runs.length, flags.json, io);
+    for (const r of outcome.results) {
       io.warn(`run directory: ${r.dir}${r.interrupted ? ' (incomplete)' : ''}`);
+    }
     return outcome.interrupted ? 130 : 0;
   } catch (err) {
     io.warn(`error: ${formatError(err)}`);
     return 1;
+  }
+}
+
+/**
+ * One run per strategy: the phase tables side by side, then the change against rr. Repeats or
+ * several mixes: the aggregated report (median and IQR). Always: report.html in every run directory.
+ */
+async function renderOutcome(
+  results: readonly BenchResult[],
+  strategies: readonly string[],
+  planned: number,
+  json: boolean,
+  io: { log: (line: string) => void; warn: (line: string) => void },
+): Promise<void> {
+  if (results.length === 0) return;
+  const baseline = strategies.includes('rr') ? 'rr' : (strategies[0] ?? 'rr');
+  const compare = strategies.length > 1 && strategies.includes('rr');
+  const onePerStrategy = planned === strategies.length;
+  if (json) io.log(renderBenchResults(results, { json: true }));
+  else if (onePerStrategy) {
+    io.log(renderBenchResults(results, { json: false }));
+    if (compare)
+      io.log(
+        renderComparison(
+          results.map((r) => r.summary),
+          { baseline },
+        ),
+      );
+  }
+  try {
+    const report = await writeReports(
+      results.map((r) => r.dir),
+      { format: 'table', baseline },
+    );
+    if (!json && !onePerStrategy) {
+      io.log(report.text);
+      if (compare) io.log(renderComparison(report.groups, { baseline }));
+    }
+    for (const f of report.htmlFiles) io.warn(`html: ${f}`);
+  } catch (err) {
+    // The runs are on disk whatever happens here: a report failure must not lose them.
+    io.warn(`report failed: ${formatError(err)} (plb report <run-dir> retries)`);
   }
 }

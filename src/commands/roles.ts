@@ -1,0 +1,62 @@
+import { Command, Flags } from '@oclif/core';
+import Table from 'cli-table3';
+import { formatError, PlbError } from '../errors.js';
+import {
+  formatRoleVector,
+  fullReference,
+  parseRoleVector,
+  roleVectorTotal,
+  targetRoleTable,
+} from '../router/index.js';
+
+export default class Roles extends Command {
+  static override description =
+    'Print the PLB target role vector (premium:mixed:freemium) for every number of survivors K+ from K down to 0';
+
+  static override examples = [
+    '<%= config.bin %> roles',
+    '<%= config.bin %> roles --reference 4:2:4',
+    '<%= config.bin %> roles --reference 2:1:2 --replicas 10 --json',
+  ];
+
+  static override flags = {
+    reference: Flags.string({ description: 'full-capacity split premium:mixed:freemium', default: '2:1:2' }),
+    replicas: Flags.integer({
+      description: 'K, the number of replicas (default: the sum of --reference)',
+      min: 1,
+    }),
+    json: Flags.boolean({ description: 'print JSON instead of a table', default: false }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Roles);
+    try {
+      const reference = parseRoleVector(flags.reference, '--reference');
+      const replicas = flags.replicas ?? roleVectorTotal(reference);
+      if (replicas > 10_000)
+        throw new PlbError('BAD_INPUT', `--replicas must be at most 10000, got ${replicas}`);
+      const full = fullReference(replicas, reference);
+      const rows = targetRoleTable(replicas, reference);
+      if (flags.json) {
+        this.log(JSON.stringify({ reference, replicas, full, targets: rows }, null, 2));
+        return;
+      }
+      const table = new Table({ head: ['K+', 'premium', 'mixed', 'freemium', 'rule'] });
+      for (const r of rows) {
+        table.push([
+          r.survivors,
+          r.premium,
+          r.mixed,
+          r.freemium,
+          r.survivors >= 4 ? 'scaled + floors' : 'fixed',
+        ]);
+      }
+      this.log(
+        `reference ${formatRoleVector(reference)}, K=${replicas}, full-capacity split ${formatRoleVector(full)}`,
+      );
+      this.log(table.toString());
+    } catch (err) {
+      this.error(formatError(err), { exit: 1 });
+    }
+  }
+}

@@ -1,0 +1,172 @@
+// Groups runs of one strategy+plan+mix (repeats) and reduces every metric to median and IQR.
+import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
+import { stat, type Stat } from './stats.js';
+
+/** Per phase and class metrics the report shows, in display order. */
+export const CLASS_METRICS = [
+  'goodput',
+  'p50',
+  'p95',
+  'p99',
+  'goodputRetention',
+  'p95Inflation',
+  'lifetimeP50Ms',
+  'lifetimeP95Ms',
+  'queries',
+  'errors',
+  'sessionsOpened',
+  'sessionsFailed',
+  'admissionFailures',
+] as const satisfies readonly (keyof ClassPhaseStats)[];
+export type ClassMetric = (typeof CLASS_METRICS)[number];
+
+export interface AggregatedPhase {
+  name: string;
+  /** Runs of the group that have this phase. */
+  runs: number;
+  startS: Stat;
+  endS: Stat;
+  survivors: Stat;
+  classes: Record<ServiceClass, Record<ClassMetric, Stat>>;
+  replicas: Record<string, { cpuMean: Stat }>;
+  cpuMean: Stat;
+  cpuCv: Stat;
+}
+
+export interface AggregatedDetection {
+  replica: string;
+  action: string;
+  /** 1-based occurrence of this replica+action in the run. */
+  occurrence: number;
+  delayMs: Stat;
+  /** Runs in which the router never saw it. */
+  missed: number;
+}
+
+export interface RunGroup {
+  /** `plan|strategy|mix` */
+  key: string;
+  plan: string;
+  strategy: string;
+  mix: { premium: number; freemium: number };
+  /** `premium:freemium` in percent, e.g. `25:75`. */
+  mixLabel: string;
+  runIds: string[];
+  /** Every run of the group finished normally. */
+  complete: boolean;
+  phases: AggregatedPhase[];
+  detection: AggregatedDetection[];
+}
+
+const STRATEGY_ORDER = ['plb', 'rr', 'static', 'lc', 'wlc'];
+
+export function mixLabel(mix: { premium: number; freemium: number }): string {
+  // Mixes may be written as fractions (0.25) or percents (25).
+  const scale = mix.premium + mix.freemium <= 1.0001 ? 100 : 1;
+  const fmt = (v: number): string => String(Math.round(v * scale * 100) / 100);
+  return `${fmt(mix.premium)}:${fmt(mix.freemium)}`;
+}
+
+export function groupKey(s: Pick<RunSummary, 'plan' | 'strategy' | 'mix'>): string {
+  return `${s.plan}|${s.strategy}|${mixLabel(s.mix)}`;
+}
+
+function strategyRank(s: string): number {
+  const i = STRATEGY_ORDER.indexOf(s);
+  return i === -1 ? STRATEGY_ORDER.length : i;
+}
+
+/**
+ * Groups the runs by strategy+plan+mix and reduces each metric over the repeats to median and
+ * interquartile range (type 7 quantiles; nulls are left out, `n` says how many values remain).
+ * Retention and inflation are the medians of the per-run values, not recomputed from medians.
+ * Phases are matched by name. Groups come sorted by plan, mix, then strategy (plb, rr, static, ...).
+ */
+export function aggregateRuns(summaries: readonly RunSummary[]): RunGroup[] {
+  const byKey = new Map<string, RunSummary[]>();
+  for (const s of [...summaries].sort((a, b) => a.runId.localeCompare(b.runId))) {
+    const k = groupKey(s);
+    const list = byKey.get(k);
+    if (list) list.push(s);
+    else byKey.set(k, [s]);
+  }
+  const groups = [...byKey.values()].map(aggregateGroup);
+  return groups.sort(
+    (a, b) =>
+      a.plan.localeCompare(b.plan) ||
+      b.mix.premium / (b.mix.premium + b.mix.freemium || 1) -
+        a.mix.premium / (a.mix.premium + a.mix.freemium || 1) ||
+      strategyRank(a.strategy) - strategyRank(b.strategy) ||
+      a.strategy.localeCompare(b.strategy),
+  );
+}
+
+function aggregateGroup(runs: RunSummary[]): RunGroup {
+  const first = runs[0] as RunSummary;
+  const phaseNames: string[] = [];
+  for (const r of runs) for (const p of r.phases) if (!phaseNames.includes(p.name)) phaseNames.push(p.name);
+
+  const phases = phaseNames.map((name): AggregatedPhase => {
+    const ps = runs.flatMap((r) => r.phases.filter((p) => p.name === name));
+    const classes = {} as Record<ServiceClass, Record<ClassMetric, Stat>>;
+    for (const c of SERVICE_CLASSES) {
+      classes[c] = Object.fromEntries(
+        CLASS_METRICS.map((m) => [m, stat(ps.map((p) => p.classes[c]?.[m] ?? null))]),
+      ) as Record<ClassMetric, Stat>;
+    }
+    const replicaIds = [...new Set(ps.flatMap((p) => Object.keys(p.replicas ?? {})))].sort(compareReplicaIds);
+    const replicas: Record<string, { cpuMean: Stat }> = {};
+    for (const id of replicaIds)
+      replicas[id] = { cpuMean: stat(ps.map((p) => p.replicas?.[id]?.cpuMean ?? null)) };
+    return {
+      name,
+      runs: ps.length,
+      startS: stat(ps.map((p) => p.startS)),
+      endS: stat(ps.map((p) => p.endS)),
+      survivors: stat(ps.map((p) => p.survivors)),
+      classes,
+      replicas,
+      cpuMean: stat(ps.map((p) => p.cpuMean)),
+      cpuCv: stat(ps.map((p) => p.cpuCv)),
+    };
+  });
+
+  const detKeys: { replica: string; action: string; occurrence: number }[] = [];
+  const delays = new Map<string, (number | null)[]>();
+  for (const r of runs) {
+    const seen = new Map<string, number>();
+    for (const d of r.detection ?? []) {
+      const base = `${d.replica}|${d.action}`;
+      const occurrence = (seen.get(base) ?? 0) + 1;
+      seen.set(base, occurrence);
+      const k = `${base}|${occurrence}`;
+      if (!delays.has(k)) {
+        delays.set(k, []);
+        detKeys.push({ replica: d.replica, action: d.action, occurrence });
+      }
+      delays.get(k)?.push(d.delayMs);
+    }
+  }
+  const detection = detKeys.map((d) => {
+    const vals = delays.get(`${d.replica}|${d.action}|${d.occurrence}`) ?? [];
+    return { ...d, delayMs: stat(vals), missed: vals.filter((v) => v === null).length };
+  });
+
+  return {
+    key: groupKey(first),
+    plan: first.plan,
+    strategy: first.strategy,
+    mix: { premium: first.mix.premium, freemium: first.mix.freemium },
+    mixLabel: mixLabel(first.mix),
+    runIds: runs.map((r) => r.runId),
+    complete: runs.every((r) => r.complete),
+    phases,
+    detection,
+  };
+}
+
+/** r2 before r10. */
+export function compareReplicaIds(a: string, b: string): number {
+  return a.localeCompare(b, 'en', { numeric: true });
+}

@@ -1,0 +1,396 @@
+// Charts of the HTML report: vega-lite specs compiled to vega and rendered to SVG in Node.
+import * as vega from 'vega';
+import { compile, type TopLevelSpec } from 'vega-lite';
+import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { compareReplicaIds, type RunGroup } from './aggregate.js';
+import type { Comparison } from './compare.js';
+import type { LoadedRun, TimelineRow } from './run-dir.js';
+
+const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };
+const STRATEGY_COLORS: Record<string, string> = {
+  plb: '#2a9d3a',
+  rr: '#7a7a7a',
+  static: '#8e5cc4',
+  lc: '#e8772e',
+  wlc: '#8c564b',
+};
+const ROLE_COLORS: Record<string, string> = {
+  premium: '#e6a817',
+  mixed: '#2bb3a3',
+  freemium: '#4a7fd4',
+  shared: '#9aa5b1',
+  down: '#d62728',
+};
+const FALLBACK = ['#17becf', '#bcbd22', '#e377c2', '#8c564b', '#aec7e8', '#ffbb78'];
+const FAULT_COLOR = '#d62728';
+/** Points per series at most; longer timelines are averaged into buckets to keep the SVG small. */
+const MAX_POINTS = 600;
+const WIDTH = 720;
+
+function colorScale(domain: string[], known: Record<string, string>): { domain: string[]; range: string[] } {
+  let i = 0;
+  return { domain, range: domain.map((d) => known[d] ?? FALLBACK[i++ % FALLBACK.length] ?? '#333') };
+}
+
+/** Renders a vega-lite spec to an SVG string without a browser or canvas. */
+export async function renderSvg(spec: TopLevelSpec): Promise<string> {
+  const vgSpec = compile(spec).spec;
+  const view = new vega.View(vega.parse(vgSpec), { renderer: 'none' });
+  try {
+    return await view.toSVG();
+  } finally {
+    view.finalize();
+  }
+}
+
+interface Overlay {
+  durationS: number;
+  phases: { name: string; start: number; end: number; shade: number }[];
+  faults: { t: number; label: string }[];
+}
+
+export function overlayOf(run: LoadedRun): Overlay {
+  const phases = run.summary.phases.map((p, i) => ({
+    name: p.name,
+    start: p.startS,
+    end: p.endS,
+    shade: i % 2 === 0 ? 0.07 : 0.15,
+  }));
+  const faults = run.events
+    .filter((e) => e.type === 'fault')
+    .map((e) => ({ t: e.tMs / 1000, label: `${e.replica ?? ''} ${e.action ?? ''}`.trim() }));
+  const lastRow = run.timeline[run.timeline.length - 1];
+  const durationS = Math.max(
+    run.summary.durationS ?? 0,
+    lastRow ? lastRow.tS + 1 : 0,
+    ...phases.map((p) => p.end),
+  );
+  return { durationS, phases, faults };
+}
+
+/** Averages consecutive rows so a series has at most MAX_POINTS points (nulls are left out). */
+export function bucketize<T>(rows: readonly T[], value: (r: T) => number | null, time: (r: T) => number) {
+  const size = Math.max(1, Math.ceil(rows.length / MAX_POINTS));
+  const out: { t: number; value: number | null }[] = [];
+  for (let i = 0; i < rows.length; i += size) {
+    const chunk = rows.slice(i, i + size);
+    const vals = chunk.map(value).filter((v): v is number => v !== null);
+    out.push({
+      t: time(chunk[0] as T),
+      value: vals.length === 0 ? null : vals.reduce((s, v) => s + v, 0) / vals.length,
+    });
+  }
+  return out;
+}
+
+function overlayLayers(o: Overlay, height: number): object[] {
+  const x = { field: 'start', type: 'quantitative' as const };
+  const layers: object[] = [
+    {
+      data: { values: o.phases },
+      mark: { type: 'rect' },
+      encoding: {
+        x: { ...x, scale: { domain: [0, o.durationS], nice: false }, title: 'time (s)' },
+        x2: { field: 'end' },
+        color: { value: '#4b5b6b' },
+        opacity: { field: 'shade', type: 'quantitative', scale: null, legend: null },
+      },
+    },
+    {
+      data: { values: o.phases },
+      mark: { type: 'text', align: 'left', baseline: 'top', dx: 3, dy: 2, fontSize: 10, color: '#333' },
+      encoding: { x, y: { value: 0 }, text: { field: 'name' } },
+    },
+  ];
+  if (o.faults.length > 0) {
+    layers.push(
+      {
+        data: { values: o.faults },
+        mark: { type: 'rule', color: FAULT_COLOR, strokeDash: [4, 3], strokeWidth: 1.5 },
+        encoding: { x: { field: 't', type: 'quantitative' } },
+      },
+      {
+        data: { values: o.faults },
+        mark: {
+          type: 'text',
+          align: 'left',
+          baseline: 'bottom',
+          dx: 3,
+          dy: -2,
+          fontSize: 10,
+          color: FAULT_COLOR,
+        },
+        encoding: { x: { field: 't', type: 'quantitative' }, y: { value: height }, text: { field: 'label' } },
+      },
+    );
+  }
+  return layers;
+}
+
+/** Per class p95 or goodput per second, phases shaded, faults as dashed red rules. */
+export function classTimelineSpec(run: LoadedRun, metric: 'p95' | 'goodput'): TopLevelSpec {
+  const height = 170;
+  const pick = (r: TimelineRow, c: ServiceClass): number | null =>
+    metric === 'p95' ? r.classes[c].p95Ms : r.classes[c].goodput;
+  const values = SERVICE_CLASSES.flatMap((c) =>
+    bucketize(
+      run.timeline,
+      (r) => pick(r, c),
+      (r) => r.tS,
+    ).map((p) => ({ ...p, series: c })),
+  );
+  const o = overlayOf(run);
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title: metric === 'p95' ? 'p95 latency per second (ms)' : 'Goodput (completed queries/s)',
+    width: WIDTH,
+    height,
+    layer: [
+      ...overlayLayers(o, height),
+      {
+        data: { values },
+        mark: { type: 'line', strokeWidth: 1.5, invalid: 'break-paths-show-domains' },
+        encoding: {
+          x: { field: 't', type: 'quantitative' },
+          y: { field: 'value', type: 'quantitative', title: metric === 'p95' ? 'ms' : 'q/s' },
+          color: {
+            field: 'series',
+            type: 'nominal',
+            title: 'class',
+            scale: colorScale([...SERVICE_CLASSES], CLASS_COLORS),
+          },
+        },
+      },
+    ],
+  } as TopLevelSpec;
+}
+
+/** CPU fraction of each replica's quota over time. */
+export function cpuTimelineSpec(run: LoadedRun): TopLevelSpec {
+  const height = 170;
+  const ids = [...run.replicaIds].sort(compareReplicaIds);
+  const values = ids.flatMap((id) =>
+    bucketize(
+      run.timeline,
+      (r) => r.replicas[id]?.cpu ?? null,
+      (r) => r.tS,
+    ).map((p) => ({ ...p, series: id })),
+  );
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title: 'CPU per replica (fraction of its quota)',
+    width: WIDTH,
+    height,
+    layer: [
+      ...overlayLayers(overlayOf(run), height),
+      {
+        data: { values },
+        mark: { type: 'line', strokeWidth: 1.2, invalid: 'break-paths-show-domains' },
+        encoding: {
+          x: { field: 't', type: 'quantitative' },
+          y: { field: 'value', type: 'quantitative', title: 'CPU', axis: { format: '%' } },
+          color: { field: 'series', type: 'nominal', title: 'replica', sort: ids },
+        },
+      },
+    ],
+  } as TopLevelSpec;
+}
+
+/** Runs of one role (or `down`) per replica, as segments: a handful of rects instead of one per second. */
+export function roleSegments(
+  run: LoadedRun,
+): { replica: string; start: number; end: number; role: string }[] {
+  const out: { replica: string; start: number; end: number; role: string }[] = [];
+  for (const id of [...run.replicaIds].sort(compareReplicaIds)) {
+    let cur: { replica: string; start: number; end: number; role: string } | null = null;
+    for (const r of run.timeline) {
+      const st = r.replicas[id];
+      // No router view of the replica this second: leave a gap.
+      if (!st || st.healthy === null) continue;
+      const role = st.healthy ? st.role || 'unknown' : 'down';
+      if (cur && cur.role === role && cur.end === r.tS) {
+        cur.end = r.tS + 1;
+      } else {
+        if (cur) out.push(cur);
+        cur = { replica: id, start: r.tS, end: r.tS + 1, role };
+      }
+    }
+    if (cur) out.push(cur);
+  }
+  return out;
+}
+
+export function roleTimelineSpec(run: LoadedRun): TopLevelSpec {
+  const values = roleSegments(run);
+  const ids = [...run.replicaIds].sort(compareReplicaIds);
+  const roles = [...new Set(values.map((v) => v.role))].sort(
+    (a, b) => roleRank(a) - roleRank(b) || a.localeCompare(b),
+  );
+  const o = overlayOf(run);
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title: 'Replica role over time (as the router saw it)',
+    width: WIDTH,
+    height: Math.max(60, ids.length * 20),
+    layer: [
+      {
+        data: { values },
+        mark: { type: 'bar', height: { band: 0.8 } },
+        encoding: {
+          x: {
+            field: 'start',
+            type: 'quantitative',
+            scale: { domain: [0, o.durationS], nice: false },
+            title: 'time (s)',
+          },
+          x2: { field: 'end' },
+          y: { field: 'replica', type: 'nominal', sort: ids, title: null },
+          color: { field: 'role', type: 'nominal', title: 'role', scale: colorScale(roles, ROLE_COLORS) },
+        },
+      },
+      ...(o.faults.length > 0
+        ? [
+            {
+              data: { values: o.faults },
+              mark: { type: 'rule', color: '#000', strokeDash: [4, 3], strokeWidth: 1 },
+              encoding: { x: { field: 't', type: 'quantitative' } },
+            },
+          ]
+        : []),
+    ],
+  } as TopLevelSpec;
+}
+
+function roleRank(r: string): number {
+  const i = Object.keys(ROLE_COLORS).indexOf(r);
+  return i === -1 ? 99 : i;
+}
+
+/**
+ * Per phase bars of the median with IQR error bars (drawn only when some value comes from several
+ * runs). One group: one bar per class. Several: one bar per strategy, one panel per class.
+ */
+export function phaseBarsSpec(groups: readonly RunGroup[], metric: 'p95' | 'goodput'): TopLevelSpec {
+  const several = groups.length > 1;
+  const phaseOrder: string[] = [];
+  for (const g of groups) for (const p of g.phases) if (!phaseOrder.includes(p.name)) phaseOrder.push(p.name);
+  const values = groups
+    .flatMap((g) =>
+      g.phases.flatMap((p) =>
+        SERVICE_CLASSES.map((c) => {
+          const s = p.classes[c][metric];
+          const label = several ? seriesLabel(g, groups) : c;
+          return { phase: p.name, cls: c, series: label, median: s.median, q1: s.q1, q3: s.q3, n: s.n };
+        }),
+      ),
+    )
+    .filter((v) => v.median !== null);
+  const seriesOrder = several ? groups.map((g) => seriesLabel(g, groups)) : [...SERVICE_CLASSES];
+  const scale = several
+    ? colorScale(
+        seriesOrder,
+        Object.fromEntries(groups.map((g) => [seriesLabel(g, groups), STRATEGY_COLORS[g.strategy] ?? ''])),
+      )
+    : colorScale(seriesOrder, CLASS_COLORS);
+  const title = metric === 'p95' ? 'p95 per phase (ms)' : 'Goodput per phase (q/s)';
+  const showIqr = values.some((v) => v.n > 1);
+  const x = { field: 'phase', type: 'nominal', sort: phaseOrder, title: null, axis: { labelAngle: 0 } };
+  const xOffset = { field: 'series', sort: seriesOrder };
+  const layer = [
+    {
+      mark: { type: 'bar' },
+      encoding: {
+        x,
+        xOffset,
+        y: { field: 'median', type: 'quantitative', title: metric === 'p95' ? 'ms' : 'q/s' },
+        color: { field: 'series', type: 'nominal', title: several ? 'strategy' : 'class', scale },
+      },
+    },
+    ...(showIqr
+      ? [
+          {
+            mark: { type: 'rule', color: '#222', strokeWidth: 1.5 },
+            encoding: { x, xOffset, y: { field: 'q1', type: 'quantitative' }, y2: { field: 'q3' } },
+          },
+        ]
+      : []),
+  ];
+  const sub = showIqr ? ' — median, error bar = IQR' : '';
+  if (!several) {
+    return {
+      $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+      title: title + sub,
+      data: { values },
+      width: Math.min(WIDTH, 90 * phaseOrder.length + 60),
+      height: 160,
+      layer,
+    } as TopLevelSpec;
+  }
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title: title + sub,
+    data: { values },
+    facet: { column: { field: 'cls', type: 'nominal', title: null, sort: [...SERVICE_CLASSES] } },
+    spec: { width: Math.min(340, 70 * phaseOrder.length + 40), height: 160, layer },
+    // Premium and freemium differ by the mix: a shared axis would flatten one of them.
+    resolve: { scale: { y: 'independent' } },
+  } as TopLevelSpec;
+}
+
+/** A group's name in a chart: its strategy, plus the mix when several mixes are shown. */
+function seriesLabel(g: RunGroup, all: readonly RunGroup[]): string {
+  const mixes = new Set(all.map((x) => `${x.plan} ${x.mixLabel}`));
+  return mixes.size > 1 ? `${g.strategy} ${g.mixLabel}` : g.strategy;
+}
+
+/** The change against the baseline, per phase, class and strategy (positive = better). */
+export function comparisonSpec(cmp: Comparison): TopLevelSpec {
+  const several = new Set(cmp.entries.map((e) => `${e.plan} ${e.mixLabel}`)).size > 1;
+  const label = (e: Comparison['entries'][number]): string =>
+    several ? `${e.strategy} ${e.mixLabel}` : e.strategy;
+  const values = cmp.entries
+    .flatMap((e) =>
+      e.rows.flatMap((r) => [
+        { series: label(e), phase: r.phase, cls: r.cls, metric: 'p95 change', value: r.p95Change },
+        { series: label(e), phase: r.phase, cls: r.cls, metric: 'goodput change', value: r.goodputChange },
+      ]),
+    )
+    .filter((v) => v.value !== null);
+  const phaseOrder: string[] = [];
+  for (const e of cmp.entries)
+    for (const r of e.rows) if (!phaseOrder.includes(r.phase)) phaseOrder.push(r.phase);
+  const seriesOrder = [...new Set(cmp.entries.map(label))];
+  const known = Object.fromEntries(cmp.entries.map((e) => [label(e), STRATEGY_COLORS[e.strategy] ?? '']));
+  const x = { field: 'phase', type: 'nominal', sort: phaseOrder, title: null, axis: { labelAngle: 0 } };
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title: `Change vs ${cmp.baseline} (positive = better than ${cmp.baseline})`,
+    data: { values },
+    facet: {
+      row: { field: 'metric', type: 'nominal', title: null, sort: ['p95 change', 'goodput change'] },
+      column: { field: 'cls', type: 'nominal', title: null, sort: [...SERVICE_CLASSES] },
+    },
+    spec: {
+      width: Math.min(340, 70 * phaseOrder.length + 40),
+      height: 140,
+      layer: [
+        {
+          mark: { type: 'bar' },
+          encoding: {
+            x,
+            xOffset: { field: 'series', sort: seriesOrder },
+            y: { field: 'value', type: 'quantitative', title: null, axis: { format: '+.0%' } },
+            color: {
+              field: 'series',
+              type: 'nominal',
+              title: 'strategy',
+              scale: colorScale(seriesOrder, known),
+            },
+          },
+        },
+        { mark: { type: 'rule', color: '#000' }, encoding: { y: { datum: 0 } } },
+      ],
+    },
+    resolve: { scale: { y: 'independent' } },
+  } as TopLevelSpec;
+}

@@ -1,0 +1,102 @@
+// Strategy against baseline, with the paper's sign convention: positive = better than the baseline.
+import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import type { RunGroup } from './aggregate.js';
+
+/** Lower p95 is better: (base - p95) / base. Null when either is missing or base is 0. */
+export function p95Change(p95: number | null, base: number | null): number | null {
+  if (p95 === null || base === null || base === 0) return null;
+  return (base - p95) / base;
+}
+
+/** Higher goodput is better: (g - base) / base. Null when either is missing or base is 0. */
+export function goodputChange(goodput: number | null, base: number | null): number | null {
+  if (goodput === null || base === null || base === 0) return null;
+  return (goodput - base) / base;
+}
+
+export interface ComparisonRow {
+  phase: string;
+  cls: ServiceClass;
+  /** Medians over the repeats. */
+  p95: number | null;
+  baseP95: number | null;
+  p95Change: number | null;
+  goodput: number | null;
+  baseGoodput: number | null;
+  goodputChange: number | null;
+}
+
+export interface StrategyComparison {
+  plan: string;
+  mixLabel: string;
+  strategy: string;
+  baseline: string;
+  runs: number;
+  baselineRuns: number;
+  rows: ComparisonRow[];
+}
+
+export interface Comparison {
+  baseline: string;
+  entries: StrategyComparison[];
+  /** plan+mix sets with several strategies but no run of the baseline strategy. */
+  missingBaseline: string[];
+}
+
+/**
+ * For every plan+mix with several strategies: each strategy against the baseline strategy, per
+ * phase (the baseline's phases, matched by name) and class, on the medians of the repeats.
+ */
+export function compareStrategies(groups: readonly RunGroup[], baseline = 'rr'): Comparison {
+  const sets = new Map<string, RunGroup[]>();
+  for (const g of groups) {
+    const k = `${g.plan} ${g.mixLabel}`;
+    const list = sets.get(k);
+    if (list) list.push(g);
+    else sets.set(k, [g]);
+  }
+  const entries: StrategyComparison[] = [];
+  const missingBaseline: string[] = [];
+  for (const [k, set] of sets) {
+    if (set.length < 2) continue;
+    const base = set.find((g) => g.strategy === baseline);
+    if (!base) {
+      missingBaseline.push(k);
+      continue;
+    }
+    for (const g of set) {
+      if (g === base) continue;
+      const rows: ComparisonRow[] = [];
+      for (const bp of base.phases) {
+        const p = g.phases.find((x) => x.name === bp.name);
+        if (!p) continue;
+        for (const cls of SERVICE_CLASSES) {
+          const p95 = p.classes[cls].p95.median;
+          const baseP95 = bp.classes[cls].p95.median;
+          const goodput = p.classes[cls].goodput.median;
+          const baseGoodput = bp.classes[cls].goodput.median;
+          rows.push({
+            phase: bp.name,
+            cls,
+            p95,
+            baseP95,
+            p95Change: p95Change(p95, baseP95),
+            goodput,
+            baseGoodput,
+            goodputChange: goodputChange(goodput, baseGoodput),
+          });
+        }
+      }
+      entries.push({
+        plan: g.plan,
+        mixLabel: g.mixLabel,
+        strategy: g.strategy,
+        baseline,
+        runs: g.runIds.length,
+        baselineRuns: base.runIds.length,
+        rows,
+      });
+    }
+  }
+  return { baseline, entries, missingBaseline };
+}

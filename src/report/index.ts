@@ -1,0 +1,23 @@
+// What other modules (bench matrix, the library) import from the report.
+export { aggregateRuns, mixLabel, groupKey, CLASS_METRICS } from './aggregate.js';
+export type { RunGroup, AggregatedPhase, AggregatedDetection, ClassMetric } from './aggregate.js';
+export { compareStrategies, p95Change, goodputChange } from './compare.js';
+export type { Comparison, StrategyComparison, ComparisonRow } from './compare.js';
+export { renderComparison, renderReport, phaseTable, replicaTable, comparisonTable } from './render.js';
+export type { ReportFormat, TableModel, ReportJson } from './render.js';
+export { renderRunHtml, renderComparisonHtml } from './html.js';
+export { quantile, stat, QUANTILE_METHOD } from './stats.js';
+export type { Stat } from './stats.js';
+export { findRunDirs, loadRun, readSummaryFile } from './run-dir.js';
+export type { LoadedRun, TimelineRow } from './run-dir.js';
+export {
+  parseTolerance,
+  checkTolerance,
+  loadBaseline,
+  DEFAULT_TOLERANCE,
+  TOLERANCE_EXIT_CODE,
+  TOLERANCE_FIELDS,
+} from './tolerance.js';
+export type { Tolerance, ToleranceResult, Moved } from './tolerance.js';
+export { writeReports } from './report.js';
+export type { ReportOptions, ReportOutcome } from './report.js';

@@ -1,0 +1,266 @@
+// Text outputs of `plb report`: terminal tables, markdown, CSV (long format) and JSON.
+import Table from 'cli-table3';
+import { SERVICE_CLASSES } from '../router/types.js';
+import { aggregateRuns, CLASS_METRICS, compareReplicaIds, type RunGroup } from './aggregate.js';
+import { compareStrategies, type Comparison } from './compare.js';
+import { QUANTILE_METHOD, type Stat } from './stats.js';
+import type { RunSummary } from '../metrics/types.js';
+
+export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
+
+/** A table as strings, rendered later to the terminal, markdown or HTML. */
+export interface TableModel {
+  title: string;
+  head: string[];
+  rows: string[][];
+}
+
+type Fmt = (v: number) => string;
+const fixed =
+  (digits: number): Fmt =>
+  (v) =>
+    v.toFixed(digits);
+const pct: Fmt = (v) => `${(v * 100).toFixed(1)}%`;
+const signedPct: Fmt = (v) => `${v > 0 ? '+' : ''}${(v * 100).toFixed(1)}%`;
+const seconds: Fmt = (v) => (v / 1000).toFixed(1);
+const int: Fmt = (v) => String(Math.round(v * 10) / 10);
+
+export function fmtValue(v: number | null, f: Fmt): string {
+  return v === null ? '-' : f(v);
+}
+
+/**
+ * `12.0` for one run (or when every repeat gave the same value); `12.0 [11.0..13.0]` (median
+ * [q1..q3]) when the IQR comes from several runs that differ.
+ */
+export function fmtStat(s: Stat, f: Fmt): string {
+  if (s.median === null) return '-';
+  if (s.n <= 1 || s.q1 === null || s.q3 === null || f(s.q1) === f(s.q3)) return f(s.median);
+  return `${f(s.median)} [${f(s.q1)}..${f(s.q3)}]`;
+}
+
+export function groupTitle(g: RunGroup): string {
+  const runs = g.runIds.length === 1 ? `run ${g.runIds[0]}` : `${g.runIds.length} runs, median [q1..q3]`;
+  return `${g.plan} · ${g.strategy} · mix ${g.mixLabel} · ${runs}${g.complete ? '' : ' · INCOMPLETE'}`;
+}
+
+export function phaseTable(g: RunGroup): TableModel {
+  const head = [
+    'Phase',
+    'K+',
+    'Class',
+    'Goodput q/s',
+    'p50 ms',
+    'p95 ms',
+    'p99 ms',
+    'Retention',
+    'p95 infl.',
+    'Life p50 s',
+    'Life p95 s',
+    'Errors',
+    'Sess. failed',
+    'Adm. failed',
+  ];
+  const rows: string[][] = [];
+  for (const p of g.phases) {
+    for (const c of SERVICE_CLASSES) {
+      const s = p.classes[c];
+      rows.push([
+        p.name,
+        fmtStat(p.survivors, int),
+        c,
+        fmtStat(s.goodput, fixed(1)),
+        fmtStat(s.p50, fixed(1)),
+        fmtStat(s.p95, fixed(1)),
+        fmtStat(s.p99, fixed(1)),
+        fmtStat(s.goodputRetention, pct),
+        fmtStat(s.p95Inflation, signedPct),
+        fmtStat(s.lifetimeP50Ms, seconds),
+        fmtStat(s.lifetimeP95Ms, seconds),
+        fmtStat(s.errors, int),
+        fmtStat(s.sessionsFailed, int),
+        fmtStat(s.admissionFailures, int),
+      ]);
+    }
+  }
+  return { title: groupTitle(g), head, rows };
+}
+
+export function replicaTable(g: RunGroup): TableModel {
+  const ids = [...new Set(g.phases.flatMap((p) => Object.keys(p.replicas)))].sort(compareReplicaIds);
+  const head = ['Phase', 'CPU mean', 'CPU CV', ...ids.map((id) => `${id} CPU`)];
+  const rows = g.phases.map((p) => [
+    p.name,
+    fmtStat(p.cpuMean, pct),
+    fmtStat(p.cpuCv, fixed(2)),
+    ...ids.map((id) => {
+      const r = p.replicas[id];
+      return r ? fmtStat(r.cpuMean, pct) : '-';
+    }),
+  ]);
+  return { title: `${groupTitle(g)} · replicas`, head, rows };
+}
+
+export function detectionTable(g: RunGroup): TableModel | null {
+  if (g.detection.length === 0) return null;
+  return {
+    title: `${groupTitle(g)} · detection delay`,
+    head: ['Replica', 'Action', '#', 'Delay ms', 'Missed'],
+    rows: g.detection.map((d) => [
+      d.replica,
+      d.action,
+      String(d.occurrence),
+      fmtStat(d.delayMs, int),
+      String(d.missed),
+    ]),
+  };
+}
+
+export function comparisonTable(cmp: Comparison): TableModel {
+  const head = ['Plan', 'Mix', 'Strategy', 'Phase', 'Class', 'p95 ms', `p95 ${cmp.baseline}`, 'p95 Δ'];
+  head.push('Goodput', `Goodput ${cmp.baseline}`, 'Goodput Δ');
+  const rows: string[][] = [];
+  for (const e of cmp.entries) {
+    for (const r of e.rows) {
+      rows.push([
+        e.plan,
+        e.mixLabel,
+        e.strategy,
+        r.phase,
+        r.cls,
+        fmtValue(r.p95, fixed(1)),
+        fmtValue(r.baseP95, fixed(1)),
+        fmtValue(r.p95Change, signedPct),
+        fmtValue(r.goodput, fixed(1)),
+        fmtValue(r.baseGoodput, fixed(1)),
+        fmtValue(r.goodputChange, signedPct),
+      ]);
+    }
+  }
+  return { title: `Change vs ${cmp.baseline} (positive = better than ${cmp.baseline})`, head, rows };
+}
+
+export function renderTable(t: TableModel): string {
+  // Compact: no separator line between body rows.
+  const table = new Table({
+    head: t.head,
+    style: { head: [], border: [] },
+    chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
+  });
+  for (const r of t.rows) table.push(r);
+  return `${t.title}\n${table.toString()}`;
+}
+
+export function renderMarkdown(t: TableModel): string {
+  const esc = (s: string): string => s.replace(/\|/g, '\\|');
+  const line = (cells: string[]): string => `| ${cells.map(esc).join(' | ')} |`;
+  return [`### ${t.title}`, '', line(t.head), line(t.head.map(() => '---')), ...t.rows.map(line)].join('\n');
+}
+
+export function groupTables(g: RunGroup): TableModel[] {
+  const d = detectionTable(g);
+  return [phaseTable(g), replicaTable(g), ...(d ? [d] : [])];
+}
+
+const CSV_HEAD = [
+  'plan',
+  'strategy',
+  'mix',
+  'runs',
+  'phase',
+  'subject',
+  'metric',
+  'median',
+  'q1',
+  'q3',
+  'n',
+  'baseline',
+];
+
+function csvCell(v: string | number | null): string {
+  if (v === null) return '';
+  const s = String(v);
+  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** Long format: one row per group, phase, subject (class, replica or `all`) and metric. */
+export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): string {
+  const rows: (string | number | null)[][] = [CSV_HEAD];
+  for (const g of groups) {
+    const pre = [g.plan, g.strategy, g.mixLabel, g.runIds.length];
+    const push = (phase: string, subject: string, metric: string, s: Stat): void => {
+      rows.push([...pre, phase, subject, metric, s.median, s.q1, s.q3, s.n, null]);
+    };
+    for (const p of g.phases) {
+      push(p.name, 'all', 'survivors', p.survivors);
+      for (const c of SERVICE_CLASSES) for (const m of CLASS_METRICS) push(p.name, c, m, p.classes[c][m]);
+      push(p.name, 'all', 'cpuMean', p.cpuMean);
+      push(p.name, 'all', 'cpuCv', p.cpuCv);
+      for (const [id, r] of Object.entries(p.replicas)) push(p.name, id, 'cpuMean', r.cpuMean);
+    }
+  }
+  for (const e of cmp?.entries ?? []) {
+    for (const r of e.rows) {
+      const pre = [e.plan, e.strategy, e.mixLabel, e.runs, r.phase, r.cls];
+      rows.push([...pre, 'p95Change', r.p95Change, null, null, null, e.baseline]);
+      rows.push([...pre, 'goodputChange', r.goodputChange, null, null, null, e.baseline]);
+    }
+  }
+  return rows.map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
+}
+
+export interface ReportJson {
+  schema: 'plb-report/1';
+  quantileMethod: string;
+  baseline: string;
+  groups: RunGroup[];
+  comparison: Comparison | null;
+}
+
+export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline: string): ReportJson {
+  return { schema: 'plb-report/1', quantileMethod: QUANTILE_METHOD, baseline, groups, comparison: cmp };
+}
+
+/** The whole report of some groups in one format (what `plb report` prints). */
+export function renderReport(
+  groups: RunGroup[],
+  opts: { format?: ReportFormat; baseline?: string } = {},
+): string {
+  const baseline = opts.baseline ?? 'rr';
+  const format = opts.format ?? 'table';
+  const cmp = compareStrategies(groups, baseline);
+  const hasCmp = cmp.entries.length > 0;
+  if (format === 'json')
+    return JSON.stringify(reportJson(groups, hasCmp ? cmp : null, baseline), null, 2) + '\n';
+  if (format === 'csv') return renderCsv(groups, hasCmp ? cmp : null);
+  const tables = groups.flatMap(groupTables);
+  if (hasCmp) tables.push(comparisonTable(cmp));
+  const render = format === 'markdown' ? renderMarkdown : renderTable;
+  const notes = cmp.missingBaseline.map((k) => `note: no ${baseline} runs for ${k}, so no comparison there`);
+  const footer = groups.some((g) => g.runIds.length > 1) ? [`quantiles: ${QUANTILE_METHOD}`] : [];
+  return [...tables.map(render), ...notes, ...footer].join('\n\n') + '\n';
+}
+
+/**
+ * The strategy comparison alone (what `plb bench matrix` prints at its end): from run summaries
+ * or groups made by aggregateRuns, against `baseline` (default rr).
+ */
+export function renderComparison(
+  input: readonly RunSummary[] | readonly RunGroup[],
+  opts: { baseline?: string; format?: ReportFormat } = {},
+): string {
+  const groups = isGroups(input) ? [...input] : aggregateRuns(input as readonly RunSummary[]);
+  const baseline = opts.baseline ?? 'rr';
+  const cmp = compareStrategies(groups, baseline);
+  const format = opts.format ?? 'table';
+  if (format === 'json') return JSON.stringify(cmp, null, 2) + '\n';
+  if (format === 'csv') return renderCsv([], cmp);
+  const t = comparisonTable(cmp);
+  const notes = cmp.missingBaseline.map((k) => `note: no ${baseline} runs for ${k}`);
+  return [format === 'markdown' ? renderMarkdown(t) : renderTable(t), ...notes].join('\n') + '\n';
+}
+
+function isGroups(input: readonly RunSummary[] | readonly RunGroup[]): input is readonly RunGroup[] {
+  const first = input[0] as Partial<RunGroup> | undefined;
+  return first !== undefined && Array.isArray(first.runIds);
+}

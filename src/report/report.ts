@@ -1,0 +1,107 @@
+// `plb report` as a function: load run directories, render text, write HTML, check tolerances.
+import { writeFileSync } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
+import { PlbError } from '../errors.js';
+import { aggregateRuns, type RunGroup } from './aggregate.js';
+import { renderComparisonHtml, renderRunHtml } from './html.js';
+import { renderReport, type ReportFormat } from './render.js';
+import { findRunDirs, loadRun, type LoadedRun } from './run-dir.js';
+import {
+  checkTolerance,
+  DEFAULT_TOLERANCE,
+  loadBaseline,
+  parseTolerance,
+  type Moved,
+  type ToleranceResult,
+} from './tolerance.js';
+
+export interface ReportOptions {
+  format?: ReportFormat;
+  baseline?: string;
+  /** Write report.html into each run dir and, for several runs, the comparison page. Default true. */
+  html?: boolean;
+  /** Where the comparison page goes (default: comparison.html in the runs' common parent). */
+  comparisonHtml?: string;
+  compareTo?: string;
+  tolerance?: string;
+}
+
+export interface ReportOutcome {
+  runs: LoadedRun[];
+  groups: RunGroup[];
+  /** The report in the chosen format (for stdout). */
+  text: string;
+  htmlFiles: string[];
+  tolerance: ToleranceResult | null;
+  /** One line per moved metric (for stderr), empty when nothing moved. */
+  movedLines: string[];
+}
+
+export async function writeReports(
+  paths: readonly string[],
+  opts: ReportOptions = {},
+): Promise<ReportOutcome> {
+  if (paths.length === 0) throw new PlbError('BAD_INPUT', 'run-dir: give at least one run directory');
+  const baseline = opts.baseline ?? 'rr';
+  // Parse the tolerance before any work so a bad spec fails fast.
+  const tol = opts.compareTo !== undefined ? parseTolerance(opts.tolerance ?? DEFAULT_TOLERANCE) : null;
+  if (opts.compareTo === undefined && opts.tolerance !== undefined) {
+    throw new PlbError('BAD_INPUT', 'tolerance: needs --compare-to');
+  }
+  const runs = findRunDirs(paths).map(loadRun);
+  const groups = aggregateRuns(runs.map((r) => r.summary));
+  const text = renderReport(groups, { format: opts.format ?? 'table', baseline });
+
+  const htmlFiles: string[] = [];
+  if (opts.html !== false) {
+    for (const run of runs) {
+      const file = join(run.dir, 'report.html');
+      writeFileSync(file, await renderRunHtml(run));
+      htmlFiles.push(file);
+    }
+    if (runs.length > 1 || opts.comparisonHtml !== undefined) {
+      const file = resolve(
+        opts.comparisonHtml ?? join(commonParent(runs.map((r) => r.dir)), 'comparison.html'),
+      );
+      writeFileSync(file, await renderComparisonHtml(groups, baseline));
+      htmlFiles.push(file);
+    }
+  }
+
+  let tolerance: ToleranceResult | null = null;
+  if (opts.compareTo !== undefined && tol) {
+    tolerance = checkTolerance(groups, loadBaseline(opts.compareTo), tol);
+  }
+  return {
+    runs,
+    groups,
+    text,
+    htmlFiles,
+    tolerance,
+    movedLines: tolerance ? tolerance.moved.map(movedLine) : [],
+  };
+}
+
+export function movedLine(m: Moved): string {
+  const v = (x: number | null): string => (x === null ? 'none' : String(Math.round(x * 1000) / 1000));
+  if (m.metric === 'phase') return `moved: ${m.group} phase ${m.phase} is missing in the current runs`;
+  const delta =
+    m.delta === null
+      ? 'present on one side only'
+      : m.kind === 'relative'
+        ? `${m.delta > 0 ? '+' : ''}${(m.delta * 100).toFixed(1)}%, tolerance ${(m.tolerance * 100).toFixed(1)}%`
+        : `${m.delta > 0 ? '+' : ''}${Math.round(m.delta * 1000) / 1000}, tolerance ${m.tolerance}`;
+  return `moved: ${m.group} ${m.phase} ${m.subject} ${m.metric}: ${v(m.baseline)} -> ${v(m.current)} (${delta}) ${m.direction}`;
+}
+
+function commonParent(dirs: readonly string[]): string {
+  const parts = dirs.map((d) => dirname(resolve(d)).split(sep));
+  const first = parts[0] ?? [];
+  let n = first.length;
+  for (const p of parts) {
+    let i = 0;
+    while (i < n && p[i] === first[i]) i++;
+    n = i;
+  }
+  return first.slice(0, n).join(sep) || sep;
+}

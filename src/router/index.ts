@@ -1,0 +1,42 @@
+// The router: pure (no I/O, no timers, no clock; nowMs is passed in).
+export type * from './types.js';
+export { SERVICE_CLASSES } from './types.js';
+export { createRouter } from './router.js';
+export {
+  DEFAULT_PARTITION,
+  DEFAULT_REFERENCE,
+  formatRoleVector,
+  fullReference,
+  parsePartition,
+  parseRoleVector,
+  partitionFor,
+  roleVectorTotal,
+  targetRoleTable,
+  targetRoleVector,
+  type TargetRow,
+} from './role-vector.js';
+export {
+  canonicalRole,
+  chooseRepairDonor,
+  countRoles,
+  decidePlbAdmission,
+  DEFAULT_BORROWING,
+  otherClass,
+  plbEligible,
+  repairToTarget,
+  resolveBorrowing,
+  ROLES,
+  shouldBorrow,
+  shouldReturn,
+  type PlbAdmissionDecision,
+  type PlbReplicaView,
+  type RoleMove,
+} from './plb-rules.js';
+export { admissionKey, DEFAULT_SLOW_START_MS, MIN_RAMP, replicaLoad, slowStartRamp } from './slow-start.js';
+export {
+  describeStrategies,
+  isStrategyName,
+  STRATEGIES,
+  STRATEGY_NAMES,
+  type StrategyInfo,
+} from './strategies.js';

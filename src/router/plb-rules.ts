@@ -1,0 +1,221 @@
+// The PLB decisions of DESIGN.md as small pure functions. The router applies them with indexed heaps;
+// decidePlbAdmission is the plain specification the property tests hold the fast path to.
+import { PlbError } from '../errors.js';
+import type { BorrowingOptions, BorrowThresholds, Role, RoleVector, ServiceClass } from './types.js';
+import { admissionKey, replicaLoad, slowStartRamp } from './slow-start.js';
+
+export const ROLES: readonly Role[] = ['premium', 'mixed', 'freemium'];
+
+/** What the rules need to know about one replica. `index` is its position in the replica list. */
+export interface PlbReplicaView {
+  index: number;
+  healthy: boolean;
+  role: Role;
+  borrowedBy?: ServiceClass | undefined;
+  weight: number;
+  upSinceMs?: number | undefined;
+  sessions: { premium: number; freemium: number };
+}
+
+export function otherClass(cls: ServiceClass): ServiceClass {
+  return cls === 'premium' ? 'freemium' : 'premium';
+}
+
+export function totalSessions(v: { sessions: { premium: number; freemium: number } }): number {
+  return v.sessions.premium + v.sessions.freemium;
+}
+
+/**
+ * Canonicalization before repair. Only borrowed replicas are in a transient state: one with no
+ * borrower sessions returns to its role; one carrying both classes becomes mixed; one carrying only
+ * the borrower's class joins that class. A non-borrowed replica keeps its role even when it still
+ * carries pinned sessions of a class it no longer admits (repair moved it; only new sessions follow).
+ */
+export function canonicalRole(v: Pick<PlbReplicaView, 'role' | 'borrowedBy' | 'sessions'>): Role {
+  const borrower = v.borrowedBy;
+  if (borrower === undefined || v.sessions[borrower] === 0) return v.role;
+  return v.sessions[otherClass(borrower)] > 0 ? 'mixed' : borrower;
+}
+
+/** Whether a class may be admitted to a replica: its own role, mixed, or a replica it borrowed. */
+export function plbEligible(cls: ServiceClass, role: Role, borrowedBy: ServiceClass | undefined): boolean {
+  return role === cls || role === 'mixed' || borrowedBy === cls;
+}
+
+export function countRoles(views: readonly PlbReplicaView[]): RoleVector {
+  const counts: RoleVector = { premium: 0, mixed: 0, freemium: 0 };
+  for (const v of views) if (v.healthy) counts[v.role] += 1;
+  return counts;
+}
+
+/**
+ * The donor for a role below target: a healthy replica of another role that is above its own target
+ * (so no role, and in particular no floor, drops below target); mixed donors first; among those
+ * eligible the least loaded (sessions / weight), then the lowest index.
+ */
+export function chooseRepairDonor(
+  views: readonly PlbReplicaView[],
+  deficit: Role,
+  counts: RoleVector,
+  target: RoleVector,
+): PlbReplicaView | undefined {
+  let best: PlbReplicaView | undefined;
+  let bestRank = Number.POSITIVE_INFINITY;
+  let bestLoad = Number.POSITIVE_INFINITY;
+  for (const v of views) {
+    if (!v.healthy || v.role === deficit || counts[v.role] <= target[v.role]) continue;
+    const rank = v.role === 'mixed' ? 0 : 1;
+    const load = replicaLoad(totalSessions(v), v.weight);
+    if (rank < bestRank || (rank === bestRank && load < bestLoad)) {
+      best = v;
+      bestRank = rank;
+      bestLoad = load;
+    }
+  }
+  return best;
+}
+
+export interface RoleMove {
+  index: number;
+  from: Role;
+  to: Role;
+}
+
+/**
+ * Repair-to-target: while a role is below target (premium first, then mixed, then freemium), move
+ * the chosen donor into it. Returns the moves in order; `views` is not modified.
+ */
+export function repairToTarget(views: readonly PlbReplicaView[], target: RoleVector): RoleMove[] {
+  const work = views.map((v) => ({ ...v }));
+  const counts = countRoles(work);
+  const healthy = counts.premium + counts.mixed + counts.freemium;
+  if (healthy !== target.premium + target.mixed + target.freemium) {
+    throw new PlbError(
+      'INTERNAL',
+      `repair target sums to a different count than the ${healthy} healthy replicas`,
+    );
+  }
+  const moves: RoleMove[] = [];
+  for (;;) {
+    const deficit = ROLES.find((r) => counts[r] < target[r]);
+    if (deficit === undefined) return moves;
+    const donor = chooseRepairDonor(work, deficit, counts, target);
+    if (donor === undefined) throw new PlbError('INTERNAL', `no repair donor for role ${deficit}`);
+    moves.push({ index: donor.index, from: donor.role, to: deficit });
+    counts[donor.role] -= 1;
+    counts[deficit] += 1;
+    donor.role = deficit;
+  }
+}
+
+/**
+ * Borrowing defaults. Premium, the protected class, borrows a freemium replica once its best own
+ * replica is 1.5x as loaded, and keeps it until the borrowed replica is as loaded as its own ones.
+ * Freemium borrows a premium replica only when it is 4x as loaded, and gives it back once the
+ * borrowed replica reaches half its own load, so premium sessions there stay well below freemium's.
+ */
+export const DEFAULT_BORROWING: Readonly<Record<ServiceClass, Readonly<BorrowThresholds>>> = Object.freeze({
+  premium: Object.freeze({ enabled: true, pressureRatio: 1.5, returnRatio: 1, minLoad: 4 }),
+  freemium: Object.freeze({ enabled: true, pressureRatio: 4, returnRatio: 0.5, minLoad: 4 }),
+});
+
+export function resolveBorrowing(
+  opt: BorrowingOptions | false | undefined,
+): Record<ServiceClass, BorrowThresholds> {
+  const off = (cls: ServiceClass): BorrowThresholds => ({ ...DEFAULT_BORROWING[cls], enabled: false });
+  if (opt === false) return { premium: off('premium'), freemium: off('freemium') };
+  const out = {
+    premium: { ...DEFAULT_BORROWING.premium, ...opt?.premium },
+    freemium: { ...DEFAULT_BORROWING.freemium, ...opt?.freemium },
+  };
+  for (const cls of ['premium', 'freemium'] as const) {
+    const t = out[cls];
+    const field = `borrowing.${cls}`;
+    if (!(t.pressureRatio > 1) || !Number.isFinite(t.pressureRatio)) {
+      throw new PlbError(
+        'BAD_INPUT',
+        `${field}.pressureRatio must be a finite number > 1, got ${t.pressureRatio}`,
+      );
+    }
+    // returnRatio * pressureRatio > 1 keeps a band between borrowing and returning (no flapping in one step).
+    if (!(t.returnRatio > 0) || !(t.returnRatio * t.pressureRatio > 1)) {
+      throw new PlbError('BAD_INPUT', `${field}.returnRatio must be > 1/pressureRatio, got ${t.returnRatio}`);
+    }
+    if (!(t.minLoad >= 0) || !Number.isFinite(t.minLoad)) {
+      throw new PlbError('BAD_INPUT', `${field}.minLoad must be a finite number >= 0, got ${t.minLoad}`);
+    }
+  }
+  return out;
+}
+
+/** Borrow a lender replica when the class's best own admission key is high and well above the lender's. */
+export function shouldBorrow(pressure: number, lenderKey: number, t: BorrowThresholds): boolean {
+  return t.enabled && pressure >= t.minLoad && pressure >= t.pressureRatio * lenderKey;
+}
+
+/** Return a borrowed replica when it no longer relieves the borrower, or the pressure has gone. */
+export function shouldReturn(pressure: number, borrowedKey: number, t: BorrowThresholds): boolean {
+  return !t.enabled || pressure < t.minLoad / 2 || borrowedKey >= t.returnRatio * pressure;
+}
+
+export interface PlbAdmissionDecision {
+  /** index of the replica the session goes to, -1 when none may take the class */
+  replica: number;
+  /** replicas returned by the class before choosing, in index order */
+  returned: number[];
+  /** replica borrowed by the class before choosing, or -1 */
+  borrowed: number;
+}
+
+/**
+ * The whole admission decision for one session of `cls`, by plain scans (the specification):
+ * 1. pressure = least admission key over the class's own replicas (role = cls or mixed);
+ * 2. replicas the class borrowed go back when shouldReturn;
+ * 3. the least-loaded not-borrowed replica of the other class's role is borrowed when shouldBorrow;
+ * 4. the session goes to the eligible replica with the least admission key (ties: lowest index).
+ */
+export function decidePlbAdmission(
+  views: readonly PlbReplicaView[],
+  cls: ServiceClass,
+  nowMs: number,
+  slowStartMs: number,
+  borrowing: Record<ServiceClass, BorrowThresholds>,
+): PlbAdmissionDecision {
+  const key = (v: PlbReplicaView): number =>
+    admissionKey(totalSessions(v), v.weight, slowStartRamp(nowMs, v.upSinceMs, slowStartMs));
+  const least = (pred: (v: PlbReplicaView) => boolean): PlbReplicaView | undefined => {
+    let best: PlbReplicaView | undefined;
+    let bestKey = Number.POSITIVE_INFINITY;
+    for (const v of views) {
+      if (!v.healthy || !pred(v)) continue;
+      const k = key(v);
+      if (k < bestKey) {
+        best = v;
+        bestKey = k;
+      }
+    }
+    return best;
+  };
+  const t = borrowing[cls];
+  const own = least((v) => v.role === cls || v.role === 'mixed');
+  const pressure = own === undefined ? Number.POSITIVE_INFINITY : key(own);
+  const returned: number[] = [];
+  const borrowedBy = new Map<number, ServiceClass | undefined>();
+  for (const v of views) {
+    if (v.healthy && v.borrowedBy === cls && shouldReturn(pressure, key(v), t)) {
+      returned.push(v.index);
+      borrowedBy.set(v.index, undefined);
+    }
+  }
+  const lenderRole = otherClass(cls);
+  const stateOf = (v: PlbReplicaView): ServiceClass | undefined =>
+    borrowedBy.has(v.index) ? borrowedBy.get(v.index) : v.borrowedBy;
+  const lender = least((v) => v.role === lenderRole && stateOf(v) === undefined);
+  let borrowed = -1;
+  if (lender !== undefined && shouldBorrow(pressure, key(lender), t)) {
+    borrowed = lender.index;
+    borrowedBy.set(lender.index, cls);
+  }
+  const chosen = least((v) => plbEligible(cls, v.role, stateOf(v)));
+  return { replica: chosen === undefined ? -1 : chosen.index, returned, borrowed };
+}

@@ -1,0 +1,131 @@
+import { PlbError } from '../errors.js';
+import type { Partition, RoleVector } from './types.js';
+
+/** The paper's reference split for five replicas: premium 2, mixed 1, freemium 2. */
+export const DEFAULT_REFERENCE: Readonly<RoleVector> = Object.freeze({ premium: 2, mixed: 1, freemium: 2 });
+/** The paper's static baseline for five replicas: 3RR+2RR. */
+export const DEFAULT_PARTITION: Readonly<Partition> = Object.freeze({ premium: 3, freemium: 2 });
+
+export function roleVectorTotal(v: RoleVector): number {
+  return v.premium + v.mixed + v.freemium;
+}
+
+/** round(a * b / c) for non-negative integers, half up, without floating-point drift. */
+function roundRatio(a: number, b: number, c: number): number {
+  return Math.floor((2 * a * b + c) / (2 * c));
+}
+
+/**
+ * The target premium/mixed/freemium vector for `survivors` healthy replicas (DESIGN.md):
+ * 0 -> (0,0,0), 1 -> (0,1,0), 2 -> (1,0,1), 3 -> (2,0,1); from 4 on, nearest-integer proportional
+ * scaling of the reference, floors premium>=1 and freemium>=1, then mixed>=1 by taking from
+ * freemium first (then premium) while they stay above 1; mixed is the residual.
+ */
+export function targetRoleVector(survivors: number, reference: RoleVector): RoleVector {
+  assertCount(survivors, 'survivors');
+  assertReference(reference);
+  if (survivors === 0) return { premium: 0, mixed: 0, freemium: 0 };
+  if (survivors === 1) return { premium: 0, mixed: 1, freemium: 0 };
+  if (survivors === 2) return { premium: 1, mixed: 0, freemium: 1 };
+  if (survivors === 3) return { premium: 2, mixed: 0, freemium: 1 };
+  const total = roleVectorTotal(reference);
+  let premium = Math.max(1, roundRatio(survivors, reference.premium, total));
+  let freemium = Math.max(1, roundRatio(survivors, reference.freemium, total));
+  // Mixed needs at least one: freemium gives first, premium only when freemium is at its floor.
+  while (survivors - premium - freemium < 1) {
+    if (freemium > 1) freemium -= 1;
+    else premium -= 1; // survivors >= 4 guarantees premium > 1 here
+  }
+  return { premium, mixed: survivors - premium - freemium, freemium };
+}
+
+/**
+ * The full-capacity allocation for `replicas` replicas: the reference scaled to K with the same
+ * rule as after a fault, so 2:1:2 stays 2:1:2 at K=5 and becomes 4:2:4 at K=10. The router repairs
+ * toward targetRoleVector(K+, fullReference(K, reference)).
+ */
+export function fullReference(replicas: number, reference: RoleVector = DEFAULT_REFERENCE): RoleVector {
+  return targetRoleVector(replicas, reference);
+}
+
+/**
+ * The static partition for `replicas` replicas: used as given when it sums to K, otherwise scaled
+ * (nearest integer) with at least one replica per class when K >= 2. K=1 is all premium.
+ */
+export function partitionFor(replicas: number, partition: Partition = DEFAULT_PARTITION): Partition {
+  assertCount(replicas, 'replicas');
+  const total = partition.premium + partition.freemium;
+  if (!(total > 0) || partition.premium < 0 || partition.freemium < 0) {
+    throw new PlbError('BAD_INPUT', '--partition must have non-negative parts with a positive sum');
+  }
+  if (total === replicas) return { premium: partition.premium, freemium: partition.freemium };
+  let premium = roundRatio(replicas, partition.premium, total);
+  if (replicas >= 2 && partition.premium > 0 && partition.freemium > 0) {
+    premium = Math.min(replicas - 1, Math.max(1, premium));
+  }
+  return { premium, freemium: replicas - premium };
+}
+
+function parseParts(text: string, count: number, flag: string, example: string): number[] {
+  const parts = text.trim().split(':');
+  const nums = parts.map((p) => (/^\d+$/.test(p.trim()) ? Number(p.trim()) : Number.NaN));
+  if (parts.length !== count || nums.some((n) => !Number.isSafeInteger(n))) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `${flag} must be ${count} non-negative integers like ${example}, got '${text}'`,
+      {
+        hint: `e.g. ${flag} ${example}`,
+      },
+    );
+  }
+  if (nums.reduce((a, b) => a + b, 0) < 1) {
+    throw new PlbError('BAD_INPUT', `${flag} must not be all zero, got '${text}'`, {
+      hint: `e.g. ${flag} ${example}`,
+    });
+  }
+  return nums;
+}
+
+/** Parse a premium:mixed:freemium reference like '2:1:2'. Throws BAD_INPUT naming `flag`. */
+export function parseRoleVector(text: string, flag = '--reference'): RoleVector {
+  const [premium = 0, mixed = 0, freemium = 0] = parseParts(text, 3, flag, '2:1:2');
+  return { premium, mixed, freemium };
+}
+
+/** Parse a premium:freemium static partition like '3:2'. Throws BAD_INPUT naming `flag`. */
+export function parsePartition(text: string, flag = '--partition'): Partition {
+  const [premium = 0, freemium = 0] = parseParts(text, 2, flag, '3:2');
+  return { premium, freemium };
+}
+
+export function formatRoleVector(v: RoleVector): string {
+  return `${v.premium}:${v.mixed}:${v.freemium}`;
+}
+
+function assertCount(n: number, field: string): void {
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new PlbError('BAD_INPUT', `${field} must be a non-negative integer, got ${String(n)}`);
+  }
+}
+
+function assertReference(ref: RoleVector): void {
+  const parts = [ref.premium, ref.mixed, ref.freemium];
+  if (parts.some((p) => !Number.isSafeInteger(p) || p < 0) || roleVectorTotal(ref) < 1) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `reference must be three non-negative integers with a positive sum, got ${formatRoleVector(ref)}`,
+    );
+  }
+}
+
+export interface TargetRow extends RoleVector {
+  survivors: number;
+}
+
+/** The target vector for every K+ from K down to 0, against the reference scaled to K. */
+export function targetRoleTable(replicas: number, reference: RoleVector = DEFAULT_REFERENCE): TargetRow[] {
+  const full = fullReference(replicas, reference);
+  const rows: TargetRow[] = [];
+  for (let k = replicas; k >= 0; k--) rows.push({ survivors: k, ...targetRoleVector(k, full) });
+  return rows;
+}

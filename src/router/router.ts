@@ -1,0 +1,494 @@
+import { PlbError } from '../errors.js';
+import { GroupedLeastLoaded } from './least-loaded.js';
+import {
+  canonicalRole,
+  repairToTarget,
+  resolveBorrowing,
+  shouldBorrow,
+  shouldReturn,
+  type PlbReplicaView,
+} from './plb-rules.js';
+import { DEFAULT_REFERENCE, fullReference, partitionFor, targetRoleVector } from './role-vector.js';
+import { admissionKey, DEFAULT_SLOW_START_MS, slowStartRamp } from './slow-start.js';
+import { STRATEGY_NAMES } from './strategies.js';
+import type {
+  Admission,
+  BorrowThresholds,
+  ReplicaSnapshot,
+  ReplicaSpec,
+  Role,
+  RoleChange,
+  RoleChangeReason,
+  RoleVector,
+  Router,
+  RouterOptions,
+  ServiceClass,
+  StrategyName,
+} from './types.js';
+
+// Module-local handles on the rules used per admission (cheaper than a cross-module binding per call).
+const keyFn = admissionKey;
+const rampFn = slowStartRamp;
+const returnFn = shouldReturn;
+const borrowFn = shouldBorrow;
+
+interface ReplicaState extends PlbReplicaView {
+  id: string;
+}
+
+function normaliseReplicas(replicas: ReadonlyArray<string | ReplicaSpec>): ReplicaState[] {
+  if (!Array.isArray(replicas) || replicas.length === 0) {
+    throw new PlbError('BAD_INPUT', 'replicas must list at least one replica');
+  }
+  const seen = new Set<string>();
+  return replicas.map((r, index) => {
+    const spec: ReplicaSpec = typeof r === 'string' ? { id: r } : r;
+    const weight = spec.weight ?? 1;
+    if (typeof spec.id !== 'string' || spec.id === '')
+      throw new PlbError('BAD_INPUT', `replicas[${index}] has no id`);
+    if (seen.has(spec.id)) throw new PlbError('BAD_INPUT', `replicas: duplicate id '${spec.id}'`);
+    if (!(weight > 0) || !Number.isFinite(weight)) {
+      throw new PlbError(
+        'BAD_INPUT',
+        `replicas[${index}].weight must be a finite number > 0, got ${String(weight)}`,
+      );
+    }
+    seen.add(spec.id);
+    return {
+      id: spec.id,
+      index,
+      weight,
+      healthy: true,
+      role: 'mixed' as Role,
+      borrowedBy: undefined,
+      upSinceMs: undefined,
+      sessions: { premium: 0, freemium: 0 },
+    };
+  });
+}
+
+abstract class BaseRouter implements Router {
+  protected readonly replicas: ReplicaState[];
+  protected healthyCount: number;
+  private readonly byId = new Map<string, number>();
+  private changes: RoleChange[] = [];
+  private readonly onRoleChange: ((change: RoleChange) => void) | undefined;
+
+  constructor(
+    readonly strategy: StrategyName,
+    options: RouterOptions,
+  ) {
+    this.replicas = normaliseReplicas(options.replicas);
+    this.healthyCount = this.replicas.length;
+    for (const r of this.replicas) this.byId.set(r.id, r.index);
+    this.onRoleChange = options.onRoleChange;
+  }
+
+  admit(cls: ServiceClass, nowMs: number): Admission {
+    if (cls !== 'premium' && cls !== 'freemium') {
+      throw new PlbError('BAD_INPUT', `class must be premium or freemium, got '${String(cls)}'`);
+    }
+    const i = this.pick(cls, nowMs);
+    const r = this.replicas[i];
+    if (r === undefined) {
+      throw new PlbError(
+        'NO_REPLICA',
+        `no healthy replica may take a ${cls} session (strategy ${this.strategy})`,
+        {
+          hint: 'wait for a replica to come back, or use a strategy that shares replicas across classes',
+        },
+      );
+    }
+    r.sessions[cls] += 1;
+    this.sessionsChanged(i);
+    return { replica: r.id };
+  }
+
+  release(replica: string, cls: ServiceClass, _nowMs: number): boolean {
+    const i = this.byId.get(replica);
+    if (i === undefined) return false;
+    const r = this.replicas[i] as ReplicaState;
+    // Counts never go negative; a session opened before a markDown still counts until released.
+    if (!(r.sessions[cls] > 0)) return false;
+    r.sessions[cls] -= 1;
+    this.sessionsChanged(i);
+    return true;
+  }
+
+  markDown(replica: string, nowMs: number): void {
+    const r = this.replica(replica);
+    if (!r.healthy) return;
+    r.healthy = false;
+    this.healthyCount -= 1;
+    this.record(r, r.role, 'down', 'down', nowMs);
+    this.onDown(r, nowMs);
+  }
+
+  markUp(replica: string, nowMs: number): void {
+    const r = this.replica(replica);
+    if (r.healthy) return;
+    r.healthy = true;
+    this.healthyCount += 1;
+    r.upSinceMs = nowMs;
+    this.onUp(r, nowMs);
+  }
+
+  snapshot(): ReplicaSnapshot[] {
+    return this.replicas.map((r) => {
+      const s: ReplicaSnapshot = {
+        id: r.id,
+        healthy: r.healthy,
+        role: r.role,
+        weight: r.weight,
+        sessions: { premium: r.sessions.premium, freemium: r.sessions.freemium },
+      };
+      if (r.borrowedBy !== undefined) s.borrowedBy = r.borrowedBy;
+      return s;
+    });
+  }
+
+  drainChanges(): RoleChange[] {
+    const out = this.changes;
+    this.changes = [];
+    return out;
+  }
+
+  protected record(
+    r: ReplicaState,
+    from: Role | 'down',
+    to: Role | 'down',
+    reason: RoleChangeReason,
+    nowMs: number,
+  ): void {
+    const change: RoleChange = { replica: r.id, from, to, reason, nowMs };
+    if (to !== 'down' && r.borrowedBy !== undefined) change.borrowedBy = r.borrowedBy;
+    if (this.onRoleChange) this.onRoleChange(change);
+    else this.changes.push(change);
+  }
+
+  private replica(id: string): ReplicaState {
+    const i = this.byId.get(id);
+    if (i === undefined) throw new PlbError('BAD_INPUT', `unknown replica '${id}'`);
+    return this.replicas[i] as ReplicaState;
+  }
+
+  /** The replica index for a new session of cls, or -1 for NO_REPLICA. */
+  protected abstract pick(cls: ServiceClass, nowMs: number): number;
+  protected abstract sessionsChanged(i: number): void;
+  protected abstract onDown(r: ReplicaState, nowMs: number): void;
+  /** r is healthy again; its role is still the old one. */
+  protected abstract onUp(r: ReplicaState, nowMs: number): void;
+}
+
+/** Round robin over the healthy members of a fixed list, resuming after the last one chosen. */
+class Rotation {
+  private healthy: number[] = [];
+  private pos = 0;
+  private next = 0; // replica index the rotation resumes from
+
+  constructor(private readonly members: readonly number[]) {}
+
+  rebuild(replicas: readonly ReplicaState[]): void {
+    this.healthy = this.members.filter((i) => (replicas[i] as ReplicaState).healthy);
+    const p = this.healthy.findIndex((i) => i >= this.next);
+    this.pos = p < 0 ? 0 : p;
+  }
+
+  pick(): number {
+    const n = this.healthy.length;
+    if (n === 0) return -1;
+    if (this.pos >= n) this.pos = 0;
+    const i = this.healthy[this.pos] as number;
+    this.pos += 1;
+    this.next = i + 1;
+    return i;
+  }
+}
+
+/** rr: class-blind round robin over all healthy replicas ("5RR"). Every replica reports role mixed. */
+class RoundRobinRouter extends BaseRouter {
+  private readonly rotation: Rotation;
+
+  constructor(options: RouterOptions) {
+    super('rr', options);
+    this.rotation = new Rotation(this.replicas.map((r) => r.index));
+    this.rotation.rebuild(this.replicas);
+  }
+
+  protected pick(): number {
+    return this.rotation.pick();
+  }
+  protected sessionsChanged(): void {}
+  protected onDown(): void {
+    this.rotation.rebuild(this.replicas);
+  }
+  protected onUp(r: ReplicaState, nowMs: number): void {
+    this.record(r, 'down', r.role, 'rejoin', nowMs);
+    this.rotation.rebuild(this.replicas);
+  }
+}
+
+/** static: the first partition.premium replicas serve premium only, the rest freemium; round robin inside. */
+class StaticRouter extends BaseRouter {
+  private readonly rotations: Record<ServiceClass, Rotation>;
+
+  constructor(options: RouterOptions) {
+    super('static', options);
+    const part = partitionFor(this.replicas.length, options.partition);
+    const premium: number[] = [];
+    const freemium: number[] = [];
+    for (const r of this.replicas) {
+      r.role = r.index < part.premium ? 'premium' : 'freemium';
+      (r.role === 'premium' ? premium : freemium).push(r.index);
+    }
+    this.rotations = { premium: new Rotation(premium), freemium: new Rotation(freemium) };
+    this.rebuild();
+  }
+
+  private rebuild(): void {
+    this.rotations.premium.rebuild(this.replicas);
+    this.rotations.freemium.rebuild(this.replicas);
+  }
+
+  protected pick(cls: ServiceClass): number {
+    return this.rotations[cls].pick();
+  }
+  protected sessionsChanged(): void {}
+  protected onDown(): void {
+    this.rebuild();
+  }
+  protected onUp(r: ReplicaState, nowMs: number): void {
+    this.record(r, 'down', r.role, 'rejoin', nowMs);
+    this.rebuild();
+  }
+}
+
+/** lc: least sessions (weights ignored, no slow start); wlc: sessions / (weight * slow-start ramp). */
+class LeastSessionsRouter extends BaseRouter {
+  private readonly pool: GroupedLeastLoaded<'all'>;
+  private static readonly ALL = ['all'] as const;
+
+  constructor(
+    strategy: 'lc' | 'wlc',
+    options: RouterOptions,
+    private readonly slowStartMs: number,
+  ) {
+    super(strategy, options);
+    const weighted = strategy === 'wlc';
+    const w = (i: number): number => (weighted ? (this.replicas[i] as ReplicaState).weight : 1);
+    const total = (i: number): number => {
+      const s = (this.replicas[i] as ReplicaState).sessions;
+      return s.premium + s.freemium;
+    };
+    const ramp = (i: number, nowMs: number): number =>
+      rampFn(nowMs, (this.replicas[i] as ReplicaState).upSinceMs, this.slowStartMs);
+    this.pool = new GroupedLeastLoaded<'all'>(
+      this.replicas.length,
+      ['all'],
+      (i, nowMs) => keyFn(total(i), w(i), ramp(i, nowMs)),
+      (i, nowMs) => ramp(i, nowMs) < 1,
+      (i) => keyFn(total(i), w(i), 1),
+    );
+    for (const r of this.replicas) this.pool.place(r.index, 'all', 0);
+  }
+
+  protected pick(_cls: ServiceClass, nowMs: number): number {
+    return this.pool.best(LeastSessionsRouter.ALL, nowMs);
+  }
+  protected sessionsChanged(i: number): void {
+    this.pool.changed(i);
+  }
+  protected onDown(r: ReplicaState, nowMs: number): void {
+    this.pool.place(r.index, undefined, nowMs);
+  }
+  protected onUp(r: ReplicaState, nowMs: number): void {
+    this.record(r, 'down', r.role, 'rejoin', nowMs);
+    this.pool.place(r.index, 'all', nowMs);
+  }
+}
+
+// PLB groups: a replica's role, or its role while borrowed (Pb: premium role borrowed by freemium).
+type PlbGroup = 'P' | 'M' | 'F' | 'Pb' | 'Fb';
+const OWN: Record<ServiceClass, readonly PlbGroup[]> = {
+  premium: ['P', 'Pb', 'M'],
+  freemium: ['F', 'Fb', 'M'],
+};
+const ELIGIBLE: Record<ServiceClass, readonly PlbGroup[]> = {
+  premium: ['P', 'Pb', 'M', 'Fb'],
+  freemium: ['F', 'Fb', 'M', 'Pb'],
+};
+const LENDER: Record<ServiceClass, readonly PlbGroup[]> = { premium: ['F'], freemium: ['P'] };
+const BORROWED: Record<ServiceClass, PlbGroup> = { premium: 'Fb', freemium: 'Pb' };
+const BORROWED_ONLY: Record<ServiceClass, readonly PlbGroup[]> = { premium: ['Fb'], freemium: ['Pb'] };
+
+function plbGroup(role: Role, borrowedBy: ServiceClass | undefined): PlbGroup {
+  if (role === 'mixed') return 'M';
+  if (role === 'premium') return borrowedBy === 'freemium' ? 'Pb' : 'P';
+  return borrowedBy === 'premium' ? 'Fb' : 'F';
+}
+
+/** plb: roles, repair-to-target on every markDown/markUp, class-aware least-loaded admission, borrowing. */
+class PlbRouter extends BaseRouter {
+  private readonly pool: GroupedLeastLoaded<PlbGroup>;
+  private readonly full: RoleVector;
+  private readonly borrowing: Record<ServiceClass, BorrowThresholds>;
+
+  constructor(
+    options: RouterOptions,
+    private readonly slowStartMs: number,
+  ) {
+    super('plb', options);
+    this.full = fullReference(this.replicas.length, options.reference ?? DEFAULT_REFERENCE);
+    this.borrowing = resolveBorrowing(options.borrowing);
+    const total = (i: number): number => {
+      const s = (this.replicas[i] as ReplicaState).sessions;
+      return s.premium + s.freemium;
+    };
+    const w = (i: number): number => (this.replicas[i] as ReplicaState).weight;
+    const ramp = (i: number, nowMs: number): number =>
+      rampFn(nowMs, (this.replicas[i] as ReplicaState).upSinceMs, this.slowStartMs);
+    this.pool = new GroupedLeastLoaded<PlbGroup>(
+      this.replicas.length,
+      ['P', 'M', 'F', 'Pb', 'Fb'],
+      (i, nowMs) => keyFn(total(i), w(i), ramp(i, nowMs)),
+      (i, nowMs) => ramp(i, nowMs) < 1,
+      (i) => keyFn(total(i), w(i), 1),
+      ['Pb', 'Fb'],
+    );
+    // The first replicas in order take premium, then mixed, then freemium.
+    for (const r of this.replicas) {
+      r.role =
+        r.index < this.full.premium
+          ? 'premium'
+          : r.index < this.full.premium + this.full.mixed
+            ? 'mixed'
+            : 'freemium';
+      this.pool.place(r.index, plbGroup(r.role, undefined), 0);
+    }
+  }
+
+  /** The current target: targetRoleVector of the survivors against the full-capacity reference. */
+  target(): RoleVector {
+    return targetRoleVector(this.healthyCount, this.full);
+  }
+
+  private keyNow(i: number, nowMs: number): number {
+    const r = this.replicas[i] as ReplicaState;
+    if (r.upSinceMs === undefined) return this.pool.warmKeyOf(i);
+    const ramp = rampFn(nowMs, r.upSinceMs, this.slowStartMs);
+    return keyFn(r.sessions.premium + r.sessions.freemium, r.weight, ramp);
+  }
+
+  private setState(r: ReplicaState, role: Role, borrowedBy: ServiceClass | undefined, nowMs: number): void {
+    r.role = role;
+    r.borrowedBy = borrowedBy;
+    this.pool.place(r.index, plbGroup(role, borrowedBy), nowMs);
+  }
+
+  protected pick(cls: ServiceClass, nowMs: number): number {
+    if (this.healthyCount === 0) return -1;
+    const t = this.borrowing[cls];
+    const pool = this.pool;
+    const own = pool.best(OWN[cls], nowMs);
+    const pressure = own < 0 ? Number.POSITIVE_INFINITY : this.keyNow(own, nowMs);
+    let changed = false;
+    // Return borrowed replicas, most loaded first: shouldReturn only grows with the key, so the
+    // warm ones stop at the first that stays; the few still in slow start are checked one by one.
+    const borrowedGroup = BORROWED[cls];
+    for (let i = pool.worstWarm(borrowedGroup); i >= 0; i = pool.worstWarm(borrowedGroup)) {
+      if (!returnFn(pressure, pool.warmKeyOf(i), t)) break;
+      this.giveBack(i, nowMs);
+      changed = true;
+    }
+    if (pool.hasRamping()) {
+      for (const i of pool.rampingMembers(borrowedGroup)) {
+        if (!returnFn(pressure, this.keyNow(i, nowMs), t)) continue;
+        this.giveBack(i, nowMs);
+        changed = true;
+      }
+    }
+    if (t.enabled && pressure >= t.minLoad) {
+      const lender = pool.best(LENDER[cls], nowMs);
+      if (lender >= 0 && borrowFn(pressure, this.keyNow(lender, nowMs), t)) {
+        const r = this.replicas[lender] as ReplicaState;
+        this.setState(r, r.role, cls, nowMs);
+        this.record(r, r.role, r.role, 'borrow', nowMs);
+        changed = true;
+      }
+    }
+    if (changed) return pool.best(ELIGIBLE[cls], nowMs);
+    // Nothing moved: eligible = own replicas + those the class borrowed, so one more heap top will do.
+    const b = pool.best(BORROWED_ONLY[cls], nowMs);
+    if (b < 0) return own;
+    if (own < 0) return b;
+    const kb = this.keyNow(b, nowMs);
+    return kb < pressure || (kb === pressure && b < own) ? b : own;
+  }
+
+  private giveBack(i: number, nowMs: number): void {
+    const r = this.replicas[i] as ReplicaState;
+    this.setState(r, r.role, undefined, nowMs);
+    this.record(r, r.role, r.role, 'return', nowMs);
+  }
+
+  protected sessionsChanged(i: number): void {
+    const r = this.replicas[i] as ReplicaState;
+    this.pool.changed(i, keyFn(r.sessions.premium + r.sessions.freemium, r.weight, 1));
+  }
+
+  protected onDown(r: ReplicaState, nowMs: number): void {
+    r.borrowedBy = undefined;
+    this.pool.place(r.index, undefined, nowMs);
+    this.rebalance(nowMs);
+  }
+
+  protected onUp(r: ReplicaState, nowMs: number): void {
+    // A rejoining replica enters as shared capacity, then repair runs.
+    this.setState(r, 'mixed', undefined, nowMs);
+    this.record(r, 'down', 'mixed', 'rejoin', nowMs);
+    this.rebalance(nowMs);
+  }
+
+  /** Canonicalize borrowed replicas, then repair toward the target of the current survivors. */
+  private rebalance(nowMs: number): void {
+    for (const r of this.replicas) {
+      if (!r.healthy || r.borrowedBy === undefined) continue;
+      const role = canonicalRole(r);
+      const from = r.role;
+      this.setState(r, role, undefined, nowMs);
+      this.record(r, from, role, 'canonicalize', nowMs);
+    }
+    for (const move of repairToTarget(this.replicas, this.target())) {
+      const r = this.replicas[move.index] as ReplicaState;
+      this.setState(r, move.to, undefined, nowMs);
+      this.record(r, move.from, move.to, 'repair', nowMs);
+    }
+  }
+}
+
+/** A router for one strategy over a fixed list of replicas (all healthy at the start). */
+export function createRouter(options: RouterOptions): Router {
+  const strategy = options?.strategy;
+  if (!STRATEGY_NAMES.includes(strategy)) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `strategy must be one of ${STRATEGY_NAMES.join(', ')}, got '${String(strategy)}'`,
+    );
+  }
+  const slowStartMs = options.slowStartMs ?? DEFAULT_SLOW_START_MS;
+  if (!(slowStartMs >= 0) || !Number.isFinite(slowStartMs)) {
+    throw new PlbError('BAD_INPUT', `slowStartMs must be a finite number >= 0, got ${String(slowStartMs)}`);
+  }
+  switch (strategy) {
+    case 'plb':
+      return new PlbRouter(options, slowStartMs);
+    case 'rr':
+      return new RoundRobinRouter(options);
+    case 'static':
+      return new StaticRouter(options);
+    case 'lc':
+      return new LeastSessionsRouter('lc', options, 0);
+    case 'wlc':
+      return new LeastSessionsRouter('wlc', options, slowStartMs);
+  }
+}

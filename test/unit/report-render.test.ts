@@ -1,0 +1,173 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { aggregateRuns } from '../../src/report/aggregate.js';
+import {
+  comparisonTable,
+  phaseTable,
+  renderComparison,
+  renderReport,
+  replicaTable,
+  type ReportJson,
+} from '../../src/report/render.js';
+import { loadRun } from '../../src/report/run-dir.js';
+import { compareStrategies } from '../../src/report/compare.js';
+
+const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
+const all = readdirSync(FIXTURES)
+  .sort()
+  .map((d) => loadRun(join(FIXTURES, d)).summary);
+const rr1 = all.filter((s) => s.runId === 'demo-cascade-rr-1');
+
+describe('phase table of one run', () => {
+  const t = phaseTable(aggregateRuns(rr1)[0]!);
+
+  it('has one row per phase and class with the exact cells', () => {
+    expect(t.title).toBe('demo-cascade · rr · mix 25:75 · run demo-cascade-rr-1');
+    expect(t.head.slice(0, 7)).toEqual(['Phase', 'K+', 'Class', 'Goodput q/s', 'p50 ms', 'p95 ms', 'p99 ms']);
+    expect(t.rows).toHaveLength(8);
+    expect(t.rows[0]).toEqual([
+      'ref',
+      '5',
+      'premium',
+      '40.0',
+      '5.0',
+      '10.0',
+      '15.0',
+      '-',
+      '-',
+      '8.0',
+      '15.0',
+      '0',
+      '0',
+      '0',
+    ]);
+    expect(t.rows[3]).toEqual([
+      'down-1',
+      '4',
+      'freemium',
+      '96.0',
+      '11.0',
+      '22.0',
+      '33.0',
+      '80.0%',
+      '+83.3%',
+      '6.0',
+      '12.0',
+      '12',
+      '12',
+      '0',
+    ]);
+    expect(t.rows[5]?.[13]).toBe('3'); // admission failures, freemium in down-2
+  });
+
+  it('has the replica CPU mean and CV per phase', () => {
+    const r = replicaTable(aggregateRuns(rr1)[0]!);
+    expect(r.head).toEqual(['Phase', 'CPU mean', 'CPU CV', 'r1 CPU', 'r2 CPU', 'r3 CPU', 'r4 CPU', 'r5 CPU']);
+    expect(r.rows[0]).toEqual(['ref', '40.0%', '0.18', '30.0%', '35.0%', '40.0%', '45.0%', '50.0%']);
+    expect(r.rows[2]).toEqual(['down-2', '65.0%', '0.06', '-', '-', '60.0%', '65.0%', '70.0%']);
+  });
+});
+
+describe('repeats show median [q1..q3]', () => {
+  const groups = aggregateRuns(all);
+
+  it('formats the IQR next to the median', () => {
+    const t = phaseTable(groups[1]!);
+    expect(t.title).toBe('demo-cascade · rr · mix 25:75 · 3 runs, median [q1..q3]');
+    const down1p = t.rows[2]!;
+    expect(down1p.slice(0, 6)).toEqual([
+      'down-1',
+      '4',
+      'premium',
+      '32.0 [30.0..33.0]',
+      '11.0 [10.5..12.0]',
+      '22.0 [21.0..24.0]',
+    ]);
+    // identical repeats collapse to the value
+    expect(down1p[1]).toBe('4');
+  });
+
+  it('renders the comparison table with signs', () => {
+    const t = comparisonTable(compareStrategies(groups));
+    expect(t.title).toBe('Change vs rr (positive = better than rr)');
+    const row = t.rows.find((r) => r[2] === 'plb' && r[3] === 'down-1' && r[4] === 'premium');
+    expect(row).toEqual([
+      'demo-cascade',
+      '25:75',
+      'plb',
+      'down-1',
+      'premium',
+      '14.0',
+      '22.0',
+      '+36.4%',
+      '39.0',
+      '32.0',
+      '+21.9%',
+    ]);
+    const worse = t.rows.find((r) => r[2] === 'static' && r[3] === 'down-2' && r[4] === 'premium');
+    expect(worse?.[7]).toBe('-95.2%');
+  });
+});
+
+describe('output formats', () => {
+  const groups = aggregateRuns(all);
+
+  it('table: cli-table3 boxes with the comparison and the quantile method', () => {
+    const out = renderReport(groups);
+    expect(out).toContain('┌');
+    expect(out).toContain('Change vs rr (positive = better than rr)');
+    expect(out).toContain('quantiles: linear interpolation (Hyndman-Fan type 7)');
+    expect(out).toMatch(/│ down-1 +│ 4 +│ premium +│ 32\.0 \[30\.0\.\.33\.0\] +│/);
+  });
+
+  it('markdown: pipe tables', () => {
+    const out = renderReport(aggregateRuns(rr1), { format: 'markdown' });
+    const lines = out.split('\n');
+    expect(lines[0]).toBe('### demo-cascade · rr · mix 25:75 · run demo-cascade-rr-1');
+    expect(lines[2]).toBe(
+      '| Phase | K+ | Class | Goodput q/s | p50 ms | p95 ms | p99 ms | Retention | p95 infl. | Life p50 s | Life p95 s | Errors | Sess. failed | Adm. failed |',
+    );
+    expect(lines[4]).toBe(
+      '| ref | 5 | premium | 40.0 | 5.0 | 10.0 | 15.0 | - | - | 8.0 | 15.0 | 0 | 0 | 0 |',
+    );
+    expect(out).not.toContain('Change vs');
+  });
+
+  it('csv: long format with raw numbers', () => {
+    const lines = renderReport(groups, { format: 'csv' }).trim().split('\n');
+    expect(lines[0]).toBe('plan,strategy,mix,runs,phase,subject,metric,median,q1,q3,n,baseline');
+    expect(lines).toContain('demo-cascade,rr,25:75,3,down-1,premium,p95,22,21,24,3,');
+    expect(lines).toContain('demo-cascade,rr,25:75,3,ref,premium,goodputRetention,,,,0,');
+    expect(lines).toContain('demo-cascade,plb,25:75,3,down-1,premium,goodputChange,0.21875,,,,rr');
+  });
+
+  it('json: groups, comparison and the quantile method', () => {
+    const j = JSON.parse(renderReport(groups, { format: 'json' })) as ReportJson;
+    expect(j.schema).toBe('plb-report/1');
+    expect(j.quantileMethod).toBe('linear interpolation (Hyndman-Fan type 7)');
+    expect(j.groups).toHaveLength(3);
+    expect(j.groups[2]?.phases[2]?.classes.premium.p95).toEqual({ median: 82, q1: 81, q3: 84, n: 3 });
+    expect(j.comparison?.entries[0]?.rows[0]).toEqual({
+      phase: 'ref',
+      cls: 'premium',
+      p95: 12,
+      baseP95: 12,
+      p95Change: 0,
+      goodput: 40,
+      baseGoodput: 40,
+      goodputChange: 0,
+    });
+  });
+
+  it('renderComparison takes summaries or groups', () => {
+    const a = renderComparison(all, { format: 'markdown' });
+    const b = renderComparison(groups, { format: 'markdown' });
+    expect(a).toBe(b);
+    expect(a).toContain(
+      '| demo-cascade | 25:75 | plb | down-1 | premium | 14.0 | 22.0 | +36.4% | 39.0 | 32.0 | +21.9% |',
+    );
+    const j = JSON.parse(renderComparison(all, { format: 'json', baseline: 'plb' })) as { baseline: string };
+    expect(j.baseline).toBe('plb');
+  });
+});
