@@ -1,0 +1,286 @@
+/**
+ * Small pg helpers shared by both drivers and the benchmark runner: connect with a timeout and an
+ * 'error' listener, readiness waits, replication status, slots. Never logs credentials.
+ */
+import pg from 'pg';
+import type { Credentials, Endpoint } from './driver.js';
+import { PlbError } from '../errors.js';
+
+/** Anything with a host and port (an Endpoint or a bare address). */
+export interface PgAddress {
+  host: string;
+  port: number;
+}
+
+export interface ConnectOptions {
+  /** Connect timeout, ms (default 5000). */
+  timeoutMs?: number;
+  /** Server-side statement_timeout, ms (default none). */
+  statementTimeoutMs?: number;
+  /** Client-side query timeout, ms: also fires when the server is paused (default none). */
+  queryTimeoutMs?: number;
+  database?: string;
+  applicationName?: string;
+  /** Called for errors emitted after connect (server gone etc.); default ignores them. */
+  onError?: (err: Error) => void;
+}
+
+/** Opens a pg Client; it always has an 'error' listener so a dying server cannot crash the process. */
+export async function connect(
+  addr: PgAddress,
+  creds: Credentials,
+  opts: ConnectOptions = {},
+): Promise<pg.Client> {
+  const client = new pg.Client({
+    host: addr.host,
+    port: addr.port,
+    user: creds.user,
+    password: creds.password,
+    database: opts.database ?? creds.database,
+    connectionTimeoutMillis: opts.timeoutMs ?? 5000,
+    application_name: opts.applicationName ?? 'plb',
+    ...(opts.statementTimeoutMs !== undefined ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    ...(opts.queryTimeoutMs !== undefined ? { query_timeout: opts.queryTimeoutMs } : {}),
+  });
+  client.on('error', opts.onError ?? (() => undefined));
+  try {
+    await client.connect();
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  return client;
+}
+
+/** Runs fn with a fresh client and always closes it. */
+export async function withClient<T>(
+  addr: PgAddress,
+  creds: Credentials,
+  fn: (c: pg.Client) => Promise<T>,
+  opts: ConnectOptions = {},
+): Promise<T> {
+  const c = await connect(addr, creds, opts);
+  try {
+    return await fn(c);
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function where(addr: PgAddress): string {
+  return `${addr.host}:${addr.port}`;
+}
+
+function errMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Polls until cond() returns true; throws PlbError TIMEOUT (last error as cause) after timeoutMs.
+ * Errors from cond count as "not yet".
+ */
+export async function pollUntil(
+  what: string,
+  cond: () => Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 200,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      if (await cond()) return;
+      last = undefined;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() >= deadline) {
+      const detail = last === undefined ? '' : `: ${errMessage(last)}`;
+      throw new PlbError(
+        'TIMEOUT',
+        `timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}${detail}`,
+        {
+          cause: last,
+        },
+      );
+    }
+    await sleep(intervalMs);
+  }
+}
+
+/** Waits until the server accepts connections and answers a query. */
+export async function waitAccepting(addr: PgAddress, creds: Credentials, timeoutMs = 60_000): Promise<void> {
+  await pollUntil(
+    `${where(addr)} to accept connections`,
+    async () => {
+      await withClient(addr, creds, (c) => c.query('select 1'), { timeoutMs: 2000, queryTimeoutMs: 2000 });
+      return true;
+    },
+    timeoutMs,
+  );
+}
+
+/** The primary's current WAL position, e.g. '0/3000148'. */
+export async function currentWalLsn(primary: PgAddress, creds: Credentials): Promise<string> {
+  return withClient(
+    primary,
+    creds,
+    async (c) => {
+      const r = await c.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn');
+      const lsn = r.rows[0]?.lsn;
+      if (!lsn) throw new PlbError('INTERNAL', `no WAL position from ${where(primary)}`);
+      return lsn;
+    },
+    { timeoutMs: 3000, queryTimeoutMs: 3000 },
+  );
+}
+
+export interface ReplicaReplication {
+  id: string;
+  /** Connected and answered. */
+  up: boolean;
+  /** pg_stat_wal_receiver.status ('streaming', 'catchup', ...) or null (no receiver / unknown). */
+  replication: string | null;
+  /** Bytes the standby's replay is behind the primary's current LSN; null when unknown. */
+  lagBytes: number | null;
+  /** Seconds since the last replayed commit, 0 when replay has caught up with receive; null unknown. */
+  replayLagSeconds: number | null;
+}
+
+/** One standby's view, given the primary's LSN (null when the primary could not be asked). */
+export async function replicaReplication(
+  replica: Endpoint,
+  creds: Credentials,
+  primaryLsn: string | null,
+  timeoutMs = 3000,
+): Promise<ReplicaReplication> {
+  try {
+    return await withClient(
+      replica,
+      creds,
+      async (c) => {
+        const r = await c.query<{ status: string | null; lag: string | null; secs: string | number | null }>(
+          `select (select status from pg_stat_wal_receiver limit 1) as status,
+                  case when $1::text is null or pg_last_wal_replay_lsn() is null then null
+                       else greatest(pg_wal_lsn_diff($1::pg_lsn, pg_last_wal_replay_lsn()), 0) end as lag,
+                  case when pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() then 0
+                       else extract(epoch from now() - pg_last_xact_replay_timestamp()) end as secs`,
+          [primaryLsn],
+        );
+        const row = r.rows[0];
+        return {
+          id: replica.id,
+          up: true,
+          replication: row?.status ?? null,
+          lagBytes: row?.lag == null ? null : Number(row.lag),
+          replayLagSeconds: row?.secs == null ? null : Number(row.secs),
+        };
+      },
+      { timeoutMs, queryTimeoutMs: timeoutMs },
+    );
+  } catch {
+    return { id: replica.id, up: false, replication: null, lagBytes: null, replayLagSeconds: null };
+  }
+}
+
+/** Replication state of every standby, asked in parallel; a down server shows up=false. */
+export async function replicationStatus(
+  primary: PgAddress,
+  replicas: Endpoint[],
+  creds: Credentials,
+  timeoutMs = 3000,
+): Promise<ReplicaReplication[]> {
+  const lsn = await currentWalLsn(primary, creds).catch(() => null);
+  return Promise.all(replicas.map((r) => replicaReplication(r, creds, lsn, timeoutMs)));
+}
+
+/** Waits until the standby's WAL receiver is streaming. */
+export async function waitStreaming(
+  replica: PgAddress,
+  creds: Credentials,
+  timeoutMs = 60_000,
+): Promise<void> {
+  await pollUntil(
+    `${where(replica)} to stream from the primary`,
+    () =>
+      withClient(
+        replica,
+        creds,
+        async (c) => {
+          const r = await c.query<{ status: string }>('select status from pg_stat_wal_receiver');
+          return r.rows[0]?.status === 'streaming';
+        },
+        { timeoutMs: 2000, queryTimeoutMs: 2000 },
+      ),
+    timeoutMs,
+  );
+}
+
+/** Creates a physical replication slot on the primary unless it exists (reserving WAL now). */
+export async function createReplicationSlot(
+  primary: PgAddress,
+  creds: Credentials,
+  slot: string,
+): Promise<void> {
+  if (!/^[a-z0-9_]{1,63}$/.test(slot))
+    throw new PlbError('BAD_INPUT', `slot: "${slot}" is not a valid slot name`);
+  await withClient(
+    primary,
+    creds,
+    async (c) => {
+      await c.query(
+        `select pg_create_physical_replication_slot($1, true)
+           where not exists (select 1 from pg_replication_slots where slot_name = $1)`,
+        [slot],
+      );
+    },
+    { timeoutMs: 5000, queryTimeoutMs: 10_000 },
+  );
+}
+
+/** Drops a physical slot if it exists (best effort, e.g. after a failed standby setup). */
+export async function dropReplicationSlot(
+  primary: PgAddress,
+  creds: Credentials,
+  slot: string,
+): Promise<void> {
+  await withClient(
+    primary,
+    creds,
+    async (c) => {
+      await c.query(
+        'select pg_drop_replication_slot(slot_name) from pg_replication_slots where slot_name = $1 and not active',
+        [slot],
+      );
+    },
+    { timeoutMs: 5000, queryTimeoutMs: 10_000 },
+  );
+}
+
+/** Waits until the standby has replayed at least up to `lsn` (e.g. the primary's LSN after a write). */
+export async function waitCaughtUp(
+  replica: PgAddress,
+  creds: Credentials,
+  lsn: string,
+  timeoutMs = 60_000,
+): Promise<void> {
+  await pollUntil(
+    `${where(replica)} to replay up to ${lsn}`,
+    () =>
+      withClient(
+        replica,
+        creds,
+        async (c) => {
+          const r = await c.query<{ ok: boolean | null }>(
+            'select pg_wal_lsn_diff(pg_last_wal_replay_lsn(), $1::pg_lsn) >= 0 as ok',
+            [lsn],
+          );
+          return r.rows[0]?.ok === true;
+        },
+        { timeoutMs: 2000, queryTimeoutMs: 2000 },
+      ),
+    timeoutMs,
+  );
+}

@@ -1,0 +1,154 @@
+/**
+ * The state folder shared by both drivers and the benchmark runner:
+ *
+ *   <stateRoot>/<cluster>/password      generated once, mode 0600, reused across up/down
+ *   <stateRoot>/<cluster>/cluster.json  which driver made the cluster and with which spec
+ *   <stateRoot>/<cluster>/data/<id>/    local driver only: the data directories
+ *
+ * The password is never printed or logged; nothing here puts it in an error message.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { ClusterSpec, Credentials } from './driver.js';
+import { PlbError } from '../errors.js';
+
+export const PLB_USER = 'plb';
+export const PLB_DATABASE = 'plb';
+export const DEFAULT_CLUSTER_NAME = 'plb';
+
+export type DriverKind = 'docker' | 'local';
+
+/** What `cluster status/down` and `bench run` need to find an existing cluster. */
+export interface ClusterRecord {
+  version: 1;
+  name: string;
+  driver: DriverKind;
+  spec: ClusterSpec;
+  createdAt: string;
+  /** Per-server CPU quota set after up (setCpus); the local driver records it without enforcing. */
+  cpus?: Record<string, number>;
+  /** Driver-specific extras (e.g. the local driver's binary folder). */
+  extra?: Record<string, unknown>;
+}
+
+/** `.plb/` under the cwd unless PLB_STATE_DIR says otherwise. */
+export function defaultStateDir(cwd: string = process.cwd()): string {
+  const env = process.env.PLB_STATE_DIR;
+  return env && env.trim() !== '' ? resolve(env) : resolve(cwd, '.plb');
+}
+
+const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,39}$/;
+
+/** Cluster names end up in paths, container names and labels: keep them boring. */
+export function validateClusterName(name: string): string {
+  if (!NAME_RE.test(name)) {
+    throw new PlbError('BAD_INPUT', `name: "${name}" is not a valid cluster name`, {
+      hint: 'use 1-40 characters of a-z, 0-9, "-" or "_", starting with a letter or digit',
+    });
+  }
+  return name;
+}
+
+export function clusterDir(stateDir: string, name: string): string {
+  return join(stateDir, validateClusterName(name));
+}
+
+/** Creates the per-cluster folder (0700) and returns it. */
+export function ensureClusterDir(stateDir: string, name: string): string {
+  const dir = clusterDir(stateDir, name);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
+
+export function passwordFile(stateDir: string, name: string): string {
+  return join(clusterDir(stateDir, name), 'password');
+}
+
+/** Returns the cluster's password, generating it (0600 file) on first use. */
+export function ensurePassword(stateDir: string, name: string): string {
+  const file = passwordFile(stateDir, name);
+  if (existsSync(file)) {
+    // Tighten the mode in case someone loosened it.
+    if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+    const pw = readFileSync(file, 'utf8').trim();
+    if (pw !== '') return pw;
+  }
+  ensureClusterDir(stateDir, name);
+  // Hex: safe in connection strings, env vars and pwfiles without quoting.
+  const pw = randomBytes(16).toString('hex');
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, pw + '\n', { mode: 0o600 });
+  renameSync(tmp, file);
+  return pw;
+}
+
+/** Credentials of the cluster: user and database `plb`, the generated password (created once). */
+export function loadCredentials(stateDir: string, name: string): Credentials {
+  return { user: PLB_USER, password: ensurePassword(stateDir, name), database: PLB_DATABASE };
+}
+
+export function recordFile(stateDir: string, name: string): string {
+  return join(clusterDir(stateDir, name), 'cluster.json');
+}
+
+export function writeClusterRecord(stateDir: string, record: ClusterRecord): void {
+  ensureClusterDir(stateDir, record.name);
+  const file = recordFile(stateDir, record.name);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(record, null, 2) + '\n', { mode: 0o600 });
+  renameSync(tmp, file);
+}
+
+/** The record, or null when no cluster of that name was brought up from this state folder. */
+export function readClusterRecord(stateDir: string, name: string): ClusterRecord | null {
+  const file = recordFile(stateDir, name);
+  if (!existsSync(file)) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (cause) {
+    throw new PlbError('INTERNAL', `cluster record ${file} is not valid JSON`, {
+      hint: `run \`plb cluster down --name ${name}\` to clean up`,
+      cause,
+    });
+  }
+  const r = parsed as Partial<ClusterRecord>;
+  if (r.version !== 1 || (r.driver !== 'docker' && r.driver !== 'local') || typeof r.spec !== 'object') {
+    throw new PlbError('INTERNAL', `cluster record ${file} has an unknown format`, {
+      hint: `run \`plb cluster down --name ${name}\` to clean up`,
+    });
+  }
+  return r as ClusterRecord;
+}
+
+/** Read-modify-write of the record; no-op when there is none. */
+export function updateClusterRecord(
+  stateDir: string,
+  name: string,
+  change: (r: ClusterRecord) => ClusterRecord,
+): ClusterRecord | null {
+  const r = readClusterRecord(stateDir, name);
+  if (!r) return null;
+  const next = change(r);
+  writeClusterRecord(stateDir, next);
+  return next;
+}
+
+export function removeClusterRecord(stateDir: string, name: string): void {
+  rmSync(recordFile(stateDir, name), { force: true });
+}
+
+/** Local driver data folder of one server. */
+export function dataDir(stateDir: string, name: string, id: string): string {
+  return join(clusterDir(stateDir, name), 'data', id);
+}

@@ -1,0 +1,51 @@
+import { Command, Flags } from '@oclif/core';
+import Table from 'cli-table3';
+import { formatError } from '../../errors.js';
+import { openCluster } from '../../cluster/select.js';
+import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
+
+export default class ClusterStatus extends Command {
+  static override description = 'Per server: role, up/down, port, replication state, replay lag';
+
+  static override flags = {
+    name: Flags.string({ description: 'cluster name', default: DEFAULT_CLUSTER_NAME }),
+    json: Flags.boolean({ description: 'print JSON instead of a table', default: false }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(ClusterStatus);
+    try {
+      const driver = await openCluster(flags.name);
+      const servers = await driver.status();
+      if (flags.json) {
+        this.log(
+          JSON.stringify(
+            { name: flags.name, driver: driver.kind, cpusEnforced: driver.kind === 'docker', servers },
+            null,
+            2,
+          ),
+        );
+        return;
+      }
+      const table = new Table({
+        head: ['server', 'role', 'state', 'port', 'replication', 'lag bytes', 'replay lag s', 'cpus'],
+      });
+      for (const s of servers) {
+        table.push([
+          s.id,
+          s.kind,
+          s.paused ? 'paused' : s.up ? 'up' : 'down',
+          s.port,
+          s.replication ?? '-',
+          s.lagBytes ?? '-',
+          s.replayLagSeconds === null ? '-' : s.replayLagSeconds.toFixed(1),
+          s.cpus === null ? '-' : driver.kind === 'local' ? `${s.cpus} (not enforced)` : s.cpus,
+        ]);
+      }
+      this.log(`cluster ${flags.name} (${driver.kind} driver)`);
+      this.log(table.toString());
+    } catch (err) {
+      this.error(formatError(err), { exit: 1 });
+    }
+  }
+}

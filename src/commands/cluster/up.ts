@@ -1,0 +1,71 @@
+import { Command, Flags } from '@oclif/core';
+import { formatError } from '../../errors.js';
+import {
+  bringUp,
+  clusterSpec,
+  DEFAULT_BASE_PORT,
+  DEFAULT_REPLICAS,
+  parseDriverChoice,
+  parsePositiveNumber,
+} from '../../cluster/select.js';
+import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
+
+export default class ClusterUp extends Command {
+  static override description = 'Bring up a primary and K streaming hot standbys on 127.0.0.1';
+
+  static override examples = [
+    '<%= config.bin %> cluster up',
+    '<%= config.bin %> cluster up --replicas 3 --driver local --base-port 56432',
+  ];
+
+  static override flags = {
+    replicas: Flags.integer({ description: 'number of streaming standbys', default: DEFAULT_REPLICAS }),
+    driver: Flags.string({
+      description: 'docker, local, or auto (docker when its engine answers)',
+      options: ['auto', 'docker', 'local'],
+      default: 'auto',
+    }),
+    cpus: Flags.string({ description: 'CPU quota per replica, cores (not enforced by the local driver)' }),
+    'primary-cpus': Flags.string({ description: 'CPU quota of the primary, cores' }),
+    memory: Flags.integer({ description: 'memory limit per server, MiB' }),
+    image: Flags.string({ description: 'Docker image (docker driver only)' }),
+    'base-port': Flags.integer({
+      description: 'primary port; replica i listens on base + i',
+      default: DEFAULT_BASE_PORT,
+    }),
+    name: Flags.string({ description: 'cluster name', default: DEFAULT_CLUSTER_NAME }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(ClusterUp);
+    try {
+      const spec = clusterSpec({
+        name: flags.name,
+        replicas: flags.replicas,
+        basePort: flags['base-port'],
+        ...(flags.cpus !== undefined ? { cpus: parsePositiveNumber('cpus', flags.cpus) } : {}),
+        ...(flags['primary-cpus'] !== undefined
+          ? { primaryCpus: parsePositiveNumber('primary-cpus', flags['primary-cpus']) }
+          : {}),
+        ...(flags.memory !== undefined ? { memoryMb: flags.memory } : {}),
+        ...(flags.image !== undefined ? { image: flags.image } : {}),
+      });
+      const t0 = Date.now();
+      const { driver } = await bringUp({
+        driver: parseDriverChoice(flags.driver),
+        spec,
+        log: (line) => this.log(line),
+      });
+      this.log(
+        `cluster ${spec.name} up in ${((Date.now() - t0) / 1000).toFixed(1)} s (${driver.kind} driver)`,
+      );
+      for (const ep of driver.endpoints())
+        this.log(`  ${ep.id.padEnd(8)} ${ep.kind.padEnd(8)} ${ep.host}:${ep.port}`);
+      this.log(`  user plb, database plb; password in ${spec.stateDir}/${spec.name}/password`);
+      if (driver.kind === 'local')
+        this.log('  note: the local driver records CPU quotas but does not enforce them');
+    } catch (err) {
+      this.error(formatError(err), { exit: 1 });
+    }
+  }
+}

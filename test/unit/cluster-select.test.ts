@@ -1,0 +1,84 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  chooseDriverKind,
+  clusterSpec,
+  openCluster,
+  parseDriverChoice,
+  parsePositiveNumber,
+} from '../../src/cluster/select.js';
+import { isPlbError } from '../../src/errors.js';
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    return isPlbError(err) ? `${err.code}:${err.message.split(':')[0]}` : 'other';
+  }
+  return undefined;
+}
+
+describe('chooseDriverKind', () => {
+  it('auto takes docker when the engine answers, else local, and says why', () => {
+    const d = chooseDriverKind('auto', true);
+    expect(d.kind).toBe('docker');
+    expect(d.reason).toMatch(/auto/);
+    const l = chooseDriverKind('auto', false);
+    expect(l.kind).toBe('local');
+    expect(l.reason).toMatch(/no Docker engine/);
+  });
+
+  it('an explicit local never needs docker', () => {
+    expect(chooseDriverKind('local', undefined).kind).toBe('local');
+    expect(chooseDriverKind('local', true).kind).toBe('local');
+  });
+
+  it('an explicit docker without an engine is DOCKER_UNAVAILABLE', () => {
+    expect(chooseDriverKind('docker', true).kind).toBe('docker');
+    expect(() => chooseDriverKind('docker', false)).toThrow(/Docker engine/);
+  });
+
+  it('parses the --driver value', () => {
+    expect(parseDriverChoice('auto')).toBe('auto');
+    expect(codeOf(() => parseDriverChoice('k8s'))).toBe('BAD_INPUT:driver');
+  });
+});
+
+describe('clusterSpec', () => {
+  it('fills the defaults', () => {
+    const s = clusterSpec({ stateDir: '/tmp/x' });
+    expect(s).toMatchObject({ name: 'plb', replicas: 5, basePort: 55432, stateDir: '/tmp/x' });
+    expect(s.cpus).toBeGreaterThan(0);
+    expect(s.image).toBeUndefined();
+  });
+
+  it('rejects bad numbers naming the field', () => {
+    expect(codeOf(() => clusterSpec({ replicas: 0 }))).toBe('BAD_INPUT:replicas');
+    expect(codeOf(() => clusterSpec({ replicas: 2.5 }))).toBe('BAD_INPUT:replicas');
+    expect(codeOf(() => clusterSpec({ basePort: 80 }))).toBe('BAD_INPUT:base-port');
+    expect(codeOf(() => clusterSpec({ basePort: 65534, replicas: 5 }))).toBe('BAD_INPUT:base-port');
+    expect(codeOf(() => clusterSpec({ cpus: 0 }))).toBe('BAD_INPUT:cpus');
+    expect(codeOf(() => clusterSpec({ memoryMb: 10 }))).toBe('BAD_INPUT:memory');
+    expect(codeOf(() => clusterSpec({ name: 'a b' }))).toBe('BAD_INPUT:name');
+  });
+
+  it('parses positive numbers for flags', () => {
+    expect(parsePositiveNumber('cpus', '0.25')).toBe(0.25);
+    expect(codeOf(() => parsePositiveNumber('cpus', 'x'))).toBe('BAD_INPUT:cpus');
+    expect(codeOf(() => parsePositiveNumber('cpus', '-1'))).toBe('BAD_INPUT:cpus');
+    expect(codeOf(() => parsePositiveNumber('cpus', ''))).toBe('BAD_INPUT:cpus');
+  });
+});
+
+describe('openCluster', () => {
+  it('is CLUSTER_NOT_FOUND without a record', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plb-select-'));
+    try {
+      await expect(openCluster('nothing', dir)).rejects.toMatchObject({ code: 'CLUSTER_NOT_FOUND' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
