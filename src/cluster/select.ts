@@ -21,7 +21,7 @@ export const DEFAULT_BASE_PORT = 55432;
 /** Per-replica CPU quota: five replicas plus the primary and the client fit two cores. */
 export const DEFAULT_CPUS = 0.25;
 export const DEFAULT_PRIMARY_CPUS = 0.5;
-export const DEFAULT_MEMORY_MB = 256;
+export const DEFAULT_MEMORY_MB = 512;
 
 /** A full spec from the given fields and the defaults; checks the numbers. */
 export function clusterSpec(over: Partial<ClusterSpec> = {}): ClusterSpec {
