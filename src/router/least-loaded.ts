@@ -1,136 +1,248 @@
-// Indexed min-heaps over replica indices, grouped, so least-loaded choice costs O(log K) at K=1000.
+// Indexed heaps over replica indices, grouped, so least-loaded choice costs O(log K) at K=1000.
 // Ordering is (key, index): the same least key / lowest index rule as the plain scans in plb-rules.
+// Groups are small integers and heaps are typed arrays: admit/release run here per session, so the hot
+// path avoids string-keyed lookups and allocations.
 import { PlbError } from '../errors.js';
 
-/** A binary min-heap of replica indices; `pos` and `key` are shared by all heaps of one group set. */
-class IndexedHeap {
-  readonly items: number[] = [];
+/** No group: the replica is out of the pool. */
+export const NO_GROUP = -1;
+
+/** A binary min-heap of replica indices by (key, index); `pos` and `key` are shared per heap family. */
+class MinHeap {
+  readonly items: Int32Array;
+  size = 0;
 
   constructor(
+    capacity: number,
     private readonly pos: Int32Array,
     private readonly key: Float64Array,
-    /** true: the top is the greatest key (ties still to the lowest index) */
-    private readonly max = false,
-  ) {}
-
-  get size(): number {
-    return this.items.length;
+  ) {
+    this.items = new Int32Array(capacity);
   }
 
   top(): number {
-    return this.items.length > 0 ? (this.items[0] as number) : -1;
+    return this.size > 0 ? (this.items[0] as number) : -1;
   }
 
   push(i: number): void {
-    this.items.push(i);
-    this.pos[i] = this.items.length - 1;
-    this.up(this.items.length - 1);
+    const p = this.size++;
+    this.items[p] = i;
+    this.up(i, p);
   }
 
   remove(i: number): void {
+    const items = this.items;
     const p = this.pos[i] as number;
-    const last = this.items.pop() as number;
+    const n = --this.size;
+    const last = items[n] as number;
     this.pos[i] = -1;
-    if (p < this.items.length) {
-      this.items[p] = last;
+    if (p < n) {
+      items[p] = last;
       this.pos[last] = p;
-      this.up(p);
-      this.down(this.pos[last] as number);
+      this.up(last, p);
+      this.down(last, this.pos[last] as number);
     }
   }
 
-  update(i: number): void {
-    if (this.items.length === 1) return;
-    const p = this.pos[i] as number;
-    this.up(p);
-    this.down(this.pos[i] as number);
+  /** i's key grew: only a move toward the leaves can restore order. */
+  raised(i: number): void {
+    this.down(i, this.pos[i] as number);
   }
 
-  private less(a: number, b: number): boolean {
-    const ka = this.key[a] as number;
-    const kb = this.key[b] as number;
-    if (this.max) return ka > kb || (ka === kb && a < b);
-    return ka < kb || (ka === kb && a < b);
+  /** i's key shrank: only a move toward the root can restore order. */
+  lowered(i: number): void {
+    this.up(i, this.pos[i] as number);
   }
 
-  private up(p: number): void {
+  private up(i: number, p: number): void {
     const items = this.items;
-    const i = items[p] as number;
+    const pos = this.pos;
+    const key = this.key;
+    const ki = key[i] as number;
     while (p > 0) {
       const parent = (p - 1) >> 1;
       const j = items[parent] as number;
-      if (!this.less(i, j)) break;
+      const kj = key[j] as number;
+      if (!(ki < kj || (ki === kj && i < j))) break;
       items[p] = j;
-      this.pos[j] = p;
+      pos[j] = p;
       p = parent;
     }
     items[p] = i;
-    this.pos[i] = p;
+    pos[i] = p;
   }
 
-  private down(p: number): void {
+  private down(i: number, p: number): void {
     const items = this.items;
-    const n = items.length;
-    const i = items[p] as number;
+    const pos = this.pos;
+    const key = this.key;
+    const n = this.size;
+    const ki = key[i] as number;
     for (;;) {
       let c = 2 * p + 1;
       if (c >= n) break;
-      const r = c + 1;
-      if (r < n && this.less(items[r] as number, items[c] as number)) c = r;
-      const j = items[c] as number;
-      if (!this.less(j, i)) break;
+      let j = items[c] as number;
+      let kj = key[j] as number;
+      const rc = c + 1;
+      if (rc < n) {
+        const jr = items[rc] as number;
+        const kr = key[jr] as number;
+        if (kr < kj || (kr === kj && jr < j)) {
+          c = rc;
+          j = jr;
+          kj = kr;
+        }
+      }
+      if (!(kj < ki || (kj === ki && j < i))) break;
       items[p] = j;
-      this.pos[j] = p;
+      pos[j] = p;
       p = c;
     }
     items[p] = i;
-    this.pos[i] = p;
+    pos[i] = p;
+  }
+}
+
+/** A binary max-heap of replica indices: the top is the greatest key, ties still to the lowest index. */
+class MaxHeap {
+  readonly items: Int32Array;
+  size = 0;
+
+  constructor(
+    capacity: number,
+    private readonly pos: Int32Array,
+    private readonly key: Float64Array,
+  ) {
+    this.items = new Int32Array(capacity);
+  }
+
+  top(): number {
+    return this.size > 0 ? (this.items[0] as number) : -1;
+  }
+
+  push(i: number): void {
+    const p = this.size++;
+    this.items[p] = i;
+    this.up(i, p);
+  }
+
+  remove(i: number): void {
+    const items = this.items;
+    const p = this.pos[i] as number;
+    const n = --this.size;
+    const last = items[n] as number;
+    this.pos[i] = -1;
+    if (p < n) {
+      items[p] = last;
+      this.pos[last] = p;
+      this.up(last, p);
+      this.down(last, this.pos[last] as number);
+    }
+  }
+
+  /** i's key grew: it can only rise toward the root. */
+  raised(i: number): void {
+    this.up(i, this.pos[i] as number);
+  }
+
+  /** i's key shrank: it can only sink toward the leaves. */
+  lowered(i: number): void {
+    this.down(i, this.pos[i] as number);
+  }
+
+  private up(i: number, p: number): void {
+    const items = this.items;
+    const pos = this.pos;
+    const key = this.key;
+    const ki = key[i] as number;
+    while (p > 0) {
+      const parent = (p - 1) >> 1;
+      const j = items[parent] as number;
+      const kj = key[j] as number;
+      if (!(ki > kj || (ki === kj && i < j))) break;
+      items[p] = j;
+      pos[j] = p;
+      p = parent;
+    }
+    items[p] = i;
+    pos[i] = p;
+  }
+
+  private down(i: number, p: number): void {
+    const items = this.items;
+    const pos = this.pos;
+    const key = this.key;
+    const n = this.size;
+    const ki = key[i] as number;
+    for (;;) {
+      let c = 2 * p + 1;
+      if (c >= n) break;
+      let j = items[c] as number;
+      let kj = key[j] as number;
+      const rc = c + 1;
+      if (rc < n) {
+        const jr = items[rc] as number;
+        const kr = key[jr] as number;
+        if (kr > kj || (kr === kj && jr < j)) {
+          c = rc;
+          j = jr;
+          kj = kr;
+        }
+      }
+      if (!(kj > ki || (kj === ki && j < i))) break;
+      items[p] = j;
+      pos[j] = p;
+      p = c;
+    }
+    items[p] = i;
+    pos[i] = p;
   }
 }
 
 /**
- * Replicas placed in named groups. Warm replicas live in a heap keyed by (sessions+1)/weight; replicas
- * still in slow start live in a short list and are scored with their ramp at the time of the query,
- * then move to the heap when their ramp reaches 1.
+ * Replicas placed in numbered groups (0 .. groups-1). Warm replicas live in a heap keyed by
+ * (sessions+1)/weight; replicas still in slow start live in a short list and are scored with their ramp
+ * at the time of the query, then move to the heap when their ramp reaches 1. Queries name groups by a
+ * bit mask (bit g = group g).
  */
-export class GroupedLeastLoaded<G extends string> {
-  private readonly heaps = {} as Record<G, IndexedHeap>;
+export class GroupedLeastLoaded {
+  private readonly heaps: MinHeap[] = [];
   /** max-heaps for the groups asked for, so the most loaded member is found without a scan */
-  private readonly maxHeaps = {} as Record<G, IndexedHeap | undefined>;
-  private readonly maxPos: Int32Array;
-  private readonly groupOf: (G | undefined)[];
+  private readonly maxHeaps: (MaxHeap | undefined)[] = [];
+  private readonly groupOf: Int8Array;
   private readonly ramping: number[] = [];
   private readonly isRamping: Uint8Array;
   private readonly key: Float64Array;
-  private readonly pos: Int32Array;
 
   constructor(
     size: number,
-    groups: readonly G[],
+    groups: number,
     /** the admission key of replica i at nowMs, and whether it is still ramping then */
     private readonly keyAt: (i: number, nowMs: number) => number,
     private readonly rampingAt: (i: number, nowMs: number) => boolean,
     private readonly warmKey: (i: number) => number,
-    maxGroups: readonly G[] = [],
+    maxGroups: readonly number[] = [],
   ) {
     this.key = new Float64Array(size);
-    this.pos = new Int32Array(size).fill(-1);
-    this.maxPos = new Int32Array(size).fill(-1);
-    for (const g of maxGroups) this.maxHeaps[g] = new IndexedHeap(this.maxPos, this.key, true);
-    this.groupOf = new Array<G | undefined>(size).fill(undefined);
+    const pos = new Int32Array(size).fill(-1);
+    const maxPos = new Int32Array(size).fill(-1);
+    for (let g = 0; g < groups; g++) {
+      this.heaps.push(new MinHeap(size, pos, this.key));
+      this.maxHeaps.push(maxGroups.includes(g) ? new MaxHeap(size, maxPos, this.key) : undefined);
+    }
+    this.groupOf = new Int8Array(size).fill(NO_GROUP);
     this.isRamping = new Uint8Array(size);
-    for (const g of groups) this.heaps[g] = new IndexedHeap(this.pos, this.key);
   }
 
-  group(i: number): G | undefined {
-    return this.groupOf[i];
+  group(i: number): number {
+    return this.groupOf[i] as number;
   }
 
-  /** Put replica i into group g (undefined: into none), as of nowMs. */
-  place(i: number, g: G | undefined, nowMs: number): void {
+  /** Put replica i into group g (NO_GROUP: into none), as of nowMs. */
+  place(i: number, g: number, nowMs: number): void {
     this.take(i);
     this.groupOf[i] = g;
-    if (g === undefined) return;
+    if (g === NO_GROUP) return;
     this.key[i] = this.warmKey(i);
     if (this.rampingAt(i, nowMs)) {
       this.isRamping[i] = 1;
@@ -140,31 +252,54 @@ export class GroupedLeastLoaded<G extends string> {
     }
   }
 
-  private pushWarm(i: number, g: G): void {
+  private pushWarm(i: number, g: number): void {
     this.heap(g).push(i);
     this.maxHeaps[g]?.push(i);
   }
 
-  /** Replica i's sessions or weight changed. */
-  changed(i: number, warmKey: number = this.warmKey(i)): void {
+  /** Replica i's warm key grew to warmKey (a session was admitted). */
+  raised(i: number, warmKey: number): void {
     this.key[i] = warmKey;
-    const g = this.groupOf[i];
-    if (g !== undefined && this.isRamping[i] === 0) {
-      this.heaps[g].update(i);
+    const g = this.groupOf[i] as number;
+    if (g !== NO_GROUP && this.isRamping[i] === 0) {
+      (this.heaps[g] as MinHeap).raised(i);
       const max = this.maxHeaps[g];
-      if (max !== undefined) max.update(i);
+      if (max !== undefined) max.raised(i);
     }
   }
 
+  /** Replica i's warm key shrank to warmKey (a session was released). */
+  lowered(i: number, warmKey: number): void {
+    this.key[i] = warmKey;
+    const g = this.groupOf[i] as number;
+    if (g !== NO_GROUP && this.isRamping[i] === 0) {
+      (this.heaps[g] as MinHeap).lowered(i);
+      const max = this.maxHeaps[g];
+      if (max !== undefined) max.lowered(i);
+    }
+  }
+
+  /** Replica i's sessions or weight changed, in either direction. */
+  changed(i: number, warmKey: number = this.warmKey(i)): void {
+    const old = this.key[i] as number;
+    if (warmKey > old) this.raised(i, warmKey);
+    else this.lowered(i, warmKey);
+  }
+
+  /** The warm member of g with the least key (ties: lowest index), or -1; ignores ramping members. */
+  warmTop(g: number): number {
+    return (this.heaps[g] as MinHeap).top();
+  }
+
   /** The warm member of g with the greatest key (g must have a max-heap), or -1. */
-  worstWarm(g: G): number {
+  worstWarm(g: number): number {
     const h = this.maxHeaps[g];
     if (h === undefined) throw new PlbError('INTERNAL', `no max-heap for replica group ${g}`);
     return h.top();
   }
 
   /** Members of g still in slow start, in index order. */
-  rampingMembers(g: G): number[] {
+  rampingMembers(g: number): number[] {
     const out: number[] = [];
     for (const i of this.ramping) if (this.groupOf[i] === g) out.push(i);
     return out.sort((a, b) => a - b);
@@ -179,15 +314,17 @@ export class GroupedLeastLoaded<G extends string> {
     return this.ramping.length > 0;
   }
 
-  /** The replica with the least key over the given groups at nowMs (ties: lowest index), or -1. */
-  best(groups: readonly G[], nowMs: number): number {
+  /** The replica with the least key over the groups in mask at nowMs (ties: lowest index), or -1. */
+  best(mask: number, nowMs: number): number {
     if (this.ramping.length > 0) this.graduate(nowMs);
+    const key = this.key;
     let best = -1;
     let bestKey = Number.POSITIVE_INFINITY;
-    for (let n = 0; n < groups.length; n++) {
-      const i = this.heaps[groups[n] as G].top();
+    for (let g = 0, m = mask; m !== 0; g++, m >>>= 1) {
+      if ((m & 1) === 0) continue;
+      const i = (this.heaps[g] as MinHeap).top();
       if (i < 0) continue;
-      const k = this.key[i] as number;
+      const k = key[i] as number;
       if (k < bestKey || (k === bestKey && i < best)) {
         best = i;
         bestKey = k;
@@ -195,7 +332,7 @@ export class GroupedLeastLoaded<G extends string> {
     }
     if (this.ramping.length === 0) return best;
     for (const i of this.ramping) {
-      if (!groups.includes(this.groupOf[i] as G)) continue;
+      if (((mask >>> (this.groupOf[i] as number)) & 1) === 0) continue;
       const k = this.keyAt(i, nowMs);
       if (k < bestKey || (k === bestKey && i < best)) {
         best = i;
@@ -206,13 +343,14 @@ export class GroupedLeastLoaded<G extends string> {
   }
 
   /** Members of group g, in index order. */
-  members(g: G): number[] {
-    const out = [...this.heap(g).items];
+  members(g: number): number[] {
+    const h = this.heap(g);
+    const out = Array.from(h.items.subarray(0, h.size));
     for (const i of this.ramping) if (this.groupOf[i] === g) out.push(i);
     return out.sort((a, b) => a - b);
   }
 
-  size(g: G): number {
+  size(g: number): number {
     let n = this.heap(g).size;
     for (const i of this.ramping) if (this.groupOf[i] === g) n += 1;
     return n;
@@ -224,13 +362,13 @@ export class GroupedLeastLoaded<G extends string> {
       if (this.rampingAt(i, nowMs)) continue;
       this.ramping.splice(k, 1);
       this.isRamping[i] = 0;
-      this.pushWarm(i, this.groupOf[i] as G);
+      this.pushWarm(i, this.groupOf[i] as number);
     }
   }
 
   private take(i: number): void {
-    const g = this.groupOf[i];
-    if (g === undefined) return;
+    const g = this.groupOf[i] as number;
+    if (g === NO_GROUP) return;
     if (this.isRamping[i] === 1) {
       this.ramping.splice(this.ramping.indexOf(i), 1);
       this.isRamping[i] = 0;
@@ -238,10 +376,10 @@ export class GroupedLeastLoaded<G extends string> {
       this.heap(g).remove(i);
       this.maxHeaps[g]?.remove(i);
     }
-    this.groupOf[i] = undefined;
+    this.groupOf[i] = NO_GROUP;
   }
 
-  private heap(g: G): IndexedHeap {
+  private heap(g: number): MinHeap {
     const h = this.heaps[g];
     if (h === undefined) throw new PlbError('INTERNAL', `unknown replica group ${g}`);
     return h;

@@ -1,5 +1,5 @@
 import { PlbError } from '../errors.js';
-import { GroupedLeastLoaded } from './least-loaded.js';
+import { GroupedLeastLoaded, NO_GROUP } from './least-loaded.js';
 import {
   canonicalRole,
   repairToTarget,
@@ -70,7 +70,7 @@ function normaliseReplicas(replicas: ReadonlyArray<string | ReplicaSpec>): Repli
 abstract class BaseRouter implements Router {
   protected readonly replicas: ReplicaState[];
   protected healthyCount: number;
-  private readonly byId = new Map<string, number>();
+  protected readonly byId = new Map<string, number>();
   private changes: RoleChange[] = [];
   private readonly onRoleChange: ((change: RoleChange) => void) | undefined;
 
@@ -85,20 +85,10 @@ abstract class BaseRouter implements Router {
   }
 
   admit(cls: ServiceClass, nowMs: number): Admission {
-    if (cls !== 'premium' && cls !== 'freemium') {
-      throw new PlbError('BAD_INPUT', `class must be premium or freemium, got '${String(cls)}'`);
-    }
+    if (cls !== 'premium' && cls !== 'freemium') throw this.badClass(cls);
     const i = this.pick(cls, nowMs);
     const r = this.replicas[i];
-    if (r === undefined) {
-      throw new PlbError(
-        'NO_REPLICA',
-        `no healthy replica may take a ${cls} session (strategy ${this.strategy})`,
-        {
-          hint: 'wait for a replica to come back, or use a strategy that shares replicas across classes',
-        },
-      );
-    }
+    if (r === undefined) throw this.noReplica(cls);
     r.sessions[cls] += 1;
     this.sessionsChanged(i);
     return { replica: r.id };
@@ -113,6 +103,20 @@ abstract class BaseRouter implements Router {
     r.sessions[cls] -= 1;
     this.sessionsChanged(i);
     return true;
+  }
+
+  protected badClass(cls: unknown): PlbError {
+    return new PlbError('BAD_INPUT', `class must be premium or freemium, got '${String(cls)}'`);
+  }
+
+  protected noReplica(cls: ServiceClass): PlbError {
+    return new PlbError(
+      'NO_REPLICA',
+      `no healthy replica may take a ${cls} session (strategy ${this.strategy})`,
+      {
+        hint: 'wait for a replica to come back, or use a strategy that shares replicas across classes',
+      },
+    );
   }
 
   markDown(replica: string, nowMs: number): void {
@@ -265,8 +269,8 @@ class StaticRouter extends BaseRouter {
 
 /** lc: least sessions (weights ignored, no slow start); wlc: sessions / (weight * slow-start ramp). */
 class LeastSessionsRouter extends BaseRouter {
-  private readonly pool: GroupedLeastLoaded<'all'>;
-  private static readonly ALL = ['all'] as const;
+  private readonly pool: GroupedLeastLoaded;
+  private static readonly ALL = 0;
 
   constructor(
     strategy: 'lc' | 'wlc',
@@ -282,56 +286,57 @@ class LeastSessionsRouter extends BaseRouter {
     };
     const ramp = (i: number, nowMs: number): number =>
       rampFn(nowMs, (this.replicas[i] as ReplicaState).upSinceMs, this.slowStartMs);
-    this.pool = new GroupedLeastLoaded<'all'>(
+    this.pool = new GroupedLeastLoaded(
       this.replicas.length,
-      ['all'],
+      1,
       (i, nowMs) => keyFn(total(i), w(i), ramp(i, nowMs)),
       (i, nowMs) => ramp(i, nowMs) < 1,
       (i) => keyFn(total(i), w(i), 1),
     );
-    for (const r of this.replicas) this.pool.place(r.index, 'all', 0);
+    for (const r of this.replicas) this.pool.place(r.index, LeastSessionsRouter.ALL, 0);
   }
 
   protected pick(_cls: ServiceClass, nowMs: number): number {
-    return this.pool.best(LeastSessionsRouter.ALL, nowMs);
+    return this.pool.best(1 << LeastSessionsRouter.ALL, nowMs);
   }
   protected sessionsChanged(i: number): void {
     this.pool.changed(i);
   }
   protected onDown(r: ReplicaState, nowMs: number): void {
-    this.pool.place(r.index, undefined, nowMs);
+    this.pool.place(r.index, NO_GROUP, nowMs);
   }
   protected onUp(r: ReplicaState, nowMs: number): void {
     this.record(r, 'down', r.role, 'rejoin', nowMs);
-    this.pool.place(r.index, 'all', nowMs);
+    this.pool.place(r.index, LeastSessionsRouter.ALL, nowMs);
   }
 }
 
-// PLB groups: a replica's role, or its role while borrowed (Pb: premium role borrowed by freemium).
-type PlbGroup = 'P' | 'M' | 'F' | 'Pb' | 'Fb';
-const OWN: Record<ServiceClass, readonly PlbGroup[]> = {
-  premium: ['P', 'Pb', 'M'],
-  freemium: ['F', 'Fb', 'M'],
-};
-const ELIGIBLE: Record<ServiceClass, readonly PlbGroup[]> = {
-  premium: ['P', 'Pb', 'M', 'Fb'],
-  freemium: ['F', 'Fb', 'M', 'Pb'],
-};
-const LENDER: Record<ServiceClass, readonly PlbGroup[]> = { premium: ['F'], freemium: ['P'] };
-const BORROWED: Record<ServiceClass, PlbGroup> = { premium: 'Fb', freemium: 'Pb' };
-const BORROWED_ONLY: Record<ServiceClass, readonly PlbGroup[]> = { premium: ['Fb'], freemium: ['Pb'] };
+// PLB groups: a replica's role, or its role while borrowed (PB: premium role borrowed by freemium).
+// Numbered so the pool indexes them by array and queries name several at once by a bit mask.
+const G_P = 0;
+const G_M = 1;
+const G_F = 2;
+const G_PB = 3;
+const G_FB = 4;
+const PLB_GROUPS = 5;
+// Per class: own = role cls or mixed (lent out or not); eligible = own + what cls borrowed.
+const OWN_PREMIUM = (1 << G_P) | (1 << G_PB) | (1 << G_M);
+const OWN_FREEMIUM = (1 << G_F) | (1 << G_FB) | (1 << G_M);
+const ELIGIBLE_PREMIUM = OWN_PREMIUM | (1 << G_FB);
+const ELIGIBLE_FREEMIUM = OWN_FREEMIUM | (1 << G_PB);
 
-function plbGroup(role: Role, borrowedBy: ServiceClass | undefined): PlbGroup {
-  if (role === 'mixed') return 'M';
-  if (role === 'premium') return borrowedBy === 'freemium' ? 'Pb' : 'P';
-  return borrowedBy === 'premium' ? 'Fb' : 'F';
+function plbGroup(role: Role, borrowedBy: ServiceClass | undefined): number {
+  if (role === 'mixed') return G_M;
+  if (role === 'premium') return borrowedBy === 'freemium' ? G_PB : G_P;
+  return borrowedBy === 'premium' ? G_FB : G_F;
 }
 
 /** plb: roles, repair-to-target on every markDown/markUp, class-aware least-loaded admission, borrowing. */
 class PlbRouter extends BaseRouter {
-  private readonly pool: GroupedLeastLoaded<PlbGroup>;
+  private readonly pool: GroupedLeastLoaded;
   private readonly full: RoleVector;
-  private readonly borrowing: Record<ServiceClass, BorrowThresholds>;
+  private readonly premiumT: BorrowThresholds;
+  private readonly freemiumT: BorrowThresholds;
 
   constructor(
     options: RouterOptions,
@@ -339,7 +344,9 @@ class PlbRouter extends BaseRouter {
   ) {
     super('plb', options);
     this.full = fullReference(this.replicas.length, options.reference ?? DEFAULT_REFERENCE);
-    this.borrowing = resolveBorrowing(options.borrowing);
+    const borrowing = resolveBorrowing(options.borrowing);
+    this.premiumT = borrowing.premium;
+    this.freemiumT = borrowing.freemium;
     const total = (i: number): number => {
       const s = (this.replicas[i] as ReplicaState).sessions;
       return s.premium + s.freemium;
@@ -347,13 +354,13 @@ class PlbRouter extends BaseRouter {
     const w = (i: number): number => (this.replicas[i] as ReplicaState).weight;
     const ramp = (i: number, nowMs: number): number =>
       rampFn(nowMs, (this.replicas[i] as ReplicaState).upSinceMs, this.slowStartMs);
-    this.pool = new GroupedLeastLoaded<PlbGroup>(
+    this.pool = new GroupedLeastLoaded(
       this.replicas.length,
-      ['P', 'M', 'F', 'Pb', 'Fb'],
+      PLB_GROUPS,
       (i, nowMs) => keyFn(total(i), w(i), ramp(i, nowMs)),
       (i, nowMs) => ramp(i, nowMs) < 1,
       (i) => keyFn(total(i), w(i), 1),
-      ['Pb', 'Fb'],
+      [G_PB, G_FB],
     );
     // The first replicas in order take premium, then mixed, then freemium.
     for (const r of this.replicas) {
@@ -372,6 +379,38 @@ class PlbRouter extends BaseRouter {
     return targetRoleVector(this.healthyCount, this.full);
   }
 
+  // admit and release are the per-session hot path: overridden so they stay monomorphic, branch on the
+  // class instead of indexing by it, and move a heap entry only in the direction its key went.
+  override admit(cls: ServiceClass, nowMs: number): Admission {
+    const premium = cls === 'premium';
+    if (!premium && cls !== 'freemium') throw this.badClass(cls);
+    const i = this.choose(premium, nowMs);
+    if (i < 0) throw this.noReplica(cls);
+    const r = this.replicas[i] as ReplicaState;
+    const s = r.sessions;
+    if (premium) s.premium += 1;
+    else s.freemium += 1;
+    this.pool.raised(i, keyFn(s.premium + s.freemium, r.weight, 1));
+    return { replica: r.id };
+  }
+
+  override release(replica: string, cls: ServiceClass, _nowMs: number): boolean {
+    const i = this.byId.get(replica);
+    if (i === undefined) return false;
+    const r = this.replicas[i] as ReplicaState;
+    const s = r.sessions;
+    // Counts never go negative; a session opened before a markDown still counts until released.
+    if (cls === 'premium') {
+      if (!(s.premium > 0)) return false;
+      s.premium -= 1;
+    } else if (cls === 'freemium') {
+      if (!(s.freemium > 0)) return false;
+      s.freemium -= 1;
+    } else return false;
+    this.pool.lowered(i, keyFn(s.premium + s.freemium, r.weight, 1));
+    return true;
+  }
+
   private keyNow(i: number, nowMs: number): number {
     const r = this.replicas[i] as ReplicaState;
     if (r.upSinceMs === undefined) return this.pool.warmKeyOf(i);
@@ -386,15 +425,21 @@ class PlbRouter extends BaseRouter {
   }
 
   protected pick(cls: ServiceClass, nowMs: number): number {
+    return this.choose(cls === 'premium', nowMs);
+  }
+
+  /** The replica index for a new session (premium or freemium), or -1; applies returns and borrowing. */
+  private choose(premium: boolean, nowMs: number): number {
     if (this.healthyCount === 0) return -1;
-    const t = this.borrowing[cls];
+    const cls: ServiceClass = premium ? 'premium' : 'freemium';
+    const t = premium ? this.premiumT : this.freemiumT;
     const pool = this.pool;
-    const own = pool.best(OWN[cls], nowMs);
+    const own = pool.best(premium ? OWN_PREMIUM : OWN_FREEMIUM, nowMs);
     const pressure = own < 0 ? Number.POSITIVE_INFINITY : this.keyNow(own, nowMs);
     let changed = false;
     // Return borrowed replicas, most loaded first: shouldReturn only grows with the key, so the
     // warm ones stop at the first that stays; the few still in slow start are checked one by one.
-    const borrowedGroup = BORROWED[cls];
+    const borrowedGroup = premium ? G_FB : G_PB;
     for (let i = pool.worstWarm(borrowedGroup); i >= 0; i = pool.worstWarm(borrowedGroup)) {
       if (!returnFn(pressure, pool.warmKeyOf(i), t)) break;
       this.giveBack(i, nowMs);
@@ -407,8 +452,9 @@ class PlbRouter extends BaseRouter {
         changed = true;
       }
     }
+    // Below minLoad shouldBorrow is false whatever the lender's key: skip looking for one.
     if (t.enabled && pressure >= t.minLoad) {
-      const lender = pool.best(LENDER[cls], nowMs);
+      const lender = pool.best(1 << (premium ? G_F : G_P), nowMs);
       if (lender >= 0 && borrowFn(pressure, this.keyNow(lender, nowMs), t)) {
         const r = this.replicas[lender] as ReplicaState;
         this.setState(r, r.role, cls, nowMs);
@@ -416,9 +462,9 @@ class PlbRouter extends BaseRouter {
         changed = true;
       }
     }
-    if (changed) return pool.best(ELIGIBLE[cls], nowMs);
+    if (changed) return pool.best(premium ? ELIGIBLE_PREMIUM : ELIGIBLE_FREEMIUM, nowMs);
     // Nothing moved: eligible = own replicas + those the class borrowed, so one more heap top will do.
-    const b = pool.best(BORROWED_ONLY[cls], nowMs);
+    const b = pool.best(1 << borrowedGroup, nowMs);
     if (b < 0) return own;
     if (own < 0) return b;
     const kb = this.keyNow(b, nowMs);
@@ -438,7 +484,7 @@ class PlbRouter extends BaseRouter {
 
   protected onDown(r: ReplicaState, nowMs: number): void {
     r.borrowedBy = undefined;
-    this.pool.place(r.index, undefined, nowMs);
+    this.pool.place(r.index, NO_GROUP, nowMs);
     this.rebalance(nowMs);
   }
 

@@ -32,7 +32,7 @@ export interface WorkloadSpec {
   classes: Record<ServiceClass, ClassWorkload>;
 }
 
-const DEFAULT_WEIGHTS: Record<QueryKind, number> = { point: 0.6, range: 0.3, scan: 0.1 };
+const DEFAULT_WEIGHTS: Record<QueryKind, number> = { point: 0.5, range: 0.3, scan: 0.2 };
 
 export const DEFAULT_WORKLOAD: WorkloadSpec = {
   model: 'closed',

@@ -186,7 +186,12 @@ describe('router invariants over random event sequences', () => {
         { numRuns: 200 },
       );
       if (strategy === 'plb') {
-        // The random sequences do reach every kind of role change.
+        // The random sequences do reach every kind of role change (checked on a pinned seed, as
+        // about one random seed in five misses a rare kind such as canonicalize or return).
+        fc.assert(
+          fc.property(scenarioArb, (sc) => check(strategy, sc)),
+          { numRuns: 200, seed: 1 },
+        );
         expect([...seen].sort()).toEqual(['borrow', 'canonicalize', 'down', 'rejoin', 'repair', 'return']);
       }
     });

@@ -20,15 +20,6 @@ import { entryScript, packageVersion } from './assets.js';
 import { CpuReader } from './cpu.js';
 import { makeTar } from './tar.js';
 
-/** Defaults measured on a 2-core machine: 5 x 0.25 + 0.5 leaves room for the client. */
-export const DOCKER_DEFAULTS = {
-  basePort: 55432,
-  replicas: 5,
-  cpus: 0.25,
-  primaryCpus: 0.5,
-  memoryMb: 256,
-} as const;
-
 export const LABEL_CLUSTER = 'plb.cluster';
 export const LABEL_SERVER = 'plb.server';
 export const LABEL_VERSION = 'plb.version';

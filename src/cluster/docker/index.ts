@@ -3,7 +3,6 @@ export {
   createDockerDriver,
   dockerAvailable,
   DockerDriver,
-  DOCKER_DEFAULTS,
   containerName,
   serverIds,
   LABEL_CLUSTER,
