@@ -10,4 +10,10 @@ export { HealthChecker, HealthTracker, DEFAULT_HEALTH, type HealthOptions } from
 export { bringUp, openCluster, downCluster, resolveDriver, clusterSpec } from './cluster/select.js';
 export { createRunWriter, loadRun, computePhases } from './metrics/index.js';
 export { runBench, type BenchConfig, type BenchResult } from './workload/runner.js';
-export { aggregateRuns, compareStrategies, renderComparison, renderReport, writeReports } from './report/index.js';
+export {
+  aggregateRuns,
+  compareStrategies,
+  renderComparison,
+  renderReport,
+  writeReports,
+} from './report/index.js';

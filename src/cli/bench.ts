@@ -5,7 +5,15 @@ import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { formatError, PlbError } from '../errors.js';
 import { loadPlan, parseDuration } from '../faults/plan.js';
 import { createRunWriter } from '../metrics/index.js';
-import { createRouter, isStrategyName, parsePartition, parseRoleVector } from '../router/index.js';
+import {
+  createRouter,
+  DEFAULT_BORROWING,
+  isStrategyName,
+  parsePartition,
+  parseRoleVector,
+  resolveBorrowing,
+} from '../router/index.js';
+import type { BorrowingOptions } from '../router/types.js';
 import type { StrategyName } from '../router/types.js';
 import { renderComparison, writeReports } from '../report/index.js';
 import { renderBenchResults } from './bench-render.js';
@@ -36,12 +44,20 @@ export const benchFlags = {
     description: 'mean queries per session (both classes)',
     default: DEFAULT_WORKLOAD.classes.premium.queriesPerSession,
   }),
-  'think-time': Flags.string({ description: 'mean think time between queries, e.g. 10ms', default: '10ms' }),
+  'think-time': Flags.string({
+    description: 'mean think time between queries, e.g. 250ms',
+    default: `${DEFAULT_WORKLOAD.classes.premium.thinkTimeMs}ms`,
+  }),
   reference: Flags.string({
     description: 'plb reference split premium:mixed:freemium (K=5)',
     default: '2:1:2',
   }),
   partition: Flags.string({ description: 'static partition premium:freemium', default: '3:2' }),
+  borrow: Flags.string({
+    description:
+      'plb borrowing: premium:freemium pressure ratios (a class borrows a replica of the other role when its own best replica is that many times as loaded), or off',
+    default: '1.5:2',
+  }),
   'slow-start': Flags.string({
     description: 'plb/wlc slow-start ramp of a rejoining replica',
     default: '10s',
@@ -91,6 +107,7 @@ export interface BenchFlagValues {
   reference: string;
   partition: string;
   'slow-start': string;
+  borrow: string;
   'health-interval': string;
   fall: number;
   rise: number;
@@ -119,6 +136,28 @@ function positive(name: string, n: number, integer = true): number {
     );
   }
   return n;
+}
+
+/** '1.5:2' -> pressure ratios for premium and freemium (return ratios follow), 'off' -> false. */
+export function parseBorrowing(text: string): BorrowingOptions | false {
+  if (text.trim() === 'off') return false;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(text);
+  if (!m)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--borrow: expected premium:freemium ratios like 1.5:2, or off (got "${text}")`,
+    );
+  const ratio = (cls: 'premium' | 'freemium', v: number) => {
+    if (!(v > 1)) throw new PlbError('BAD_INPUT', `--borrow: the ${cls} ratio must be > 1 (got ${v})`);
+    // Keep a band between borrowing and returning: returnRatio * pressureRatio > 1.
+    return { pressureRatio: v, returnRatio: Math.max(DEFAULT_BORROWING[cls].returnRatio, 1.25 / v) };
+  };
+  const options: BorrowingOptions = {
+    premium: ratio('premium', Number(m[1])),
+    freemium: ratio('freemium', Number(m[2])),
+  };
+  resolveBorrowing(options);
+  return options;
 }
 
 function parseStrategies(text: string, field: string): StrategyName[] {
@@ -155,6 +194,7 @@ export async function executeBench(
     const reference = parseRoleVector(flags.reference, '--reference');
     const partition = parsePartition(flags.partition, '--partition');
     const slowStartMs = durationMsFlag('slow-start', flags['slow-start']);
+    const borrowing = parseBorrowing(flags.borrow);
     const health: HealthOptions = {
       ...DEFAULT_HEALTH,
       intervalMs: positive(
@@ -233,6 +273,7 @@ export async function executeBench(
             reference,
             partition,
             slowStartMs,
+            borrowing,
             onRoleChange,
           }),
         createWriter: (run) => (ids) =>
@@ -249,7 +290,12 @@ export async function executeBench(
           }),
         log: io.warn,
         signal: abort.signal,
-        configExtras: { plbVersion: plbVersion(), node: process.version, driver: lease.driver.kind },
+        configExtras: {
+          plbVersion: plbVersion(),
+          node: process.version,
+          driver: lease.driver.kind,
+          borrowing: resolveBorrowing(borrowing),
+        },
       });
     } finally {
       process.off('SIGINT', onSigint);
@@ -261,7 +307,7 @@ export async function executeBench(
     }
     return outcome.interrupted ? 130 : 0;
   } catch (err) {
-    io.warn(`error: ${formatError(err)}`);
+    io.warn(`Error: ${formatError(err)}`);
     return 1;
   }
 }

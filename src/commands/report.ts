@@ -1,5 +1,6 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { formatError, isPlbError, PlbError } from '../errors.js';
+import { fail } from '../cli/fail.js';
+import { isPlbError, PlbError } from '../errors.js';
 import { DEFAULT_TOLERANCE, TOLERANCE_EXIT_CODE, TOLERANCE_FIELDS } from '../report/tolerance.js';
 import { writeReports } from '../report/report.js';
 
@@ -68,7 +69,7 @@ absolute differences; 25% and 0.25 are the same.`;
       }
     } catch (err) {
       if (isPlbError(err, 'TOLERANCE_EXCEEDED')) this.exit(TOLERANCE_EXIT_CODE);
-      if (isPlbError(err)) this.error(formatError(err), { exit: 2 });
+      if (isPlbError(err)) fail(this, err);
       throw err;
     }
   }

@@ -1,6 +1,7 @@
 import { Command, Flags } from '@oclif/core';
+import { fail } from '../cli/fail.js';
 import Table from 'cli-table3';
-import { formatError, PlbError } from '../errors.js';
+import { PlbError } from '../errors.js';
 import {
   formatRoleVector,
   fullReference,
@@ -56,7 +57,7 @@ export default class Roles extends Command {
       );
       this.log(table.toString());
     } catch (err) {
-      this.error(formatError(err), { exit: 1 });
+      fail(this, err);
     }
   }
 }

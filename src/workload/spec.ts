@@ -34,19 +34,24 @@ export interface WorkloadSpec {
 
 const DEFAULT_WEIGHTS: Record<QueryKind, number> = { point: 0.5, range: 0.3, scan: 0.2 };
 
+/**
+ * Defaults sized for 5 replicas at 0.25 CPU each: about 70-85% replica CPU in `ref`, overload
+ * with two replicas down, and sessions of ~3 s so routing turns over several times in a 15 s
+ * demo phase (measured on the demo cascade, see the closing notes).
+ */
 export const DEFAULT_WORKLOAD: WorkloadSpec = {
   model: 'closed',
-  clients: 48,
+  clients: 32,
   rate: 20,
   mix: { premium: 25, freemium: 75 },
   rampUpS: null,
-  datasetRows: 200_000,
+  datasetRows: 100_000,
   queryTimeoutMs: 15_000,
   connectTimeoutMs: 3_000,
   maxOpenSessions: 400,
   classes: {
-    premium: { queriesPerSession: 20, thinkTimeMs: 10, queryWeights: { ...DEFAULT_WEIGHTS } },
-    freemium: { queriesPerSession: 20, thinkTimeMs: 10, queryWeights: { ...DEFAULT_WEIGHTS } },
+    premium: { queriesPerSession: 10, thinkTimeMs: 250, queryWeights: { ...DEFAULT_WEIGHTS } },
+    freemium: { queriesPerSession: 10, thinkTimeMs: 250, queryWeights: { ...DEFAULT_WEIGHTS } },
   },
 };
 

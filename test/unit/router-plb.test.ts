@@ -159,15 +159,15 @@ describe('borrowing rules', () => {
     expect(shouldBorrow(3, 1, p)).toBe(false); // below minLoad 4
     expect(shouldBorrow(6, 4, p)).toBe(true); // 6 >= 1.5 * 4
     expect(shouldBorrow(5.9, 4, p)).toBe(false);
-    expect(shouldBorrow(8, 2, f)).toBe(true); // 8 >= 4 * 2
-    expect(shouldBorrow(7.9, 2, f)).toBe(false);
+    expect(shouldBorrow(8, 4, f)).toBe(true); // 8 >= 2 * 4
+    expect(shouldBorrow(7.9, 4, f)).toBe(false);
     expect(shouldBorrow(100, 1, { ...p, enabled: false })).toBe(false);
   });
   it('returns when the borrowed replica no longer relieves or the pressure is gone', () => {
     expect(shouldReturn(10, 9.9, p)).toBe(false);
     expect(shouldReturn(10, 10, p)).toBe(true);
-    expect(shouldReturn(10, 5, f)).toBe(true);
-    expect(shouldReturn(10, 4.9, f)).toBe(false);
+    expect(shouldReturn(10, 6.25, f)).toBe(true); // 6.25 >= 0.625 * 10
+    expect(shouldReturn(10, 6.2, f)).toBe(false);
     expect(shouldReturn(1.9, 0, p)).toBe(true); // below minLoad / 2
   });
   it('never borrows and returns in the same state (hysteresis)', () => {
@@ -206,7 +206,8 @@ describe('decidePlbAdmission', () => {
     });
   });
   it('sends freemium to freemium or mixed, never to premium without borrowing', () => {
-    const views = [view(0, 'premium', 2), view(1, 'mixed', 3, 3), view(2, 'freemium', 0, 5)];
+    // pressure (5+1) < 2 x premium's key (4+1): no borrowing
+    const views = [view(0, 'premium', 4), view(1, 'mixed', 3, 3), view(2, 'freemium', 0, 5)];
     expect(decidePlbAdmission(views, 'freemium', 0, 30_000, b)).toEqual({
       replica: 2,
       returned: [],

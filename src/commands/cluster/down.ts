@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { formatError } from '../../errors.js';
+import { fail } from '../../cli/fail.js';
 import { downCluster } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
 
@@ -16,7 +16,7 @@ export default class ClusterDown extends Command {
     try {
       for (const line of await downCluster(flags.name)) this.log(line);
     } catch (err) {
-      this.error(formatError(err), { exit: 1 });
+      fail(this, err);
     }
   }
 }

@@ -1,6 +1,6 @@
 import { Command, Flags } from '@oclif/core';
+import { fail } from '../../cli/fail.js';
 import Table from 'cli-table3';
-import { formatError } from '../../errors.js';
 import { openCluster } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
 
@@ -45,7 +45,7 @@ export default class ClusterStatus extends Command {
       this.log(`cluster ${flags.name} (${driver.kind} driver)`);
       this.log(table.toString());
     } catch (err) {
-      this.error(formatError(err), { exit: 1 });
+      fail(this, err);
     }
   }
 }

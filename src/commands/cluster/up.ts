@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { formatError } from '../../errors.js';
+import { fail } from '../../cli/fail.js';
 import {
   bringUp,
   clusterSpec,
@@ -65,7 +65,7 @@ export default class ClusterUp extends Command {
       if (driver.kind === 'local')
         this.log('  note: the local driver records CPU quotas but does not enforce them');
     } catch (err) {
-      this.error(formatError(err), { exit: 1 });
+      fail(this, err);
     }
   }
 }

@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { formatError } from '../../errors.js';
+import { fail } from '../../cli/fail.js';
 import { buildImage, OFFLINE_IMAGE } from '../../cluster/image.js';
 
 export default class ImageBuild extends Command {
@@ -33,7 +33,7 @@ export default class ImageBuild extends Command {
           : `${r.name} is already present (use --force to rebuild)`,
       );
     } catch (err) {
-      this.error(formatError(err), { exit: 1 });
+      fail(this, err);
     }
   }
 }

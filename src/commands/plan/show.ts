@@ -1,5 +1,6 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { formatError, PlbError } from '../../errors.js';
+import { fail } from '../../cli/fail.js';
+import { PlbError } from '../../errors.js';
 import { loadPlan } from '../../faults/plan.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';
 import { parsePartition, parseRoleVector, STRATEGY_NAMES, type StrategyName } from '../../router/index.js';
@@ -48,10 +49,7 @@ export default class PlanShow extends Command {
       });
       this.log(flags.json ? JSON.stringify(show, null, 2) : renderPlanShow(show, plan));
     } catch (err) {
-      // Not this.error(): oclif wraps its message at the terminal width (80 when piped), and this
-      // error must stay one line so `file:line: field` can be grepped and clicked.
-      this.logToStderr(`Error: ${formatError(err)}`);
-      this.exit(1);
+      fail(this, err);
     }
   }
 }

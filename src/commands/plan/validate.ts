@@ -1,5 +1,5 @@
 import { Args, Command } from '@oclif/core';
-import { formatError } from '../../errors.js';
+import { fail } from '../../cli/fail.js';
 import { loadPlan } from '../../faults/plan.js';
 
 export default class PlanValidate extends Command {
@@ -18,10 +18,7 @@ export default class PlanValidate extends Command {
       const n = plan.events.length;
       this.log(`ok: ${plan.name}, ${n} event${n === 1 ? '' : 's'}, ${plan.duration}s`);
     } catch (err) {
-      // Not this.error(): oclif wraps its message at the terminal width (80 when piped), and this
-      // error must stay one line so `file:line: field` can be grepped and clicked.
-      this.logToStderr(`Error: ${formatError(err)}`);
-      this.exit(1);
+      fail(this, err);
     }
   }
 }
