@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
 import { PlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { readHistogramLog } from './histogram.js';
 import { RUN_FILES, histogramFiles } from './run-writer.js';
 import { parseTimeline, type TimelineRow } from './timeline.js';
@@ -16,15 +16,16 @@ export interface LoadedRun {
   status: 'complete' | 'incomplete';
   events: RunEvent[];
   timeline: TimelineRow[];
+  /** Replica ids in timeline column order (empty when timeline.csv has no rows). */
+  replicaIds: string[];
   /** File names inside histograms/, `<class>-<phase>.hlog`. */
   histograms: string[];
 }
 
+const RUN_HINT = 'point at a run directory written by plb bench run (runs/<id>/)';
+
 const invalid = (dir: string, file: string, why: string, cause?: unknown): PlbError =>
-  new PlbError('RUN_DIR_INVALID', `${join(dir, file)}: ${why}`, {
-    hint: 'point at a run directory written by plb bench run (runs/<id>/)',
-    cause,
-  });
+  new PlbError('RUN_DIR_INVALID', `${join(dir, file)}: ${why}`, { hint: RUN_HINT, cause });
 
 function readText(dir: string, file: string, extra = ''): string {
   const p = join(dir, file);
@@ -36,88 +37,114 @@ function readText(dir: string, file: string, extra = ''): string {
   }
 }
 
-function readJsonObject(dir: string, file: string, extra = ''): Record<string, unknown> {
+function readJson(dir: string, file: string, extra = ''): unknown {
   const text = readText(dir, file, extra);
-  let v: unknown;
   try {
-    v = JSON.parse(text);
+    return JSON.parse(text) as unknown;
   } catch (err) {
     throw invalid(dir, file, 'is not valid JSON', err);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v))
-    throw invalid(dir, file, 'is not a JSON object');
-  return v as Record<string, unknown>;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Checks the summary.json fields readers rely on (also used for a report baseline file); throws
+ * RUN_DIR_INVALID `<where>: <field> ...` naming the first bad field.
+ */
+export function validateSummary(raw: unknown, where: string, hint?: string): RunSummary {
+  const bad = (field: string, why: string): never => {
+    throw new PlbError('RUN_DIR_INVALID', `${where}: ${field} ${why}`, hint ? { hint } : {});
+  };
+  if (!isObject(raw)) return bad('summary', 'is not a JSON object');
+  if (raw['schemaVersion'] !== SUMMARY_SCHEMA_VERSION)
+    bad('schemaVersion', `is ${String(raw['schemaVersion'])}, expected ${SUMMARY_SCHEMA_VERSION}`);
+  for (const f of ['runId', 'strategy', 'plan'] as const)
+    if (typeof raw[f] !== 'string') bad(f, 'must be a string');
+  const mix = raw['mix'];
+  if (!isObject(mix) || typeof mix['premium'] !== 'number' || typeof mix['freemium'] !== 'number')
+    bad('mix', 'must be {premium, freemium}');
+  if (typeof raw['complete'] !== 'boolean') bad('complete', 'must be a boolean');
+  const phases = raw['phases'];
+  if (!Array.isArray(phases)) return bad('phases', 'must be an array');
+  phases.forEach((ph: unknown, i) => {
+    if (!isObject(ph) || typeof ph['name'] !== 'string') bad(`phases[${i}].name`, 'must be a string');
+    const classes = isObject(ph) ? ph['classes'] : undefined;
+    for (const c of SERVICE_CLASSES)
+      if (!isObject(classes) || !isObject(classes[c])) bad(`phases[${i}].classes.${c}`, 'must be an object');
+  });
+  if (!Array.isArray(raw['detection'])) bad('detection', 'must be an array');
+  return raw as unknown as RunSummary;
 }
 
 /**
- * Reads a run directory back for `plb report`. Needs config.json, summary.json, events.jsonl and
- * timeline.csv; throws RUN_DIR_INVALID naming the first missing or malformed file. A run that is
- * still going (or was killed hard) has a RUNNING marker and no summary.json.
+ * Parses events.jsonl; throws Error with the line number on a bad line (loadRun wraps it). A last
+ * line without its newline that does not parse was cut off by an interrupted run: it is skipped.
+ */
+export function parseEvents(text: string): RunEvent[] {
+  const lines = text.split('\n');
+  const events: RunEvent[] = [];
+  lines.forEach((line, i) => {
+    if (line.trim() === '') return;
+    let e: unknown;
+    try {
+      e = JSON.parse(line);
+    } catch (err) {
+      if (i === lines.length - 1) return;
+      throw new Error(`line ${i + 1} is not valid JSON`, { cause: err });
+    }
+    if (!isObject(e) || typeof e['type'] !== 'string' || typeof e['tMs'] !== 'number')
+      throw new Error(`line ${i + 1} needs type and tMs`);
+    events.push(e as unknown as RunEvent);
+  });
+  return events;
+}
+
+/** Runs a parser of one file, turning its Error into RUN_DIR_INVALID naming the file. */
+function parseFile<T>(dir: string, file: string, parse: (text: string) => T): T {
+  const text = readText(dir, file);
+  try {
+    return parse(text);
+  } catch (err) {
+    if (err instanceof PlbError) throw err;
+    throw invalid(dir, file, err instanceof Error ? err.message : String(err), err);
+  }
+}
+
+/**
+ * Reads a run directory back (the single reader, used by `plb report` too). Needs config.json,
+ * summary.json, events.jsonl and timeline.csv; throws RUN_DIR_INVALID naming the first missing or
+ * malformed file. A run that is still going (or was killed hard) has a RUNNING marker and no
+ * summary.json. A run that finished with complete: false loads with status 'incomplete'.
  */
 export function loadRun(dir: string): LoadedRun {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     throw new PlbError('RUN_DIR_INVALID', `${dir} is not a directory`, { hint: 'pass runs/<id>/' });
   }
-  const config = readJsonObject(dir, RUN_FILES.config);
+  const config = readJson(dir, RUN_FILES.config);
+  if (!isObject(config)) throw invalid(dir, RUN_FILES.config, 'is not a JSON object');
   const running = existsSync(join(dir, RUN_FILES.running));
-  const summary = readJsonObject(
-    dir,
-    RUN_FILES.summary,
-    running ? ' (RUNNING marker present: the run is still going or was killed)' : '',
-  );
-  if (summary['schemaVersion'] !== SUMMARY_SCHEMA_VERSION) {
-    throw invalid(
+  const summary = validateSummary(
+    readJson(
       dir,
       RUN_FILES.summary,
-      `schemaVersion ${String(summary['schemaVersion'])}, expected ${SUMMARY_SCHEMA_VERSION}`,
-    );
-  }
-  if (!Array.isArray(summary['phases'])) throw invalid(dir, RUN_FILES.summary, 'phases is not an array');
-  if (!Array.isArray(summary['detection']))
-    throw invalid(dir, RUN_FILES.summary, 'detection is not an array');
-  if (typeof summary['complete'] !== 'boolean')
-    throw invalid(dir, RUN_FILES.summary, 'complete is not a boolean');
-
-  const events: RunEvent[] = [];
-  readText(dir, RUN_FILES.events)
-    .split('\n')
-    .forEach((line, i) => {
-      if (line.trim() === '') return;
-      let e: unknown;
-      try {
-        e = JSON.parse(line);
-      } catch (err) {
-        throw invalid(dir, RUN_FILES.events, `line ${i + 1} is not valid JSON`, err);
-      }
-      const ev = e as Partial<RunEvent> | null;
-      if (
-        typeof ev !== 'object' ||
-        ev === null ||
-        typeof ev.type !== 'string' ||
-        typeof ev.tMs !== 'number'
-      ) {
-        throw invalid(dir, RUN_FILES.events, `line ${i + 1} needs type and tMs`);
-      }
-      events.push(ev as RunEvent);
-    });
-
-  let timeline: TimelineRow[];
-  try {
-    timeline = parseTimeline(readText(dir, RUN_FILES.timeline));
-  } catch (err) {
-    if (err instanceof PlbError) throw err;
-    throw invalid(dir, RUN_FILES.timeline, err instanceof Error ? err.message : String(err), err);
-  }
-
-  const s = summary as unknown as RunSummary;
+      running ? ' (RUNNING marker present: the run is still going or was killed)' : '',
+    ),
+    join(dir, RUN_FILES.summary),
+    RUN_HINT,
+  );
+  const events = parseFile(dir, RUN_FILES.events, parseEvents);
+  const timeline = parseFile(dir, RUN_FILES.timeline, parseTimeline);
   const marked = existsSync(join(dir, RUN_FILES.incomplete));
   return {
     dir,
     config,
-    summary: s,
-    status: s.complete && !marked ? 'complete' : 'incomplete',
+    summary,
+    status: summary.complete && !marked ? 'complete' : 'incomplete',
     events,
     timeline,
+    replicaIds: Object.keys(timeline[0]?.replicas ?? {}),
     histograms: histogramFiles(dir),
   };
 }

@@ -98,12 +98,17 @@ export interface TimelineRow {
   replicas: Record<string, TimelineReplicaCells>;
 }
 
-/** Parses timeline.csv; throws Error with the line number on a malformed line (loadRun wraps it). */
+/**
+ * Parses timeline.csv; throws Error with the line number on a malformed line (loadRun wraps it).
+ * A short last line without its newline was cut off by an interrupted run: it is skipped.
+ */
 export function parseTimeline(text: string): TimelineRow[] {
   const lines = text.split('\n').filter((l) => l.length > 0);
   const header = lines[0]?.split(',') ?? [];
   if (header[0] !== 't_s' || header[1] !== 'phase')
     throw new Error('line 1: header must start with t_s,phase');
+  const cutOff = lines.length > 1 && !text.endsWith('\n');
+  if (cutOff && (lines.at(-1)?.split(',').length ?? 0) < header.length) lines.pop();
   const classCols: { cls: ServiceClass; metric: string; i: number }[] = [];
   const replicaCols: { id: string; metric: string; i: number }[] = [];
   header.forEach((h, i) => {
@@ -129,6 +134,13 @@ export function parseTimeline(text: string): TimelineRow[] {
       const v = Number(c);
       if (!Number.isFinite(v)) throw new Error(`line ${n + 2}: ${header[i]} is not a number`);
       return v;
+    };
+    // The writer writes 1/0; true/false (hand-made or older files) reads the same.
+    const flag = (i: number): boolean | null => {
+      const c = cells[i] ?? '';
+      if (c === 'true' || c === 'false') return c === 'true';
+      const v = num(i);
+      return v === null ? null : v === 1;
     };
     const classes: Partial<Record<ServiceClass, TimelineClassCells>> = {};
     for (const { cls, metric, i } of classCols) {
@@ -156,7 +168,7 @@ export function parseTimeline(text: string): TimelineRow[] {
     for (const { id, metric, i } of replicaCols) {
       const r = (replicas[id] ??= { cpu: null, premium: null, freemium: null, role: null, healthy: null });
       if (metric === 'role') r.role = cells[i] || null;
-      else if (metric === 'healthy') r.healthy = num(i) === null ? null : num(i) === 1;
+      else if (metric === 'healthy') r.healthy = flag(i);
       else r[metric as 'cpu' | 'premium' | 'freemium'] = num(i);
     }
     return { tS: num(0) ?? n, phase: cells[1] ?? '', classes, replicas };

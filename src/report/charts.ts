@@ -1,10 +1,11 @@
 // Charts of the HTML report: vega-lite specs compiled to vega and rendered to SVG in Node.
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
+import type { LoadedRun } from '../metrics/load-run.js';
+import type { TimelineRow } from '../metrics/timeline.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { compareReplicaIds, type RunGroup } from './aggregate.js';
 import type { Comparison } from './compare.js';
-import type { LoadedRun, TimelineRow } from './run-dir.js';
 
 const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };
 const STRATEGY_COLORS: Record<string, string> = {
@@ -131,7 +132,7 @@ function overlayLayers(o: Overlay, height: number): object[] {
 export function classTimelineSpec(run: LoadedRun, metric: 'p95' | 'goodput'): TopLevelSpec {
   const height = 170;
   const pick = (r: TimelineRow, c: ServiceClass): number | null =>
-    metric === 'p95' ? r.classes[c].p95Ms : r.classes[c].goodput;
+    (metric === 'p95' ? r.classes[c]?.p95Ms : r.classes[c]?.goodput) ?? null;
   const values = SERVICE_CLASSES.flatMap((c) =>
     bucketize(
       run.timeline,

@@ -1,4 +1,5 @@
 // report.html: one self-contained file (inline CSS and SVG, no scripts, nothing fetched).
+import type { LoadedRun } from '../metrics/load-run.js';
 import { aggregateRuns, type RunGroup } from './aggregate.js';
 import {
   classTimelineSpec,
@@ -10,7 +11,6 @@ import {
 } from './charts.js';
 import { compareStrategies } from './compare.js';
 import { comparisonTable, groupTables, type TableModel } from './render.js';
-import type { LoadedRun } from './run-dir.js';
 import { QUANTILE_METHOD } from './stats.js';
 
 const CSS = `
@@ -74,7 +74,7 @@ export async function renderRunHtml(run: LoadedRun): Promise<string> {
     parts.push(chart(await renderSvg(classTimelineSpec(run, 'p95'))));
     parts.push(chart(await renderSvg(classTimelineSpec(run, 'goodput'))));
   } else {
-    parts.push('<p class="note">No timeline.csv in this run directory.</p>');
+    parts.push('<p class="note">No timeline rows in this run directory.</p>');
   }
   parts.push('<h2>Per phase</h2>');
   parts.push(chart(await renderSvg(phaseBarsSpec([group], 'p95'))));

@@ -8,8 +8,8 @@ export type { ReportFormat, TableModel, ReportJson } from './render.js';
 export { renderRunHtml, renderComparisonHtml } from './html.js';
 export { quantile, stat, QUANTILE_METHOD } from './stats.js';
 export type { Stat } from './stats.js';
-export { findRunDirs, loadRun, readSummaryFile } from './run-dir.js';
-export type { LoadedRun, TimelineRow } from './run-dir.js';
+// Run directories are read by metrics' loadRun (exported from src/index.ts); only the search is here.
+export { findRunDirs } from './run-dir.js';
 export {
   parseTolerance,
   checkTolerance,

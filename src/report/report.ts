@@ -2,10 +2,11 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { PlbError } from '../errors.js';
+import { loadRun, type LoadedRun } from '../metrics/load-run.js';
 import { aggregateRuns, type RunGroup } from './aggregate.js';
 import { renderComparisonHtml, renderRunHtml } from './html.js';
 import { renderReport, type ReportFormat } from './render.js';
-import { findRunDirs, loadRun, type LoadedRun } from './run-dir.js';
+import { findRunDirs } from './run-dir.js';
 import {
   checkTolerance,
   DEFAULT_TOLERANCE,

@@ -2,9 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { PlbError } from '../errors.js';
 import { SERVICE_CLASSES } from '../router/types.js';
-import type { RunSummary } from '../metrics/types.js';
+import { validateSummary } from '../metrics/load-run.js';
 import { aggregateRuns, type ClassMetric, type RunGroup } from './aggregate.js';
-import { validateSummary } from './run-dir.js';
 import type { Stat } from './stats.js';
 
 /** Exit code of `plb report` when a metric moved beyond its tolerance. */
@@ -105,7 +104,7 @@ export function baselineGroups(raw: unknown, where: string): RunGroup[] {
   if (Array.isArray(raw)) return aggregateRuns(raw.map((r, i) => validateSummary(r, `${where}[${i}]`)));
   const obj = raw as Record<string, unknown> | null;
   if (obj && Array.isArray(obj.groups)) return obj.groups as RunGroup[];
-  if (obj && Array.isArray(obj.phases)) return aggregateRuns([validateSummary(obj, where) as RunSummary]);
+  if (obj && Array.isArray(obj.phases)) return aggregateRuns([validateSummary(obj, where)]);
   throw new PlbError(
     'BAD_INPUT',
     `compare-to: ${where} is neither a summary.json nor plb report --json output`,

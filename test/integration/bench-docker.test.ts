@@ -20,6 +20,8 @@ import { runBench, type RunnerRouter } from '../../src/workload/runner.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 
 const NAME = 'plbtest-bench';
+/** A bound on one run of the short plan (36 s of load plus setup and a rejoin), not a timing assertion. */
+const RUN_TIMEOUT_MS = 180_000;
 const ci = process.env.CI === 'true';
 const available = await dockerAvailable(3000);
 const PLAN = `
@@ -160,57 +162,62 @@ describe.skipIf(!available && !ci)('bench run on a Docker cluster', () => {
       ).toBe(true);
       expect(existsSync(join(result.dir, 'histograms'))).toBe(true);
     },
+    RUN_TIMEOUT_MS,
   );
 
-  it('the CLI stops gracefully on Ctrl-C: exit 130, partial summary kept, replica restarted', async () => {
-    const planFile = join(work, 'cli.yaml');
-    writeFileSync(planFile, PLAN.replace('duration: 36s', 'duration: 60s'));
-    const child = spawn(
-      process.execPath,
-      [
-        'bin/run.js',
-        'bench',
-        'run',
-        '--plan',
-        planFile,
-        '--strategy',
-        'plb',
-        '--name',
-        NAME,
-        '--clients',
-        '8',
-        '--dataset-rows',
-        '20000',
-        '--out',
-        outDir,
-        '--seed',
-        '5',
-        '--progress',
-        '0',
-      ],
-      { env: { ...process.env, PLB_STATE_DIR: stateDir }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    child.stderr.on('data', (b: Buffer) => {
-      err += b.toString();
-      // Interrupt once r1 has been killed, so the run has something to restore.
-      if (err.includes('down r1') && !child.killed) setTimeout(() => child.kill('SIGINT'), 2000);
-    });
-    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
-    expect(code, err).toBe(130);
-    expect(err).toMatch(/restored: start r1/);
-    const dir = /run directory: (\S+) \(incomplete\)/.exec(err)?.[1];
-    expect(dir, err).toBeDefined();
-    const summary = JSON.parse(readFileSync(join(dir ?? '', 'summary.json'), 'utf8')) as {
-      complete: boolean;
-      phases: { name: string }[];
-    };
-    expect(summary.complete).toBe(false);
-    expect(summary.phases.map((p) => p.name)).toEqual(['ref', 'down-1']);
-    expect(out).toMatch(/down-1/);
-    const status = await driver.status();
-    expect(status.find((s) => s.id === 'r1')?.up).toBe(true);
-  });
+  it(
+    'the CLI stops gracefully on Ctrl-C: exit 130, partial summary kept, replica restarted',
+    async () => {
+      const planFile = join(work, 'cli.yaml');
+      writeFileSync(planFile, PLAN.replace('duration: 36s', 'duration: 60s'));
+      const child = spawn(
+        process.execPath,
+        [
+          'bin/run.js',
+          'bench',
+          'run',
+          '--plan',
+          planFile,
+          '--strategy',
+          'plb',
+          '--name',
+          NAME,
+          '--clients',
+          '8',
+          '--dataset-rows',
+          '20000',
+          '--out',
+          outDir,
+          '--seed',
+          '5',
+          '--progress',
+          '0',
+        ],
+        { env: { ...process.env, PLB_STATE_DIR: stateDir }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      child.stderr.on('data', (b: Buffer) => {
+        err += b.toString();
+        // Interrupt once r1 has been killed, so the run has something to restore.
+        if (err.includes('down r1') && !child.killed) setTimeout(() => child.kill('SIGINT'), 2000);
+      });
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      expect(code, err).toBe(130);
+      expect(err).toMatch(/restored: start r1/);
+      const dir = /run directory: (\S+) \(incomplete\)/.exec(err)?.[1];
+      expect(dir, err).toBeDefined();
+      const summary = JSON.parse(readFileSync(join(dir ?? '', 'summary.json'), 'utf8')) as {
+        complete: boolean;
+        phases: { name: string }[];
+      };
+      expect(summary.complete).toBe(false);
+      expect(summary.phases.map((p) => p.name)).toEqual(['ref', 'down-1']);
+      expect(out).toMatch(/down-1/);
+      const status = await driver.status();
+      expect(status.find((s) => s.id === 'r1')?.up).toBe(true);
+    },
+    RUN_TIMEOUT_MS,
+  );
 });

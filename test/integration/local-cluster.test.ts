@@ -146,10 +146,27 @@ describe.skipIf(!haveBinaries)('local driver: 1 primary + 5 standbys', () => {
     }
   });
 
-  it('setCpus is recorded (not enforced) and shows in status', async () => {
+  it('setCpus shows in status and, with cgroups, throttles: a CPU-heavy query runs clearly slower', async () => {
     await driver.setCpus('r1', 0.5);
     expect((await driver.status()).find((s) => s.id === 'r1')?.cpus).toBe(0.5);
-  });
+    // CI runs as root on a machine with a writable cgroup filesystem: quotas must be enforced there.
+    if (process.env.CI === 'true') expect(driver.cpusEnforced).toBe(true);
+    if (!driver.cpusEnforced) return;
+    await driver.setCpus('r4', 0.05);
+    await driver.setCpus('r5', 1);
+    const heavy = 'select count(*) as n from generate_series(1, 2000000) g where g % 7 = 3';
+    const timed = async (ep: Endpoint): Promise<number> => {
+      const t0 = Date.now();
+      await withClient(ep, creds, (c) => c.query(heavy), { queryTimeoutMs: 120_000 });
+      return (Date.now() - t0) / 1000;
+    };
+    const fast = await timed(replicas[4]!);
+    const slow = await timed(replicas[3]!);
+    console.log(`[figure] heavy query: 1 core ${fast.toFixed(2)} s, 0.05 core ${slow.toFixed(2)} s`);
+    expect(slow).toBeGreaterThan(2 * fast);
+    await driver.setCpus('r4', spec.cpus);
+    await driver.setCpus('r5', spec.cpus);
+  }, 120_000);
 
   it('up of the existing cluster starts a killed standby and keeps the driver', async () => {
     await driver.kill('r4');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { aggregateRuns, mixLabel } from '../../src/report/aggregate.js';
 import { compareStrategies, goodputChange, p95Change } from '../../src/report/compare.js';
-import { loadRun } from '../../src/report/run-dir.js';
+import { loadRun } from '../../src/metrics/load-run.js';
 import type { RunSummary } from '../../src/metrics/types.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');

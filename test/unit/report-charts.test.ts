@@ -10,7 +10,7 @@ import {
   roleSegments,
 } from '../../src/report/charts.js';
 import { compareStrategies } from '../../src/report/compare.js';
-import { loadRun } from '../../src/report/run-dir.js';
+import { loadRun } from '../../src/metrics/load-run.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
 const plb = loadRun(join(FIXTURES, 'demo-cascade-plb-1'));

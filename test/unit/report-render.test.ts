@@ -10,7 +10,7 @@ import {
   replicaTable,
   type ReportJson,
 } from '../../src/report/render.js';
-import { loadRun } from '../../src/report/run-dir.js';
+import { loadRun } from '../../src/metrics/load-run.js';
 import { compareStrategies } from '../../src/report/compare.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');

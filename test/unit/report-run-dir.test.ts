@@ -1,11 +1,23 @@
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPlbError } from '../../src/errors.js';
-import { findRunDirs, loadRun, parseEvents, parseTimeline } from '../../src/report/run-dir.js';
+import { loadRun, parseEvents } from '../../src/metrics/load-run.js';
+import { parseTimeline } from '../../src/metrics/timeline.js';
+import { writeReports } from '../../src/report/report.js';
+import { findRunDirs } from '../../src/report/run-dir.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
+
+const thrown = (f: () => unknown): Error => {
+  try {
+    f();
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('did not throw');
+};
 
 describe('loadRun on a fixture', () => {
   const run = loadRun(join(FIXTURES, 'demo-cascade-plb-1'));
@@ -29,7 +41,7 @@ describe('loadRun on a fixture', () => {
     expect(row.phase).toBe('down-1');
     expect(row.replicas.r1).toEqual({ cpu: null, premium: 0, freemium: 0, role: 'premium', healthy: false });
     expect(row.replicas.r3?.role).toBe('premium');
-    expect(row.classes.premium.p95Ms).toBeGreaterThan(0);
+    expect(row.classes.premium?.p95Ms).toBeGreaterThan(0);
   });
 });
 
@@ -38,23 +50,47 @@ describe('parsers', () => {
     const text =
       '{"type":"run","tMs":0,"state":"started"}\n{"type":"fault","tMs":5000,"replica":"r1","action":"down"}\n{"type":"det';
     expect(parseEvents(text).map((e) => e.type)).toEqual(['run', 'fault']);
+    // A whole line that does not parse is an error, not a cut-off.
+    expect(() => parseEvents('{"type":"det\n')).toThrow('line 1 is not valid JSON');
   });
 
   it('reads empty cells as null and skips a short last line', () => {
     const csv =
       't_s,phase,premium_p95_ms,premium_count,r1_cpu,r1_role,r1_healthy\n0,ref,,3,0.5,mixed,1\n1,ref,,,,,\n2,ref,4';
-    const { rows, replicaIds } = parseTimeline(csv);
-    expect(replicaIds).toEqual(['r1']);
+    const rows = parseTimeline(csv);
+    expect(Object.keys(rows[0]?.replicas ?? {})).toEqual(['r1']);
     expect(rows).toHaveLength(2);
-    expect(rows[1]?.replicas.r1).toEqual({ cpu: null, premium: 0, freemium: 0, role: '', healthy: null });
+    expect(rows[1]?.replicas.r1).toEqual({
+      cpu: null,
+      premium: null,
+      freemium: null,
+      role: null,
+      healthy: null,
+    });
     expect(rows[0]?.classes.premium).toMatchObject({ p95Ms: null, count: 3 });
-    expect(rows[0]?.replicas.r1).toEqual({ cpu: 0.5, premium: 0, freemium: 0, role: 'mixed', healthy: true });
+    expect(rows[0]?.replicas.r1).toEqual({
+      cpu: 0.5,
+      premium: null,
+      freemium: null,
+      role: 'mixed',
+      healthy: true,
+    });
+    // The same short line with its newline was written whole: an error.
+    expect(() => parseTimeline(`${csv}\n`)).toThrow('line 4: 3 cells, header has 7');
   });
 
-  it('names the missing column', () => {
-    expect(() => parseTimeline('time,phase\n0,ref', 'x/timeline.csv')).toThrow(
-      'x/timeline.csv: header has no column t_s',
-    );
+  it('names the file and the missing column', () => {
+    expect(() => parseTimeline('time,phase\n0,ref')).toThrow('line 1: header must start with t_s,phase');
+    const dir = mkdtempSync(join(tmpdir(), 'plb-report-cols-'));
+    try {
+      cpSync(join(FIXTURES, 'demo-cascade-rr-1'), dir, { recursive: true });
+      writeFileSync(join(dir, 'timeline.csv'), 'time,phase\n0,ref\n');
+      const err = thrown(() => loadRun(dir));
+      expect(isPlbError(err, 'RUN_DIR_INVALID')).toBe(true);
+      expect(err.message).toBe(`${join(dir, 'timeline.csv')}: line 1: header must start with t_s,phase`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -64,10 +100,13 @@ describe('findRunDirs', () => {
     dir = mkdtempSync(join(tmpdir(), 'plb-report-dirs-'));
     cpSync(join(FIXTURES, 'demo-cascade-rr-1'), join(dir, 'matrix', 'a'), { recursive: true });
     cpSync(join(FIXTURES, 'demo-cascade-rr-2'), join(dir, 'matrix', 'b'), { recursive: true });
+    cpSync(join(FIXTURES, 'demo-cascade-rr-3'), join(dir, 'deep', 'x', 'y', 'c'), { recursive: true });
     mkdirSync(join(dir, 'broken'));
     writeFileSync(join(dir, 'broken', 'timeline.csv'), 't_s,phase\n');
-    mkdirSync(join(dir, 'badjson'));
-    writeFileSync(join(dir, 'badjson', 'summary.json'), '{"runId": 1}');
+    mkdirSync(join(dir, 'live'));
+    writeFileSync(join(dir, 'live', 'RUNNING'), '{}\n');
+    cpSync(join(FIXTURES, 'demo-cascade-rr-1'), join(dir, 'badjson'), { recursive: true });
+    writeFileSync(join(dir, 'badjson', 'summary.json'), '{"schemaVersion": 1, "runId": 1}');
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -75,18 +114,49 @@ describe('findRunDirs', () => {
     expect(findRunDirs([join(dir, 'matrix')])).toEqual([join(dir, 'matrix', 'a'), join(dir, 'matrix', 'b')]);
   });
 
+  it('searches 3 levels deep', () => {
+    expect(findRunDirs([join(dir, 'deep')])).toEqual([join(dir, 'deep', 'x', 'y', 'c')]);
+    expect(findRunDirs([dir])).not.toContain(join(dir, 'deep', 'x', 'y', 'c'));
+  });
+
   it('says when a run stopped before its summary', () => {
-    let err: unknown;
-    try {
-      findRunDirs([join(dir, 'broken')]);
-    } catch (e) {
-      err = e;
-    }
+    const err = thrown(() => findRunDirs([join(dir, 'broken')]));
     expect(isPlbError(err, 'RUN_DIR_INVALID')).toBe(true);
-    expect((err as Error).message).toMatch(/no summary.json in/);
+    expect(err.message).toMatch(/no summary.json in/);
+    expect((err as { hint?: string }).hint).toMatch(/stopped before it wrote its summary/);
+  });
+
+  it('hints at a RUNNING marker', () => {
+    const err = thrown(() => findRunDirs([join(dir, 'live')]));
+    expect(isPlbError(err, 'RUN_DIR_INVALID')).toBe(true);
+    expect((err as { hint?: string }).hint).toMatch(/RUNNING marker present/);
   });
 
   it('names the bad summary field', () => {
-    expect(() => loadRun(join(dir, 'badjson'))).toThrow(/summary.json: runId must be a string/);
+    const err = thrown(() => loadRun(join(dir, 'badjson')));
+    expect(isPlbError(err, 'RUN_DIR_INVALID')).toBe(true);
+    expect(err.message).toMatch(/summary.json: runId must be a string/);
+  });
+});
+
+describe('an incomplete run', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'plb-report-incomplete-'));
+    cpSync(join(FIXTURES, 'demo-cascade-plb-1'), join(dir, 'cut'), { recursive: true });
+    const file = join(dir, 'cut', 'summary.json');
+    const s = JSON.parse(readFileSync(file, 'utf8')) as { complete: boolean };
+    s.complete = false;
+    writeFileSync(file, JSON.stringify(s));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('is reportable and says it did not finish', async () => {
+    const out = await writeReports([dir], { format: 'json' });
+    expect(out.runs.map((r) => r.status)).toEqual(['incomplete']);
+    expect(out.groups).toHaveLength(1);
+    const html = join(dir, 'cut', 'report.html');
+    expect(existsSync(html)).toBe(true);
+    expect(readFileSync(html, 'utf8')).toMatch(/This run did not finish/);
   });
 });

@@ -6,7 +6,7 @@ import Report from '../../src/commands/report.js';
 import { isPlbError } from '../../src/errors.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { writeReports } from '../../src/report/report.js';
-import { loadRun } from '../../src/report/run-dir.js';
+import { loadRun } from '../../src/metrics/load-run.js';
 import {
   checkTolerance,
   DEFAULT_TOLERANCE,

@@ -9,14 +9,17 @@ import { PlbError } from '../../errors.js';
 
 const NEEDED = ['initdb', 'pg_ctl', 'pg_basebackup', 'postgres'] as const;
 
-function isExecutable(path: string): boolean {
+/** True when this process may access `path` in `mode` (fs.constants.X_OK, W_OK, ...). */
+export function hasAccess(path: string, mode: number): boolean {
   try {
-    accessSync(path, constants.X_OK);
+    accessSync(path, mode);
     return true;
   } catch {
     return false;
   }
 }
+
+const isExecutable = (path: string): boolean => hasAccess(path, constants.X_OK);
 
 function hasAll(dir: string): boolean {
   return NEEDED.every((b) => isExecutable(join(dir, b)));

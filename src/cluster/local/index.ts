@@ -2,8 +2,9 @@
  * Local-process driver: one primary and K hot standbys as postgres processes on 127.0.0.1, data
  * under the state folder. Same ClusterDriver interface as the Docker driver.
  *
- * CPU quotas are NOT enforced here (no cgroups): setCpus records the value so CPU fractions can be
- * computed against it, and status reports it.
+ * CPU quotas are enforced with a cgroup per server where the machine allows it (root and a
+ * writable cgroup filesystem, see cgroup.ts); elsewhere setCpus only records the value so CPU
+ * fractions can be computed against it, and `cpusEnforced` says which.
  */
 import {
   chmodSync,
@@ -17,6 +18,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createServer } from 'node:net';
+import { CpuLimiter } from './cgroup.js';
 import { dirname, join, resolve } from 'node:path';
 import type { ClusterDriver, ClusterSpec, Credentials, Endpoint, ServerId, ServerStatus } from '../driver.js';
 import { PlbError } from '../../errors.js';
@@ -130,9 +132,11 @@ export class LocalDriver implements ClusterDriver {
   readonly spec: ClusterSpec;
   private binDirCache: string | undefined;
   private runAsCache: { v: RunAs | undefined } | undefined;
+  private readonly limiter: CpuLimiter;
 
   constructor(spec: ClusterSpec) {
     this.spec = spec;
+    this.limiter = new CpuLimiter(spec.name);
   }
 
   /** Looked up on first use, so `down` of a Docker cluster never needs a postgres OS user. */
@@ -204,6 +208,23 @@ export class LocalDriver implements ClusterDriver {
     }
   }
 
+  /** True when this machine enforces the CPU quotas (cgroups), as Docker does. */
+  get cpusEnforced(): boolean {
+    return this.limiter.enforced;
+  }
+
+  /** Moves a running server (postmaster and children) into its cgroup with its quota. */
+  private applyQuota(id: ServerId): void {
+    const pid = this.pid(id);
+    if (pid === null) return;
+    const cpus = this.cpusOf(id, readClusterRecord(this.spec.stateDir, this.spec.name)?.cpus);
+    this.limiter.limit(
+      id,
+      processTree(pid).map((p) => p.pid),
+      cpus,
+    );
+  }
+
   private async pgCtlStart(id: ServerId): Promise<void> {
     clearStaleLock(this.dir(id));
     try {
@@ -213,6 +234,7 @@ export class LocalDriver implements ClusterDriver {
         undefined,
         130_000,
       );
+      this.applyQuota(id);
     } catch (err) {
       const tail = this.logTail(id);
       throw new Error(`${id} did not start: ${errMessage(err)}${tail ? ` (log: ${tail})` : ''}`, {
@@ -503,11 +525,12 @@ export class LocalDriver implements ClusterDriver {
   async setCpus(id: ServerId, cpus: number): Promise<void> {
     this.endpoint(id);
     if (!(cpus > 0)) throw new PlbError('BAD_INPUT', `cpus: must be > 0, got ${cpus}`);
-    // Recorded only: the local driver has no cgroups to enforce a quota (see status/cpus).
+    // Recorded (CPU fractions are computed against it) and, where cgroups allow, enforced.
     updateClusterRecord(this.spec.stateDir, this.spec.name, (r) => ({
       ...r,
       cpus: { ...(r.cpus ?? {}), [id]: cpus },
     }));
+    this.limiter.setQuota(id, cpus);
   }
 
   private cpusOf(id: ServerId, overrides: Record<string, number> | undefined): number {
@@ -585,6 +608,7 @@ export class LocalDriver implements ClusterDriver {
         clearStaleLock(d); // frees the SysV shared memory segment the postmaster left
       }),
     );
+    for (const id of this.ids()) this.limiter.remove(id);
     rmSync(root, { recursive: true, force: true });
     if (existsSync(clusterDir(this.spec.stateDir, this.spec.name)))
       removeClusterRecord(this.spec.stateDir, this.spec.name);

@@ -20,7 +20,7 @@ export default class ClusterStatus extends Command {
       if (flags.json) {
         this.log(
           JSON.stringify(
-            { name: flags.name, driver: driver.kind, cpusEnforced: driver.kind === 'docker', servers },
+            { name: flags.name, driver: driver.kind, cpusEnforced: cpusEnforced(driver), servers },
             null,
             2,
           ),
@@ -39,7 +39,7 @@ export default class ClusterStatus extends Command {
           s.replication ?? '-',
           s.lagBytes ?? '-',
           s.replayLagSeconds === null ? '-' : s.replayLagSeconds.toFixed(1),
-          s.cpus === null ? '-' : driver.kind === 'local' ? `${s.cpus} (not enforced)` : s.cpus,
+          s.cpus === null ? '-' : cpusEnforced(driver) ? s.cpus : `${s.cpus} (not enforced)`,
         ]);
       }
       this.log(`cluster ${flags.name} (${driver.kind} driver)`);
@@ -48,4 +48,9 @@ export default class ClusterStatus extends Command {
       fail(this, err);
     }
   }
+}
+
+/** Docker always enforces quotas; the local driver where cgroups allow it. */
+function cpusEnforced(driver: { kind: string; cpusEnforced?: boolean }): boolean {
+  return driver.kind === 'docker' || driver.cpusEnforced === true;
 }

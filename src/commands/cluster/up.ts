@@ -25,7 +25,9 @@ export default class ClusterUp extends Command {
       options: ['auto', 'docker', 'local'],
       default: 'auto',
     }),
-    cpus: Flags.string({ description: 'CPU quota per replica, cores (not enforced by the local driver)' }),
+    cpus: Flags.string({
+      description: 'CPU quota per replica, cores (the local driver enforces it only as root with cgroups)',
+    }),
     'primary-cpus': Flags.string({ description: 'CPU quota of the primary, cores' }),
     memory: Flags.integer({ description: 'memory limit per server, MiB' }),
     image: Flags.string({ description: 'Docker image (docker driver only)' }),
@@ -62,8 +64,8 @@ export default class ClusterUp extends Command {
       for (const ep of driver.endpoints())
         this.log(`  ${ep.id.padEnd(8)} ${ep.kind.padEnd(8)} ${ep.host}:${ep.port}`);
       this.log(`  user plb, database plb; password in ${spec.stateDir}/${spec.name}/password`);
-      if (driver.kind === 'local')
-        this.log('  note: the local driver records CPU quotas but does not enforce them');
+      if (driver.kind === 'local' && !(driver as { cpusEnforced?: boolean }).cpusEnforced)
+        this.log('  note: no writable cgroups here: CPU quotas are recorded but not enforced');
     } catch (err) {
       fail(this, err);
     }
