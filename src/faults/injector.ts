@@ -5,9 +5,9 @@ import type { FaultEvent } from './types.js';
 export interface InjectedFault {
   event: FaultEvent;
   /**
-   * The phase boundary: when the fault took effect. A kill, stop, pause or throttle takes effect
-   * when issued; a rejoin or unpause when the driver says the server is reachable again (the
-   * paper's Rejoin: "the replica becomes reachable again").
+   * The phase boundary (DESIGN.md: the time the fault was injected): when plb issued the action.
+   * A rejoin's restart (recovery, catching up) therefore counts in the rejoin phase, and its
+   * detection delay includes the time the server took to come back.
    */
   tMs: number;
   /** Run time the action was issued. */
@@ -96,14 +96,7 @@ export class Injector {
       error = asError(err).message;
       this.opts.log?.(`fault ${event.action} ${event.replica} failed: ${error}`);
     }
-    const doneMs = this.opts.now();
-    const takesEffectWhenDone = event.action === 'rejoin' || event.action === 'unpause';
-    const fault: InjectedFault = {
-      event,
-      tMs: boundaryMs ?? (takesEffectWhenDone ? doneMs : tMs),
-      issuedMs: tMs,
-      doneMs,
-    };
+    const fault: InjectedFault = { event, tMs: boundaryMs ?? tMs, issuedMs: tMs, doneMs: this.opts.now() };
     if (error !== undefined) fault.error = error;
     this.opts.onInjected(fault);
     return fault;

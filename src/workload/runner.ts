@@ -237,9 +237,11 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
           ? null
           : (cur - prev) / dt / (quota.get(id) ?? 1);
     }
+    // A fraction covers [lastCpuAt, tAfter]: stamp it at the middle, so a sample taken just after
+    // a fault (covering the second before it) is not counted in the fault's phase.
+    writer.recorder.cpu((lastCpuAt + tAfter) / 2, fractions);
     lastCpu = cpu;
     lastCpuAt = tAfter;
-    writer.recorder.cpu(t, fractions);
     const state: Record<string, { premium: number; freemium: number; role: string; healthy: boolean }> = {};
     for (const s of router.snapshot()) state[s.id] = { ...s.sessions, role: s.role, healthy: s.healthy };
     writer.recorder.replicaState(t, state);
