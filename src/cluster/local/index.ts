@@ -575,7 +575,8 @@ export class LocalDriver implements ClusterDriver {
         if (pid === null)
           return { ...base, up: false, replication: null, lagBytes: null, replayLagSeconds: null };
         // A paused server would only time out: report it paused (not accepting) without asking, as Docker's does.
-        if (isPaused) return { ...base, up: false, replication: null, lagBytes: null, replayLagSeconds: null };
+        if (isPaused)
+          return { ...base, up: false, replication: null, lagBytes: null, replayLagSeconds: null };
         if (ep.kind === 'primary') {
           return { ...base, up: lsn !== null, replication: null, lagBytes: null, replayLagSeconds: null };
         }
