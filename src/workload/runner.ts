@@ -284,14 +284,15 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     health.stop();
     if (scheduleLags.length > 0) {
       const sorted = [...scheduleLags].sort((a, b) => a - b);
-      writer.event({
-        type: 'note',
-        tMs: endMs,
-        what: 'schedule-lag',
+      const lag = {
         meanMs: sorted.reduce((s, x) => s + x, 0) / sorted.length,
         p95Ms: sorted[Math.floor(sorted.length * 0.95)] ?? 0,
         maxMs: sorted[sorted.length - 1] ?? 0,
-      });
+      };
+      writer.event({ type: 'note', tMs: endMs, what: 'schedule-lag', ...lag });
+      log(
+        `open model: ${sorted.length} sessions scheduled; start lag mean ${lag.meanMs.toFixed(1)} ms, p95 ${lag.p95Ms.toFixed(1)} ms, max ${lag.maxMs.toFixed(1)} ms`,
+      );
     }
     const restored = await injector.restore();
     if (restored.length > 0) log(`restored: ${restored.join(', ')}`);
