@@ -1,0 +1,94 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { executeBench, parseBorrowing, type BenchFlagValues } from '../../src/cli/bench.js';
+import { isPlbError } from '../../src/errors.js';
+
+const work = mkdtempSync(join(tmpdir(), 'plb-bench-cli-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const flags = (over: Partial<BenchFlagValues>): BenchFlagValues => ({
+  strategies: 'plb',
+  mixes: '25:75',
+  repeat: 1,
+  clients: 4,
+  model: 'closed',
+  rate: '20',
+  out: join(work, 'runs'),
+  'dataset-rows': 1000,
+  'queries-per-session': 5,
+  'think-time': '10ms',
+  reference: '2:1:2',
+  partition: '3:2',
+  'slow-start': '10s',
+  borrow: '1.5:2',
+  'health-interval': '1s',
+  fall: 2,
+  rise: 2,
+  oracle: false,
+  progress: 0,
+  name: 'plbtest-cli',
+  driver: 'local',
+  'base-port': 61432,
+  'keep-cluster': false,
+  json: false,
+  ...over,
+});
+
+async function run(over: Partial<BenchFlagValues>): Promise<{ code: number; errors: string[] }> {
+  const errors: string[] = [];
+  const prev = process.env.PLB_STATE_DIR;
+  process.env.PLB_STATE_DIR = join(work, 'state');
+  try {
+    const code = await executeBench(flags(over), { log: () => undefined, warn: (l) => errors.push(l) });
+    return { code, errors };
+  } finally {
+    if (prev === undefined) delete process.env.PLB_STATE_DIR;
+    else process.env.PLB_STATE_DIR = prev;
+  }
+}
+
+describe('bench flags', () => {
+  it.each([
+    [{ mixes: '2:x' }, /^Error: --mixes: expected premium:freemium/],
+    [{ strategies: 'plb,fast' }, /^Error: --strategies: unknown strategy "fast"/],
+    [{ clients: 0 }, /^Error: --clients: must be a positive integer/],
+    [{ 'think-time': 'soon' }, /^Error: --think-time: expected a duration/],
+    [{ borrow: '1:2' }, /^Error: --borrow: the premium ratio must be > 1/],
+    [{ reference: '2:1' }, /^Error: --reference/],
+    [{ plan: join(work, 'missing.yaml') }, /missing\.yaml/],
+  ])('%o: one-line error, exit 1, nothing started', async (over, message) => {
+    const { code, errors } = await run(over);
+    expect(code).toBe(1);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(message);
+    expect(errors[0]).not.toContain('\n');
+    expect(existsSync(join(work, 'state', 'plbtest-cli'))).toBe(false);
+    expect(existsSync(join(work, 'runs'))).toBe(false);
+  });
+
+  it('names the plan file and line for a bad plan before anything starts', async () => {
+    const plan = join(work, 'bad.yaml');
+    writeFileSync(plan, 'name: bad\nduration: 60s\nevents:\n  - { at: 45s, replica: r9, action: down }\n');
+    const { code, errors } = await run({ plan });
+    expect(code).toBe(1);
+    expect(errors[0]).toMatch(/bad\.yaml:4: events\[0\]\.replica/);
+    expect(existsSync(join(work, 'state', 'plbtest-cli'))).toBe(false);
+  });
+
+  it('parses borrowing ratios, keeping a band between borrow and return', () => {
+    expect(parseBorrowing('off')).toBe(false);
+    expect(parseBorrowing('1.5:2')).toEqual({
+      premium: { pressureRatio: 1.5, returnRatio: 1 },
+      freemium: { pressureRatio: 2, returnRatio: 0.625 },
+    });
+    let err: unknown;
+    try {
+      parseBorrowing('fast');
+    } catch (e) {
+      err = e;
+    }
+    expect(isPlbError(err, 'BAD_INPUT')).toBe(true);
+  });
+});
