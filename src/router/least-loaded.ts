@@ -7,8 +7,11 @@ import { PlbError } from '../errors.js';
 /** No group: the replica is out of the pool. */
 export const NO_GROUP = -1;
 
-/** A binary min-heap of replica indices by (key, index); `pos` and `key` are shared per heap family. */
-class MinHeap {
+/**
+ * A binary heap of replica indices by (key, index); `pos` and `key` are shared per heap family.
+ * order 1: the top is the least key; order -1: the greatest. Ties go to the lowest index either way.
+ */
+class IndexedHeap {
   readonly items: Int32Array;
   size = 0;
 
@@ -16,6 +19,7 @@ class MinHeap {
     capacity: number,
     private readonly pos: Int32Array,
     private readonly key: Float64Array,
+    private readonly order: 1 | -1,
   ) {
     this.items = new Int32Array(capacity);
   }
@@ -44,26 +48,32 @@ class MinHeap {
     }
   }
 
-  /** i's key grew: only a move toward the leaves can restore order. */
+  /** i's key grew: it can only move away from the top of a min-heap, toward it in a max-heap. */
   raised(i: number): void {
-    this.down(i, this.pos[i] as number);
+    if (this.order === 1) this.down(i, this.pos[i] as number);
+    else this.up(i, this.pos[i] as number);
   }
 
-  /** i's key shrank: only a move toward the root can restore order. */
+  /** i's key shrank: the mirror of raised. */
   lowered(i: number): void {
-    this.up(i, this.pos[i] as number);
+    if (this.order === 1) this.up(i, this.pos[i] as number);
+    else this.down(i, this.pos[i] as number);
+  }
+
+  /** a (key ka) goes above b (key kb). */
+  private above(a: number, ka: number, b: number, kb: number): boolean {
+    const o = this.order;
+    return o * ka < o * kb || (ka === kb && a < b);
   }
 
   private up(i: number, p: number): void {
     const items = this.items;
     const pos = this.pos;
-    const key = this.key;
-    const ki = key[i] as number;
+    const ki = this.key[i] as number;
     while (p > 0) {
       const parent = (p - 1) >> 1;
       const j = items[parent] as number;
-      const kj = key[j] as number;
-      if (!(ki < kj || (ki === kj && i < j))) break;
+      if (!this.above(i, ki, j, this.key[j] as number)) break;
       items[p] = j;
       pos[j] = p;
       p = parent;
@@ -87,109 +97,13 @@ class MinHeap {
       if (rc < n) {
         const jr = items[rc] as number;
         const kr = key[jr] as number;
-        if (kr < kj || (kr === kj && jr < j)) {
+        if (this.above(jr, kr, j, kj)) {
           c = rc;
           j = jr;
           kj = kr;
         }
       }
-      if (!(kj < ki || (kj === ki && j < i))) break;
-      items[p] = j;
-      pos[j] = p;
-      p = c;
-    }
-    items[p] = i;
-    pos[i] = p;
-  }
-}
-
-/** A binary max-heap of replica indices: the top is the greatest key, ties still to the lowest index. */
-class MaxHeap {
-  readonly items: Int32Array;
-  size = 0;
-
-  constructor(
-    capacity: number,
-    private readonly pos: Int32Array,
-    private readonly key: Float64Array,
-  ) {
-    this.items = new Int32Array(capacity);
-  }
-
-  top(): number {
-    return this.size > 0 ? (this.items[0] as number) : -1;
-  }
-
-  push(i: number): void {
-    const p = this.size++;
-    this.items[p] = i;
-    this.up(i, p);
-  }
-
-  remove(i: number): void {
-    const items = this.items;
-    const p = this.pos[i] as number;
-    const n = --this.size;
-    const last = items[n] as number;
-    this.pos[i] = -1;
-    if (p < n) {
-      items[p] = last;
-      this.pos[last] = p;
-      this.up(last, p);
-      this.down(last, this.pos[last] as number);
-    }
-  }
-
-  /** i's key grew: it can only rise toward the root. */
-  raised(i: number): void {
-    this.up(i, this.pos[i] as number);
-  }
-
-  /** i's key shrank: it can only sink toward the leaves. */
-  lowered(i: number): void {
-    this.down(i, this.pos[i] as number);
-  }
-
-  private up(i: number, p: number): void {
-    const items = this.items;
-    const pos = this.pos;
-    const key = this.key;
-    const ki = key[i] as number;
-    while (p > 0) {
-      const parent = (p - 1) >> 1;
-      const j = items[parent] as number;
-      const kj = key[j] as number;
-      if (!(ki > kj || (ki === kj && i < j))) break;
-      items[p] = j;
-      pos[j] = p;
-      p = parent;
-    }
-    items[p] = i;
-    pos[i] = p;
-  }
-
-  private down(i: number, p: number): void {
-    const items = this.items;
-    const pos = this.pos;
-    const key = this.key;
-    const n = this.size;
-    const ki = key[i] as number;
-    for (;;) {
-      let c = 2 * p + 1;
-      if (c >= n) break;
-      let j = items[c] as number;
-      let kj = key[j] as number;
-      const rc = c + 1;
-      if (rc < n) {
-        const jr = items[rc] as number;
-        const kr = key[jr] as number;
-        if (kr > kj || (kr === kj && jr < j)) {
-          c = rc;
-          j = jr;
-          kj = kr;
-        }
-      }
-      if (!(kj > ki || (kj === ki && j < i))) break;
+      if (!this.above(j, kj, i, ki)) break;
       items[p] = j;
       pos[j] = p;
       p = c;
@@ -206,9 +120,9 @@ class MaxHeap {
  * bit mask (bit g = group g).
  */
 export class GroupedLeastLoaded {
-  private readonly heaps: MinHeap[] = [];
+  private readonly heaps: IndexedHeap[] = [];
   /** max-heaps for the groups asked for, so the most loaded member is found without a scan */
-  private readonly maxHeaps: (MaxHeap | undefined)[] = [];
+  private readonly maxHeaps: (IndexedHeap | undefined)[] = [];
   private readonly groupOf: Int8Array;
   private readonly ramping: number[] = [];
   private readonly isRamping: Uint8Array;
@@ -227,8 +141,8 @@ export class GroupedLeastLoaded {
     const pos = new Int32Array(size).fill(-1);
     const maxPos = new Int32Array(size).fill(-1);
     for (let g = 0; g < groups; g++) {
-      this.heaps.push(new MinHeap(size, pos, this.key));
-      this.maxHeaps.push(maxGroups.includes(g) ? new MaxHeap(size, maxPos, this.key) : undefined);
+      this.heaps.push(new IndexedHeap(size, pos, this.key, 1));
+      this.maxHeaps.push(maxGroups.includes(g) ? new IndexedHeap(size, maxPos, this.key, -1) : undefined);
     }
     this.groupOf = new Int8Array(size).fill(NO_GROUP);
     this.isRamping = new Uint8Array(size);
@@ -262,7 +176,7 @@ export class GroupedLeastLoaded {
     this.key[i] = warmKey;
     const g = this.groupOf[i] as number;
     if (g !== NO_GROUP && this.isRamping[i] === 0) {
-      (this.heaps[g] as MinHeap).raised(i);
+      (this.heaps[g] as IndexedHeap).raised(i);
       const max = this.maxHeaps[g];
       if (max !== undefined) max.raised(i);
     }
@@ -273,7 +187,7 @@ export class GroupedLeastLoaded {
     this.key[i] = warmKey;
     const g = this.groupOf[i] as number;
     if (g !== NO_GROUP && this.isRamping[i] === 0) {
-      (this.heaps[g] as MinHeap).lowered(i);
+      (this.heaps[g] as IndexedHeap).lowered(i);
       const max = this.maxHeaps[g];
       if (max !== undefined) max.lowered(i);
     }
@@ -288,7 +202,7 @@ export class GroupedLeastLoaded {
 
   /** The warm member of g with the least key (ties: lowest index), or -1; ignores ramping members. */
   warmTop(g: number): number {
-    return (this.heaps[g] as MinHeap).top();
+    return (this.heaps[g] as IndexedHeap).top();
   }
 
   /** The warm member of g with the greatest key (g must have a max-heap), or -1. */
@@ -322,7 +236,7 @@ export class GroupedLeastLoaded {
     let bestKey = Number.POSITIVE_INFINITY;
     for (let g = 0, m = mask; m !== 0; g++, m >>>= 1) {
       if ((m & 1) === 0) continue;
-      const i = (this.heaps[g] as MinHeap).top();
+      const i = (this.heaps[g] as IndexedHeap).top();
       if (i < 0) continue;
       const k = key[i] as number;
       if (k < bestKey || (k === bestKey && i < best)) {
@@ -379,7 +293,7 @@ export class GroupedLeastLoaded {
     this.groupOf[i] = NO_GROUP;
   }
 
-  private heap(g: number): MinHeap {
+  private heap(g: number): IndexedHeap {
     const h = this.heaps[g];
     if (h === undefined) throw new PlbError('INTERNAL', `unknown replica group ${g}`);
     return h;
