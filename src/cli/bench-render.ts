@@ -45,8 +45,32 @@ export function renderSideBySide(summaries: readonly RunSummary[]): string {
         `${p.name} ${p.cpuMean === null ? '-' : `${(p.cpuMean * 100).toFixed(0)}%`}${p.cpuCv === null ? '' : ` cv ${p.cpuCv.toFixed(2)}`}`,
     );
     lines.push(`${label(s, summaries)} replica CPU (mean of quota, cv): ${cpu.join(' | ')}`);
+    lines.push(`${label(s, summaries)} ${measurementLine(s)}`);
   }
   return lines.join('\n');
+}
+
+/**
+ * Is this run a measurement? The client's worst event-loop delay p99 and CPU, the detections
+ * (and how many no fault explains), and the failures heard of by cause.
+ */
+export function measurementLine(s: RunSummary): string {
+  const hs = s.phases.flatMap((p) => (p.harness ? [p.harness] : []));
+  const loop = hs.length > 0 ? Math.max(...hs.map((h) => h.loopP99Ms ?? 0)) : null;
+  const cpu = hs.length > 0 ? Math.max(...hs.map((h) => h.cpuMax ?? 0)) : null;
+  const d = s.detectionCounts;
+  const sum = (m: 'unreachable' | 'overloaded' | 'slow'): number =>
+    s.phases.reduce((n, p) => n + Object.values(p.replicas).reduce((k, r) => k + (r[m] ?? 0), 0), 0);
+  const failed = s.phases.reduce(
+    (n, p) => n + p.classes.premium.sessionsFailed + p.classes.freemium.sessionsFailed,
+    0,
+  );
+  return [
+    `client: event-loop delay p99 (worst phase) ${loop === null ? '-' : `${loop.toFixed(1)} ms`}, CPU max ${cpu === null ? '-' : `${Math.round(cpu * 100)}%`} of a core`,
+    d ? `detections ${d.down} down / ${d.up} up, ${d.unexplained} false` : 'detections -',
+    `failures heard: ${sum('unreachable')} unreachable, ${sum('overloaded')} overloaded, ${sum('slow')} slow`,
+    `${failed} sessions failed`,
+  ].join('; ');
 }
 
 function label(s: RunSummary, all: readonly RunSummary[]): string {

@@ -21,6 +21,7 @@ import { defaultPlanPath, expandSeries, newSeed, plbVersion, runSeries } from '.
 import type { BenchResult } from '../workload/runner.js';
 import { leaseCluster } from '../workload/cluster-lease.js';
 import { DEFAULT_WORKLOAD, parseMix, type WorkloadSpec } from '../workload/spec.js';
+import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
 
 /** Flags shared by `bench run` and `bench matrix`. */
 export const benchFlags = {
@@ -45,8 +46,14 @@ export const benchFlags = {
     default: DEFAULT_WORKLOAD.classes.premium.queriesPerSession,
   }),
   'think-time': Flags.string({
-    description: 'mean think time between queries, e.g. 250ms',
+    description:
+      'mean think time between queries, e.g. 250ms; auto: calibrated so the reference phase sits at --target-cpu',
     default: `${DEFAULT_WORKLOAD.classes.premium.thinkTimeMs}ms`,
+  }),
+  'target-cpu': Flags.string({
+    description:
+      'with --think-time auto: mean replica CPU (fraction of its quota) the reference phase aims at',
+    default: String(DEFAULT_TARGET_CPU),
   }),
   reference: Flags.string({
     description: 'plb reference split premium:mixed:freemium (K=5)',
@@ -71,6 +78,11 @@ export const benchFlags = {
     default: DEFAULT_HEALTH.fall,
   }),
   rise: Flags.integer({ description: 'good checks that mark it up again', default: DEFAULT_HEALTH.rise }),
+  'hang-timeout': Flags.string({
+    description:
+      'a replica that answers nothing, not even its health check, this long is taken for down (overload and slowness never are)',
+    default: `${DEFAULT_HEALTH.hangMs}ms`,
+  }),
   oracle: Flags.boolean({
     description: 'the injector tells the router about faults (no detection delay)',
     default: false,
@@ -104,6 +116,8 @@ export interface BenchFlagValues {
   'dataset-rows': number;
   'queries-per-session': number;
   'think-time': string;
+  'target-cpu': string;
+  'hang-timeout': string;
   reference: string;
   partition: string;
   'slow-start': string;
@@ -190,7 +204,16 @@ export async function executeBench(
     positive('dataset-rows', flags['dataset-rows']);
     positive('queries-per-session', flags['queries-per-session']);
     const rate = positive('rate', Number(flags.rate), false);
-    const thinkTimeMs = durationMsFlag('think-time', flags['think-time']);
+    const autoThink = flags['think-time'].trim() === 'auto';
+    const thinkTimeMs = autoThink
+      ? DEFAULT_WORKLOAD.classes.premium.thinkTimeMs
+      : durationMsFlag('think-time', flags['think-time']);
+    const targetCpu = positive('target-cpu', Number(flags['target-cpu']), false);
+    if (targetCpu >= 1)
+      throw new PlbError(
+        'BAD_INPUT',
+        `--target-cpu: must be below 1 (a fraction of the quota), got ${targetCpu}`,
+      );
     const reference = parseRoleVector(flags.reference, '--reference');
     const partition = parsePartition(flags.partition, '--partition');
     const slowStartMs = durationMsFlag('slow-start', flags['slow-start']);
@@ -204,6 +227,7 @@ export async function executeBench(
       ),
       fall: positive('fall', flags.fall),
       rise: positive('rise', flags.rise),
+      hangMs: positive('hang-timeout', durationMsFlag('hang-timeout', flags['hang-timeout']), false),
     };
     health.timeoutMs = health.intervalMs;
     const driverChoice = parseDriverChoice(flags.driver);
@@ -247,6 +271,8 @@ export async function executeBench(
       name: flags.name,
       driver: driverChoice,
       replicas: plan.replicas,
+      sessions: workload.model === 'closed' ? workload.clients : workload.maxOpenSessions,
+      sessionsField: workload.model === 'closed' ? '--clients' : '--model open (max open sessions)',
       over: { basePort: flags['base-port'], ...(cpus !== undefined ? { cpus } : {}) },
       keep: flags['keep-cluster'],
       log: io.warn,
@@ -290,6 +316,7 @@ export async function executeBench(
           }),
         log: io.warn,
         signal: abort.signal,
+        ...(autoThink ? { autoThink: { targetCpu } } : {}),
         configExtras: {
           plbVersion: plbVersion(),
           node: process.version,

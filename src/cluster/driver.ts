@@ -15,8 +15,13 @@ export interface ClusterSpec {
   cpus: number;
   /** CPU quota for the primary (cores). */
   primaryCpus: number;
-  /** Memory limit per server, MiB. */
+  /** Memory limit per server, MiB (sized from maxConnections unless given). */
   memoryMb: number;
+  /**
+   * max_connections of every server. Standbys need at least the primary's value, so all servers
+   * share it; a bench sizes it so one surviving replica can hold every session (sizing.ts).
+   */
+  maxConnections: number;
   /** Docker image (docker driver only). */
   image?: string;
   /** Folder for state: password file, local data directories. */

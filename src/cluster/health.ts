@@ -1,23 +1,38 @@
+import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import type { Credentials } from './driver.js';
+import { classifyFailure, isDeathEvidence, type FailureCause } from './failure-cause.js';
 
 export interface HealthOptions {
   /** Time between checks of one replica. */
   intervalMs: number;
-  /** A check slower than this fails (a paused server never answers). */
+  /** A check unanswered this long is slow evidence (recorded, never a death on its own). */
   timeoutMs: number;
-  /** Consecutive failures that mark a replica down. */
+  /** Consecutive pieces of death evidence (unreachable) that mark a replica down. */
   fall: number;
-  /** Consecutive successes that mark it up again. */
+  /** Consecutive answered checks that mark it up again. */
   rise: number;
+  /**
+   * A replica that answers nothing at all, not even its health check, for this long is taken
+   * for unreachable: a paused or hung server never refuses, it only stays silent. A busy server
+   * answers SELECT 1 within its CPU share well before this.
+   */
+  hangMs: number;
 }
 
 /**
  * Defaults: HAProxy's are inter 2s fall 3 rise 2; demo phases are 15 s long, so we check every
  * second with fall 2 / rise 2: a dead replica is seen within ~2 s (sooner when sessions report
- * connection errors, which count as failed checks), a flapping one needs two good checks back.
+ * connection errors, which count as death evidence), a flapping one needs two good checks back.
+ * A silent replica is taken for dead after 5 s without an answer.
  */
-export const DEFAULT_HEALTH: HealthOptions = { intervalMs: 1000, timeoutMs: 1000, fall: 2, rise: 2 };
+export const DEFAULT_HEALTH: HealthOptions = {
+  intervalMs: 1000,
+  timeoutMs: 1000,
+  fall: 2,
+  rise: 2,
+  hangMs: 5000,
+};
 
 export type HealthState = 'up' | 'down';
 
@@ -68,31 +83,62 @@ export class HealthTracker {
 
 export type HealthVia = 'health' | 'connect' | 'session';
 
+/** One classified failure the checker heard of (every one is recorded; only some count). */
+export interface FailureReport {
+  replica: string;
+  cause: FailureCause;
+  via: HealthVia;
+  /** The error's message (or why the checker gave up waiting). */
+  detail: string;
+}
+
+export interface HealthCheckerOptions extends HealthOptions {
+  /** Run clock, ms. */
+  now?: () => number;
+}
+
+interface CheckState {
+  client: pg.Client | undefined;
+  /** When the check now in flight was sent (undefined: none in flight). */
+  sentMs: number | undefined;
+  /** Bumped when a client is dropped: results of older checks are ignored. */
+  generation: number;
+  slowReported: boolean;
+}
+
 /**
  * Active health checks over one persistent connection per replica (reconnecting after a
- * failure), plus passive reports from sessions. Calls onChange when a replica falls or rises.
+ * failure), plus passive reports from sessions. Every failure is classified (failure-cause.ts):
+ * only `unreachable` counts toward fall; overloaded and slow are reported through onFailure but
+ * never mark a replica down, and an answered check resets the count (the replica is up). A check
+ * is never abandoned for being slow: the next one waits for it, so a busy replica is not
+ * hammered with reconnects that would cost it more CPU.
  */
 export class HealthChecker {
   private readonly tracker: HealthTracker;
-  private readonly clients = new Map<string, pg.Client>();
+  private readonly checks = new Map<string, CheckState>();
   private timer: NodeJS.Timeout | undefined;
   private running = false;
-  private readonly inFlight = new Set<string>();
+  private readonly now: () => number;
 
   constructor(
     private readonly ports: ReadonlyMap<string, number>,
     private readonly credentials: Credentials,
-    private readonly opts: HealthOptions,
-    private readonly onChange: (replica: string, state: HealthState, via: HealthVia) => void,
+    private readonly opts: HealthCheckerOptions,
+    private readonly onChange: (replica: string, state: HealthState, via: HealthVia, cause: string) => void,
+    private readonly onFailure: (report: FailureReport) => void = () => undefined,
   ) {
     this.tracker = new HealthTracker([...ports.keys()], opts.fall, opts.rise);
+    this.now = opts.now ?? (() => performance.now());
+    for (const id of ports.keys())
+      this.checks.set(id, { client: undefined, sentMs: undefined, generation: 0, slowReported: false });
   }
 
   start(): void {
     this.running = true;
     const tick = (): void => {
       if (!this.running) return;
-      for (const id of this.ports.keys()) void this.checkOne(id);
+      for (const id of this.ports.keys()) this.checkOne(id);
       this.timer = setTimeout(tick, this.opts.intervalMs);
     };
     tick();
@@ -101,77 +147,108 @@ export class HealthChecker {
   stop(): void {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
-    for (const id of [...this.clients.keys()]) this.dropClient(id);
+    for (const id of this.checks.keys()) this.dropClient(id);
   }
 
-  /** A session saw a connection error on this replica: count it as a failed check. */
-  reportFailure(replica: string, via: HealthVia): void {
-    this.apply(replica, false, via);
+  /** A session or a connect attempt failed on this replica: classify it and count what counts. */
+  reportFailure(replica: string, err: unknown, via: HealthVia): FailureCause {
+    const cause = classifyFailure(err);
+    this.fail(replica, cause, via, errorText(err));
+    return cause;
   }
 
   isHealthy(replica: string): boolean {
     return this.tracker.isHealthy(replica);
   }
 
-  private apply(replica: string, ok: boolean, via: HealthVia): void {
+  private fail(replica: string, cause: FailureCause, via: HealthVia, detail: string): void {
     if (!this.running) return;
-    const change = this.tracker.observe(replica, ok);
-    if (change) this.onChange(replica, change, via);
+    this.onFailure({ replica, cause, via, detail });
+    if (!isDeathEvidence(cause)) return;
+    const change = this.tracker.observe(replica, false);
+    if (change) this.onChange(replica, change, via, `${cause}: ${detail}`);
   }
 
-  private async checkOne(id: string): Promise<void> {
-    if (this.inFlight.has(id)) return; // the previous check is still waiting for its timeout
-    this.inFlight.add(id);
-    try {
-      const ok = await this.probe(id);
-      this.apply(id, ok, 'health');
-    } finally {
-      this.inFlight.delete(id);
-    }
+  private answered(replica: string): void {
+    if (!this.running) return;
+    const change = this.tracker.observe(replica, true);
+    if (change) this.onChange(replica, change, 'health', 'answered');
   }
 
-  private async probe(id: string): Promise<boolean> {
-    const port = this.ports.get(id);
-    if (port === undefined) return false;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.opts.timeoutMs);
-    });
-    const attempt = (async (): Promise<boolean> => {
-      let client = this.clients.get(id);
-      if (!client) {
-        client = new pg.Client({
-          host: '127.0.0.1',
-          port,
-          user: this.credentials.user,
-          password: this.credentials.password,
-          database: this.credentials.database,
-          connectionTimeoutMillis: this.opts.timeoutMs,
-          application_name: 'plb-health',
-        });
-        client.on('error', () => {
-          this.dropClient(id);
-        });
-        this.clients.set(id, client);
-        await client.connect();
+  private checkOne(id: string): void {
+    const st = this.checks.get(id);
+    if (!st) return;
+    if (st.sentMs !== undefined) {
+      // The previous check is still unanswered: slow once, then silent past hangMs.
+      const waited = this.now() - st.sentMs;
+      if (waited >= this.opts.timeoutMs && !st.slowReported) {
+        st.slowReported = true;
+        this.fail(id, 'slow', 'health', `health check unanswered after ${Math.round(waited)} ms`);
       }
-      await client.query('SELECT 1');
-      return true;
-    })().catch(() => false);
-    const ok = await Promise.race([attempt, timeout]);
-    if (timer) clearTimeout(timer);
-    if (!ok) this.dropClient(id);
-    return ok;
+      if (waited >= this.opts.hangMs) {
+        this.fail(id, 'unreachable', 'health', `no answer for ${Math.round(waited)} ms`);
+        // A socket that never closes (a vanished peer) must not block checks forever.
+        if (waited >= 3 * this.opts.hangMs) this.dropClient(id);
+      }
+      return;
+    }
+    st.sentMs = this.now();
+    st.slowReported = false;
+    const generation = st.generation;
+    this.probe(id, st).then(
+      () => {
+        if (st.generation !== generation) return;
+        st.sentMs = undefined;
+        this.answered(id);
+      },
+      (err: unknown) => {
+        if (st.generation !== generation) return;
+        st.sentMs = undefined;
+        this.dropClient(id);
+        const cause = classifyFailure(err);
+        this.fail(id, cause, 'health', errorText(err));
+        // The server answered with an error (53300, 57P03...): alive, but not yet usable.
+      },
+    );
+  }
+
+  private async probe(id: string, st: CheckState): Promise<void> {
+    const port = this.ports.get(id);
+    if (port === undefined) throw new Error(`no port for ${id}`);
+    if (!st.client) {
+      const client = new pg.Client({
+        host: '127.0.0.1',
+        port,
+        user: this.credentials.user,
+        password: this.credentials.password,
+        database: this.credentials.database,
+        connectionTimeoutMillis: this.opts.hangMs,
+        application_name: 'plb-health',
+      });
+      // An idle client's socket error must not crash the run; the next check sees the failure.
+      client.on('error', () => undefined);
+      st.client = client;
+      await client.connect();
+    }
+    await st.client.query('SELECT 1');
   }
 
   private dropClient(id: string): void {
-    const client = this.clients.get(id);
+    const st = this.checks.get(id);
+    if (!st) return;
+    st.generation += 1;
+    st.sentMs = undefined;
+    const client = st.client;
+    st.client = undefined;
     if (!client) return;
-    this.clients.delete(id);
     const stream = (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection
       ?.stream;
     stream?.destroy();
     // Not awaited: after destroy() the 'end' handshake may never complete.
     client.end().catch(() => undefined);
   }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

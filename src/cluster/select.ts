@@ -11,8 +11,10 @@ import {
   readClusterRecord,
   validateClusterName,
   writeClusterRecord,
+  type ClusterRecord,
   type DriverKind,
 } from './state.js';
+import { MAX_MAX_CONNECTIONS, MIN_MAX_CONNECTIONS, memoryForConnections } from './sizing.js';
 
 export type DriverChoice = 'auto' | DriverKind;
 
@@ -21,7 +23,10 @@ export const DEFAULT_BASE_PORT = 55432;
 /** Per-replica CPU quota: five replicas plus the primary and the client fit two cores. */
 export const DEFAULT_CPUS = 0.25;
 export const DEFAULT_PRIMARY_CPUS = 0.5;
-export const DEFAULT_MEMORY_MB = 512;
+/** The image's historical default; `cluster up --max-connections` or a bench's sizing raise it. */
+export const DEFAULT_MAX_CONNECTIONS = 200;
+/** Where a record from before max_connections was recorded: what each driver used then. */
+const LEGACY_MAX_CONNECTIONS: Record<DriverKind, number> = { docker: 200, local: 100 };
 
 /** A full spec from the given fields and the defaults; checks the numbers. */
 export function clusterSpec(over: Partial<ClusterSpec> = {}): ClusterSpec {
@@ -31,7 +36,8 @@ export function clusterSpec(over: Partial<ClusterSpec> = {}): ClusterSpec {
     basePort: over.basePort ?? DEFAULT_BASE_PORT,
     cpus: over.cpus ?? DEFAULT_CPUS,
     primaryCpus: over.primaryCpus ?? DEFAULT_PRIMARY_CPUS,
-    memoryMb: over.memoryMb ?? DEFAULT_MEMORY_MB,
+    maxConnections: over.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+    memoryMb: over.memoryMb ?? memoryForConnections(over.maxConnections ?? DEFAULT_MAX_CONNECTIONS),
     stateDir: over.stateDir ?? defaultStateDir(),
     ...(over.image !== undefined ? { image: over.image } : {}),
   };
@@ -50,6 +56,16 @@ export function clusterSpec(over: Partial<ClusterSpec> = {}): ClusterSpec {
     throw new PlbError('BAD_INPUT', `primary-cpus: must be > 0, got ${spec.primaryCpus}`);
   if (!Number.isInteger(spec.memoryMb) || spec.memoryMb < 64) {
     throw new PlbError('BAD_INPUT', `memory: must be an integer of at least 64 MiB, got ${spec.memoryMb}`);
+  }
+  if (
+    !Number.isInteger(spec.maxConnections) ||
+    spec.maxConnections < MIN_MAX_CONNECTIONS ||
+    spec.maxConnections > MAX_MAX_CONNECTIONS
+  ) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `max-connections: must be an integer from ${MIN_MAX_CONNECTIONS} to ${MAX_MAX_CONNECTIONS}, got ${spec.maxConnections}`,
+    );
   }
   return spec;
 }
@@ -138,7 +154,7 @@ export async function openCluster(
     });
   }
   // The record's spec is authoritative, but the state folder is where we found it.
-  return createDriver(record.driver, { ...record.spec, stateDir });
+  return createDriver(record.driver, recordedSpec(record, stateDir));
 }
 
 /**
@@ -153,7 +169,7 @@ export async function downCluster(
   validateClusterName(name);
   const done: string[] = [];
   const record = readClusterRecord(stateDir, name);
-  const spec = record ? { ...record.spec, stateDir } : clusterSpec({ name, stateDir });
+  const spec = record ? recordedSpec(record, stateDir) : clusterSpec({ name, stateDir });
   if (record?.driver === 'docker' || (await dockerAnswers())) {
     const d = await createDocker(spec);
     await d.down();
@@ -190,7 +206,7 @@ export async function bringUp(opts: {
   // driver's up then starts what is not running.
   const { driver, reason } = existing
     ? {
-        driver: await createDriver(existing.driver, { ...existing.spec, stateDir: opts.spec.stateDir }),
+        driver: await createDriver(existing.driver, recordedSpec(existing, opts.spec.stateDir)),
         reason: `${existing.driver} driver (existing cluster ${existing.name}, its recorded spec)`,
       }
     : await resolveDriver({ driver: opts.driver, spec: opts.spec });
@@ -206,6 +222,15 @@ export async function bringUp(opts: {
     });
   }
   return { driver, reason };
+}
+
+/** The spec a record describes, found in stateDir (older records lack max_connections). */
+function recordedSpec(record: ClusterRecord, stateDir: string): ClusterSpec {
+  return {
+    ...record.spec,
+    maxConnections: record.spec.maxConnections ?? LEGACY_MAX_CONNECTIONS[record.driver],
+    stateDir,
+  };
 }
 
 /** A positive decimal flag value (e.g. --cpus); a one-line BAD_INPUT error naming the flag otherwise. */

@@ -14,8 +14,8 @@ import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { histogramLog, newLatencyHistogram } from './histogram.js';
 import { percentileMs, round } from './math.js';
 import { computePhases, livePhaseName, type FaultMark } from './phases.js';
-import { MetricsStore } from './store.js';
-import { detectionRecords, summarizePhases } from './summary.js';
+import { COUNTED_CAUSES, MetricsStore } from './store.js';
+import { detectionCounts, detectionRecords, summarizePhases } from './summary.js';
 import { timelineHeader, timelineRow } from './timeline.js';
 import {
   SUMMARY_SCHEMA_VERSION,
@@ -153,9 +153,21 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
     const upTo = Math.floor(nowMs / 1000);
     if (!(upTo > nextSecond)) return;
     const rows: string[] = [];
+    const failureLines: string[] = [];
     for (; nextSecond < upTo; nextSecond++) {
       const agg = store.peekSecond(nextSecond);
       if (agg?.state) lastState = agg.state;
+      // One 'failures' event per replica and second with any: recorded, whether or not it counted.
+      if (agg) {
+        replicas.forEach((replica, i) => {
+          const counts = COUNTED_CAUSES.map((_, c) => agg.failures[c]?.[i] ?? 0);
+          if (counts.every((n) => n === 0)) return;
+          const e: RunEvent = { type: 'failures', tMs: nextSecond * 1000, replica };
+          COUNTED_CAUSES.forEach((cause, c) => (e[cause] = counts[c]));
+          events.push(e);
+          failureLines.push(JSON.stringify(e));
+        });
+      }
       rows.push(
         timelineRow(
           nextSecond,
@@ -168,6 +180,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
       );
     }
     appendFileSync(path(RUN_FILES.timeline), `${rows.join('\n')}\n`);
+    if (failureLines.length > 0) appendFileSync(path(RUN_FILES.events), `${failureLines.join('\n')}\n`);
     store.dropBefore(nextSecond - PROGRESS_KEEP_S);
   };
 
@@ -240,6 +253,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         durationS: round(endMs / 1000, 3) ?? 0,
         phases: stats.phases,
         detection: detectionRecords(events),
+        detectionCounts: detectionCounts(events),
       };
       writeAtomic(path(RUN_FILES.summary), `${JSON.stringify(summary, null, 2)}\n`);
       if (!complete) {

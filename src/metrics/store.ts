@@ -2,10 +2,22 @@ import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { f32, f64, u8, type Column } from './columns.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
-import type { Recorder, ReplicaState } from './types.js';
+import type { FailureCause } from '../cluster/failure-cause.js';
+import type { Recorder, ReplicaState, SessionEnding } from './types.js';
 
 /** Replica index stored for a replica id the run was not told about. */
 export const UNKNOWN_REPLICA = 255;
+
+/** Session endings as stored in ClassLog.closeEnding. */
+export const ENDING_CODE: Record<SessionEnding, number> = { finished: 0, failed: 1, cut: 2 };
+
+/** The failure causes counted per replica (ReplicaPhaseStats, timeline.csv), in column order. */
+export const COUNTED_CAUSES = ['unreachable', 'overloaded', 'slow'] as const;
+export type CountedCause = (typeof COUNTED_CAUSES)[number];
+
+function causeIndex(cause: FailureCause): number {
+  return (COUNTED_CAUSES as readonly string[]).indexOf(cause);
+}
 
 /** Everything one class did, one entry per query/session, in typed columns (ms since run start). */
 export interface ClassLog {
@@ -15,10 +27,27 @@ export interface ClassLog {
   errorEnd: Column<Float64Array>;
   openAt: Column<Float64Array>;
   openReplica: Column<Uint8Array>;
+  openConnectUs: Column<Float32Array>;
   closeAt: Column<Float64Array>;
   closeLifetimeMs: Column<Float64Array>;
-  closeFailed: Column<Uint8Array>;
+  /** ENDING_CODE of each closed session. */
+  closeEnding: Column<Uint8Array>;
   admissionAt: Column<Float64Array>;
+}
+
+/** Classified failures per replica (only the COUNTED_CAUSES; index into that list). */
+export interface FailureLog {
+  at: Column<Float64Array>;
+  replica: Column<Uint8Array>;
+  cause: Column<Uint8Array>;
+}
+
+/** The client process: CPU one row per sample, event-loop delay one row per timer tick. */
+export interface HarnessLog {
+  cpuAt: Column<Float64Array>;
+  cpu: Column<Float64Array>;
+  loopAt: Column<Float64Array>;
+  loopDelayUs: Column<Float32Array>;
 }
 
 /** CPU samples: one time column and one value column per replica (NaN = null, replica down). */
@@ -29,6 +58,7 @@ export interface CpuLog {
 
 export interface ClassSecond {
   hist: Histogram;
+  connectHist: Histogram;
   count: number;
   errors: number;
   opened: number;
@@ -41,6 +71,12 @@ export interface SecondAgg {
   classes: Record<ServiceClass, ClassSecond>;
   cpuSum: number[];
   cpuN: number[];
+  /** Per COUNTED_CAUSES entry, per replica index: failures heard of in this second. */
+  failures: number[][];
+  /** Client CPU (fraction of one core) sampled in this second, if any. */
+  harnessCpu: number | undefined;
+  /** Event-loop delay of the client in this second, us. */
+  loopHist: Histogram;
   state: Record<string, ReplicaState> | undefined;
   stateAtMs: number;
 }
@@ -53,9 +89,10 @@ function newClassLog(): ClassLog {
     errorEnd: f64(),
     openAt: f64(),
     openReplica: u8(),
+    openConnectUs: f32(),
     closeAt: f64(),
     closeLifetimeMs: f64(),
-    closeFailed: u8(),
+    closeEnding: u8(),
     admissionAt: f64(),
   };
 }
@@ -69,6 +106,8 @@ function newClassLog(): ClassLog {
 export class MetricsStore implements Recorder {
   readonly logs: Record<ServiceClass, ClassLog> = { premium: newClassLog(), freemium: newClassLog() };
   readonly cpuLog: CpuLog;
+  readonly failureLog: FailureLog = { at: f64(), replica: u8(), cause: u8() };
+  readonly harnessLog: HarnessLog = { cpuAt: f64(), cpu: f64(), loopAt: f64(), loopDelayUs: f32() };
   private readonly index = new Map<string, number>();
   private readonly seconds = new Map<number, SecondAgg>();
   private readonly pool: Histogram[] = [];
@@ -107,13 +146,18 @@ export class MetricsStore implements Recorder {
     if (s) s.errors++;
   }
 
-  sessionOpened(cls: ServiceClass, replica: string, atMs: number): void {
+  sessionOpened(cls: ServiceClass, replica: string, atMs: number, connectMs: number): void {
     if (this.sealed) return;
     const log = this.logs[cls];
+    const us = toLatencyUs(connectMs);
     log.openAt.push(atMs);
     log.openReplica.push(this.replicaIndex(replica));
+    log.openConnectUs.push(us);
     const s = this.second(atMs)?.classes[cls];
-    if (s) s.opened++;
+    if (s) {
+      s.opened++;
+      s.connectHist.recordValue(us);
+    }
   }
 
   sessionClosed(
@@ -121,15 +165,42 @@ export class MetricsStore implements Recorder {
     _replica: string,
     openedMs: number,
     closedMs: number,
-    failed: boolean,
+    ending: SessionEnding,
   ): void {
     if (this.sealed) return;
     const log = this.logs[cls];
     log.closeAt.push(closedMs);
     log.closeLifetimeMs.push(Math.max(0, closedMs - openedMs));
-    log.closeFailed.push(failed ? 1 : 0);
+    log.closeEnding.push(ENDING_CODE[ending]);
     const s = this.second(closedMs)?.classes[cls];
-    if (s && failed) s.failed++;
+    if (s && ending === 'failed') s.failed++;
+  }
+
+  replicaFailure(replica: string, atMs: number, cause: FailureCause): void {
+    const c = causeIndex(cause);
+    if (this.sealed || c < 0) return;
+    const r = this.replicaIndex(replica);
+    this.failureLog.at.push(atMs);
+    this.failureLog.replica.push(r);
+    this.failureLog.cause.push(c);
+    const row = this.second(atMs)?.failures[c];
+    if (row && r !== UNKNOWN_REPLICA) row[r] = (row[r] ?? 0) + 1;
+  }
+
+  harnessCpu(atMs: number, cpu: number): void {
+    if (this.sealed) return;
+    this.harnessLog.cpuAt.push(atMs);
+    this.harnessLog.cpu.push(cpu);
+    const sec = this.second(atMs);
+    if (sec) sec.harnessCpu = cpu;
+  }
+
+  loopDelay(atMs: number, delayMs: number): void {
+    if (this.sealed) return;
+    const us = toLatencyUs(delayMs);
+    this.harnessLog.loopAt.push(atMs);
+    this.harnessLog.loopDelayUs.push(us);
+    this.second(atMs)?.loopHist.recordValue(us);
   }
 
   admissionFailed(cls: ServiceClass, atMs: number, _reason: string): void {
@@ -170,6 +241,7 @@ export class MetricsStore implements Recorder {
     if (agg === undefined) {
       const cs = (): ClassSecond => ({
         hist: this.histogram(),
+        connectHist: this.histogram(),
         count: 0,
         errors: 0,
         opened: 0,
@@ -180,6 +252,9 @@ export class MetricsStore implements Recorder {
         classes: { premium: cs(), freemium: cs() },
         cpuSum: this.replicas.map(() => 0),
         cpuN: this.replicas.map(() => 0),
+        failures: COUNTED_CAUSES.map(() => this.replicas.map(() => 0)),
+        harnessCpu: undefined,
+        loopHist: this.histogram(),
         state: undefined,
         stateAtMs: Number.NEGATIVE_INFINITY,
       };
@@ -198,7 +273,8 @@ export class MetricsStore implements Recorder {
     if (s <= this.keptFrom) return;
     for (const [k, agg] of this.seconds) {
       if (k < s) {
-        for (const cls of SERVICE_CLASSES) this.pool.push(agg.classes[cls].hist);
+        for (const cls of SERVICE_CLASSES)
+          this.pool.push(agg.classes[cls].hist, agg.classes[cls].connectHist);
         this.seconds.delete(k);
       }
     }

@@ -2,6 +2,7 @@ import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { newLatencyHistogram } from './histogram.js';
 import {
+  percentileMs,
   coefficientOfVariation,
   goodputRetention,
   mean,
@@ -13,14 +14,17 @@ import {
 } from './math.js';
 import { REF_PHASE } from '../faults/actions.js';
 import { phaseIndexAt } from './phases.js';
-import { UNKNOWN_REPLICA, type ClassLog, type MetricsStore } from './store.js';
-import type {
-  ClassPhaseStats,
-  DetectionRecord,
-  Phase,
-  PhaseSummary,
-  ReplicaPhaseStats,
-  RunEvent,
+import { COUNTED_CAUSES, ENDING_CODE, UNKNOWN_REPLICA, type ClassLog, type MetricsStore } from './store.js';
+import {
+  HARNESS_LOOP_P99_LIMIT_MS,
+  type ClassPhaseStats,
+  type DetectionCounts,
+  type DetectionRecord,
+  type HarnessPhaseStats,
+  type Phase,
+  type PhaseSummary,
+  type ReplicaPhaseStats,
+  type RunEvent,
 } from './types.js';
 
 export interface PhaseHistogram {
@@ -52,17 +56,27 @@ function classStats(log: ClassLog, phases: readonly Phase[], hists: Histogram[])
   const admission = countByPhase(phases, log.admissionAt.length, (i) => log.admissionAt.get(i));
   const closed = phases.map(() => 0);
   const failed = phases.map(() => 0);
+  const cut = phases.map(() => 0);
   const lifetimes: number[][] = phases.map(() => []);
   for (let i = 0; i < log.closeAt.length; i++) {
     const p = phaseIndexAt(phases, log.closeAt.get(i));
     if (p < 0) continue;
     closed[p] = (closed[p] ?? 0) + 1;
-    if (log.closeFailed.get(i) === 1) failed[p] = (failed[p] ?? 0) + 1;
-    lifetimes[p]?.push(log.closeLifetimeMs.get(i));
+    const ending = log.closeEnding.get(i);
+    if (ending === ENDING_CODE.failed) failed[p] = (failed[p] ?? 0) + 1;
+    else if (ending === ENDING_CODE.cut) cut[p] = (cut[p] ?? 0) + 1;
+    // Lifetime is the backlog signal of sessions that did their work: failed and cut are apart.
+    else lifetimes[p]?.push(log.closeLifetimeMs.get(i));
+  }
+  const connects = phases.map(() => newLatencyHistogram());
+  for (let i = 0; i < log.openAt.length; i++) {
+    const p = phaseIndexAt(phases, log.openAt.get(i));
+    if (p >= 0) connects[p]?.recordValue(log.openConnectUs.get(i));
   }
   return phases.map((ph, p) => {
     const h = hists[p] ?? newLatencyHistogram();
     const pct = percentilesMs(h);
+    const conn = connects[p] ?? newLatencyHistogram();
     const life = (lifetimes[p] ?? []).sort((a, b) => a - b);
     return {
       p50: round(pct.p50, 3),
@@ -76,9 +90,12 @@ function classStats(log: ClassLog, phases: readonly Phase[], hists: Histogram[])
       sessionsOpened: opened[p] ?? 0,
       sessionsClosed: closed[p] ?? 0,
       sessionsFailed: failed[p] ?? 0,
+      sessionsCut: cut[p] ?? 0,
       admissionFailures: admission[p] ?? 0,
       lifetimeP50Ms: round(nearestRank(life, 50), 3),
       lifetimeP95Ms: round(nearestRank(life, 95), 3),
+      connectP50Ms: conn.totalCount > 0 ? round(percentileMs(conn, 50), 3) : null,
+      connectP95Ms: conn.totalCount > 0 ? round(percentileMs(conn, 95), 3) : null,
     };
   });
 }
@@ -90,6 +107,13 @@ function replicaStats(store: MetricsStore, phases: readonly Phase[]): Record<str
   const queries = zeros();
   const cpuSum = zeros();
   const cpuN = zeros();
+  const failures = COUNTED_CAUSES.map(() => zeros());
+  const fl = store.failureLog;
+  for (let i = 0; i < fl.at.length; i++) {
+    const row = failures[fl.cause.get(i)]?.[phaseIndexAt(phases, fl.at.get(i))];
+    const r = fl.replica.get(i);
+    if (row && r !== UNKNOWN_REPLICA) row[r] = (row[r] ?? 0) + 1;
+  }
   for (const cls of SERVICE_CLASSES) {
     const log = store.logs[cls];
     for (let i = 0; i < log.openAt.length; i++) {
@@ -127,6 +151,9 @@ function replicaStats(store: MetricsStore, phases: readonly Phase[]): Record<str
         cpuMean: n > 0 ? round((cpuSum[p]?.[r] ?? 0) / n, 4) : null,
         sessionsOpened: sessions[p]?.[r] ?? 0,
         queries: queries[p]?.[r] ?? 0,
+        unreachable: failures[0]?.[p]?.[r] ?? 0,
+        overloaded: failures[1]?.[p]?.[r] ?? 0,
+        slow: failures[2]?.[p]?.[r] ?? 0,
       };
     });
     return out;
@@ -153,6 +180,7 @@ export function summarizePhases(
     perClass[cls] = classStats(store.logs[cls], phases, hists);
   }
   const replicas = replicaStats(store, phases);
+  const harness = harnessStats(store, phases);
   const refIdx = phases.findIndex((p) => p.name === REF_PHASE);
   const summaries = phases.map((ph, p): PhaseSummary => {
     const classes = {} as Record<ServiceClass, ClassPhaseStats>;
@@ -182,9 +210,34 @@ export function summarizePhases(
       replicas: reps,
       cpuMean: round(mean(upCpu), 4),
       cpuCv: round(coefficientOfVariation(upCpu), 4),
+      ...(harness[p] ? { harness: harness[p] } : {}),
     };
   });
   return { phases: summaries, histograms };
+}
+
+/** Per phase: the client process's CPU and event-loop delay (undefined where it was not sampled). */
+function harnessStats(store: MetricsStore, phases: readonly Phase[]): (HarnessPhaseStats | undefined)[] {
+  const h = store.harnessLog;
+  const cpu = phases.map(() => [] as number[]);
+  for (let i = 0; i < h.cpuAt.length; i++) cpu[phaseIndexAt(phases, h.cpuAt.get(i))]?.push(h.cpu.get(i));
+  const loops = phases.map(() => newLatencyHistogram());
+  for (let i = 0; i < h.loopAt.length; i++)
+    loops[phaseIndexAt(phases, h.loopAt.get(i))]?.recordValue(h.loopDelayUs.get(i));
+  return phases.map((_, p) => {
+    const c = cpu[p] ?? [];
+    const loop = loops[p];
+    if (c.length === 0 || !loop || loop.totalCount === 0) return undefined;
+    const p99 = percentileMs(loop, 99) ?? 0;
+    return {
+      cpuMean: round(mean(c), 4),
+      cpuMax: round(Math.max(...c), 4),
+      loopP50Ms: round(percentileMs(loop, 50), 3),
+      loopP99Ms: round(p99, 3),
+      loopMaxMs: round(loop.maxValue / 1000, 3),
+      saturated: p99 > HARNESS_LOOP_P99_LIMIT_MS,
+    };
+  });
 }
 
 const EXPECTED_STATE: Record<string, 'down' | 'up'> = {
@@ -220,4 +273,17 @@ export function detectionRecords(events: readonly RunEvent[]): DetectionRecord[]
       delayMs: hit ? hit.tMs - f.tMs : null,
     };
   });
+}
+
+/**
+ * Counts every 'detect' event, and those that no injected fault explains: each fault the router
+ * should notice explains one detection (the one detectionRecords credits it with); every other
+ * detection is false (an overload taken for a death, a flap, the up that ends a false down).
+ */
+export function detectionCounts(events: readonly RunEvent[]): DetectionCounts {
+  const detects = events.filter((e) => e.type === 'detect');
+  const down = detects.filter((e) => e['state'] === 'down').length;
+  const up = detects.filter((e) => e['state'] === 'up').length;
+  const explained = detectionRecords(events).filter((r) => r.detectedMs !== null).length;
+  return { down, up, unexplained: down + up - explained };
 }

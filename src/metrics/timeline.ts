@@ -1,6 +1,6 @@
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { percentileMs, round } from './math.js';
-import type { SecondAgg } from './store.js';
+import { COUNTED_CAUSES, type SecondAgg } from './store.js';
 import type { ReplicaState } from './types.js';
 
 /** Per class columns of timeline.csv, as `<class>_<metric>`. */
@@ -13,15 +13,20 @@ export const CLASS_METRICS = [
   'sessions_opened',
   'sessions_failed',
   'admission_failures',
+  'connect_p95_ms',
 ] as const;
 
-/** Per replica columns of timeline.csv, as `<replica>_<metric>`. */
-export const REPLICA_METRICS = ['cpu', 'premium', 'freemium', 'role', 'healthy'] as const;
+/** Per replica columns of timeline.csv, as `<replica>_<metric>` (failures heard of, by cause). */
+export const REPLICA_METRICS = ['cpu', 'premium', 'freemium', 'role', 'healthy', ...COUNTED_CAUSES] as const;
+
+/** The client process (is the harness keeping up?), right after t_s and phase. */
+export const HARNESS_COLUMNS = ['harness_cpu', 'loop_p99_ms', 'loop_max_ms'] as const;
 
 export function timelineHeader(classes: readonly ServiceClass[], replicas: readonly string[]): string[] {
   return [
     't_s',
     'phase',
+    ...HARNESS_COLUMNS,
     ...classes.flatMap((c) => CLASS_METRICS.map((m) => `${c}_${m}`)),
     ...replicas.flatMap((r) => REPLICA_METRICS.map((m) => `${r}_${m}`)),
   ];
@@ -42,7 +47,14 @@ export function timelineRow(
   classes: readonly ServiceClass[],
   replicas: readonly string[],
 ): string {
-  const cells: (number | string | null)[] = [tS, phase];
+  const loop = agg && agg.loopHist.totalCount > 0 ? agg.loopHist : undefined;
+  const cells: (number | string | null)[] = [
+    tS,
+    phase,
+    agg?.harnessCpu === undefined ? null : round(agg.harnessCpu, 4),
+    loop ? round(percentileMs(loop, 99), 3) : null,
+    loop ? round(loop.maxValue / 1000, 3) : null,
+  ];
   for (const cls of classes) {
     const c = agg?.classes[cls];
     const count = c?.count ?? 0;
@@ -55,6 +67,7 @@ export function timelineRow(
       c?.opened ?? 0,
       c?.failed ?? 0,
       c?.admission ?? 0,
+      c && c.opened > 0 ? round(percentileMs(c.connectHist, 95), 3) : null,
     );
   }
   replicas.forEach((r, i) => {
@@ -66,6 +79,7 @@ export function timelineRow(
       st?.freemium ?? null,
       st?.role ?? null,
       st === undefined ? null : st.healthy ? 1 : 0,
+      ...COUNTED_CAUSES.map((_, c) => agg?.failures[c]?.[i] ?? 0),
     );
   });
   return cells.map(cell).join(',');
@@ -80,6 +94,7 @@ export interface TimelineClassCells {
   sessionsOpened: number;
   sessionsFailed: number;
   admissionFailures: number;
+  connectP95Ms: number | null;
 }
 
 export interface TimelineReplicaCells {
@@ -88,12 +103,23 @@ export interface TimelineReplicaCells {
   freemium: number | null;
   role: string | null;
   healthy: boolean | null;
+  /** Failures heard of in the second, by cause (0 in files written before they were recorded). */
+  unreachable: number;
+  overloaded: number;
+  slow: number;
+}
+
+export interface TimelineHarnessCells {
+  cpu: number | null;
+  loopP99Ms: number | null;
+  loopMaxMs: number | null;
 }
 
 /** One parsed row of timeline.csv (empty cells are null). */
 export interface TimelineRow {
   tS: number;
   phase: string;
+  harness: TimelineHarnessCells;
   classes: Partial<Record<ServiceClass, TimelineClassCells>>;
   replicas: Record<string, TimelineReplicaCells>;
 }
@@ -111,15 +137,20 @@ export function parseTimeline(text: string): TimelineRow[] {
   if (cutOff && (lines.at(-1)?.split(',').length ?? 0) < header.length) lines.pop();
   const classCols: { cls: ServiceClass; metric: string; i: number }[] = [];
   const replicaCols: { id: string; metric: string; i: number }[] = [];
+  const harnessCols = new Map<string, number>();
   header.forEach((h, i) => {
     if (i < 2) return;
+    if ((HARNESS_COLUMNS as readonly string[]).includes(h)) {
+      harnessCols.set(h, i);
+      return;
+    }
     const cls = SERVICE_CLASSES.find((c) => h.startsWith(`${c}_`));
     const metric = cls ? h.slice(cls.length + 1) : '';
     if (cls && (CLASS_METRICS as readonly string[]).includes(metric)) {
       classCols.push({ cls, metric, i });
       return;
     }
-    const m = /^(.+)_(cpu|premium|freemium|role|healthy)$/.exec(h);
+    const m = new RegExp(`^(.+)_(${REPLICA_METRICS.join('|')})$`).exec(h);
     if (!m?.[1] || !m[2]) throw new Error(`line 1: unknown column ${h}`);
     replicaCols.push({ id: m[1], metric: m[2], i });
   });
@@ -153,6 +184,7 @@ export function parseTimeline(text: string): TimelineRow[] {
         sessionsOpened: 0,
         sessionsFailed: 0,
         admissionFailures: 0,
+        connectP95Ms: null,
       });
       const v = num(i);
       if (metric === 'p50_ms') c.p50Ms = v;
@@ -162,15 +194,32 @@ export function parseTimeline(text: string): TimelineRow[] {
       else if (metric === 'errors') c.errors = v ?? 0;
       else if (metric === 'sessions_opened') c.sessionsOpened = v ?? 0;
       else if (metric === 'sessions_failed') c.sessionsFailed = v ?? 0;
+      else if (metric === 'connect_p95_ms') c.connectP95Ms = v;
       else c.admissionFailures = v ?? 0;
     }
     const replicas: Record<string, TimelineReplicaCells> = {};
     for (const { id, metric, i } of replicaCols) {
-      const r = (replicas[id] ??= { cpu: null, premium: null, freemium: null, role: null, healthy: null });
+      const r = (replicas[id] ??= {
+        cpu: null,
+        premium: null,
+        freemium: null,
+        role: null,
+        healthy: null,
+        unreachable: 0,
+        overloaded: 0,
+        slow: 0,
+      });
       if (metric === 'role') r.role = cells[i] || null;
       else if (metric === 'healthy') r.healthy = flag(i);
+      else if ((COUNTED_CAUSES as readonly string[]).includes(metric))
+        r[metric as (typeof COUNTED_CAUSES)[number]] = num(i) ?? 0;
       else r[metric as 'cpu' | 'premium' | 'freemium'] = num(i);
     }
-    return { tS: num(0) ?? n, phase: cells[1] ?? '', classes, replicas };
+    const at = (name: string): number | null => {
+      const i = harnessCols.get(name);
+      return i === undefined ? null : num(i);
+    };
+    const harness = { cpu: at('harness_cpu'), loopP99Ms: at('loop_p99_ms'), loopMaxMs: at('loop_max_ms') };
+    return { tS: num(0) ?? n, phase: cells[1] ?? '', harness, classes, replicas };
   });
 }

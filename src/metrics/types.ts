@@ -1,4 +1,11 @@
+import type { FailureCause } from '../cluster/failure-cause.js';
 import type { ServiceClass } from '../router/types.js';
+
+/** How a session ended: by finishing its queries, by an error, or cut off by the end of the run. */
+export type SessionEnding = 'finished' | 'failed' | 'cut';
+
+/** Event-loop delay p99 above this in a phase means the harness, not the servers, set the pace. */
+export const HARNESS_LOOP_P99_LIMIT_MS = 20;
 
 /**
  * What the runner tells the recorder. Times are milliseconds since the start of the run
@@ -9,15 +16,22 @@ export interface Recorder {
   queryDone(cls: ServiceClass, replica: string, endMs: number, latencyMs: number): void;
   /** A query that failed (error, not goodput). */
   queryFailed(cls: ServiceClass, replica: string, endMs: number, reason: string): void;
-  sessionOpened(cls: ServiceClass, replica: string, atMs: number): void;
-  /** failed: the session ended because of an error (its replica died), not by finishing. */
+  /** A session connected (connectMs: connect + authentication, its own metric, not query latency). */
+  sessionOpened(cls: ServiceClass, replica: string, atMs: number, connectMs: number): void;
+  /** Only sessions that ended `finished` count toward lifetime; failed and cut are counted apart. */
   sessionClosed(
     cls: ServiceClass,
     replica: string,
     openedMs: number,
     closedMs: number,
-    failed: boolean,
+    ending: SessionEnding,
   ): void;
+  /** A classified failure heard of on a replica (health check, connect or session). */
+  replicaFailure(replica: string, atMs: number, cause: FailureCause): void;
+  /** The client process's CPU (user + system, fraction of one core) over the last sample interval. */
+  harnessCpu(atMs: number, cpu: number): void;
+  /** How late a 10 ms timer of the client ran (event-loop delay), ms; about 100 a second. */
+  loopDelay(atMs: number, delayMs: number): void;
   /** A session could not be opened (NO_REPLICA or connect error). */
   admissionFailed(cls: ServiceClass, atMs: number, reason: string): void;
   /** CPU fraction of its quota per server over the last sample interval (0..1+, null = down). */
@@ -38,12 +52,14 @@ export interface ReplicaState {
 /**
  * One line of events.jsonl. `type`:
  * - 'fault': the injector applied {replica, action, cpus?} (these times are the phase boundaries)
- * - 'detect': the router marked {replica} down or up ({state: 'down'|'up', via: 'health'|'connect'|'oracle'})
+ * - 'detect': the router marked {replica} down or up ({state, via: 'health'|'connect'|'session'|'oracle',
+ *   cause: what the evidence was, e.g. 'unreachable: connect ECONNREFUSED'})
+ * - 'failures': per replica and second, the failures heard of by cause ({unreachable, overloaded, slow})
  * - 'role': plb changed {replica} from {from} to {to}
  * - 'run': {state: 'started'|'finished'|'interrupted'}; 'note': anything else worth keeping
  */
 export interface RunEvent {
-  type: 'fault' | 'detect' | 'role' | 'run' | 'note';
+  type: 'fault' | 'detect' | 'failures' | 'role' | 'run' | 'note';
   tMs: number;
   replica?: string;
   action?: string;
@@ -105,9 +121,15 @@ export interface ClassPhaseStats extends Percentiles {
   sessionsOpened: number;
   sessionsClosed: number;
   sessionsFailed: number;
+  /** Sessions cut off by the end of the run (not failed, not finished). Absent in older runs. */
+  sessionsCut?: number;
   admissionFailures: number;
+  /** Lifetime of the sessions that finished normally (failed and cut sessions excluded). */
   lifetimeP50Ms: number | null;
   lifetimeP95Ms: number | null;
+  /** Connect + authentication time of the sessions opened in the phase. Absent in older runs. */
+  connectP50Ms?: number | null;
+  connectP95Ms?: number | null;
 }
 
 export interface ReplicaPhaseStats {
@@ -116,6 +138,22 @@ export interface ReplicaPhaseStats {
   cpuMean: number | null;
   sessionsOpened: number;
   queries: number;
+  /** Failures heard of on this replica by cause (only unreachable counts toward fall). Absent in older runs. */
+  unreachable?: number;
+  overloaded?: number;
+  slow?: number;
+}
+
+/** The client process over a phase: did the harness keep up? */
+export interface HarnessPhaseStats {
+  cpuMean: number | null;
+  cpuMax: number | null;
+  /** Event-loop delay over the whole phase. */
+  loopP50Ms: number | null;
+  loopP99Ms: number | null;
+  loopMaxMs: number | null;
+  /** loopP99Ms above HARNESS_LOOP_P99_LIMIT_MS: the phase measured the harness too. */
+  saturated: boolean;
 }
 
 export interface PhaseSummary {
@@ -128,6 +166,8 @@ export interface PhaseSummary {
   /** Mean CPU fraction over the replicas up in the phase, and its coefficient of variation. */
   cpuMean: number | null;
   cpuCv: number | null;
+  /** Absent in runs recorded before harness sampling. */
+  harness?: HarnessPhaseStats;
 }
 
 export interface DetectionRecord {
@@ -137,6 +177,14 @@ export interface DetectionRecord {
   /** When the router first saw it (null = never within the run). */
   detectedMs: number | null;
   delayMs: number | null;
+}
+
+/** Every 'detect' event of a run, and those no injected fault explains (false detections). */
+export interface DetectionCounts {
+  down: number;
+  up: number;
+  /** A down while the plan had the replica up, or an up while it had it down. */
+  unexplained: number;
 }
 
 export const SUMMARY_SCHEMA_VERSION = 1;
@@ -154,4 +202,6 @@ export interface RunSummary {
   durationS: number;
   phases: PhaseSummary[];
   detection: DetectionRecord[];
+  /** Absent in older runs. */
+  detectionCounts?: DetectionCounts;
 }

@@ -17,7 +17,10 @@ export const CLASS_METRICS = [
   'errors',
   'sessionsOpened',
   'sessionsFailed',
+  'sessionsCut',
   'admissionFailures',
+  'connectP50Ms',
+  'connectP95Ms',
 ] as const satisfies readonly (keyof ClassPhaseStats)[];
 export type ClassMetric = (typeof CLASS_METRICS)[number];
 
@@ -29,9 +32,20 @@ export interface AggregatedPhase {
   endS: Stat;
   survivors: Stat;
   classes: Record<ServiceClass, Record<ClassMetric, Stat>>;
-  replicas: Record<string, { cpuMean: Stat }>;
+  replicas: Record<string, AggregatedReplica>;
   cpuMean: Stat;
   cpuCv: Stat;
+  /** The client process: its CPU (fraction of one core) and event-loop delay p99 over the phase. */
+  harnessCpu: Stat;
+  harnessLoopP99Ms: Stat;
+}
+
+export interface AggregatedReplica {
+  cpuMean: Stat;
+  /** Failures heard of, by cause (only unreachable counts toward fall). */
+  unreachable: Stat;
+  overloaded: Stat;
+  slow: Stat;
 }
 
 export interface AggregatedDetection {
@@ -57,6 +71,8 @@ export interface RunGroup {
   complete: boolean;
   phases: AggregatedPhase[];
   detection: AggregatedDetection[];
+  /** All detections, and those no injected fault explains (false ones). */
+  detections: { down: Stat; up: Stat; unexplained: Stat };
 }
 
 const STRATEGY_ORDER = ['plb', 'rr', 'static', 'lc', 'wlc'];
@@ -116,9 +132,17 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
       ) as Record<ClassMetric, Stat>;
     }
     const replicaIds = [...new Set(ps.flatMap((p) => Object.keys(p.replicas ?? {})))].sort(compareReplicaIds);
-    const replicas: Record<string, { cpuMean: Stat }> = {};
-    for (const id of replicaIds)
-      replicas[id] = { cpuMean: stat(ps.map((p) => p.replicas?.[id]?.cpuMean ?? null)) };
+    const replicas: Record<string, AggregatedReplica> = {};
+    for (const id of replicaIds) {
+      const of = (m: 'cpuMean' | 'unreachable' | 'overloaded' | 'slow') =>
+        stat(ps.map((p) => p.replicas?.[id]?.[m] ?? null));
+      replicas[id] = {
+        cpuMean: of('cpuMean'),
+        unreachable: of('unreachable'),
+        overloaded: of('overloaded'),
+        slow: of('slow'),
+      };
+    }
     return {
       name,
       runs: ps.length,
@@ -129,6 +153,8 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
       replicas,
       cpuMean: stat(ps.map((p) => p.cpuMean)),
       cpuCv: stat(ps.map((p) => p.cpuCv)),
+      harnessCpu: stat(ps.map((p) => p.harness?.cpuMean ?? null)),
+      harnessLoopP99Ms: stat(ps.map((p) => p.harness?.loopP99Ms ?? null)),
     };
   });
 
@@ -163,6 +189,11 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
     complete: runs.every((r) => r.complete),
     phases,
     detection,
+    detections: {
+      down: stat(runs.map((r) => r.detectionCounts?.down ?? null)),
+      up: stat(runs.map((r) => r.detectionCounts?.up ?? null)),
+      unexplained: stat(runs.map((r) => r.detectionCounts?.unexplained ?? null)),
+    },
   };
 }
 

@@ -3,6 +3,7 @@ import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import type { LoadedRun } from '../metrics/load-run.js';
 import type { TimelineRow } from '../metrics/timeline.js';
+import { HARNESS_LOOP_P99_LIMIT_MS } from '../metrics/types.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { compareReplicaIds, type RunGroup } from './aggregate.js';
 import type { Comparison } from './compare.js';
@@ -193,6 +194,52 @@ export function cpuTimelineSpec(run: LoadedRun): TopLevelSpec {
           color: { field: 'series', type: 'nominal', title: 'replica', sort: ids },
         },
       },
+    ],
+  } as TopLevelSpec;
+}
+
+/** The client process over time: event-loop delay p99 (with the 20 ms limit) or its CPU. */
+export function harnessTimelineSpec(run: LoadedRun, metric: 'loop' | 'cpu'): TopLevelSpec {
+  const height = 120;
+  const values = bucketize(
+    run.timeline,
+    (r) => (metric === 'loop' ? r.harness.loopP99Ms : r.harness.cpu),
+    (r) => r.tS,
+  );
+  const limit =
+    metric === 'loop'
+      ? [
+          {
+            data: { values: [{ y: HARNESS_LOOP_P99_LIMIT_MS }] },
+            mark: { type: 'rule', color: '#b3261e', strokeDash: [2, 2] },
+            encoding: { y: { field: 'y', type: 'quantitative' } },
+          },
+        ]
+      : [];
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title:
+      metric === 'loop'
+        ? `Client event-loop delay p99, ms (above ${HARNESS_LOOP_P99_LIMIT_MS} ms the harness sets the pace)`
+        : 'Client CPU (fraction of one core)',
+    width: WIDTH,
+    height,
+    layer: [
+      ...overlayLayers(overlayOf(run), height),
+      {
+        data: { values },
+        mark: { type: 'line', strokeWidth: 1.2, color: '#55606b', invalid: 'break-paths-show-domains' },
+        encoding: {
+          x: { field: 't', type: 'quantitative' },
+          y: {
+            field: 'value',
+            type: 'quantitative',
+            title: metric === 'loop' ? 'ms' : 'CPU',
+            ...(metric === 'cpu' ? { axis: { format: '%' } } : {}),
+          },
+        },
+      },
+      ...limit,
     ],
   } as TopLevelSpec;
 }

@@ -59,7 +59,9 @@ export function phaseTable(g: RunGroup): TableModel {
     'Life p95 s',
     'Errors',
     'Sess. failed',
+    'Sess. cut',
     'Adm. failed',
+    'Conn p95 ms',
   ];
   const rows: string[][] = [];
   for (const p of g.phases) {
@@ -79,7 +81,9 @@ export function phaseTable(g: RunGroup): TableModel {
         fmtStat(s.lifetimeP95Ms, seconds),
         fmtStat(s.errors, int),
         fmtStat(s.sessionsFailed, int),
+        fmtStat(s.sessionsCut, int),
         fmtStat(s.admissionFailures, int),
+        fmtStat(s.connectP95Ms, fixed(1)),
       ]);
     }
   }
@@ -88,7 +92,7 @@ export function phaseTable(g: RunGroup): TableModel {
 
 export function replicaTable(g: RunGroup): TableModel {
   const ids = [...new Set(g.phases.flatMap((p) => Object.keys(p.replicas)))].sort(compareReplicaIds);
-  const head = ['Phase', 'CPU mean', 'CPU CV', ...ids.map((id) => `${id} CPU`)];
+  const head = ['Phase', 'CPU mean', 'CPU CV', ...ids.map((id) => `${id} CPU`), 'Client CPU', 'Loop p99 ms'];
   const rows = g.phases.map((p) => [
     p.name,
     fmtStat(p.cpuMean, pct),
@@ -97,14 +101,48 @@ export function replicaTable(g: RunGroup): TableModel {
       const r = p.replicas[id];
       return r ? fmtStat(r.cpuMean, pct) : '-';
     }),
+    fmtStat(p.harnessCpu, pct),
+    fmtStat(p.harnessLoopP99Ms, fixed(1)),
   ]);
-  return { title: `${groupTitle(g)} · replicas`, head, rows };
+  return { title: `${groupTitle(g)} · replicas and the client`, head, rows };
+}
+
+/**
+ * Failures heard of per replica and phase, by cause, as `unreachable/overloaded/slow`; null when
+ * there were none (or the runs predate the classification).
+ */
+export function failureTable(g: RunGroup): TableModel | null {
+  const ids = [...new Set(g.phases.flatMap((p) => Object.keys(p.replicas)))].sort(compareReplicaIds);
+  const any = g.phases.some((p) =>
+    ids.some((id) => {
+      const r = p.replicas[id];
+      return r && [r.unreachable, r.overloaded, r.slow].some((s) => (s.median ?? 0) > 0);
+    }),
+  );
+  if (!any) return null;
+  const rows = g.phases.map((p) => [
+    p.name,
+    ...ids.map((id) => {
+      const r = p.replicas[id];
+      return r ? [r.unreachable, r.overloaded, r.slow].map((s) => fmtStat(s, int)).join('/') : '-';
+    }),
+  ]);
+  return {
+    title: `${groupTitle(g)} · failures heard of (unreachable/overloaded/slow; only unreachable counts toward fall)`,
+    head: ['Phase', ...ids],
+    rows,
+  };
 }
 
 export function detectionTable(g: RunGroup): TableModel | null {
   if (g.detection.length === 0) return null;
+  const d = g.detections;
+  const counts =
+    d.down.median === null
+      ? ''
+      : ` (detections: ${fmtStat(d.down, int)} down, ${fmtStat(d.up, int)} up, ${fmtStat(d.unexplained, int)} false)`;
   return {
-    title: `${groupTitle(g)} · detection delay`,
+    title: `${groupTitle(g)} · detection delay${counts}`,
     head: ['Replica', 'Action', '#', 'Delay ms', 'Missed'],
     rows: g.detection.map((d) => [
       d.replica,
@@ -159,7 +197,8 @@ export function renderMarkdown(t: TableModel): string {
 
 export function groupTables(g: RunGroup): TableModel[] {
   const d = detectionTable(g);
-  return [phaseTable(g), replicaTable(g), ...(d ? [d] : [])];
+  const f = failureTable(g);
+  return [phaseTable(g), replicaTable(g), ...(f ? [f] : []), ...(d ? [d] : [])];
 }
 
 const CSV_HEAD = [
@@ -196,7 +235,14 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): 
       for (const c of SERVICE_CLASSES) for (const m of CLASS_METRICS) push(p.name, c, m, p.classes[c][m]);
       push(p.name, 'all', 'cpuMean', p.cpuMean);
       push(p.name, 'all', 'cpuCv', p.cpuCv);
-      for (const [id, r] of Object.entries(p.replicas)) push(p.name, id, 'cpuMean', r.cpuMean);
+      push(p.name, 'client', 'cpu', p.harnessCpu);
+      push(p.name, 'client', 'loopP99Ms', p.harnessLoopP99Ms);
+      for (const [id, r] of Object.entries(p.replicas)) {
+        push(p.name, id, 'cpuMean', r.cpuMean);
+        push(p.name, id, 'unreachable', r.unreachable);
+        push(p.name, id, 'overloaded', r.overloaded);
+        push(p.name, id, 'slow', r.slow);
+      }
     }
   }
   for (const e of cmp?.entries ?? []) {

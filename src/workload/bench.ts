@@ -6,7 +6,9 @@ import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
 import { PlbError } from '../errors.js';
 import type { FaultPlan } from '../faults/types.js';
 import type { RoleVector } from '../router/types.js';
-import { runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './runner.js';
+import { calibrateThinkTime } from './calibrate.js';
+import { Rng } from './rng.js';
+import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './runner.js';
 import type { WorkloadSpec } from './spec.js';
 
 /** The package root (for the embedded plans and the version), from dist/workload or src/workload. */
@@ -72,6 +74,46 @@ export interface SeriesOptions {
   log: (line: string) => void;
   signal?: AbortSignal;
   configExtras?: Record<string, unknown>;
+  /** `--think-time auto`: calibrate once, before the first run, so every run gets the same load. */
+  autoThink?: { targetCpu: number };
+}
+
+/**
+ * `--think-time auto`: one calibration on the first replica (calibrate.ts), whose think time then
+ * serves every run of the series (strategies must see the same offered load).
+ */
+async function withCalibratedThinkTime(
+  opts: SeriesOptions,
+): Promise<{ workload: WorkloadSpec; extras: Record<string, unknown> }> {
+  if (!opts.autoThink) return { workload: opts.workload, extras: {} };
+  const { replicas, creds } = await prepareCluster(opts.driver, opts.plan, opts.workload, opts.log);
+  const first = replicas[0];
+  if (!first) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no replica to calibrate on');
+  const cal = await calibrateThinkTime({
+    driver: opts.driver,
+    replica: first,
+    credentials: creds,
+    workload: opts.workload,
+    replicas: opts.plan.replicas,
+    cpusPerReplica: opts.spec.cpus,
+    targetCpu: opts.autoThink.targetCpu,
+    rng: new Rng(opts.runs[0]?.seed ?? 1).fork(7),
+  });
+  opts.log(
+    `think time auto: ${cal.thinkTimeMs} ms for ${opts.workload.clients} clients at ${Math.round(cal.targetCpu * 100)}% replica CPU (${first.id}: ${cal.cpuPerQueryMs} ms CPU a query, ${cal.cpuPerConnectMs} ms a connect; target ${cal.targetQps} q/s; calibration ${(cal.tookMs / 1000).toFixed(1)} s)`,
+  );
+  if (cal.shortfall) opts.log(`warning: ${cal.shortfall}`);
+  const think = (c: WorkloadSpec['classes']['premium']) => ({ ...c, thinkTimeMs: cal.thinkTimeMs });
+  return {
+    workload: {
+      ...opts.workload,
+      classes: {
+        premium: think(opts.workload.classes.premium),
+        freemium: think(opts.workload.classes.freemium),
+      },
+    },
+    extras: { calibration: cal },
+  };
 }
 
 /** Runs one after another on one cluster (each run resets the replicas first). Stops at an interrupt. */
@@ -79,6 +121,7 @@ export async function runSeries(
   opts: SeriesOptions,
 ): Promise<{ results: BenchResult[]; interrupted: boolean }> {
   const results: BenchResult[] = [];
+  const { workload, extras } = await withCalibratedThinkTime(opts);
   for (const [i, run] of opts.runs.entries()) {
     if (opts.signal?.aborted) return { results, interrupted: true };
     opts.log(
@@ -89,7 +132,7 @@ export async function runSeries(
         plan: opts.plan,
         planPath: opts.planPath,
         strategy: run.strategy,
-        workload: { ...opts.workload, mix: run.mix },
+        workload: { ...workload, mix: run.mix },
         seed: run.seed,
         health: opts.health ?? DEFAULT_HEALTH,
         oracle: opts.oracle,
@@ -105,7 +148,7 @@ export async function runSeries(
         createWriter: opts.createWriter(run, i),
         log: opts.log,
         ...(opts.signal ? { signal: opts.signal } : {}),
-        configExtras: { ...opts.configExtras, repeat: run.repeat, cluster: opts.spec },
+        configExtras: { ...opts.configExtras, ...extras, repeat: run.repeat, cluster: opts.spec },
       },
     );
     results.push(result);

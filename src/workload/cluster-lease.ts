@@ -1,5 +1,13 @@
 import type { ClusterDriver, ClusterSpec } from '../cluster/driver.js';
-import { bringUp, clusterSpec, downCluster, openCluster, type DriverChoice } from '../cluster/select.js';
+import {
+  bringUp,
+  clusterSpec,
+  DEFAULT_MAX_CONNECTIONS,
+  downCluster,
+  openCluster,
+  type DriverChoice,
+} from '../cluster/select.js';
+import { checkCapacity, connectionsFor } from '../cluster/sizing.js';
 import { defaultStateDir, readClusterRecord } from '../cluster/state.js';
 
 export interface ClusterLease {
@@ -18,6 +26,10 @@ export async function leaseCluster(opts: {
   name: string;
   driver: DriverChoice;
   replicas: number;
+  /** Most sessions open at once: with one survivor, one replica holds them all. */
+  sessions: number;
+  /** The flag that sets `sessions`, for the error when an existing cluster is too small. */
+  sessionsField: string;
   over: Partial<ClusterSpec>;
   keep: boolean;
   log: (line: string) => void;
@@ -26,12 +38,24 @@ export async function leaseCluster(opts: {
   const record = readClusterRecord(stateDir, opts.name);
   if (record) {
     const driver = await openCluster(opts.name, stateDir);
+    checkCapacity({
+      sessions: opts.sessions,
+      cluster: opts.name,
+      maxConnections: driver.spec.maxConnections,
+      field: opts.sessionsField,
+    });
     opts.log(
       `using the existing cluster ${opts.name} (${driver.kind} driver, ${driver.spec.replicas} replicas)`,
     );
     return { driver, spec: driver.spec, owned: false, release: async () => undefined };
   }
-  const spec = clusterSpec({ ...opts.over, name: opts.name, replicas: opts.replicas, stateDir });
+  const spec = clusterSpec({
+    maxConnections: Math.max(DEFAULT_MAX_CONNECTIONS, connectionsFor(opts.sessions)),
+    ...opts.over,
+    name: opts.name,
+    replicas: opts.replicas,
+    stateDir,
+  });
   const t0 = Date.now();
   const { driver } = await bringUp({ driver: opts.driver, spec, log: opts.log });
   opts.log(`cluster ${spec.name} up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);

@@ -53,6 +53,7 @@ export class DataSource {
     const conn = new PinnedConnection(client, replica, cls, this.opts.now(), this.opts);
     try {
       await client.connect();
+      conn.connectMs = this.opts.now() - conn.openedMs;
     } catch (err) {
       const e = asError(err);
       conn.markBroken();
@@ -67,6 +68,8 @@ export class DataSource {
 export class PinnedConnection {
   private closed = false;
   private broken = false;
+  /** Connect + authentication, ms (its own metric: not part of any query's latency). */
+  connectMs = 0;
 
   constructor(
     private readonly client: pg.Client,

@@ -1,10 +1,15 @@
 import { performance } from 'node:perf_hooks';
-import type { ClusterDriver, Endpoint } from '../cluster/driver.js';
+import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
 import { HealthChecker, type HealthOptions } from '../cluster/health.js';
 import { PlbError } from '../errors.js';
 import { Injector, type InjectedFault } from '../faults/injector.js';
 import type { FaultPlan } from '../faults/types.js';
-import type { RunSummary, RunWriter } from '../metrics/types.js';
+import {
+  HARNESS_LOOP_P99_LIMIT_MS,
+  type Recorder,
+  type RunSummary,
+  type RunWriter,
+} from '../metrics/types.js';
 import type { RoleVector, ServiceClass } from '../router/types.js';
 import { DataSource, asError } from './data-source.js';
 import { ensureDataset } from './dataset.js';
@@ -74,21 +79,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<BenchResult> {
   const { driver, log } = deps;
   const { plan, workload } = config;
-  const endpoints = driver.endpoints();
-  const primary = endpoints.find((e) => e.kind === 'primary');
-  const replicas = endpoints.filter((e) => e.kind === 'replica');
-  if (!primary) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no primary endpoint');
-  if (replicas.length < plan.replicas) {
-    throw new PlbError(
-      'BAD_INPUT',
-      `plan ${plan.name} needs ${plan.replicas} replicas but the cluster has ${replicas.length}`,
-      { hint: `plb cluster up --replicas ${plan.replicas}` },
-    );
-  }
-  const creds = await driver.credentials();
-  await resetCluster(driver, replicas, log);
-  const ds0 = await ensureDataset(primary, replicas, creds, workload.datasetRows, log);
-  if (ds0.loaded) log(`dataset loaded and replicated in ${(ds0.ms / 1000).toFixed(1)} s`);
+  const { replicas, creds } = await prepareCluster(driver, plan, workload, log);
 
   const ids = replicas.map((r) => r.id);
   const ports = new Map(replicas.map((r) => [r.id, r.port] as const));
@@ -127,16 +118,22 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   let stopping = false;
   writer.event({ type: 'run', tMs: 0, state: 'started' });
 
-  const setHealth = (replica: string, state: 'up' | 'down', via: string): void => {
+  const setHealth = (replica: string, state: 'up' | 'down', via: string, cause: string): void => {
     const t = now();
     if (state === 'down') router.markDown(replica, t);
     else router.markUp(replica, t);
-    writer.event({ type: 'detect', tMs: t, replica, state, via });
+    writer.event({ type: 'detect', tMs: t, replica, state, via, cause });
   };
 
-  const health = new HealthChecker(ports, creds, config.health, (replica, state, via) => {
-    if (!config.oracle) setHealth(replica, state, via);
-  });
+  const health = new HealthChecker(
+    ports,
+    creds,
+    { ...config.health, now },
+    (replica, state, via, cause) => {
+      if (!config.oracle) setHealth(replica, state, via, cause);
+    },
+    (f) => writer.recorder.replicaFailure(f.replica, now(), f.cause),
+  );
   const ds = new DataSource({
     router,
     ports,
@@ -144,8 +141,8 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     connectTimeoutMs: workload.connectTimeoutMs,
     queryTimeoutMs: workload.queryTimeoutMs,
     now,
-    onConnectError: (replica) => health.reportFailure(replica, 'connect'),
-    onSessionError: (replica) => health.reportFailure(replica, 'session'),
+    onConnectError: (replica, err) => health.reportFailure(replica, err, 'connect'),
+    onSessionError: (replica, err) => health.reportFailure(replica, err, 'session'),
   });
   const injector = new Injector({
     driver,
@@ -169,8 +166,9 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
       );
       if (config.oracle) {
         const a = f.event.action;
-        if (a === 'down' || a === 'stop' || a === 'pause') setHealth(f.event.replica, 'down', 'oracle');
-        if (a === 'rejoin' || a === 'unpause') setHealth(f.event.replica, 'up', 'oracle');
+        if (a === 'down' || a === 'stop' || a === 'pause')
+          setHealth(f.event.replica, 'down', 'oracle', `injected ${a}`);
+        if (a === 'rejoin' || a === 'unpause') setHealth(f.event.replica, 'up', 'oracle', `injected ${a}`);
       }
       if (f.event.action === 'throttle' && f.event.cpus !== undefined)
         quota.set(f.event.replica, f.event.cpus);
@@ -214,12 +212,15 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     );
   }
 
-  // The sampler: CPU, router view, timeline flush, progress line.
+  // The sampler: CPU, router view, the harness itself, timeline flush, progress line.
   let lastCpu: Record<string, number> | null = null;
   let lastCpuAt = now();
   let lastProgress = 0;
+  const harness = new HarnessMonitor(now, writer.recorder);
   const sample = async (): Promise<void> => {
     const t = now();
+    const h = harness.sampleCpu();
+    writer.recorder.harnessCpu(h.midMs, h.cpu);
     let cpu: Record<string, number> = {};
     try {
       cpu = await driver.cpuSeconds();
@@ -276,6 +277,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
       await sample();
     }
   } finally {
+    harness.stop();
     const endMs = Math.min(now(), durationMs);
     stopping = true;
     await injector.stop();
@@ -300,7 +302,97 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     writer.tick(endMs);
     summary = writer.finish(endMs, !interrupted);
   }
+  for (const line of measurementWarnings(summary)) log(line);
   return { dir: writer.dir, summary, interrupted };
+}
+
+/** Lines that say when a run was not a clean measurement: the harness fell behind, false detections. */
+export function measurementWarnings(summary: RunSummary): string[] {
+  const out: string[] = [];
+  for (const p of summary.phases) {
+    const h = p.harness;
+    if (h?.saturated)
+      out.push(
+        `warning: phase ${p.name}: client event-loop delay p99 ${h.loopP99Ms} ms (> ${HARNESS_LOOP_P99_LIMIT_MS} ms): the harness, not only the replicas, set the pace (client CPU up to ${Math.round((h.cpuMax ?? 0) * 100)}% of a core)`,
+      );
+  }
+  const d = summary.detectionCounts;
+  if (d && d.unexplained > 0)
+    out.push(
+      `warning: ${d.unexplained} of ${d.down + d.up} detections are not explained by an injected fault (false detections)`,
+    );
+  return out;
+}
+
+/**
+ * The client process's own load: CPU (user + system) as a fraction of one core, sampled by the
+ * sampler once a second, and event-loop delay, from a 10 ms timer that records how late it ran
+ * (a harness that falls behind inflates every latency it measures). Raw delays go to the
+ * recorder, so a phase's p99 is exact, not a summary of per-second summaries.
+ */
+const LOOP_PERIOD_MS = 10;
+
+class HarnessMonitor {
+  private cpu = process.cpuUsage();
+  private at: number;
+  private last: number;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly now: () => number,
+    recorder: Recorder,
+  ) {
+    this.at = now();
+    this.last = this.at;
+    this.timer = setInterval(() => {
+      const t = now();
+      recorder.loopDelay(t, Math.max(0, t - this.last - LOOP_PERIOD_MS));
+      this.last = t;
+    }, LOOP_PERIOD_MS);
+  }
+
+  /** CPU over the interval since the last sample, stamped at its middle (like the CPU fractions). */
+  sampleCpu(): { midMs: number; cpu: number } {
+    const t = this.now();
+    const used = process.cpuUsage(this.cpu);
+    this.cpu = process.cpuUsage();
+    const wallUs = Math.max(1, (t - this.at) * 1000);
+    const midMs = (this.at + t) / 2;
+    this.at = t;
+    return { midMs, cpu: (used.user + used.system) / wallUs };
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+/**
+ * Before a run (or a calibration): the cluster has the plan's replicas, every replica is up and
+ * unpaused, and the dataset is loaded and replicated.
+ */
+export async function prepareCluster(
+  driver: ClusterDriver,
+  plan: FaultPlan,
+  workload: WorkloadSpec,
+  log: (line: string) => void,
+): Promise<{ primary: Endpoint; replicas: Endpoint[]; creds: Credentials }> {
+  const endpoints = driver.endpoints();
+  const primary = endpoints.find((e) => e.kind === 'primary');
+  const replicas = endpoints.filter((e) => e.kind === 'replica');
+  if (!primary) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no primary endpoint');
+  if (replicas.length < plan.replicas) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `plan ${plan.name} needs ${plan.replicas} replicas but the cluster has ${replicas.length}`,
+      { hint: `plb cluster up --replicas ${plan.replicas}` },
+    );
+  }
+  const creds = await driver.credentials();
+  await resetCluster(driver, replicas, log);
+  const ds0 = await ensureDataset(primary, replicas, creds, workload.datasetRows, log);
+  if (ds0.loaded) log(`dataset loaded and replicated in ${(ds0.ms / 1000).toFixed(1)} s`);
+  return { primary, replicas, creds };
 }
 
 /** Open model: sessions arrive as a Poisson process at `rate` per second, whatever happens to them. */

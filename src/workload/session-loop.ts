@@ -19,11 +19,16 @@ export type SessionOutcome = 'finished' | 'failed' | 'no-replica' | 'connect-fai
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Retry backoff of a closed-model client after a failed session or connect. */
+const MIN_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 4000;
+
 /**
  * One session: admission (the router picks the replica), then its queries with think time, then
  * close. A query error ends the session as failed (the in-flight query is an error, not goodput).
- * Open model (`scheduledMs` given): the first query's latency counts from the session's scheduled
- * start, so a late schedule or a slow connect is not hidden (coordinated omission).
+ * Open model (`scheduledMs` given): the first query's latency includes how late the harness
+ * started the session, so a late schedule is not hidden (coordinated omission); the connect itself
+ * is its own metric (sessionOpened's connectMs).
  */
 export async function runSession(
   ctx: SessionContext,
@@ -32,6 +37,8 @@ export async function runSession(
   scheduledMs?: number,
 ): Promise<SessionOutcome> {
   const { recorder, spec, now } = ctx;
+  // Open model: how late the harness started this session (coordinated omission: it counts).
+  const scheduleLag = scheduledMs === undefined ? 0 : Math.max(0, now() - scheduledMs);
   let conn;
   try {
     conn = await ctx.ds.getConnection({ class: cls });
@@ -41,7 +48,7 @@ export async function runSession(
     return isPlbError(err, 'NO_REPLICA') ? 'no-replica' : 'connect-failed';
   }
   const opened = conn.openedMs;
-  recorder.sessionOpened(cls, conn.replica, opened);
+  recorder.sessionOpened(cls, conn.replica, opened, conn.connectMs);
   const w = spec.classes[cls];
   const n = Math.max(
     1,
@@ -55,7 +62,8 @@ export async function runSession(
     }
     if (i > 0 && w.thinkTimeMs > 0) await sleep(rng.exp(w.thinkTimeMs));
     const q = makeQuery(rng.weighted(w.queryWeights), spec.datasetRows, rng);
-    const start = i === 0 && scheduledMs !== undefined ? scheduledMs : now();
+    // Connect time is measured apart; a late schedule is charged to the first query.
+    const start = i === 0 ? now() - scheduleLag : now();
     try {
       await conn.query(q.text, q.values);
       const end = now();
@@ -68,7 +76,13 @@ export async function runSession(
   }
   const failed = outcome === 'failed' || conn.isBroken;
   await conn.close();
-  recorder.sessionClosed(cls, conn.replica, opened, now(), failed);
+  recorder.sessionClosed(
+    cls,
+    conn.replica,
+    opened,
+    now(),
+    failed ? 'failed' : outcome === 'stopped' ? 'cut' : 'finished',
+  );
   return failed ? 'failed' : outcome;
 }
 
@@ -81,10 +95,17 @@ export async function runClient(
 ): Promise<void> {
   const wait = joinAtMs - ctx.now();
   if (wait > 0) await sleep(wait);
+  let backoffMs = 0;
   while (!ctx.stopping()) {
     const outcome = await runSession(ctx, cls, rng);
-    // Back off briefly after a failure so a dead replica is not hammered in a tight loop.
-    if (outcome === 'no-replica') await sleep(250);
-    else if (outcome === 'connect-failed' || outcome === 'failed') await sleep(50);
+    if (outcome === 'finished' || outcome === 'stopped') {
+      backoffMs = 0;
+      continue;
+    }
+    // Back off after a failure, doubling up to a cap with jitter, as a pooled client would: a
+    // tight retry loop against a busy replica forks backends whose clients already gave up, and
+    // that storm, not the workload, would then set the replica's load.
+    backoffMs = Math.min(MAX_BACKOFF_MS, backoffMs === 0 ? MIN_BACKOFF_MS : backoffMs * 2);
+    await sleep(backoffMs / 2 + rng.next() * (backoffMs / 2));
   }
 }

@@ -47,7 +47,8 @@ export const DEFAULT_WORKLOAD: WorkloadSpec = {
   rampUpS: null,
   datasetRows: 100_000,
   queryTimeoutMs: 15_000,
-  connectTimeoutMs: 3_000,
+  // pgJDBC's default connectTimeout: a busy replica's fork + SCRAM can take seconds at T=1000.
+  connectTimeoutMs: 10_000,
   maxOpenSessions: 400,
   classes: {
     premium: { queriesPerSession: 10, thinkTimeMs: 250, queryWeights: { ...DEFAULT_WEIGHTS } },

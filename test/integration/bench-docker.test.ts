@@ -45,6 +45,7 @@ describe.skipIf(!available && !ci)('bench run on a Docker cluster', () => {
     cpus: 0.25,
     primaryCpus: 0.5,
     memoryMb: 256,
+    maxConnections: 100,
     stateDir,
   };
   let driver: ClusterDriver;

@@ -59,6 +59,7 @@ describe.skipIf(!available && !ci)('docker cluster driver', () => {
       cpus: 0.25,
       primaryCpus: 0.5,
       memoryMb: 256,
+      maxConnections: 100,
       stateDir,
     });
     await driver.down(); // leftovers of a crashed run

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench, parseBorrowing, type BenchFlagValues } from '../../src/cli/bench.js';
 import { isPlbError } from '../../src/errors.js';
+import { clusterSpec } from '../../src/cluster/select.js';
+import { writeClusterRecord } from '../../src/cluster/state.js';
 
 const work = mkdtempSync(join(tmpdir(), 'plb-bench-cli-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -19,6 +21,8 @@ const flags = (over: Partial<BenchFlagValues>): BenchFlagValues => ({
   'dataset-rows': 1000,
   'queries-per-session': 5,
   'think-time': '10ms',
+  'target-cpu': '0.8',
+  'hang-timeout': '5s',
   reference: '2:1:2',
   partition: '3:2',
   'slow-start': '10s',
@@ -56,6 +60,8 @@ describe('bench flags', () => {
     [{ clients: 0 }, /^Error: --clients: must be a positive integer/],
     [{ 'think-time': 'soon' }, /^Error: --think-time: expected a duration/],
     [{ borrow: '1:2' }, /^Error: --borrow: the premium ratio must be > 1/],
+    [{ 'think-time': 'auto', 'target-cpu': '1.5' }, /^Error: --target-cpu: must be below 1/],
+    [{ 'hang-timeout': 'never' }, /^Error: --hang-timeout: expected a duration/],
     [{ reference: '2:1' }, /^Error: --reference/],
     [{ plan: join(work, 'missing.yaml') }, /missing\.yaml/],
   ])('%o: one-line error, exit 1, nothing started', async (over, message) => {
@@ -75,6 +81,24 @@ describe('bench flags', () => {
     expect(code).toBe(1);
     expect(errors[0]).toMatch(/bad\.yaml:4: events\[0\]\.replica/);
     expect(existsSync(join(work, 'state', 'plbtest-cli'))).toBe(false);
+  });
+
+  it('refuses, before it starts, a bench that an existing cluster cannot hold', async () => {
+    const stateDir = join(work, 'state');
+    writeClusterRecord(stateDir, {
+      version: 1,
+      name: 'plbtest-small',
+      driver: 'local',
+      spec: clusterSpec({ name: 'plbtest-small', stateDir, maxConnections: 100, basePort: 61500 }),
+      createdAt: new Date(0).toISOString(),
+    });
+    const { code, errors } = await run({ name: 'plbtest-small', clients: 1000 });
+    expect(code).toBe(1);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(
+      /^Error: --clients: 1000 sessions need max_connections >= 1020 on every replica .* cluster plbtest-small has 100/,
+    );
+    expect(existsSync(join(work, 'runs'))).toBe(false);
   });
 
   it('parses borrowing ratios, keeping a band between borrow and return', () => {

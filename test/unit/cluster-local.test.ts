@@ -51,6 +51,10 @@ describe('local driver pieces', () => {
     expect(conf).toMatch(/max_replication_slots = (\d+)/);
     expect(Number(/max_replication_slots = (\d+)/.exec(conf)?.[1])).toBeGreaterThanOrEqual(5);
     expect(slotName('r3')).toBe('plb_r3');
+    expect(conf).toContain('max_connections = 200');
+    expect(serverConf(clusterSpec({ maxConnections: 1020, stateDir: '/tmp/x' }), 55433)).toContain(
+      'max_connections = 1020',
+    );
   });
 });
 

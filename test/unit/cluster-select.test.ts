@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { checkCapacity, connectionsFor } from '../../src/cluster/sizing.js';
 import { describe, expect, it } from 'vitest';
 import {
   chooseDriverKind,
@@ -62,6 +63,40 @@ describe('clusterSpec', () => {
     expect(codeOf(() => clusterSpec({ cpus: 0 }))).toBe('BAD_INPUT:cpus');
     expect(codeOf(() => clusterSpec({ memoryMb: 10 }))).toBe('BAD_INPUT:memory');
     expect(codeOf(() => clusterSpec({ name: 'a b' }))).toBe('BAD_INPUT:name');
+    expect(codeOf(() => clusterSpec({ maxConnections: 5 }))).toBe('BAD_INPUT:max-connections');
+    expect(codeOf(() => clusterSpec({ maxConnections: 1e6 }))).toBe('BAD_INPUT:max-connections');
+  });
+
+  it('sizes memory from max_connections unless given', () => {
+    expect(clusterSpec({}).maxConnections).toBe(200);
+    expect(clusterSpec({}).memoryMb).toBe(856); // 256 + 3 x 200
+    expect(clusterSpec({ maxConnections: 1020 }).memoryMb).toBe(3316);
+    expect(clusterSpec({ maxConnections: 50 }).memoryMb).toBe(512); // the floor
+    expect(clusterSpec({ maxConnections: 1020, memoryMb: 2048 }).memoryMb).toBe(2048);
+  });
+});
+
+describe('sizing for a workload', () => {
+  it("one survivor holds every session, plus plb's reserve", () => {
+    expect(connectionsFor(1000)).toBe(1020);
+    expect(connectionsFor(600)).toBe(620);
+    expect(connectionsFor(0)).toBe(20);
+  });
+
+  it('an existing cluster too small for the sessions fails naming the field and the limit', () => {
+    expect(() =>
+      checkCapacity({ sessions: 180, cluster: 'c', maxConnections: 200, field: '--clients' }),
+    ).not.toThrow();
+    let err: unknown;
+    try {
+      checkCapacity({ sessions: 1000, cluster: 'c', maxConnections: 200, field: '--clients' });
+    } catch (e) {
+      err = e;
+    }
+    expect(isPlbError(err, 'BAD_INPUT')).toBe(true);
+    expect((err as Error).message).toBe(
+      '--clients: 1000 sessions need max_connections >= 1020 on every replica (one survivor holds them all), but cluster c has 200',
+    );
   });
 
   it('parses positive numbers for flags', () => {

@@ -18,6 +18,7 @@ function fakeDriver(calls: string[], failOn?: string): ClusterDriver {
       cpus: 0.25,
       primaryCpus: 0.5,
       memoryMb: 64,
+      maxConnections: 100,
       stateDir: '/tmp',
     },
     up: async () => undefined,

@@ -10,7 +10,7 @@ import {
   makeRunId,
   type RunWriterOptions,
 } from '../../src/metrics/run-writer.js';
-import { detectionRecords } from '../../src/metrics/summary.js';
+import { detectionCounts, detectionRecords } from '../../src/metrics/summary.js';
 import type { RunWriter } from '../../src/metrics/types.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-metrics-'));
@@ -38,7 +38,7 @@ const options = (outDir: string): RunWriterOptions => ({
 function feed(w: RunWriter, endMs: number, checkDuringRun?: (t: number) => void): void {
   const rec = w.recorder;
   w.event({ type: 'run', tMs: 0, state: 'started' });
-  rec.sessionOpened('premium', 'r1', 0);
+  rec.sessionOpened('premium', 'r1', 0, 2);
   for (let t = 0; t < endMs; t += 10) {
     const down = t >= 30_000;
     if (t === 30_000) w.event({ type: 'fault', tMs: t, replica: 'r1', action: 'down' });
@@ -47,17 +47,27 @@ function feed(w: RunWriter, endMs: number, checkDuringRun?: (t: number) => void)
     rec.queryDone('freemium', 'r3', t, down ? 1.5 : 0.5);
     if (t === 30_000) rec.queryFailed('premium', 'r1', t + 5, 'connection terminated');
     if (t === 30_000) {
-      rec.sessionClosed('premium', 'r1', 0, 30_010, true);
+      rec.replicaFailure('r1', t + 1, 'unreachable');
+      rec.replicaFailure('r1', t + 2, 'unreachable');
+      rec.sessionClosed('premium', 'r1', 0, 30_010, 'failed');
       rec.admissionFailed('premium', 30_011, 'NO_REPLICA');
       rec.admissionFailed('premium', 30_012, 'NO_REPLICA');
-      rec.sessionOpened('premium', 'r2', 30_020);
+      rec.sessionOpened('premium', 'r2', 30_020, 4);
     }
-    if (t === 59_000) rec.sessionClosed('premium', 'r2', 30_020, 59_000, false);
-    if (t % 1000 === 0) rec.sessionOpened('freemium', 'r3', t);
+    if (t === 15_000) rec.replicaFailure('r2', t, 'overloaded');
+    if (t === 40_000) rec.replicaFailure('r3', t, 'slow');
+    if (t === 40_000) rec.replicaFailure('r3', t, 'other'); // heard of, not counted
+    if (t === 59_000) rec.sessionClosed('premium', 'r2', 30_020, 59_000, 'finished');
+    if (t === 59_500) rec.sessionClosed('premium', 'r2', 50_000, 59_500, 'cut');
+    if (t % 1000 === 0) rec.sessionOpened('freemium', 'r3', t, 1);
     if (t % 1000 === 500) {
-      rec.sessionClosed('freemium', 'r3', t - 500, t, false);
+      rec.sessionClosed('freemium', 'r3', t - 500, t, 'finished');
       rec.cpu(t, { r1: down ? null : 0.5, r2: down ? 0.7 : 0.3, r3: 0.4 });
+      rec.harnessCpu(t, 0.25);
     }
+    // The client's 10 ms timer: 2 ms late, but 30 ms late for all of 45..46 s (3% of down-1).
+    rec.loopDelay(t, t >= 45_000 && t < 46_000 ? 30 : 2);
+    if (t === 20_000) rec.loopDelay(t, 40);
     if (t % 1000 === 900) {
       rec.replicaState(t, {
         r1: { premium: down ? 0 : 1, freemium: 0, role: 'premium', healthy: t < 32_500 },
@@ -113,7 +123,13 @@ describe('run writer: complete run', () => {
 
   it('events.jsonl has one line per event', () => {
     const lines = readFileSync(join(w.dir, 'events.jsonl'), 'utf8').trim().split('\n');
-    expect(lines.map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(['run', 'fault', 'detect']);
+    const events = lines.map((l) => JSON.parse(l) as { type: string; tMs: number; replica?: string });
+    expect(events.map((e) => e.type)).toEqual(['run', 'failures', 'fault', 'failures', 'detect', 'failures']);
+    expect(events.filter((e) => e.type === 'failures')).toEqual([
+      { type: 'failures', tMs: 15_000, replica: 'r2', unreachable: 0, overloaded: 1, slow: 0 },
+      { type: 'failures', tMs: 30_000, replica: 'r1', unreachable: 2, overloaded: 0, slow: 0 },
+      { type: 'failures', tMs: 40_000, replica: 'r3', unreachable: 0, overloaded: 0, slow: 1 },
+    ]);
   });
 
   it('timeline.csv: one row per whole second with class and replica columns', () => {
@@ -133,15 +149,22 @@ describe('run writer: complete run', () => {
       sessionsOpened: 0,
       sessionsFailed: 0,
       admissionFailures: 0,
+      connectP95Ms: null,
     });
-    expect(r15?.classes.freemium).toMatchObject({ p95Ms: 0.5, sessionsOpened: 1 });
+    expect(r15?.classes.freemium).toMatchObject({ p95Ms: 0.5, sessionsOpened: 1, connectP95Ms: 1 });
     expect(r15?.replicas['r1']).toEqual({
       cpu: 0.5,
       premium: 1,
       freemium: 0,
       role: 'premium',
       healthy: true,
+      unreachable: 0,
+      overloaded: 0,
+      slow: 0,
     });
+    expect(r15?.replicas['r2']).toMatchObject({ overloaded: 1, unreachable: 0 });
+    expect(r15?.harness).toEqual({ cpu: 0.25, loopP99Ms: 2, loopMaxMs: 2 });
+    expect(run.timeline[20]?.harness.loopMaxMs).toBe(40);
     const r30 = run.timeline[30];
     expect(r30?.classes.premium).toMatchObject({
       count: 100,
@@ -150,12 +173,20 @@ describe('run writer: complete run', () => {
       admissionFailures: 2,
     });
     expect(r30?.replicas['r1']?.cpu).toBeNull();
+    expect(r30?.replicas['r1']?.unreachable).toBe(2);
+    expect(r30?.classes.premium?.connectP95Ms).toBeCloseTo(4, 2);
     expect(run.timeline[33]?.replicas['r1']?.healthy).toBe(false);
     const header = readFileSync(join(w.dir, 'timeline.csv'), 'utf8').split('\n')[0];
-    expect(header?.startsWith('t_s,phase,premium_count,premium_goodput,premium_p50_ms,premium_p95_ms')).toBe(
-      true,
-    );
-    expect(header?.endsWith('r3_cpu,r3_premium,r3_freemium,r3_role,r3_healthy')).toBe(true);
+    expect(
+      header?.startsWith(
+        't_s,phase,harness_cpu,loop_p99_ms,loop_max_ms,premium_count,premium_goodput,premium_p50_ms,premium_p95_ms',
+      ),
+    ).toBe(true);
+    expect(
+      header?.endsWith(
+        'r3_cpu,r3_premium,r3_freemium,r3_role,r3_healthy,r3_unreachable,r3_overloaded,r3_slow',
+      ),
+    ).toBe(true);
   });
 
   it('summary: phases, per class and per replica values', () => {
@@ -187,15 +218,20 @@ describe('run writer: complete run', () => {
       sessionsOpened: 0,
       sessionsClosed: 0,
       sessionsFailed: 0,
+      sessionsCut: 0,
       admissionFailures: 0,
       lifetimeP50Ms: null,
       lifetimeP95Ms: null,
+      connectP50Ms: null,
+      connectP95Ms: null,
     });
     expect(ref?.classes.freemium).toMatchObject({
       queries: 2000,
       sessionsOpened: 20,
       sessionsClosed: 20,
       lifetimeP50Ms: 500,
+      connectP50Ms: 1,
+      connectP95Ms: 1,
     });
     expect(down?.classes.premium).toEqual({
       p50: 2,
@@ -207,20 +243,50 @@ describe('run writer: complete run', () => {
       goodputRetention: 1,
       p95Inflation: 1,
       sessionsOpened: 1,
-      sessionsClosed: 2,
+      sessionsClosed: 3,
       sessionsFailed: 1,
+      sessionsCut: 1,
       admissionFailures: 2,
+      // Only the session that finished: the failed and the cut one are counted apart.
       lifetimeP50Ms: 28_980,
-      lifetimeP95Ms: 30_010,
+      lifetimeP95Ms: 28_980,
+      connectP50Ms: 4.001, // HdrHistogram's 3 significant digits
+      connectP95Ms: 4.001,
     });
     expect(down?.classes.freemium).toMatchObject({ p95: 1.5, goodputRetention: 1, p95Inflation: 2 });
+    const none = { unreachable: 0, overloaded: 0, slow: 0 };
     expect(ref?.replicas).toEqual({
-      r1: { up: true, cpuMean: 0.5, sessionsOpened: 0, queries: 2000 },
-      r2: { up: true, cpuMean: 0.3, sessionsOpened: 0, queries: 0 },
-      r3: { up: true, cpuMean: 0.4, sessionsOpened: 20, queries: 2000 },
+      r1: { up: true, cpuMean: 0.5, sessionsOpened: 0, queries: 2000, ...none },
+      r2: { up: true, cpuMean: 0.3, sessionsOpened: 0, queries: 0, ...none, overloaded: 1 },
+      r3: { up: true, cpuMean: 0.4, sessionsOpened: 20, queries: 2000, ...none },
     });
-    expect(down?.replicas['r1']).toEqual({ up: false, cpuMean: null, sessionsOpened: 0, queries: 0 });
-    expect(down?.replicas['r2']).toEqual({ up: true, cpuMean: 0.7, sessionsOpened: 1, queries: 3000 });
+    expect(down?.replicas['r1']).toEqual({
+      up: false,
+      cpuMean: null,
+      sessionsOpened: 0,
+      queries: 0,
+      ...none,
+      unreachable: 2,
+    });
+    expect(down?.replicas['r2']).toEqual({
+      up: true,
+      cpuMean: 0.7,
+      sessionsOpened: 1,
+      queries: 3000,
+      ...none,
+    });
+    expect(down?.replicas['r3']).toMatchObject({ slow: 1 });
+    expect(ref?.harness).toEqual({
+      cpuMean: 0.25,
+      cpuMax: 0.25,
+      loopP50Ms: 2,
+      loopP99Ms: 2,
+      loopMaxMs: 40,
+      saturated: false,
+    });
+    // 100 of 3000 ticks in down-1 were 30 ms late: its p99 is over the 20 ms limit.
+    expect(down?.harness).toMatchObject({ loopP50Ms: 2, loopP99Ms: 30.015, loopMaxMs: 30, saturated: true });
+    expect(summary.detectionCounts).toEqual({ down: 1, up: 0, unexplained: 0 });
     // ref: mean(0.5, 0.3, 0.4) = 0.4, cv = sqrt(0.02/3)/0.4; down-1 over r2, r3: 0.55, 0.15/0.55.
     expect(ref?.cpuMean).toBe(0.4);
     expect(ref?.cpuCv).toBe(0.2041);
@@ -311,6 +377,22 @@ describe('loadRun errors name the file', () => {
       /replicas has duplicates/,
     );
     expect(() => createRunWriter({ ...options(root), warmupS: -1 })).toThrow(/warmupS/);
+  });
+});
+
+describe('detectionCounts', () => {
+  it('counts every detection and flags those no injected fault explains', () => {
+    expect(
+      detectionCounts([
+        { type: 'detect', tMs: 5_000, replica: 'r3', state: 'down' }, // overload taken for death
+        { type: 'detect', tMs: 9_000, replica: 'r3', state: 'up' },
+        { type: 'fault', tMs: 10_000, replica: 'r1', action: 'down' },
+        { type: 'detect', tMs: 10_200, replica: 'r1', state: 'down' },
+        { type: 'fault', tMs: 20_000, replica: 'r1', action: 'rejoin' },
+        { type: 'detect', tMs: 22_000, replica: 'r1', state: 'up' },
+        { type: 'fault', tMs: 25_000, replica: 'r2', action: 'throttle' },
+      ]),
+    ).toEqual({ down: 2, up: 2, unexplained: 2 });
   });
 });
 

@@ -285,12 +285,13 @@ describe('parseDuration', () => {
 describe('plans/', () => {
   const files = readdirSync('plans').filter((f) => f.endsWith('.yaml'));
 
-  it('has the paper plans and their demo versions', () =>
+  it('has the paper plans, their demo versions and the fault-free one', () =>
     expect(files.sort()).toEqual([
       'cascade.yaml',
       'demo-cascade.yaml',
       'demo-single.yaml',
       'single-fault.yaml',
+      'steady.yaml',
     ]));
 
   it.each(files)('%s is valid and named after its file', (file) => {

@@ -40,7 +40,9 @@ describe('phase table of one run', () => {
       '15.0',
       '0',
       '0',
+      '-', // sessions cut: not in runs recorded before it was
       '0',
+      '-', // connect p95: likewise
     ]);
     expect(t.rows[3]).toEqual([
       'down-1',
@@ -56,16 +58,41 @@ describe('phase table of one run', () => {
       '12.0',
       '12',
       '12',
+      '-',
       '0',
+      '-',
     ]);
-    expect(t.rows[5]?.[13]).toBe('3'); // admission failures, freemium in down-2
+    expect(t.rows[5]?.[14]).toBe('3'); // admission failures, freemium in down-2
   });
 
   it('has the replica CPU mean and CV per phase', () => {
     const r = replicaTable(aggregateRuns(rr1)[0]!);
-    expect(r.head).toEqual(['Phase', 'CPU mean', 'CPU CV', 'r1 CPU', 'r2 CPU', 'r3 CPU', 'r4 CPU', 'r5 CPU']);
-    expect(r.rows[0]).toEqual(['ref', '40.0%', '0.18', '30.0%', '35.0%', '40.0%', '45.0%', '50.0%']);
-    expect(r.rows[2]).toEqual(['down-2', '65.0%', '0.06', '-', '-', '60.0%', '65.0%', '70.0%']);
+    expect(r.head).toEqual([
+      'Phase',
+      'CPU mean',
+      'CPU CV',
+      'r1 CPU',
+      'r2 CPU',
+      'r3 CPU',
+      'r4 CPU',
+      'r5 CPU',
+      'Client CPU',
+      'Loop p99 ms',
+    ]);
+    // The fixtures predate client sampling: its columns are empty.
+    expect(r.rows[0]).toEqual([
+      'ref',
+      '40.0%',
+      '0.18',
+      '30.0%',
+      '35.0%',
+      '40.0%',
+      '45.0%',
+      '50.0%',
+      '-',
+      '-',
+    ]);
+    expect(r.rows[2]).toEqual(['down-2', '65.0%', '0.06', '-', '-', '60.0%', '65.0%', '70.0%', '-', '-']);
   });
 });
 
@@ -126,10 +153,10 @@ describe('output formats', () => {
     const lines = out.split('\n');
     expect(lines[0]).toBe('### demo-cascade · rr · mix 25:75 · run demo-cascade-rr-1');
     expect(lines[2]).toBe(
-      '| Phase | K+ | Class | Goodput q/s | p50 ms | p95 ms | p99 ms | Retention | p95 infl. | Life p50 s | Life p95 s | Errors | Sess. failed | Adm. failed |',
+      '| Phase | K+ | Class | Goodput q/s | p50 ms | p95 ms | p99 ms | Retention | p95 infl. | Life p50 s | Life p95 s | Errors | Sess. failed | Sess. cut | Adm. failed | Conn p95 ms |',
     );
     expect(lines[4]).toBe(
-      '| ref | 5 | premium | 40.0 | 5.0 | 10.0 | 15.0 | - | - | 8.0 | 15.0 | 0 | 0 | 0 |',
+      '| ref | 5 | premium | 40.0 | 5.0 | 10.0 | 15.0 | - | - | 8.0 | 15.0 | 0 | 0 | - | 0 | - |',
     );
     expect(out).not.toContain('Change vs');
   });

@@ -39,7 +39,16 @@ describe('loadRun on a fixture', () => {
     const row = run.timeline[25]!;
     expect(row.tS).toBe(25);
     expect(row.phase).toBe('down-1');
-    expect(row.replicas.r1).toEqual({ cpu: null, premium: 0, freemium: 0, role: 'premium', healthy: false });
+    expect(row.replicas.r1).toEqual({
+      cpu: null,
+      premium: 0,
+      freemium: 0,
+      role: 'premium',
+      healthy: false,
+      unreachable: 0,
+      overloaded: 0,
+      slow: 0,
+    });
     expect(row.replicas.r3?.role).toBe('premium');
     expect(row.classes.premium?.p95Ms).toBeGreaterThan(0);
   });
@@ -66,6 +75,9 @@ describe('parsers', () => {
       freemium: null,
       role: null,
       healthy: null,
+      unreachable: 0,
+      overloaded: 0,
+      slow: 0,
     });
     expect(rows[0]?.classes.premium).toMatchObject({ p95Ms: null, count: 3 });
     expect(rows[0]?.replicas.r1).toEqual({
@@ -74,6 +86,9 @@ describe('parsers', () => {
       freemium: null,
       role: 'mixed',
       healthy: true,
+      unreachable: 0,
+      overloaded: 0,
+      slow: 0,
     });
     // The same short line with its newline was written whole: an error.
     expect(() => parseTimeline(`${csv}\n`)).toThrow('line 4: 3 cells, header has 7');

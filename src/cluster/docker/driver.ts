@@ -88,6 +88,8 @@ function validateSpec(spec: ClusterSpec): void {
     throw bad('primaryCpus', `${spec.primaryCpus} is not a positive number of cores`);
   if (!Number.isInteger(spec.memoryMb) || spec.memoryMb < 64)
     throw bad('memoryMb', `${spec.memoryMb} is not an integer of at least 64 MiB`);
+  if (!Number.isInteger(spec.maxConnections) || spec.maxConnections < 1)
+    throw bad('maxConnections', `${spec.maxConnections} is not a positive integer`);
 }
 
 /** Resolves true when nothing listens on 127.0.0.1:port. */
@@ -236,7 +238,9 @@ export class DockerDriver implements ClusterDriver {
       `PLB_PRIMARY_PORT=${this.spec.basePort}`,
       `PLB_SLOT=${id}`,
       `PLB_MAX_SENDERS=${this.spec.replicas + 5}`,
-      `PLB_SHARED_BUFFERS=${Math.max(16, Math.floor(this.spec.memoryMb / 4))}MB`,
+      // Capped: the dataset is small, and the limit grows with max_connections (backends' memory).
+      `PLB_SHARED_BUFFERS=${Math.max(16, Math.min(128, Math.floor(this.spec.memoryMb / 4)))}MB`,
+      `PLB_MAX_CONNECTIONS=${this.spec.maxConnections}`,
       'PLB_PASSWORD_FILE=/plb/secret',
     ];
     const c = await this.docker.createContainer({

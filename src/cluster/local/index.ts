@@ -73,7 +73,7 @@ export function serverConf(spec: ClusterSpec, port: number): string {
     'work_mem = 4MB',
     'maintenance_work_mem = 32MB',
     'effective_cache_size = 128MB',
-    'max_connections = 100',
+    `max_connections = ${spec.maxConnections}`,
     // mmap keeps dynamic shared memory inside the data dir, so a SIGKILLed server leaves nothing in /dev/shm.
     'dynamic_shared_memory_type = mmap',
     'huge_pages = off',

@@ -20,7 +20,14 @@ export default class ClusterStatus extends Command {
       if (flags.json) {
         this.log(
           JSON.stringify(
-            { name: flags.name, driver: driver.kind, cpusEnforced: cpusEnforced(driver), servers },
+            {
+              name: flags.name,
+              driver: driver.kind,
+              cpusEnforced: cpusEnforced(driver),
+              maxConnections: driver.spec.maxConnections,
+              memoryMb: driver.spec.memoryMb,
+              servers,
+            },
             null,
             2,
           ),
@@ -42,7 +49,9 @@ export default class ClusterStatus extends Command {
           s.cpus === null ? '-' : cpusEnforced(driver) ? s.cpus : `${s.cpus} (not enforced)`,
         ]);
       }
-      this.log(`cluster ${flags.name} (${driver.kind} driver)`);
+      this.log(
+        `cluster ${flags.name} (${driver.kind} driver; max_connections ${driver.spec.maxConnections}, memory ${driver.spec.memoryMb} MiB per server)`,
+      );
       this.log(table.toString());
     } catch (err) {
       fail(this, err);

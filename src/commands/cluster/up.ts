@@ -4,6 +4,7 @@ import {
   bringUp,
   clusterSpec,
   DEFAULT_BASE_PORT,
+  DEFAULT_MAX_CONNECTIONS,
   DEFAULT_REPLICAS,
   parseDriverChoice,
   parsePositiveNumber,
@@ -29,7 +30,14 @@ export default class ClusterUp extends Command {
       description: 'CPU quota per replica, cores (the local driver enforces it only as root with cgroups)',
     }),
     'primary-cpus': Flags.string({ description: 'CPU quota of the primary, cores' }),
-    memory: Flags.integer({ description: 'memory limit per server, MiB' }),
+    memory: Flags.integer({
+      description: 'memory limit per server, MiB (default: sized from --max-connections, at least 512)',
+    }),
+    'max-connections': Flags.integer({
+      description:
+        'max_connections of every server; a bench of T sessions needs T + 20 (one survivor holds them all)',
+      default: DEFAULT_MAX_CONNECTIONS,
+    }),
     image: Flags.string({ description: 'Docker image (docker driver only)' }),
     'base-port': Flags.integer({
       description: 'primary port; replica i listens on base + i',
@@ -49,6 +57,7 @@ export default class ClusterUp extends Command {
         ...(flags['primary-cpus'] !== undefined
           ? { primaryCpus: parsePositiveNumber('primary-cpus', flags['primary-cpus']) }
           : {}),
+        maxConnections: flags['max-connections'],
         ...(flags.memory !== undefined ? { memoryMb: flags.memory } : {}),
         ...(flags.image !== undefined ? { image: flags.image } : {}),
       });
@@ -63,6 +72,9 @@ export default class ClusterUp extends Command {
       );
       for (const ep of driver.endpoints())
         this.log(`  ${ep.id.padEnd(8)} ${ep.kind.padEnd(8)} ${ep.host}:${ep.port}`);
+      this.log(
+        `  max_connections ${driver.spec.maxConnections} per server, memory ${driver.spec.memoryMb} MiB per server`,
+      );
       this.log(`  user plb, database plb; password in ${spec.stateDir}/${spec.name}/password`);
       if (driver.kind === 'local' && !(driver as { cpusEnforced?: boolean }).cpusEnforced)
         this.log('  note: no writable cgroups here: CPU quotas are recorded but not enforced');

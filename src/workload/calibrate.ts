@@ -1,0 +1,176 @@
+/**
+ * `--think-time auto`: the think time that puts the reference phase at a target replica CPU for
+ * the chosen T, from a short calibration on one real replica under its quota.
+ *
+ * Model (closed clients, PS replicas): a query costs q CPU-seconds and a connect c; a session has
+ * n queries (n - 1 think times Z). At target utilisation u the K replicas of C cores each serve
+ *   lambda = u K C / (q + c / n)            queries per second,
+ * which T clients offer when one session cycle takes D = T n / lambda:
+ *   D = connect + n R + (n - 1) Z   =>   Z = (D - connect - n R) / (n - 1),
+ * with R = (q / C) / (1 - u) the mean response of a processor-sharing server of C cores at u.
+ */
+import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
+import { connect } from '../cluster/pg-util.js';
+import { PlbError } from '../errors.js';
+import type { ServiceClass } from '../router/types.js';
+import { makeQuery } from './queries.js';
+import type { Rng } from './rng.js';
+import type { WorkloadSpec } from './spec.js';
+
+/** Busy but not saturated: plb's class split loads some replicas above the mean (measured). */
+export const DEFAULT_TARGET_CPU = 0.7;
+
+export interface ThinkTimeInputs {
+  clients: number;
+  replicas: number;
+  cpusPerReplica: number;
+  targetCpu: number;
+  queriesPerSession: number;
+  /** CPU-seconds per query and per connect (the replica's side). */
+  cpuPerQueryS: number;
+  cpuPerConnectS: number;
+  /** Wall time of a connect, s. */
+  connectWallS: number;
+}
+
+export interface ThinkTimeResult {
+  thinkTimeMs: number;
+  /** Queries per second the cluster serves at the target. */
+  targetQps: number;
+  responseEstMs: number;
+  /** Set when even zero think time cannot reach the target with this T. */
+  shortfall: string | null;
+}
+
+/** The formula above (pure). */
+export function thinkTimeFor(x: ThinkTimeInputs): ThinkTimeResult {
+  const n = Math.max(1, x.queriesPerSession);
+  const u = Math.min(0.99, Math.max(0.01, x.targetCpu));
+  const perQuery = x.cpuPerQueryS + x.cpuPerConnectS / n;
+  const targetQps = (u * x.replicas * x.cpusPerReplica) / perQuery;
+  const responseS = x.cpuPerQueryS / x.cpusPerReplica / (1 - u);
+  const cycleS = (x.clients * n) / targetQps;
+  const thinkS = n > 1 ? (cycleS - x.connectWallS - n * responseS) / (n - 1) : 0;
+  const shortfall =
+    thinkS < 0
+      ? `${x.clients} clients cannot reach ${Math.round(u * 100)}% replica CPU even with no think time (about ${Math.round((x.clients * n) / (x.connectWallS + n * responseS))} q/s of ${Math.round(targetQps)} needed)`
+      : null;
+  return {
+    thinkTimeMs: Math.max(0, Math.round(thinkS * 1000)),
+    targetQps: Math.round(targetQps * 10) / 10,
+    responseEstMs: Math.round(responseS * 10000) / 10,
+    shortfall,
+  };
+}
+
+export interface Calibration extends ThinkTimeResult {
+  targetCpu: number;
+  replica: string;
+  queries: number;
+  cpuPerQueryMs: number;
+  connects: number;
+  cpuPerConnectMs: number;
+  connectWallMs: number;
+  tookMs: number;
+}
+
+/**
+ * Measures q and c on one replica: `concurrency` sessions run queries of the workload's mix for
+ * `budgetMs`, then `connects` connect+close cycles, reading the replica's CPU counter around each.
+ */
+export async function calibrateThinkTime(opts: {
+  driver: ClusterDriver;
+  replica: Endpoint;
+  credentials: Credentials;
+  workload: WorkloadSpec;
+  replicas: number;
+  cpusPerReplica: number;
+  targetCpu: number;
+  rng: Rng;
+  budgetMs?: number;
+  connects?: number;
+  concurrency?: number;
+}): Promise<Calibration> {
+  const t0 = Date.now();
+  const { driver, replica, credentials, workload, rng } = opts;
+  const budgetMs = opts.budgetMs ?? 4000;
+  const connects = opts.connects ?? 20;
+  const concurrency = opts.concurrency ?? 16;
+  const cpuOf = async (): Promise<number> => {
+    const v = (await driver.cpuSeconds())[replica.id];
+    if (v === undefined)
+      throw new PlbError('CALIBRATION_FAILED', `no CPU reading for ${replica.id}`, {
+        hint: 'give --think-time a value instead of auto',
+      });
+    return v;
+  };
+  const premiumShare = workload.mix.premium / (workload.mix.premium + workload.mix.freemium);
+  const next = () => {
+    const cls: ServiceClass = rng.next() < premiumShare ? 'premium' : 'freemium';
+    return makeQuery(rng.weighted(workload.classes[cls].queryWeights), workload.datasetRows, rng);
+  };
+  // Concurrent, as in a run: a replica serving many sessions spends more CPU a query (context
+  // switches, contention) than one serving them one by one (measured: about 40% more at T=1000).
+  const clients = await Promise.all(
+    Array.from({ length: concurrency }, () =>
+      connect(replica, credentials, { applicationName: 'plb-calibrate' }),
+    ),
+  );
+  let queries = 0;
+  let queryCpu = 0;
+  try {
+    for (const c of clients) {
+      const q = next();
+      await c.query(q.text, q.values); // warm caches and plans
+    }
+    const c0 = await cpuOf();
+    const end = Date.now() + budgetMs;
+    await Promise.all(
+      clients.map(async (c) => {
+        while (Date.now() < end) {
+          const q = next();
+          await c.query(q.text, q.values);
+          queries++;
+        }
+      }),
+    );
+    queryCpu = (await cpuOf()) - c0;
+  } finally {
+    await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
+  }
+  const c1 = await cpuOf();
+  let connectWall = 0;
+  for (let i = 0; i < connects; i++) {
+    const w0 = performance.now();
+    const c = await connect(replica, credentials, { applicationName: 'plb-calibrate' });
+    connectWall += performance.now() - w0;
+    await c.end().catch(() => undefined);
+  }
+  const connectCpu = Math.max(0, (await cpuOf()) - c1);
+  if (!(queries > 0 && queryCpu > 0))
+    throw new PlbError('CALIBRATION_FAILED', `no CPU measured on ${replica.id} over ${queries} queries`, {
+      hint: 'give --think-time a value instead of auto',
+    });
+  const inputs: ThinkTimeInputs = {
+    clients: workload.clients,
+    replicas: opts.replicas,
+    cpusPerReplica: opts.cpusPerReplica,
+    targetCpu: opts.targetCpu,
+    queriesPerSession: workload.classes.premium.queriesPerSession,
+    cpuPerQueryS: queryCpu / queries,
+    cpuPerConnectS: connectCpu / connects,
+    connectWallS: connectWall / connects / 1000,
+  };
+  const r3 = (v: number) => Math.round(v * 1000) / 1000;
+  return {
+    ...thinkTimeFor(inputs),
+    targetCpu: opts.targetCpu,
+    replica: replica.id,
+    queries,
+    cpuPerQueryMs: r3(inputs.cpuPerQueryS * 1000),
+    connects,
+    cpuPerConnectMs: r3(inputs.cpuPerConnectS * 1000),
+    connectWallMs: r3(inputs.connectWallS * 1000),
+    tookMs: Date.now() - t0,
+  };
+}
