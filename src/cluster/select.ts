@@ -2,15 +2,22 @@
  * Choosing a driver (auto = Docker when its socket answers, else local) and reopening an existing
  * cluster from its state record.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { ClusterDriver, ClusterSpec } from './driver.js';
-import { PlbError } from '../errors.js';
+import { formatError, PlbError } from '../errors.js';
 import { createLocalDriver } from './local/index.js';
+import { acquireClusterLock } from './lock.js';
 import {
+  clusterDir,
   DEFAULT_CLUSTER_NAME,
   defaultStateDir,
+  newClusterId,
   readClusterRecord,
+  removeClusterRecord,
   validateClusterName,
   writeClusterRecord,
+  type ClusterRecord,
   type DriverKind,
 } from './state.js';
 
@@ -83,7 +90,9 @@ export function chooseDriverKind(
 
 interface DockerModule {
   dockerAvailable(): Promise<boolean>;
-  createDockerDriver(spec: ClusterSpec): ClusterDriver;
+  createDockerDriver(spec: ClusterSpec): ClusterDriver & {
+    listOwn(anyId?: boolean): Promise<{ Names: string[]; Labels: Record<string, string> }[]>;
+  };
 }
 
 /** The Docker driver module, loaded only when needed; null when it is not part of this build. */
@@ -138,74 +147,175 @@ export async function openCluster(
     });
   }
   // The record's spec is authoritative, but the state folder is where we found it.
-  return createDriver(record.driver, { ...record.spec, stateDir });
+  return createDriver(record.driver, { ...record.spec, stateDir, id: record.id });
+}
+
+/** Removes what one cluster instance made (by its id: containers, data folder) and its record. */
+export async function removeOwned(driver: ClusterDriver): Promise<void> {
+  const { stateDir, name, id } = driver.spec;
+  await driver.down();
+  let record: ClusterRecord | null = null;
+  try {
+    record = readClusterRecord(stateDir, name);
+  } catch {
+    // unreadable: not provably ours, leave it
+  }
+  if (record && record.id === id) removeClusterRecord(stateDir, name);
+}
+
+interface ForeignContainer {
+  name: string;
+  id: string;
+}
+
+/** Containers labelled with the cluster name whose plb.id is not `ownId` (none when Docker is absent). */
+async function foreignContainers(spec: ClusterSpec, ownId: string | undefined): Promise<ForeignContainer[]> {
+  if (!(await dockerAnswers())) return [];
+  const mod = await dockerModule();
+  if (!mod) return [];
+  const list = await mod.createDockerDriver({ ...spec, id: undefined }).listOwn(true);
+  return list
+    .map((c) => ({ name: (c.Names[0] ?? '?').replace(/^\//, ''), id: c.Labels['plb.id'] ?? 'none' }))
+    .filter((c) => c.id !== ownId);
 }
 
 /**
- * Removes everything of a cluster, with or without a record: the recorded driver's down, plus the
- * local data folder and, when Docker answers, containers by label (leftovers of a crashed run).
- * Returns what it did, one line each.
+ * `cluster down`: removes the cluster recorded in this state folder, by its id. What carries the
+ * name but not that id (another user's or another state folder's cluster, leftovers of an older
+ * plb) is removed only when `explicit` (the user named the cluster with --name), and then listed;
+ * otherwise it is listed as left alone. Returns what it did, one line each.
  */
 export async function downCluster(
   name: string = DEFAULT_CLUSTER_NAME,
   stateDir: string = defaultStateDir(),
+  opts: { explicit?: boolean } = {},
 ): Promise<string[]> {
   validateClusterName(name);
   const done: string[] = [];
-  const record = readClusterRecord(stateDir, name);
-  const spec = record ? { ...record.spec, stateDir } : clusterSpec({ name, stateDir });
-  if (record?.driver === 'docker' || (await dockerAnswers())) {
-    const d = await createDocker(spec);
-    await d.down();
-    done.push(`docker: removed any containers labelled plb.cluster=${name}`);
+  let record: ClusterRecord | null = null;
+  let unreadable = false;
+  try {
+    record = readClusterRecord(stateDir, name);
+  } catch {
+    unreadable = true;
   }
-  await createLocalDriver(spec).down();
-  done.push(
-    record ? `removed cluster ${name} (${record.driver})` : `no record of cluster ${name}; cleaned leftovers`,
-  );
+  const spec = record
+    ? { ...record.spec, stateDir, id: record.id }
+    : { ...clusterSpec({ name, stateDir }), id: undefined };
+  if (record) {
+    await removeOwned(await createDriver(record.driver, spec));
+    done.push(`removed cluster ${name} (${record.driver} driver, id ${record.id})`);
+  }
+  const foreign = await foreignContainers(spec, record?.id);
+  const localLeft = !record && existsSync(join(clusterDir(stateDir, name), 'data'));
+  const list = foreign.map((c) => `${c.name} (id ${c.id})`).join(', ');
+  if (opts.explicit) {
+    if (foreign.length > 0) {
+      await (await createDocker({ ...spec, id: undefined })).down();
+      done.push(`docker: removed ${foreign.length} container(s) of cluster ${name} made elsewhere: ${list}`);
+    }
+    if (localLeft || unreadable) {
+      await createLocalDriver({ ...spec, id: undefined }).down();
+      done.push(`removed the unrecorded local data and record of cluster ${name} in ${stateDir}`);
+    }
+  } else {
+    const how = `\`plb cluster down --name ${name}\` removes`;
+    if (foreign.length > 0)
+      done.push(
+        `left alone: ${foreign.length} container(s) of cluster ${name} made elsewhere: ${list} (${how} them)`,
+      );
+    if (localLeft || unreadable)
+      done.push(`left alone: unrecorded local data or record of cluster ${name} in ${stateDir} (${how} it)`);
+  }
+  if (done.length === 0) done.push(`no cluster ${name} in ${stateDir}; nothing to remove`);
   return done;
 }
 
 /**
- * `cluster up`: choose the driver, bring the cluster up, and make sure a record names the driver
- * (the local driver writes its own first; written here for any driver that did not).
+ * `cluster up`: choose the driver, write the record with a new id BEFORE creating anything (so
+ * `status` and `down` see a half-made cluster), bring the cluster up, and on failure remove what
+ * this instance created. The caller holds the cluster's lock. onRecord hears of the new instance
+ * as soon as its record exists (to clean up after an interrupt).
  */
 export async function bringUp(opts: {
   driver: DriverChoice;
   spec: ClusterSpec;
   log?: (line: string) => void;
+  onRecord?: (driver: ClusterDriver) => void;
 }): Promise<{ driver: ClusterDriver; reason: string }> {
   const log = opts.log ?? (() => undefined);
-  const existing = readClusterRecord(opts.spec.stateDir, opts.spec.name);
+  const { stateDir, name } = opts.spec;
+  const existing = readClusterRecord(stateDir, name);
   if (existing && opts.driver !== 'auto' && existing.driver !== opts.driver) {
     throw new PlbError(
       'CLUSTER_UP_FAILED',
-      `cluster ${opts.spec.name} already exists with the ${existing.driver} driver`,
+      `cluster ${name} already exists with the ${existing.driver} driver`,
       {
-        hint: `run \`plb cluster down --name ${opts.spec.name}\` first, or use another --name`,
+        hint: `run \`plb cluster down --name ${name}\` first, or use another --name`,
       },
     );
   }
-  // An existing cluster keeps its driver (auto must not switch it) and its recorded spec; its
-  // driver's up then starts what is not running.
-  const { driver, reason } = existing
-    ? {
-        driver: await createDriver(existing.driver, { ...existing.spec, stateDir: opts.spec.stateDir }),
-        reason: `${existing.driver} driver (existing cluster ${existing.name}, its recorded spec)`,
-      }
-    : await resolveDriver({ driver: opts.driver, spec: opts.spec });
-  log(`using the ${reason}`);
-  await driver.up(log);
-  if (!readClusterRecord(opts.spec.stateDir, opts.spec.name)) {
-    writeClusterRecord(opts.spec.stateDir, {
-      version: 1,
-      name: opts.spec.name,
-      driver: driver.kind,
-      spec: driver.spec,
-      createdAt: new Date().toISOString(),
-    });
+  if (existing) {
+    // An existing cluster keeps its driver (auto must not switch it), its id and recorded spec;
+    // its driver's up then starts what is not running.
+    const driver = await createDriver(existing.driver, { ...existing.spec, stateDir, id: existing.id });
+    const reason = `${existing.driver} driver (existing cluster ${existing.name}, its recorded spec)`;
+    log(`using the ${reason}`);
+    await driver.up(log);
+    return { driver, reason };
+  }
+  const id = newClusterId();
+  const { driver, reason } = await resolveDriver({ driver: opts.driver, spec: { ...opts.spec, id } });
+  log(`using the ${reason}; cluster id ${id}`);
+  writeClusterRecord(stateDir, {
+    version: 1,
+    name,
+    id,
+    driver: driver.kind,
+    spec: driver.spec,
+    createdAt: new Date().toISOString(),
+  });
+  opts.onRecord?.(driver);
+  try {
+    await driver.up(log);
+  } catch (err) {
+    // The drivers clean up after themselves; this also covers what they leave and the record.
+    await removeOwned(driver).catch(() => undefined);
+    throw err;
   }
   return { driver, reason };
+}
+
+/**
+ * `cluster up` as the command runs it: under the cluster's lock; Ctrl-C or SIGTERM while it runs
+ * removes what this instance created (by id) and exits 130.
+ */
+export async function upCluster(opts: {
+  driver: DriverChoice;
+  spec: ClusterSpec;
+  log: (line: string) => void;
+}): Promise<{ driver: ClusterDriver; reason: string }> {
+  const lock = acquireClusterLock(opts.spec.stateDir, opts.spec.name);
+  let made: ClusterDriver | undefined;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    opts.log(`${sig}: removing what this cluster up created`);
+    const cleanup = made ? removeOwned(made) : Promise.resolve();
+    void cleanup
+      .catch((err: unknown) => opts.log(`cleanup failed: ${formatError(err)}`))
+      .finally(() => {
+        lock.release();
+        process.exit(130);
+      });
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await bringUp({ ...opts, onRecord: (d) => (made = d) });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    lock.release();
+  }
 }
 
 /** A positive decimal flag value (e.g. --cpus); a one-line BAD_INPUT error naming the flag otherwise. */

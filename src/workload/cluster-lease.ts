@@ -1,5 +1,6 @@
 import type { ClusterDriver, ClusterSpec } from '../cluster/driver.js';
-import { bringUp, clusterSpec, downCluster, openCluster, type DriverChoice } from '../cluster/select.js';
+import { acquireClusterLock } from '../cluster/lock.js';
+import { bringUp, clusterSpec, openCluster, removeOwned, type DriverChoice } from '../cluster/select.js';
 import { defaultStateDir, readClusterRecord } from '../cluster/state.js';
 
 export interface ClusterLease {
@@ -7,12 +8,14 @@ export interface ClusterLease {
   spec: ClusterSpec;
   /** True when this command brought the cluster up (and so takes it down again). */
   owned: boolean;
+  /** Takes down what this command brought up (by its id, nothing else) and frees the lock. */
   release(): Promise<void>;
 }
 
 /**
  * The cluster a benchmark runs on: the existing one of that name (from `plb cluster up`), or a new
- * one brought up for this command and removed when it ends (unless keep is set).
+ * one brought up for this command and removed when it ends (unless keep is set). Either way the
+ * cluster's lock is held until release, so no other bench, up or down touches it meanwhile.
  */
 export async function leaseCluster(opts: {
   name: string;
@@ -23,29 +26,39 @@ export async function leaseCluster(opts: {
   log: (line: string) => void;
 }): Promise<ClusterLease> {
   const stateDir = opts.over.stateDir ?? defaultStateDir();
-  const record = readClusterRecord(stateDir, opts.name);
-  if (record) {
-    const driver = await openCluster(opts.name, stateDir);
-    opts.log(
-      `using the existing cluster ${opts.name} (${driver.kind} driver, ${driver.spec.replicas} replicas)`,
-    );
-    return { driver, spec: driver.spec, owned: false, release: async () => undefined };
+  const lock = acquireClusterLock(stateDir, opts.name);
+  try {
+    const record = readClusterRecord(stateDir, opts.name);
+    if (record) {
+      const driver = await openCluster(opts.name, stateDir);
+      opts.log(
+        `using the existing cluster ${opts.name} (${driver.kind} driver, ${driver.spec.replicas} replicas)`,
+      );
+      return { driver, spec: driver.spec, owned: false, release: async () => lock.release() };
+    }
+    const spec = clusterSpec({ ...opts.over, name: opts.name, replicas: opts.replicas, stateDir });
+    const t0 = Date.now();
+    const { driver } = await bringUp({ driver: opts.driver, spec, log: opts.log });
+    opts.log(`cluster ${spec.name} up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    return {
+      driver,
+      spec: driver.spec,
+      owned: true,
+      release: async () => {
+        try {
+          if (opts.keep) {
+            opts.log(`keeping cluster ${spec.name} (plb cluster down --name ${spec.name} removes it)`);
+            return;
+          }
+          opts.log(`taking cluster ${spec.name} down (id ${driver.spec.id ?? '?'})`);
+          await removeOwned(driver);
+        } finally {
+          lock.release();
+        }
+      },
+    };
+  } catch (err) {
+    lock.release();
+    throw err;
   }
-  const spec = clusterSpec({ ...opts.over, name: opts.name, replicas: opts.replicas, stateDir });
-  const t0 = Date.now();
-  const { driver } = await bringUp({ driver: opts.driver, spec, log: opts.log });
-  opts.log(`cluster ${spec.name} up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  return {
-    driver,
-    spec,
-    owned: true,
-    release: async () => {
-      if (opts.keep) {
-        opts.log(`keeping cluster ${spec.name} (plb cluster down --name ${spec.name} removes it)`);
-        return;
-      }
-      opts.log(`taking cluster ${spec.name} down`);
-      await downCluster(spec.name, stateDir);
-    },
-  };
 }

@@ -1,8 +1,9 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench, parseBorrowing, type BenchFlagValues } from '../../src/cli/bench.js';
+import { acquireClusterLock } from '../../src/cluster/lock.js';
 import { isPlbError } from '../../src/errors.js';
 
 const work = mkdtempSync(join(tmpdir(), 'plb-bench-cli-'));
@@ -75,6 +76,24 @@ describe('bench flags', () => {
     expect(code).toBe(1);
     expect(errors[0]).toMatch(/bad\.yaml:4: events\[0\]\.replica/);
     expect(existsSync(join(work, 'state', 'plbtest-cli'))).toBe(false);
+  });
+
+  it('a second bench on a locked cluster fails at once naming the holder, and keeps its lock', async () => {
+    const lock = acquireClusterLock(join(work, 'state'), 'plbtest-cli', 'plb bench run --name plbtest-cli');
+    try {
+      const { code, errors } = await run({});
+      expect(code).toBe(1);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatch(
+        new RegExp(
+          `^Error: cluster plbtest-cli is locked by pid ${process.pid}, started \\S+, plb bench run`,
+        ),
+      );
+      expect(readFileSync(lock.file, 'utf8')).toContain(lock.holder.token);
+      expect(existsSync(join(work, 'state', 'plbtest-cli', 'cluster.json'))).toBe(false);
+    } finally {
+      lock.release();
+    }
   });
 
   it('parses borrowing ratios, keeping a band between borrow and return', () => {

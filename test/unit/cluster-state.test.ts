@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -62,6 +62,7 @@ describe('cluster record', () => {
   const record = (): ClusterRecord => ({
     version: 1,
     name: 'c1',
+    id: '0123456789ab',
     driver: 'local',
     spec: clusterSpec({ name: 'c1', stateDir: dir }),
     createdAt: '2026-01-01T00:00:00.000Z',
@@ -105,16 +106,21 @@ describe('names and folders', () => {
     }
   });
 
-  it('defaults to .plb under the cwd, overridable by PLB_STATE_DIR', () => {
-    const saved = process.env.PLB_STATE_DIR;
-    try {
-      delete process.env.PLB_STATE_DIR;
-      expect(defaultStateDir('/some/where')).toBe('/some/where/.plb');
-      process.env.PLB_STATE_DIR = '/elsewhere/state';
-      expect(defaultStateDir('/some/where')).toBe('/elsewhere/state');
-    } finally {
-      if (saved === undefined) delete process.env.PLB_STATE_DIR;
-      else process.env.PLB_STATE_DIR = saved;
-    }
+  it('defaults to a per-user state dir, never the cwd; PLB_STATE_DIR overrides', () => {
+    expect(defaultStateDir({}, '/home/u')).toBe('/home/u/.local/state/plb');
+    expect(defaultStateDir({ XDG_STATE_HOME: '/xdg' }, '/home/u')).toBe('/xdg/plb');
+    // A relative XDG_STATE_HOME is ignored (XDG spec): it would depend on the cwd.
+    expect(defaultStateDir({ XDG_STATE_HOME: 'rel' }, '/home/u')).toBe('/home/u/.local/state/plb');
+    expect(defaultStateDir({ PLB_STATE_DIR: '/elsewhere/state', XDG_STATE_HOME: '/xdg' }, '/home/u')).toBe(
+      '/elsewhere/state',
+    );
+    expect(defaultStateDir()).not.toBe(join(process.cwd(), '.plb'));
+  });
+
+  it('refuses a record without a cluster id (nothing in it is provably ours)', () => {
+    const old = { version: 1, name: 'c1', driver: 'local', spec: clusterSpec({ name: 'c1', stateDir: dir }) };
+    mkdirSync(join(dir, 'c1'));
+    writeFileSync(join(dir, 'c1', 'cluster.json'), JSON.stringify(old));
+    expect(() => readClusterRecord(dir, 'c1')).toThrow(/no cluster id/);
   });
 });

@@ -1,12 +1,12 @@
 import { Command, Flags } from '@oclif/core';
 import { fail } from '../../cli/fail.js';
 import {
-  bringUp,
   clusterSpec,
   DEFAULT_BASE_PORT,
   DEFAULT_REPLICAS,
   parseDriverChoice,
   parsePositiveNumber,
+  upCluster,
 } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
 
@@ -53,7 +53,7 @@ export default class ClusterUp extends Command {
         ...(flags.image !== undefined ? { image: flags.image } : {}),
       });
       const t0 = Date.now();
-      const { driver } = await bringUp({
+      const { driver } = await upCluster({
         driver: parseDriverChoice(flags.driver),
         spec,
         log: (line) => this.log(line),
