@@ -17,7 +17,6 @@ import {
   fchmodSync,
   fstatSync,
   lstatSync,
-  mkdirSync,
   openSync,
   readFileSync,
   renameSync,
@@ -28,6 +27,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { ClusterSpec, Credentials } from './driver.js';
 import { PlbError } from '../errors.js';
+import { makeDirs } from '../safe-write.js';
 
 export const PLB_USER = 'plb';
 export const PLB_DATABASE = 'plb';
@@ -51,15 +51,22 @@ export interface ClusterRecord {
 }
 
 /**
- * PLB_STATE_DIR, else $XDG_STATE_HOME/plb, else ~/.local/state/plb: per user, never the cwd (two
- * folders must not see two different sets of clusters, and a checkout must not hold passwords).
+ * PLB_STATE_DIR, else $XDG_STATE_HOME/plb, else ~/.local/state/plb (root: /var/lib/plb): per user,
+ * never the cwd (two folders must not see two sets of clusters, nor a checkout hold passwords).
+ * Root's default is /var/lib/plb because the local driver's postgres user must traverse the
+ * folders to its data, and /root is closed to it.
  */
-export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
+export function defaultStateDir(
+  env: NodeJS.ProcessEnv = process.env,
+  home: string = homedir(),
+  uid: number = process.getuid?.() ?? -1,
+): string {
   const own = env.PLB_STATE_DIR;
   if (own && own.trim() !== '') return resolve(own);
   // The XDG spec says a relative value is to be ignored.
   const xdg = env.XDG_STATE_HOME;
   if (xdg && isAbsolute(xdg)) return join(xdg, 'plb');
+  if (uid === 0) return '/var/lib/plb';
   return join(home, '.local', 'state', 'plb');
 }
 
@@ -93,7 +100,7 @@ export function clusterDir(stateDir: string, name: string): string {
 /** Creates the per-cluster folder (0700) and returns it. */
 export function ensureClusterDir(stateDir: string, name: string): string {
   const dir = clusterDir(stateDir, name);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  makeDirs(dir, 'state dir (PLB_STATE_DIR)', 0o700);
   return dir;
 }
 

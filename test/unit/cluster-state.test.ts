@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  symlinkSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  chmodSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -50,6 +59,18 @@ describe('password file', () => {
     ensurePassword(dir, 'c1');
     writeFileSync(passwordFile(dir, 'c1'), '');
     expect(ensurePassword(dir, 'c1')).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it('refuses a symlinked password file and leaves its target alone', () => {
+    const victim = join(dir, 'victim');
+    writeFileSync(victim, 'not-a-password\n', { mode: 0o644 });
+    mkdirSync(join(dir, 'c1'));
+    symlinkSync(victim, passwordFile(dir, 'c1'));
+    expect(() => ensurePassword(dir, 'c1')).toThrow(
+      /password file .* is a symlink or unreadable; refusing it/,
+    );
+    expect(statSync(victim).mode & 0o777).toBe(0o644);
+    expect(readFileSync(victim, 'utf8')).toBe('not-a-password\n');
   });
 
   it('loadCredentials gives user and database plb with the stored password', () => {
@@ -107,10 +128,12 @@ describe('names and folders', () => {
   });
 
   it('defaults to a per-user state dir, never the cwd; PLB_STATE_DIR overrides', () => {
-    expect(defaultStateDir({}, '/home/u')).toBe('/home/u/.local/state/plb');
-    expect(defaultStateDir({ XDG_STATE_HOME: '/xdg' }, '/home/u')).toBe('/xdg/plb');
+    expect(defaultStateDir({}, '/home/u', 1000)).toBe('/home/u/.local/state/plb');
+    expect(defaultStateDir({ XDG_STATE_HOME: '/xdg' }, '/home/u', 1000)).toBe('/xdg/plb');
     // A relative XDG_STATE_HOME is ignored (XDG spec): it would depend on the cwd.
-    expect(defaultStateDir({ XDG_STATE_HOME: 'rel' }, '/home/u')).toBe('/home/u/.local/state/plb');
+    expect(defaultStateDir({ XDG_STATE_HOME: 'rel' }, '/home/u', 1000)).toBe('/home/u/.local/state/plb');
+    // Root: a folder the local driver's postgres user can traverse.
+    expect(defaultStateDir({}, '/root', 0)).toBe('/var/lib/plb');
     expect(defaultStateDir({ PLB_STATE_DIR: '/elsewhere/state', XDG_STATE_HOME: '/xdg' }, '/home/u')).toBe(
       '/elsewhere/state',
     );
