@@ -3,6 +3,7 @@
  * cluster from its state record.
  */
 import { existsSync } from 'node:fs';
+import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { ClusterDriver, ClusterSpec } from './driver.js';
 import { formatError, PlbError } from '../errors.js';
@@ -52,13 +53,39 @@ export function clusterSpec(over: Partial<ClusterSpec> = {}): ClusterSpec {
       `base-port: must be an integer from 1024 with room for ${spec.replicas} more ports`,
     );
   }
-  if (!(spec.cpus > 0)) throw new PlbError('BAD_INPUT', `cpus: must be > 0, got ${spec.cpus}`);
-  if (!(spec.primaryCpus > 0))
-    throw new PlbError('BAD_INPUT', `primary-cpus: must be > 0, got ${spec.primaryCpus}`);
-  if (!Number.isInteger(spec.memoryMb) || spec.memoryMb < 64) {
-    throw new PlbError('BAD_INPUT', `memory: must be an integer of at least 64 MiB, got ${spec.memoryMb}`);
+  checkCpus('cpus', spec.cpus);
+  checkCpus('primary-cpus', spec.primaryCpus);
+  const maxMb = maxMemoryMb();
+  if (!Number.isInteger(spec.memoryMb) || spec.memoryMb < 64 || spec.memoryMb > maxMb) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `memory: must be an integer from 64 to ${maxMb} MiB (this host's memory), got ${spec.memoryMb}`,
+    );
   }
   return spec;
+}
+
+/** A quota above the host's cores cannot be given (Docker refuses it, after the cluster is up). */
+export function maxCpus(): number {
+  return availableParallelism();
+}
+
+/** A server cannot be allowed more memory than the host has. */
+export function maxMemoryMb(): number {
+  return Math.floor(totalmem() / (1024 * 1024));
+}
+
+function checkCpus(name: string, n: number): number {
+  const max = maxCpus();
+  if (!(n > 0) || n > max) {
+    throw new PlbError('BAD_INPUT', `${name}: must be > 0 and at most ${max} (this host's cores), got ${n}`);
+  }
+  return n;
+}
+
+/** A --cpus flag value: a positive number of cores, at most the host's. */
+export function parseCpus(name: string, value: string): number {
+  return checkCpus(name, parsePositiveNumber(name, value));
 }
 
 export function parseDriverChoice(value: string): DriverChoice {

@@ -5,7 +5,7 @@ import {
   DEFAULT_BASE_PORT,
   DEFAULT_REPLICAS,
   parseDriverChoice,
-  parsePositiveNumber,
+  parseCpus,
   upCluster,
 } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
@@ -45,9 +45,9 @@ export default class ClusterUp extends Command {
         name: flags.name,
         replicas: flags.replicas,
         basePort: flags['base-port'],
-        ...(flags.cpus !== undefined ? { cpus: parsePositiveNumber('cpus', flags.cpus) } : {}),
+        ...(flags.cpus !== undefined ? { cpus: parseCpus('cpus', flags.cpus) } : {}),
         ...(flags['primary-cpus'] !== undefined
-          ? { primaryCpus: parsePositiveNumber('primary-cpus', flags['primary-cpus']) }
+          ? { primaryCpus: parseCpus('primary-cpus', flags['primary-cpus']) }
           : {}),
         ...(flags.memory !== undefined ? { memoryMb: flags.memory } : {}),
         ...(flags.image !== undefined ? { image: flags.image } : {}),
