@@ -324,20 +324,27 @@ export async function upCluster(opts: {
 }): Promise<{ driver: ClusterDriver; reason: string }> {
   const lock = acquireClusterLock(opts.spec.stateDir, opts.spec.name);
   let made: ClusterDriver | undefined;
+  // Set on a signal; never resolves (it exits 130), so the up it cuts short cannot exit first.
+  let stopping: Promise<never> | undefined;
   const onSignal = (sig: NodeJS.Signals): void => {
     opts.log(`${sig}: removing what this cluster up created`);
     const cleanup = made ? removeOwned(made) : Promise.resolve();
-    void cleanup
+    stopping = cleanup
       .catch((err: unknown) => opts.log(`cleanup failed: ${formatError(err)}`))
-      .finally(() => {
+      .then(() => {
         lock.release();
-        process.exit(130);
+        return process.exit(130);
       });
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    return await bringUp({ ...opts, onRecord: (d) => (made = d) });
+    const up = await bringUp({ ...opts, onRecord: (d) => (made = d) });
+    if (stopping) await stopping;
+    return up;
+  } catch (err) {
+    if (stopping) await stopping;
+    throw err;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

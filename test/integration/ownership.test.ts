@@ -6,9 +6,10 @@
  * same name alone, while an explicit `down --name` removes it and says so. Everything this test
  * creates carries its random cluster name and is removed by that label at the end.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -17,6 +18,8 @@ import { dockerAvailable } from '../../src/cluster/docker/driver.js';
 import { makeTar } from '../../src/cluster/docker/tar.js';
 import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster, removeOwned } from '../../src/cluster/select.js';
+import { findBinDir } from '../../src/cluster/local/binaries.js';
+import { lockFile } from '../../src/cluster/lock.js';
 import { readClusterRecord, type ClusterRecord } from '../../src/cluster/state.js';
 
 const ci = process.env.CI === 'true';
@@ -28,13 +31,15 @@ const FOREIGN_ID = 'ffffffffffff';
 
 describe.skipIf(!available && !ci)('ownership on a real Docker engine', () => {
   const docker = new Docker();
-  const stateDir = mkdtempSync(join(tmpdir(), 'plb-own-it-'));
-  const spec = clusterSpec({ name: NAME, replicas: 1, basePort: 57432, stateDir, image: IMAGE });
+  let stateDir = '';
+  let spec: ReturnType<typeof clusterSpec>;
   const byLabel = async () =>
     docker.listContainers({ all: true, filters: { label: [`plb.cluster=${NAME}`] } });
 
   beforeAll(() => {
     if (!available) throw new Error('CI=true and no Docker engine answers: the Docker tests must run in CI');
+    stateDir = mkdtempSync(join(tmpdir(), 'plb-own-it-'));
+    spec = clusterSpec({ name: NAME, replicas: 1, basePort: 57432, stateDir, image: IMAGE });
     execFileSync('docker', ['import', '-', IMAGE], {
       input: makeTar([{ name: 'x', mode: 0o644, content: 'x' }]),
       stdio: ['pipe', 'ignore', 'inherit'],
@@ -48,7 +53,7 @@ describe.skipIf(!available && !ci)('ownership on a real Docker engine', () => {
       .getImage(IMAGE)
       .remove()
       .catch(() => undefined);
-    rmSync(stateDir, { recursive: true, force: true });
+    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
   });
 
   it('writes the record before creating; created containers carry its id; a failed up removes them', async () => {
@@ -114,4 +119,65 @@ describe.skipIf(!available && !ci)('ownership on a real Docker engine', () => {
     expect(named.join('\n')).toContain(`plbtest-own-foreign-${suffix} (id ffffffffffff)`);
     expect(await alive()).toBe(false);
   });
+});
+
+const haveBinaries = (() => {
+  try {
+    findBinDir();
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(true)));
+  });
+}
+
+describe.skipIf(!haveBinaries)('an interrupted cluster up (local driver)', () => {
+  it('Ctrl-C removes what it created, its record and its lock, and exits 130', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'plb-own-int-'));
+    const name = `plbtest-int-${suffix}`;
+    const port = 57452;
+    try {
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          join(import.meta.dirname, 'helpers', 'up-local.ts'),
+          name,
+          String(port),
+          stateDir,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let out = '';
+      let record: ClusterRecord | null = null;
+      child.stdout.on('data', (b: Buffer) => {
+        out += b.toString();
+        // The primary runs and a base backup is under way: interrupt half-way.
+        if (out.includes('base backup for r1') && record === null) {
+          record = readClusterRecord(stateDir, name);
+          child.kill('SIGINT');
+        }
+      });
+      child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      expect(code, out).toBe(130);
+      expect((record as ClusterRecord | null)?.id, out).toMatch(/^[0-9a-f]{12}$/);
+      expect(out).toMatch(/SIGINT: removing what this cluster up created/);
+      expect(readClusterRecord(stateDir, name)).toBeNull();
+      expect(existsSync(join(stateDir, name, 'data'))).toBe(false);
+      expect(existsSync(lockFile(stateDir, name))).toBe(false);
+      expect(await portFree(port)).toBe(true);
+      expect(await portFree(port + 1)).toBe(true);
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

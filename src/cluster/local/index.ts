@@ -339,7 +339,9 @@ export class LocalDriver implements ClusterDriver {
     }
     rmSync(this.dataRoot, { recursive: true, force: true });
     mkdirSync(this.dataRoot, { mode: 0o700 });
-    if (this.spec.id !== undefined) writeFileSync(join(this.dataRoot, ID_FILE), this.spec.id + '\n');
+    // A driver made without an id (the library's createLocalDriver) still marks the record's id.
+    const id = this.spec.id ?? readClusterRecord(this.spec.stateDir, this.spec.name)?.id;
+    if (id !== undefined) writeFileSync(join(this.dataRoot, ID_FILE), id + '\n');
     this.own(this.dataRoot);
   }
 
