@@ -20,3 +20,8 @@ export function escapeControl(s: string): string {
     return `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
   });
 }
+
+/** Multi-line text with control characters escaped inside each line (progress lines, paths). */
+export function escapeLines(s: string): string {
+  return s.split('\n').map(escapeControl).join('\n');
+}

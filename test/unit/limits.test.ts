@@ -8,6 +8,7 @@ import { formatError, PlbError } from '../../src/errors.js';
 import { loadPlan, parsePlan } from '../../src/faults/plan.js';
 import { expandSeries } from '../../src/workload/bench.js';
 import { Rng } from '../../src/workload/rng.js';
+import { escapeLines } from '../../src/text.js';
 
 const work = mkdtempSync(join(tmpdir(), 'plb-limits-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -147,4 +148,12 @@ describe('bench flag bounds', () => {
       else expect(line).toMatch(expected);
     },
   );
+});
+
+describe('terminal output of user-provided text', () => {
+  it('escapes control characters line by line, keeping the lines', () => {
+    expect(escapeLines('run directory: /tmp/a\u001b[2Jb\nnext\tline')).toBe(
+      'run directory: /tmp/a\\x1b[2Jb\nnext\\tline',
+    );
+  });
 });
