@@ -238,7 +238,10 @@ export async function downCluster(
   const list = foreign.map((c) => `${c.name} (id ${c.id})`).join(', ');
   if (opts.explicit) {
     if (foreign.length > 0) {
-      await (await createDocker({ ...spec, id: undefined })).down();
+      // Instance by instance, so a cluster that appears meanwhile is not swept along; containers
+      // of an older plb (no plb.id) can only be taken by name.
+      for (const id of new Set(foreign.map((c) => c.id)))
+        await (await createDocker({ ...spec, id: id === 'none' ? undefined : id })).down();
       done.push(`docker: removed ${foreign.length} container(s) of cluster ${name} made elsewhere: ${list}`);
     }
     if (localLeft || unreadable) {
