@@ -2,8 +2,9 @@
  * One exclusive lock per cluster: <stateDir>/<cluster>/lock, created with O_EXCL ('wx') and
  * holding the holder's pid, start time and command. `bench` (for its whole series), `cluster up`
  * and `cluster down` take it, so two of them never inject faults into, create or remove one
- * cluster at the same time. A lock whose pid is gone (kill(pid, 0) -> ESRCH) is stale and taken
- * over; anything else fails at once naming the holder.
+ * cluster at the same time. A lock whose pid is gone (kill(pid, 0) -> ESRCH), or now names another
+ * process (pid reused, checked by boot id and start tick), is stale and taken over; anything else
+ * fails at once naming the holder.
  */
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +19,9 @@ export interface LockHolder {
   command: string;
   /** Random per acquisition: release removes the file only while it is still this one. */
   token: string;
+  /** processIdentity of the holder, to tell a reused pid from the holder (absent off Linux). */
+  bootId?: string;
+  procStart?: number;
 }
 
 export interface ClusterLock {
@@ -45,6 +49,8 @@ function readHolder(file: string): LockHolder | null {
       startedAt: String(h.startedAt ?? '?'),
       command: String(h.command ?? '?'),
       token: String(h.token ?? ''),
+      ...(typeof h.bootId === 'string' ? { bootId: h.bootId } : {}),
+      ...(typeof h.procStart === 'number' ? { procStart: h.procStart } : {}),
     };
   } catch {
     return null;
@@ -59,6 +65,35 @@ export function processAlive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
+}
+
+/**
+ * Which process a pid is, exactly: the boot (boot_id) and its start in clock ticks after boot
+ * (/proc/<pid>/stat field 22). Raw ticks, not wall time, so a clock step cannot fake a change.
+ * Null where /proc cannot tell (not Linux).
+ */
+export function processIdentity(pid: number): { bootId: string; start: number } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name before the fields may hold spaces: count from its closing parenthesis.
+    const start = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+    const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return Number.isFinite(start) && bootId !== '' ? { bootId, start } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The holder still holds: its pid is alive and is the same process. After a reboot, or when the
+ * pid now names a process that started at another tick, the holder died and its pid was reused.
+ */
+function holderAlive(h: LockHolder, alive: (pid: number) => boolean): boolean {
+  if (!alive(h.pid)) return false;
+  if (h.bootId === undefined || h.procStart === undefined) return true;
+  const now = processIdentity(h.pid);
+  if (now === null) return true;
+  return now.bootId === h.bootId && now.start === h.procStart;
 }
 
 function describeHolder(h: LockHolder): string {
@@ -82,6 +117,11 @@ export function acquireClusterLock(
     command,
     token: randomBytes(8).toString('hex'),
   };
+  const me = processIdentity(process.pid);
+  if (me) {
+    holder.bootId = me.bootId;
+    holder.procStart = me.start;
+  }
   const text = JSON.stringify(holder) + '\n';
   for (let attempt = 0; ; attempt++) {
     try {
@@ -92,7 +132,7 @@ export function acquireClusterLock(
     }
     const other = readHolder(file);
     // Unreadable: another process is between create and write; treat it as held.
-    if (other && !alive(other.pid) && attempt < 3) {
+    if (other && !holderAlive(other, alive) && attempt < 3) {
       takeOverStale(file, other);
       continue;
     }

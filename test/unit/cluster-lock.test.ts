@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { acquireClusterLock, lockFile, withClusterLock } from '../../src/cluster/lock.js';
+import { acquireClusterLock, lockFile, processIdentity, withClusterLock } from '../../src/cluster/lock.js';
 import { isPlbError } from '../../src/errors.js';
 
 let dir: string;
@@ -54,6 +54,23 @@ describe('cluster lock', () => {
       command: 'plb cluster up',
     });
     l.release();
+  });
+
+  it('takes over a lock whose pid now names another process (pid reuse, reboot)', () => {
+    const file = lockFile(dir, 'c1');
+    const me = processIdentity(process.pid);
+    expect(me).not.toBeNull();
+    const base = { pid: process.pid, startedAt: 'then', command: 'plb x', token: 't' };
+    for (const other of [
+      { ...base, bootId: me!.bootId, procStart: me!.start - 1 },
+      { ...base, bootId: 'another-boot', procStart: me!.start },
+    ]) {
+      writeFileSync(file, JSON.stringify(other));
+      acquireClusterLock(dir, 'c1', 'plb cluster down').release();
+    }
+    // The same live process still holds.
+    writeFileSync(file, JSON.stringify({ ...base, bootId: me!.bootId, procStart: me!.start }));
+    expect(() => acquireClusterLock(dir, 'c1')).toThrow(/is locked by pid/);
   });
 
   it('release leaves a lock that is no longer ours', () => {
