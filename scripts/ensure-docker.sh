@@ -19,10 +19,10 @@ fi
 if docker info >/dev/null 2>&1; then exit 0; fi
 
 if [ "$(id -u)" != 0 ]; then say "the Docker engine is not running and starting it needs root"; exit 1; fi
-log=${PLB_DOCKERD_LOG:-/tmp/plb-dockerd.log}
-say "starting dockerd (log: $log)"
+# A fresh private file (mktemp), never a fixed /tmp name another user could have planted as a link.
+log=${PLB_DOCKERD_LOG:-$(mktemp /tmp/plb-dockerd.XXXXXX.log)} || { say "mktemp failed"; exit 1; }
 nohup dockerd >"$log" 2>&1 &
-echo $! > /tmp/plb-dockerd.pid
+say "started dockerd, pid $! (log: $log)"
 for _ in $(seq 1 60); do
   if docker info >/dev/null 2>&1; then say "dockerd is up"; exit 0; fi
   sleep 1

@@ -1,3 +1,5 @@
+import { escapeControl } from './text.js';
+
 /**
  * The one error type of plb. `code` is stable (tests and scripts match on it), `hint` tells the
  * user what to do next, `cause` keeps the underlying error.
@@ -8,6 +10,7 @@ export type PlbErrorCode =
   | 'PLAN_INVALID'
   | 'CLUSTER_UP_FAILED'
   | 'CLUSTER_NOT_FOUND'
+  | 'CLUSTER_LOCKED'
   | 'DOCKER_UNAVAILABLE'
   | 'IMAGE_MISSING'
   | 'IMAGE_BUILD_FAILED'
@@ -37,9 +40,13 @@ export function isPlbError(err: unknown, code?: PlbErrorCode): err is PlbError {
   return err instanceof PlbError && (code === undefined || err.code === code);
 }
 
-/** One line for the terminal: message, then the hint when there is one. */
+/**
+ * One line for the terminal: message, then the hint when there is one. Control characters (from
+ * user-provided names and paths, or a newline in a cause) are escaped, so it stays one line.
+ */
 export function formatError(err: unknown): string {
-  if (err instanceof PlbError) return err.hint ? `${err.message} (hint: ${err.hint})` : err.message;
-  if (err instanceof Error) return err.message;
-  return String(err);
+  if (err instanceof PlbError)
+    return escapeControl(err.hint ? `${err.message} (hint: ${err.hint})` : err.message);
+  if (err instanceof Error) return escapeControl(err.message);
+  return escapeControl(String(err));
 }

@@ -7,7 +7,16 @@ export type * from './metrics/types.js';
 export { loadPlan, parsePlan, planPhases } from './faults/plan.js';
 export { DataSource, PinnedConnection, type DataSourceOptions } from './workload/data-source.js';
 export { HealthChecker, HealthTracker, DEFAULT_HEALTH, type HealthOptions } from './cluster/health.js';
-export { bringUp, openCluster, downCluster, resolveDriver, clusterSpec } from './cluster/select.js';
+export {
+  bringUp,
+  openCluster,
+  downCluster,
+  removeOwned,
+  resolveDriver,
+  clusterSpec,
+  upCluster,
+} from './cluster/select.js';
+export { acquireClusterLock, withClusterLock, type ClusterLock } from './cluster/lock.js';
 export { createRunWriter, loadRun, computePhases } from './metrics/index.js';
 export { runBench, type BenchConfig, type BenchResult } from './workload/runner.js';
 export {

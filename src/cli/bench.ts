@@ -1,8 +1,9 @@
 import { Flags } from '@oclif/core';
 import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
-import { DEFAULT_BASE_PORT, parseDriverChoice } from '../cluster/select.js';
+import { DEFAULT_BASE_PORT, parseCpus, parseDriverChoice } from '../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { formatError, PlbError } from '../errors.js';
+import { ensureWritableDir } from '../safe-write.js';
 import { loadPlan, parseDuration } from '../faults/plan.js';
 import { createRunWriter } from '../metrics/index.js';
 import {
@@ -18,6 +19,7 @@ import type { StrategyName } from '../router/types.js';
 import { renderComparison, writeReports } from '../report/index.js';
 import { renderBenchResults } from './bench-render.js';
 import { defaultPlanPath, expandSeries, newSeed, plbVersion, runSeries } from '../workload/bench.js';
+import { checkSeed, MAX_SEED } from '../workload/rng.js';
 import type { BenchResult } from '../workload/runner.js';
 import { leaseCluster } from '../workload/cluster-lease.js';
 import { DEFAULT_WORKLOAD, parseMix, type WorkloadSpec } from '../workload/spec.js';
@@ -35,7 +37,9 @@ export const benchFlags = {
     description: 'open model: sessions per second',
     default: String(DEFAULT_WORKLOAD.rate),
   }),
-  seed: Flags.integer({ description: 'seed of every random choice (default: a new one, printed)' }),
+  seed: Flags.integer({
+    description: `seed of every random choice: an integer 0..${MAX_SEED} (the generator's 32-bit seed; default: a new one, printed)`,
+  }),
   out: Flags.string({ description: 'folder for run directories', default: 'runs' }),
   'dataset-rows': Flags.integer({
     description: 'rows in the generated dataset',
@@ -142,15 +146,25 @@ function durationMsFlag(name: string, value: string): number {
   return s * 1000;
 }
 
-function positive(name: string, n: number, integer = true): number {
+function positive(name: string, n: number, integer = true, max = Infinity): number {
   if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
     throw new PlbError(
       'BAD_INPUT',
       `--${name}: must be a positive ${integer ? 'integer' : 'number'} (got ${n})`,
     );
   }
+  if (n > max) throw new PlbError('BAD_INPUT', `--${name}: must be at most ${max} (got ${n})`);
   return n;
 }
+
+/** Upper bounds of the flags: past them a run cannot work here, and would only exhaust the machine. */
+export const LIMITS = {
+  clients: 100_000,
+  repeat: 1000,
+  /** Open model, sessions per second. */
+  rate: 100_000,
+  datasetRows: 100_000_000,
+} as const;
 
 /** '1.5:2' -> pressure ratios for premium and freemium (return ratios follow), 'off' -> false. */
 export function parseBorrowing(text: string): BorrowingOptions | false {
@@ -199,11 +213,10 @@ export async function executeBench(
   try {
     const strategies = parseStrategies(flags.strategies, names.strategies);
     const mixes = flags.mixes.split(',').map((m) => parseMix(m, `--${names.mixes}`));
-    positive('repeat', flags.repeat);
-    positive('clients', flags.clients);
-    positive('dataset-rows', flags['dataset-rows']);
+    positive('repeat', flags.repeat, true, LIMITS.repeat);
+    positive('clients', flags.clients, true, LIMITS.clients);
+    positive('dataset-rows', flags['dataset-rows'], true, LIMITS.datasetRows);
     positive('queries-per-session', flags['queries-per-session']);
-    const rate = positive('rate', Number(flags.rate), false);
     const autoThink = flags['think-time'].trim() === 'auto';
     const thinkTimeMs = autoThink
       ? DEFAULT_WORKLOAD.classes.premium.thinkTimeMs
@@ -214,6 +227,7 @@ export async function executeBench(
         'BAD_INPUT',
         `--target-cpu: must be below 1 (a fraction of the quota), got ${targetCpu}`,
       );
+    const rate = positive('rate', Number(flags.rate), false, LIMITS.rate);
     const reference = parseRoleVector(flags.reference, '--reference');
     const partition = parsePartition(flags.partition, '--partition');
     const slowStartMs = durationMsFlag('slow-start', flags['slow-start']);
@@ -231,10 +245,13 @@ export async function executeBench(
     };
     health.timeoutMs = health.intervalMs;
     const driverChoice = parseDriverChoice(flags.driver);
-    const cpus = flags.cpus === undefined ? undefined : positive('cpus', Number(flags.cpus), false);
+    const cpus = flags.cpus === undefined ? undefined : parseCpus('cpus', flags.cpus);
+    if (flags.seed !== undefined) checkSeed(flags.seed, '--seed');
     const planPath = flags.plan ?? defaultPlanPath();
     const plan = loadPlan(planPath);
     const seed = flags.seed ?? newSeed();
+    // Last check, the only one that creates something: the folder the run directories go into.
+    ensureWritableDir(flags.out, '--out');
     const cls = (c: WorkloadSpec['classes']['premium']): WorkloadSpec['classes']['premium'] => ({
       ...c,
       queriesPerSession: flags['queries-per-session'],

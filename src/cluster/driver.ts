@@ -26,6 +26,11 @@ export interface ClusterSpec {
   image?: string;
   /** Folder for state: password file, local data directories. */
   stateDir: string;
+  /**
+   * Unique id of this cluster instance (its record's id): a driver with an id touches only what
+   * carries it. Without one (an explicit `cluster down --name`), everything of the name.
+   */
+  id?: string;
 }
 
 export interface Endpoint {

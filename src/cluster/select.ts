@@ -2,13 +2,20 @@
  * Choosing a driver (auto = Docker when its socket answers, else local) and reopening an existing
  * cluster from its state record.
  */
+import { existsSync } from 'node:fs';
+import { availableParallelism, totalmem } from 'node:os';
+import { join } from 'node:path';
 import type { ClusterDriver, ClusterSpec } from './driver.js';
-import { PlbError } from '../errors.js';
+import { formatError, PlbError } from '../errors.js';
 import { createLocalDriver } from './local/index.js';
+import { acquireClusterLock } from './lock.js';
 import {
+  clusterDir,
   DEFAULT_CLUSTER_NAME,
   defaultStateDir,
+  newClusterId,
   readClusterRecord,
+  removeClusterRecord,
   validateClusterName,
   writeClusterRecord,
   type ClusterRecord,
@@ -37,7 +44,10 @@ export function clusterSpec(over: Partial<ClusterSpec> = {}): ClusterSpec {
     cpus: over.cpus ?? DEFAULT_CPUS,
     primaryCpus: over.primaryCpus ?? DEFAULT_PRIMARY_CPUS,
     maxConnections: over.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
-    memoryMb: over.memoryMb ?? memoryForConnections(over.maxConnections ?? DEFAULT_MAX_CONNECTIONS),
+    // Derived memory is capped by the host's: the limit is a ceiling, not a reservation.
+    memoryMb:
+      over.memoryMb ??
+      Math.min(maxMemoryMb(), memoryForConnections(over.maxConnections ?? DEFAULT_MAX_CONNECTIONS)),
     stateDir: over.stateDir ?? defaultStateDir(),
     ...(over.image !== undefined ? { image: over.image } : {}),
   };
@@ -51,12 +61,8 @@ export function clusterSpec(over: Partial<ClusterSpec> = {}): ClusterSpec {
       `base-port: must be an integer from 1024 with room for ${spec.replicas} more ports`,
     );
   }
-  if (!(spec.cpus > 0)) throw new PlbError('BAD_INPUT', `cpus: must be > 0, got ${spec.cpus}`);
-  if (!(spec.primaryCpus > 0))
-    throw new PlbError('BAD_INPUT', `primary-cpus: must be > 0, got ${spec.primaryCpus}`);
-  if (!Number.isInteger(spec.memoryMb) || spec.memoryMb < 64) {
-    throw new PlbError('BAD_INPUT', `memory: must be an integer of at least 64 MiB, got ${spec.memoryMb}`);
-  }
+  checkCpus('cpus', spec.cpus);
+  checkCpus('primary-cpus', spec.primaryCpus);
   if (
     !Number.isInteger(spec.maxConnections) ||
     spec.maxConnections < MIN_MAX_CONNECTIONS ||
@@ -67,7 +73,37 @@ export function clusterSpec(over: Partial<ClusterSpec> = {}): ClusterSpec {
       `max-connections: must be an integer from ${MIN_MAX_CONNECTIONS} to ${MAX_MAX_CONNECTIONS}, got ${spec.maxConnections}`,
     );
   }
+  const maxMb = maxMemoryMb();
+  if (!Number.isInteger(spec.memoryMb) || spec.memoryMb < 64 || spec.memoryMb > maxMb) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `memory: must be an integer from 64 to ${maxMb} MiB (this host's memory), got ${spec.memoryMb}`,
+    );
+  }
   return spec;
+}
+
+/** A quota above the host's cores cannot be given (Docker refuses it, after the cluster is up). */
+export function maxCpus(): number {
+  return availableParallelism();
+}
+
+/** A server cannot be allowed more memory than the host has. */
+export function maxMemoryMb(): number {
+  return Math.floor(totalmem() / (1024 * 1024));
+}
+
+function checkCpus(name: string, n: number): number {
+  const max = maxCpus();
+  if (!(n > 0) || n > max) {
+    throw new PlbError('BAD_INPUT', `${name}: must be > 0 and at most ${max} (this host's cores), got ${n}`);
+  }
+  return n;
+}
+
+/** A --cpus flag value: a positive number of cores, at most the host's. */
+export function parseCpus(name: string, value: string): number {
+  return checkCpus(name, parsePositiveNumber(name, value));
 }
 
 export function parseDriverChoice(value: string): DriverChoice {
@@ -99,7 +135,9 @@ export function chooseDriverKind(
 
 interface DockerModule {
   dockerAvailable(): Promise<boolean>;
-  createDockerDriver(spec: ClusterSpec): ClusterDriver;
+  createDockerDriver(spec: ClusterSpec): ClusterDriver & {
+    listOwn(anyId?: boolean): Promise<{ Names: string[]; Labels: Record<string, string> }[]>;
+  };
 }
 
 /** The Docker driver module, loaded only when needed; null when it is not part of this build. */
@@ -157,80 +195,192 @@ export async function openCluster(
   return createDriver(record.driver, recordedSpec(record, stateDir));
 }
 
+/** Removes what one cluster instance made (by its id: containers, data folder) and its record. */
+export async function removeOwned(driver: ClusterDriver): Promise<void> {
+  const { stateDir, name, id } = driver.spec;
+  await driver.down();
+  let record: ClusterRecord | null = null;
+  try {
+    record = readClusterRecord(stateDir, name);
+  } catch {
+    // unreadable: not provably ours, leave it
+  }
+  if (record && record.id === id) removeClusterRecord(stateDir, name);
+}
+
+interface ForeignContainer {
+  name: string;
+  id: string;
+}
+
+/** Containers labelled with the cluster name whose plb.id is not `ownId` (none when Docker is absent). */
+async function foreignContainers(spec: ClusterSpec, ownId: string | undefined): Promise<ForeignContainer[]> {
+  if (!(await dockerAnswers())) return [];
+  const mod = await dockerModule();
+  if (!mod) return [];
+  const list = await mod.createDockerDriver({ ...spec, id: undefined }).listOwn(true);
+  return list
+    .map((c) => ({ name: (c.Names[0] ?? '?').replace(/^\//, ''), id: c.Labels['plb.id'] ?? 'none' }))
+    .filter((c) => c.id !== ownId);
+}
+
 /**
- * Removes everything of a cluster, with or without a record: the recorded driver's down, plus the
- * local data folder and, when Docker answers, containers by label (leftovers of a crashed run).
- * Returns what it did, one line each.
+ * `cluster down`: removes the cluster recorded in this state folder, by its id. What carries the
+ * name but not that id (another user's or another state folder's cluster, leftovers of an older
+ * plb) is removed only when `explicit` (the user named the cluster with --name), and then listed;
+ * otherwise it is listed as left alone. Returns what it did, one line each.
  */
 export async function downCluster(
   name: string = DEFAULT_CLUSTER_NAME,
   stateDir: string = defaultStateDir(),
+  opts: { explicit?: boolean } = {},
 ): Promise<string[]> {
   validateClusterName(name);
   const done: string[] = [];
-  const record = readClusterRecord(stateDir, name);
-  const spec = record ? recordedSpec(record, stateDir) : clusterSpec({ name, stateDir });
-  if (record?.driver === 'docker' || (await dockerAnswers())) {
-    const d = await createDocker(spec);
-    await d.down();
-    done.push(`docker: removed any containers labelled plb.cluster=${name}`);
+  let record: ClusterRecord | null = null;
+  let unreadable = false;
+  try {
+    record = readClusterRecord(stateDir, name);
+  } catch {
+    unreadable = true;
   }
-  await createLocalDriver(spec).down();
-  done.push(
-    record ? `removed cluster ${name} (${record.driver})` : `no record of cluster ${name}; cleaned leftovers`,
-  );
+  const spec = record
+    ? recordedSpec(record, stateDir)
+    : { ...clusterSpec({ name, stateDir }), id: undefined };
+  if (record) {
+    await removeOwned(await createDriver(record.driver, spec));
+    done.push(`removed cluster ${name} (${record.driver} driver, id ${record.id})`);
+  }
+  const foreign = await foreignContainers(spec, record?.id);
+  const localLeft = !record && existsSync(join(clusterDir(stateDir, name), 'data'));
+  const list = foreign.map((c) => `${c.name} (id ${c.id})`).join(', ');
+  if (opts.explicit) {
+    if (foreign.length > 0) {
+      // Instance by instance, so a cluster that appears meanwhile is not swept along; containers
+      // of an older plb (no plb.id) can only be taken by name.
+      for (const id of new Set(foreign.map((c) => c.id)))
+        await (await createDocker({ ...spec, id: id === 'none' ? undefined : id })).down();
+      done.push(`docker: removed ${foreign.length} container(s) of cluster ${name} made elsewhere: ${list}`);
+    }
+    if (localLeft || unreadable) {
+      await createLocalDriver({ ...spec, id: undefined }).down();
+      done.push(`removed the unrecorded local data and record of cluster ${name} in ${stateDir}`);
+    }
+  } else {
+    const how = `\`plb cluster down --name ${name}\` removes`;
+    if (foreign.length > 0)
+      done.push(
+        `left alone: ${foreign.length} container(s) of cluster ${name} made elsewhere: ${list} (${how} them)`,
+      );
+    if (localLeft || unreadable)
+      done.push(`left alone: unrecorded local data or record of cluster ${name} in ${stateDir} (${how} it)`);
+  }
+  if (done.length === 0) done.push(`no cluster ${name} in ${stateDir}; nothing to remove`);
   return done;
 }
 
 /**
- * `cluster up`: choose the driver, bring the cluster up, and make sure a record names the driver
- * (the local driver writes its own first; written here for any driver that did not).
+ * `cluster up`: choose the driver, write the record with a new id BEFORE creating anything (so
+ * `status` and `down` see a half-made cluster), bring the cluster up, and on failure remove what
+ * this instance created. The caller holds the cluster's lock. onRecord hears of the new instance
+ * as soon as its record exists (to clean up after an interrupt).
  */
 export async function bringUp(opts: {
   driver: DriverChoice;
   spec: ClusterSpec;
   log?: (line: string) => void;
+  onRecord?: (driver: ClusterDriver) => void;
 }): Promise<{ driver: ClusterDriver; reason: string }> {
   const log = opts.log ?? (() => undefined);
-  const existing = readClusterRecord(opts.spec.stateDir, opts.spec.name);
+  const { stateDir, name } = opts.spec;
+  const existing = readClusterRecord(stateDir, name);
   if (existing && opts.driver !== 'auto' && existing.driver !== opts.driver) {
     throw new PlbError(
       'CLUSTER_UP_FAILED',
-      `cluster ${opts.spec.name} already exists with the ${existing.driver} driver`,
+      `cluster ${name} already exists with the ${existing.driver} driver`,
       {
-        hint: `run \`plb cluster down --name ${opts.spec.name}\` first, or use another --name`,
+        hint: `run \`plb cluster down --name ${name}\` first, or use another --name`,
       },
     );
   }
-  // An existing cluster keeps its driver (auto must not switch it) and its recorded spec; its
-  // driver's up then starts what is not running.
-  const { driver, reason } = existing
-    ? {
-        driver: await createDriver(existing.driver, recordedSpec(existing, opts.spec.stateDir)),
-        reason: `${existing.driver} driver (existing cluster ${existing.name}, its recorded spec)`,
-      }
-    : await resolveDriver({ driver: opts.driver, spec: opts.spec });
-  log(`using the ${reason}`);
-  await driver.up(log);
-  if (!readClusterRecord(opts.spec.stateDir, opts.spec.name)) {
-    writeClusterRecord(opts.spec.stateDir, {
-      version: 1,
-      name: opts.spec.name,
-      driver: driver.kind,
-      spec: driver.spec,
-      createdAt: new Date().toISOString(),
-    });
+  if (existing) {
+    // An existing cluster keeps its driver (auto must not switch it), its id and recorded spec;
+    // its driver's up then starts what is not running.
+    const driver = await createDriver(existing.driver, recordedSpec(existing, stateDir));
+    const reason = `${existing.driver} driver (existing cluster ${existing.name}, its recorded spec)`;
+    log(`using the ${reason}`);
+    await driver.up(log);
+    return { driver, reason };
+  }
+  const id = newClusterId();
+  const { driver, reason } = await resolveDriver({ driver: opts.driver, spec: { ...opts.spec, id } });
+  log(`using the ${reason}; cluster id ${id}`);
+  writeClusterRecord(stateDir, {
+    version: 1,
+    name,
+    id,
+    driver: driver.kind,
+    spec: driver.spec,
+    createdAt: new Date().toISOString(),
+  });
+  opts.onRecord?.(driver);
+  try {
+    await driver.up(log);
+  } catch (err) {
+    // The drivers clean up after themselves; this also covers what they leave and the record.
+    await removeOwned(driver).catch(() => undefined);
+    throw err;
   }
   return { driver, reason };
 }
 
-/** The spec a record describes, found in stateDir (older records lack max_connections). */
+/** The spec a record describes, found in stateDir, with its id (older records lack max_connections). */
 function recordedSpec(record: ClusterRecord, stateDir: string): ClusterSpec {
   return {
     ...record.spec,
     maxConnections: record.spec.maxConnections ?? LEGACY_MAX_CONNECTIONS[record.driver],
     stateDir,
+    id: record.id,
   };
+}
+
+/**
+ * `cluster up` as the command runs it: under the cluster's lock; Ctrl-C or SIGTERM while it runs
+ * removes what this instance created (by id) and exits 130.
+ */
+export async function upCluster(opts: {
+  driver: DriverChoice;
+  spec: ClusterSpec;
+  log: (line: string) => void;
+}): Promise<{ driver: ClusterDriver; reason: string }> {
+  const lock = acquireClusterLock(opts.spec.stateDir, opts.spec.name);
+  let made: ClusterDriver | undefined;
+  // Set on a signal; never resolves (it exits 130), so the up it cuts short cannot exit first.
+  let stopping: Promise<never> | undefined;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    opts.log(`${sig}: removing what this cluster up created`);
+    const cleanup = made ? removeOwned(made) : Promise.resolve();
+    stopping = cleanup
+      .catch((err: unknown) => opts.log(`cleanup failed: ${formatError(err)}`))
+      .then(() => {
+        lock.release();
+        return process.exit(130);
+      });
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const up = await bringUp({ ...opts, onRecord: (d) => (made = d) });
+    if (stopping) await stopping;
+    return up;
+  } catch (err) {
+    if (stopping) await stopping;
+    throw err;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    lock.release();
+  }
 }
 
 /** A positive decimal flag value (e.g. --cpus); a one-line BAD_INPUT error naming the flag otherwise. */

@@ -3,24 +3,31 @@
  *
  *   <stateRoot>/<cluster>/password      generated once, mode 0600, reused across up/down
  *   <stateRoot>/<cluster>/cluster.json  which driver made the cluster and with which spec
+ *   <stateRoot>/<cluster>/lock          held by bench, up and down (see lock.ts)
  *   <stateRoot>/<cluster>/data/<id>/    local driver only: the data directories
  *
+ * The state root is per user ($XDG_STATE_HOME/plb or ~/.local/state/plb), never the cwd.
  * The password is never printed or logged; nothing here puts it in an error message.
  */
 import { randomBytes } from 'node:crypto';
 import {
-  chmodSync,
+  closeSync,
+  constants,
   existsSync,
-  mkdirSync,
+  fchmodSync,
+  fstatSync,
+  lstatSync,
+  openSync,
   readFileSync,
   renameSync,
   rmSync,
-  statSync,
   writeFileSync,
 } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import type { ClusterSpec, Credentials } from './driver.js';
 import { PlbError } from '../errors.js';
+import { makeDirs } from '../safe-write.js';
 
 export const PLB_USER = 'plb';
 export const PLB_DATABASE = 'plb';
@@ -32,6 +39,8 @@ export type DriverKind = 'docker' | 'local';
 export interface ClusterRecord {
   version: 1;
   name: string;
+  /** Unique id of this cluster instance: plb removes only what carries it (labels, data folder). */
+  id: string;
   driver: DriverKind;
   spec: ClusterSpec;
   createdAt: string;
@@ -41,10 +50,35 @@ export interface ClusterRecord {
   extra?: Record<string, unknown>;
 }
 
-/** `.plb/` under the cwd unless PLB_STATE_DIR says otherwise. */
-export function defaultStateDir(cwd: string = process.cwd()): string {
-  const env = process.env.PLB_STATE_DIR;
-  return env && env.trim() !== '' ? resolve(env) : resolve(cwd, '.plb');
+/**
+ * PLB_STATE_DIR, else $XDG_STATE_HOME/plb, else ~/.local/state/plb (root: /var/lib/plb): per user,
+ * never the cwd (two folders must not see two sets of clusters, nor a checkout hold passwords).
+ * Root's default is /var/lib/plb because the local driver's postgres user must traverse the
+ * folders to its data, and /root is closed to it.
+ */
+export function defaultStateDir(
+  env: NodeJS.ProcessEnv = process.env,
+  home: string = homedir(),
+  uid: number = process.getuid?.() ?? -1,
+): string {
+  const own = env.PLB_STATE_DIR;
+  if (own && own.trim() !== '') return resolve(own);
+  // The XDG spec says a relative value is to be ignored.
+  const xdg = env.XDG_STATE_HOME;
+  if (xdg && isAbsolute(xdg)) return join(xdg, 'plb');
+  if (uid === 0) return '/var/lib/plb';
+  return join(home, '.local', 'state', 'plb');
+}
+
+const ID_RE = /^[0-9a-f]{12}$/;
+
+/** A new cluster id: 12 hex characters (48 random bits). */
+export function newClusterId(): string {
+  return randomBytes(6).toString('hex');
+}
+
+export function isClusterId(id: unknown): id is string {
+  return typeof id === 'string' && ID_RE.test(id);
 }
 
 const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,39}$/;
@@ -66,7 +100,7 @@ export function clusterDir(stateDir: string, name: string): string {
 /** Creates the per-cluster folder (0700) and returns it. */
 export function ensureClusterDir(stateDir: string, name: string): string {
   const dir = clusterDir(stateDir, name);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  makeDirs(dir, 'state dir (PLB_STATE_DIR)', 0o700);
   return dir;
 }
 
@@ -74,22 +108,57 @@ export function passwordFile(stateDir: string, name: string): string {
   return join(clusterDir(stateDir, name), 'password');
 }
 
-/** Returns the cluster's password, generating it (0600 file) on first use. */
+/** Returns the cluster's password, generating it (0600 file) on first use. Refuses a symlink. */
 export function ensurePassword(stateDir: string, name: string): string {
   const file = passwordFile(stateDir, name);
-  if (existsSync(file)) {
-    // Tighten the mode in case someone loosened it.
-    if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
-    const pw = readFileSync(file, 'utf8').trim();
-    if (pw !== '') return pw;
+  if (existsSync(file) || isSymlink(file)) {
+    let fd: number;
+    try {
+      // O_NOFOLLOW: a symlink planted here must not make us read (or chmod) another file.
+      fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (cause) {
+      throw new PlbError('BAD_INPUT', `password file ${file} is a symlink or unreadable; refusing it`, {
+        hint: 'remove it; plb generates a new one',
+        cause,
+      });
+    }
+    try {
+      if (!fstatSync(fd).isFile()) {
+        throw new PlbError('BAD_INPUT', `password file ${file} is not a regular file; refusing it`);
+      }
+      // Tighten the mode in case someone loosened it.
+      if ((fstatSync(fd).mode & 0o077) !== 0) fchmodSync(fd, 0o600);
+      const pw = readFileSync(fd, 'utf8').trim();
+      if (pw !== '') return pw;
+    } finally {
+      closeSync(fd);
+    }
   }
   ensureClusterDir(stateDir, name);
   // Hex: safe in connection strings, env vars and pwfiles without quoting.
   const pw = randomBytes(16).toString('hex');
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, pw + '\n', { mode: 0o600 });
-  renameSync(tmp, file);
+  writeNew(file, pw + '\n');
   return pw;
+}
+
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/** Writes through a fresh temp file ('wx': never through a planted link) renamed over `file`. */
+function writeNew(file: string, content: string): void {
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    writeFileSync(tmp, content, { mode: 0o600, flag: 'wx' });
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
 }
 
 /** Credentials of the cluster: user and database `plb`, the generated password (created once). */
@@ -103,10 +172,7 @@ export function recordFile(stateDir: string, name: string): string {
 
 export function writeClusterRecord(stateDir: string, record: ClusterRecord): void {
   ensureClusterDir(stateDir, record.name);
-  const file = recordFile(stateDir, record.name);
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(record, null, 2) + '\n', { mode: 0o600 });
-  renameSync(tmp, file);
+  writeNew(recordFile(stateDir, record.name), JSON.stringify(record, null, 2) + '\n');
 }
 
 /** The record, or null when no cluster of that name was brought up from this state folder. */
@@ -125,6 +191,12 @@ export function readClusterRecord(stateDir: string, name: string): ClusterRecord
   const r = parsed as Partial<ClusterRecord>;
   if (r.version !== 1 || (r.driver !== 'docker' && r.driver !== 'local') || typeof r.spec !== 'object') {
     throw new PlbError('INTERNAL', `cluster record ${file} has an unknown format`, {
+      hint: `run \`plb cluster down --name ${name}\` to clean up`,
+    });
+  }
+  // Without an id nothing can be proven ours: only an explicit down by name removes it.
+  if (!isClusterId(r.id)) {
+    throw new PlbError('INTERNAL', `cluster record ${file} has no cluster id (made by an older plb)`, {
       hint: `run \`plb cluster down --name ${name}\` to clean up`,
     });
   }

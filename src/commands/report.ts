@@ -3,6 +3,7 @@ import { fail } from '../cli/fail.js';
 import { isPlbError, PlbError } from '../errors.js';
 import { DEFAULT_TOLERANCE, TOLERANCE_EXIT_CODE, TOLERANCE_FIELDS } from '../report/tolerance.js';
 import { writeReports } from '../report/report.js';
+import { escapeLines } from '../text.js';
 
 export default class Report extends Command {
   static override description = `Phase tables, strategy comparison and report.html for run directories.
@@ -56,7 +57,8 @@ absolute differences; 25% and 0.25 are the same.`;
         compareTo: flags['compare-to'],
         tolerance: flags.tolerance,
       });
-      process.stdout.write(out.text);
+      // Names in the tables come from files on disk: escape control characters, keep the lines.
+      process.stdout.write(escapeLines(out.text));
       for (const f of out.htmlFiles) this.logToStderr(`wrote ${f}`);
       if (out.tolerance) {
         for (const n of out.tolerance.notes) this.logToStderr(`note: ${n}`);

@@ -2,10 +2,11 @@
  * Fault-plan parser and validator. Plans are YAML; every error is one PlbError('PLAN_INVALID') whose
  * message reads `<file>:<line>: <field>: <what is wrong>` so the user can jump straight to it.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, Scalar } from 'yaml';
 import type { Document, Node as YamlNode, YAMLMap } from 'yaml';
 import { PlbError } from '../errors.js';
+import { escapeControl, hasControl } from '../text.js';
 import { computePhases } from '../metrics/phases.js';
 import type { FaultAction, FaultEvent, FaultPlan } from './types.js';
 
@@ -23,12 +24,25 @@ export const DEFAULT_WARMUP_S = 10;
 export const DEFAULT_REFERENCE_S = 30;
 export const DEFAULT_REPLICAS = 5;
 export const MAX_REPLICAS = 64;
+/** Limits: a plan past them is a mistake (or hostile), and would only exhaust memory or the terminal. */
+export const MAX_PLAN_BYTES = 1024 * 1024;
+export const MAX_EVENTS = 10_000;
+export const MAX_NAME_LENGTH = 100;
+/** A plan runs at most a day. */
+export const MAX_DURATION_S = 24 * 3600;
 
 const PLAN_KEYS = ['name', 'description', 'duration', 'warmup', 'reference', 'replicas', 'events'] as const;
 const EVENT_KEYS = ['at', 'replica', 'action', 'cpus'] as const;
 
 /** Parses a plan from YAML text; `source` names the file in error messages. */
 export function parsePlan(text: string, source: string): FaultPlan {
+  const bytes = Buffer.byteLength(text);
+  if (bytes > MAX_PLAN_BYTES) {
+    throw new PlbError(
+      'PLAN_INVALID',
+      `${source}: size: at most ${MAX_PLAN_BYTES} bytes (1 MiB), got ${bytes}`,
+    );
+  }
   return new PlanReader(text, source).read();
 }
 
@@ -36,8 +50,20 @@ export function parsePlan(text: string, source: string): FaultPlan {
 export function loadPlan(path: string): FaultPlan {
   let text: string;
   try {
+    // Checked before reading: a huge (or endless, like /dev/zero) file is never read whole.
+    const st = statSync(path);
+    if (st.isFile() && st.size > MAX_PLAN_BYTES) {
+      throw new PlbError(
+        'PLAN_INVALID',
+        `${escapeControl(path)}: size: at most ${MAX_PLAN_BYTES} bytes (1 MiB), got ${st.size}`,
+      );
+    }
+    if (!st.isFile() && !st.isDirectory()) {
+      throw new PlbError('PLAN_INVALID', `${escapeControl(path)}: not a regular file`);
+    }
     text = readFileSync(path, 'utf8');
   } catch (err) {
+    if (err instanceof PlbError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     const why =
       code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : String(code ?? err);
@@ -190,6 +216,21 @@ class PlanReader {
         `must be a non-empty string (got ${describe(name)})`,
       );
     }
+    if (name.trim().length > MAX_NAME_LENGTH) {
+      throw this.fail(
+        this.lineOf(fields.get('name')),
+        'name',
+        `must be at most ${MAX_NAME_LENGTH} characters (got ${name.trim().length})`,
+      );
+    }
+    // The name reaches terminals, file names and reports: no control characters.
+    if (hasControl(name)) {
+      throw this.fail(
+        this.lineOf(fields.get('name')),
+        'name',
+        `must not contain control characters (got ${describe(name)})`,
+      );
+    }
     const descNode = fields.get('description');
     const description = this.value(descNode) ?? '';
     if (typeof description !== 'string') {
@@ -202,6 +243,13 @@ class PlanReader {
 
     if (fields.get('duration') === undefined) throw this.fail(this.lineOf(root), 'duration', 'required');
     const duration = this.duration(fields.get('duration'), 'duration', true);
+    if (duration > MAX_DURATION_S) {
+      throw this.fail(
+        this.lineOf(fields.get('duration')),
+        'duration',
+        `must be at most ${fmtSeconds(MAX_DURATION_S)} (24 h) (got ${fmtSeconds(duration)})`,
+      );
+    }
     const warmup = fields.has('warmup')
       ? this.duration(fields.get('warmup'), 'warmup', false)
       : DEFAULT_WARMUP_S;
@@ -252,6 +300,13 @@ class PlanReader {
     if (resolved === undefined || (isScalar(resolved) && resolved.value === null)) return [];
     if (!isSeq(resolved)) {
       throw this.fail(this.lineOf(resolved), 'events', `must be a list (got ${describe(resolved.toJSON())})`);
+    }
+    if (resolved.items.length > MAX_EVENTS) {
+      throw this.fail(
+        this.lineOf(resolved.items[MAX_EVENTS] as YamlNode),
+        'events',
+        `at most ${MAX_EVENTS} events (got ${resolved.items.length})`,
+      );
     }
     const out: FaultEvent[] = [];
     const states = new Map<string, { state: PlanReplicaState; since: number }>();

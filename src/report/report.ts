@@ -1,7 +1,7 @@
 // `plb report` as a function: load run directories, render text, write HTML, check tolerances.
-import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { PlbError } from '../errors.js';
+import { checkWritableFile, writeFileSafe } from '../safe-write.js';
 import { loadRun, type LoadedRun } from '../metrics/load-run.js';
 import { aggregateRuns, type RunGroup } from './aggregate.js';
 import { renderComparisonHtml, renderRunHtml } from './html.js';
@@ -50,28 +50,35 @@ export async function writeReports(
     throw new PlbError('BAD_INPUT', 'tolerance: needs --compare-to');
   }
   const runs = findRunDirs(paths).map(loadRun);
+  // Every input is checked before anything is written: the baseline, then every target.
+  const baselineGroups = opts.compareTo !== undefined ? loadBaseline(opts.compareTo) : null;
   const groups = aggregateRuns(runs.map((r) => r.summary));
   const text = renderReport(groups, { format: opts.format ?? 'table', baseline });
 
   const htmlFiles: string[] = [];
   if (opts.html !== false) {
-    for (const run of runs) {
-      const file = join(run.dir, 'report.html');
-      writeFileSync(file, await renderRunHtml(run));
+    const runFiles = runs.map((run) => checkWritableFile(join(run.dir, 'report.html'), 'report.html'));
+    const comparison =
+      runs.length > 1 || opts.comparisonHtml !== undefined
+        ? checkWritableFile(
+            opts.comparisonHtml ?? join(comparisonDir(runs.map((r) => r.dir)), 'comparison.html'),
+            opts.comparisonHtml !== undefined ? 'html' : 'comparison.html',
+          )
+        : null;
+    for (const [i, run] of runs.entries()) {
+      const file = runFiles[i]!;
+      writeFileSafe(file, await renderRunHtml(run), 'report.html');
       htmlFiles.push(file);
     }
-    if (runs.length > 1 || opts.comparisonHtml !== undefined) {
-      const file = resolve(
-        opts.comparisonHtml ?? join(commonParent(runs.map((r) => r.dir)), 'comparison.html'),
-      );
-      writeFileSync(file, await renderComparisonHtml(groups, baseline));
-      htmlFiles.push(file);
+    if (comparison !== null) {
+      writeFileSafe(comparison, await renderComparisonHtml(groups, baseline), 'html');
+      htmlFiles.push(comparison);
     }
   }
 
   let tolerance: ToleranceResult | null = null;
-  if (opts.compareTo !== undefined && tol) {
-    tolerance = checkTolerance(groups, loadBaseline(opts.compareTo), tol);
+  if (baselineGroups && tol) {
+    tolerance = checkTolerance(groups, baselineGroups, tol);
   }
   return {
     runs,
@@ -95,8 +102,13 @@ export function movedLine(m: Moved): string {
   return `moved: ${m.group} ${m.phase} ${m.subject} ${m.metric}: ${v(m.baseline)} -> ${v(m.current)} (${delta}) ${m.direction}`;
 }
 
-function commonParent(dirs: readonly string[]): string {
-  const parts = dirs.map((d) => dirname(resolve(d)).split(sep));
+/**
+ * The runs' common parent: comparison.html goes next to the runs. Runs with nothing in common but
+ * the root share no folder of their own; then it goes next to the first run, never into `/`.
+ */
+export function comparisonDir(dirs: readonly string[]): string {
+  const parents = dirs.map((d) => dirname(resolve(d)));
+  const parts = parents.map((p) => p.split(sep));
   const first = parts[0] ?? [];
   let n = first.length;
   for (const p of parts) {
@@ -104,5 +116,7 @@ function commonParent(dirs: readonly string[]): string {
     while (i < n && p[i] === first[i]) i++;
     n = i;
   }
-  return first.slice(0, n).join(sep) || sep;
+  const common = first.slice(0, n).join(sep) || (parents[0] ?? sep);
+  // A run directly under `/`: the page goes into the run's own folder.
+  return common === sep ? resolve(dirs[0] ?? '.') : common;
 }

@@ -7,7 +7,7 @@ import { PlbError } from '../errors.js';
 import type { FaultPlan } from '../faults/types.js';
 import type { RoleVector } from '../router/types.js';
 import { calibrateThinkTime } from './calibrate.js';
-import { Rng } from './rng.js';
+import { MAX_SEED, Rng } from './rng.js';
 import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './runner.js';
 import type { WorkloadSpec } from './spec.js';
 
@@ -29,7 +29,7 @@ export function defaultPlanPath(): string {
 }
 
 export function newSeed(): number {
-  return randomInt(1, 2 ** 31 - 1);
+  return randomInt(0, MAX_SEED + 1);
 }
 
 export interface SeriesRun {
@@ -50,7 +50,9 @@ export function expandSeries(
   for (const mix of mixes) {
     for (let r = 0; r < repeat; r++) {
       // Same seed for every strategy of one repeat: the strategies see the same arrival schedule.
-      for (const strategy of strategies) runs.push({ strategy, mix, repeat: r + 1, seed: seed + r });
+      // Wraps past 2^32-1, so every repeat's seed stays one the generator takes as it is.
+      const s = (seed + r) % (MAX_SEED + 1);
+      for (const strategy of strategies) runs.push({ strategy, mix, repeat: r + 1, seed: s });
     }
   }
   return runs;

@@ -1,3 +1,16 @@
+import { PlbError } from '../errors.js';
+
+/** Seeds are exactly the generator's 32-bit state seed: 0 .. 2^32-1, each a different schedule. */
+export const MAX_SEED = 0xffffffff;
+
+/** A seed in the generator's range, or BAD_INPUT naming the field (no silent wrap or truncation). */
+export function checkSeed(seed: number, field = 'seed'): number {
+  if (!Number.isInteger(seed) || seed < 0 || seed > MAX_SEED) {
+    throw new PlbError('BAD_INPUT', `${field}: must be an integer from 0 to ${MAX_SEED} (got ${seed})`);
+  }
+  return seed;
+}
+
 /**
  * The one seeded generator of a run. Every random choice (arrivals, classes, query templates,
  * think times, parameters) draws from a Rng forked from the run seed, so a seed reproduces the
@@ -10,7 +23,8 @@ export class Rng {
   private s3: number;
 
   constructor(seed: number) {
-    let x = seed >>> 0;
+    // `>>> 0` would make 2^32 the same as 0 and truncate 1e20: refuse instead.
+    let x = checkSeed(seed);
     const next = (): number => {
       x = (x + 0x9e3779b9) >>> 0;
       let z = x;

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDockerDriver, dockerAvailable } from '../../src/cluster/docker/index.js';
 import type { ClusterDriver, ClusterSpec } from '../../src/cluster/driver.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
-import { writeClusterRecord } from '../../src/cluster/state.js';
+import { newClusterId, writeClusterRecord } from '../../src/cluster/state.js';
 import { parsePlan } from '../../src/faults/plan.js';
 import { createRunWriter, loadRun } from '../../src/metrics/index.js';
 import { createRouter } from '../../src/router/index.js';
@@ -47,6 +47,7 @@ describe.skipIf(!available && !ci)('bench run on a Docker cluster', () => {
     memoryMb: 256,
     maxConnections: 100,
     stateDir,
+    id: newClusterId(),
   };
   let driver: ClusterDriver;
 
@@ -58,6 +59,7 @@ describe.skipIf(!available && !ci)('bench run on a Docker cluster', () => {
     writeClusterRecord(stateDir, {
       version: 1,
       name: NAME,
+      id: spec.id!,
       driver: 'docker',
       spec,
       createdAt: new Date().toISOString(),

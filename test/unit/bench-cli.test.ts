@@ -1,11 +1,12 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench, parseBorrowing, type BenchFlagValues } from '../../src/cli/bench.js';
+import { acquireClusterLock } from '../../src/cluster/lock.js';
 import { isPlbError } from '../../src/errors.js';
 import { clusterSpec } from '../../src/cluster/select.js';
-import { writeClusterRecord } from '../../src/cluster/state.js';
+import { newClusterId, writeClusterRecord } from '../../src/cluster/state.js';
 
 const work = mkdtempSync(join(tmpdir(), 'plb-bench-cli-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -88,6 +89,7 @@ describe('bench flags', () => {
     writeClusterRecord(stateDir, {
       version: 1,
       name: 'plbtest-small',
+      id: newClusterId(),
       driver: 'local',
       spec: clusterSpec({ name: 'plbtest-small', stateDir, maxConnections: 100, basePort: 61500 }),
       createdAt: new Date(0).toISOString(),
@@ -98,7 +100,26 @@ describe('bench flags', () => {
     expect(errors[0]).toMatch(
       /^Error: --clients: 1000 sessions need max_connections >= 1020 on every replica .* cluster plbtest-small has 100/,
     );
-    expect(existsSync(join(work, 'runs'))).toBe(false);
+    // --out may exist (it is checked first), but no run was started in it.
+    expect(existsSync(join(work, 'runs')) ? readdirSync(join(work, 'runs')) : []).toEqual([]);
+  });
+
+  it('a second bench on a locked cluster fails at once naming the holder, and keeps its lock', async () => {
+    const lock = acquireClusterLock(join(work, 'state'), 'plbtest-cli', 'plb bench run --name plbtest-cli');
+    try {
+      const { code, errors } = await run({});
+      expect(code).toBe(1);
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatch(
+        new RegExp(
+          `^Error: cluster plbtest-cli is locked by pid ${process.pid}, started \\S+, plb bench run`,
+        ),
+      );
+      expect(readFileSync(lock.file, 'utf8')).toContain(lock.holder.token);
+      expect(existsSync(join(work, 'state', 'plbtest-cli', 'cluster.json'))).toBe(false);
+    } finally {
+      lock.release();
+    }
   });
 
   it('parses borrowing ratios, keeping a band between borrow and return', () => {

@@ -1,4 +1,13 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  symlinkSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  chmodSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -52,6 +61,18 @@ describe('password file', () => {
     expect(ensurePassword(dir, 'c1')).toMatch(/^[0-9a-f]{32}$/);
   });
 
+  it('refuses a symlinked password file and leaves its target alone', () => {
+    const victim = join(dir, 'victim');
+    writeFileSync(victim, 'not-a-password\n', { mode: 0o644 });
+    mkdirSync(join(dir, 'c1'));
+    symlinkSync(victim, passwordFile(dir, 'c1'));
+    expect(() => ensurePassword(dir, 'c1')).toThrow(
+      /password file .* is a symlink or unreadable; refusing it/,
+    );
+    expect(statSync(victim).mode & 0o777).toBe(0o644);
+    expect(readFileSync(victim, 'utf8')).toBe('not-a-password\n');
+  });
+
   it('loadCredentials gives user and database plb with the stored password', () => {
     const pw = ensurePassword(dir, 'c1');
     expect(loadCredentials(dir, 'c1')).toEqual({ user: 'plb', password: pw, database: 'plb' });
@@ -62,6 +83,7 @@ describe('cluster record', () => {
   const record = (): ClusterRecord => ({
     version: 1,
     name: 'c1',
+    id: '0123456789ab',
     driver: 'local',
     spec: clusterSpec({ name: 'c1', stateDir: dir }),
     createdAt: '2026-01-01T00:00:00.000Z',
@@ -105,16 +127,23 @@ describe('names and folders', () => {
     }
   });
 
-  it('defaults to .plb under the cwd, overridable by PLB_STATE_DIR', () => {
-    const saved = process.env.PLB_STATE_DIR;
-    try {
-      delete process.env.PLB_STATE_DIR;
-      expect(defaultStateDir('/some/where')).toBe('/some/where/.plb');
-      process.env.PLB_STATE_DIR = '/elsewhere/state';
-      expect(defaultStateDir('/some/where')).toBe('/elsewhere/state');
-    } finally {
-      if (saved === undefined) delete process.env.PLB_STATE_DIR;
-      else process.env.PLB_STATE_DIR = saved;
-    }
+  it('defaults to a per-user state dir, never the cwd; PLB_STATE_DIR overrides', () => {
+    expect(defaultStateDir({}, '/home/u', 1000)).toBe('/home/u/.local/state/plb');
+    expect(defaultStateDir({ XDG_STATE_HOME: '/xdg' }, '/home/u', 1000)).toBe('/xdg/plb');
+    // A relative XDG_STATE_HOME is ignored (XDG spec): it would depend on the cwd.
+    expect(defaultStateDir({ XDG_STATE_HOME: 'rel' }, '/home/u', 1000)).toBe('/home/u/.local/state/plb');
+    // Root: a folder the local driver's postgres user can traverse.
+    expect(defaultStateDir({}, '/root', 0)).toBe('/var/lib/plb');
+    expect(defaultStateDir({ PLB_STATE_DIR: '/elsewhere/state', XDG_STATE_HOME: '/xdg' }, '/home/u')).toBe(
+      '/elsewhere/state',
+    );
+    expect(defaultStateDir()).not.toBe(join(process.cwd(), '.plb'));
+  });
+
+  it('refuses a record without a cluster id (nothing in it is provably ours)', () => {
+    const old = { version: 1, name: 'c1', driver: 'local', spec: clusterSpec({ name: 'c1', stateDir: dir }) };
+    mkdirSync(join(dir, 'c1'));
+    writeFileSync(join(dir, 'c1', 'cluster.json'), JSON.stringify(old));
+    expect(() => readClusterRecord(dir, 'c1')).toThrow(/no cluster id/);
   });
 });

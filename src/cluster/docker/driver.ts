@@ -23,6 +23,8 @@ import { makeTar } from './tar.js';
 export const LABEL_CLUSTER = 'plb.cluster';
 export const LABEL_SERVER = 'plb.server';
 export const LABEL_VERSION = 'plb.version';
+/** The cluster instance's unique id (its record's id): down removes only what carries it. */
+export const LABEL_ID = 'plb.id';
 
 export function containerName(cluster: string, id: ServerId): string {
   return `plb-${cluster}-${id}`;
@@ -147,16 +149,24 @@ export class DockerDriver implements ClusterDriver {
   }
 
   private labels(id: ServerId): Record<string, string> {
-    return { [LABEL_CLUSTER]: this.spec.name, [LABEL_SERVER]: id, [LABEL_VERSION]: packageVersion() };
+    return {
+      [LABEL_CLUSTER]: this.spec.name,
+      [LABEL_SERVER]: id,
+      [LABEL_VERSION]: packageVersion(),
+      ...(this.spec.id !== undefined ? { [LABEL_ID]: this.spec.id } : {}),
+    };
   }
 
-  /** Every container of this cluster (any state), by label. */
-  private async listOwn(): Promise<Docker.ContainerInfo[]> {
+  /** Label filter of what this driver owns: its id when it has one, else the whole name. */
+  private ownFilter(anyId = false): string[] {
+    const name = `${LABEL_CLUSTER}=${this.spec.name}`;
+    return this.spec.id !== undefined && !anyId ? [name, `${LABEL_ID}=${this.spec.id}`] : [name];
+  }
+
+  /** Every container of this cluster (any state), by label; anyId: also other instances of the name. */
+  async listOwn(anyId = false): Promise<Docker.ContainerInfo[]> {
     try {
-      return await this.docker.listContainers({
-        all: true,
-        filters: { label: [`${LABEL_CLUSTER}=${this.spec.name}`] },
-      });
+      return await this.docker.listContainers({ all: true, filters: { label: this.ownFilter(anyId) } });
     } catch (cause) {
       throw new PlbError('DOCKER_UNAVAILABLE', 'the Docker engine does not answer', {
         hint: 'start dockerd (or set DOCKER_HOST), or use --driver local',
@@ -277,12 +287,14 @@ export class DockerDriver implements ClusterDriver {
   async up(log: (line: string) => void = () => undefined): Promise<void> {
     const started = Date.now();
     const secs = () => ((Date.now() - started) / 1000).toFixed(1);
-    const existing = await this.listOwn();
+    // Any instance of the name counts: another one's containers would clash by name.
+    const existing = await this.listOwn(true);
     if (existing.length > 0) {
+      const ids = [...new Set(existing.map((c) => c.Labels[LABEL_ID] ?? 'none'))].join(', ');
       throw new PlbError(
         'CLUSTER_UP_FAILED',
-        `cluster ${this.spec.name} already has ${existing.length} container(s)`,
-        { hint: `run \`plb cluster down --name ${this.spec.name}\` first` },
+        `cluster ${this.spec.name} already has ${existing.length} container(s) (id ${ids})`,
+        { hint: `run \`plb cluster down --name ${this.spec.name}\` first, or use another --name` },
       );
     }
     for (const ep of this.endpoints()) {
@@ -385,9 +397,7 @@ export class DockerDriver implements ClusterDriver {
         }
       }),
     );
-    const vols = await this.docker.listVolumes({
-      filters: { label: [`${LABEL_CLUSTER}=${this.spec.name}`] },
-    });
+    const vols = await this.docker.listVolumes({ filters: { label: this.ownFilter() } });
     await Promise.all(
       (vols.Volumes ?? []).map(async (v) => {
         try {

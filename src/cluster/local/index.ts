@@ -35,6 +35,7 @@ import {
   dataDir,
   ensureClusterDir,
   loadCredentials,
+  newClusterId,
   readClusterRecord,
   removeClusterRecord,
   updateClusterRecord,
@@ -53,6 +54,9 @@ import {
 } from './procfs.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** In the data folder: the id of the cluster instance that made it (down checks it). */
+const ID_FILE = '.plb-id';
 
 export function slotName(id: ServerId): string {
   return `plb_${id}`;
@@ -247,17 +251,20 @@ export class LocalDriver implements ClusterDriver {
     const { spec } = this;
     const existing = readClusterRecord(spec.stateDir, spec.name);
     if (existing) {
-      if (existing.driver !== 'local') {
+      if (existing.driver !== 'local' || (spec.id !== undefined && existing.id !== spec.id)) {
         throw new PlbError(
           'CLUSTER_UP_FAILED',
-          `cluster ${spec.name} already exists (${existing.driver} driver)`,
+          `cluster ${spec.name} already exists (${existing.driver} driver, id ${existing.id})`,
           {
             hint: `run \`plb cluster down --name ${spec.name}\` first, or use another --name`,
           },
         );
       }
-      await this.resume(log);
-      return;
+      // The record is written before anything is created: only resume what was made.
+      if (existsSync(join(this.dir('primary'), 'PG_VERSION'))) {
+        await this.resume(log);
+        return;
+      }
     }
     const binDir = this.binDir; // fail with BINARIES_MISSING before creating anything
     for (const ep of this.endpoints()) {
@@ -271,9 +278,10 @@ export class LocalDriver implements ClusterDriver {
     writeClusterRecord(spec.stateDir, {
       version: 1,
       name: spec.name,
+      id: spec.id ?? existing?.id ?? newClusterId(),
       driver: 'local',
       spec,
-      createdAt: new Date().toISOString(),
+      createdAt: existing?.createdAt ?? new Date().toISOString(),
       extra: { binDir },
     });
     try {
@@ -331,7 +339,20 @@ export class LocalDriver implements ClusterDriver {
     }
     rmSync(this.dataRoot, { recursive: true, force: true });
     mkdirSync(this.dataRoot, { mode: 0o700 });
+    // A driver made without an id (the library's createLocalDriver) still marks the record's id.
+    const id = this.spec.id ?? readClusterRecord(this.spec.stateDir, this.spec.name)?.id;
+    if (id !== undefined) writeFileSync(join(this.dataRoot, ID_FILE), id + '\n');
     this.own(this.dataRoot);
+  }
+
+  /** The data folder is this instance's: it carries our id (or we are a down by name, without one). */
+  private ownsData(): boolean {
+    if (this.spec.id === undefined) return true;
+    try {
+      return readFileSync(join(this.dataRoot, ID_FILE), 'utf8').trim() === this.spec.id;
+    } catch {
+      return false;
+    }
   }
 
   private async create(log: (line: string) => void): Promise<void> {
@@ -592,14 +613,19 @@ export class LocalDriver implements ClusterDriver {
     );
   }
 
-  /** Stops every server found under this cluster's data folder (by pid), removes the data and record. */
+  /**
+   * Stops every server found under this cluster's data folder (by pid), removes the data and record;
+   * with an id, only a data folder and record carrying it.
+   */
   async down(): Promise<void> {
     const root = this.dataRoot;
-    const dirs = existsSync(root)
-      ? readdirSync(root, { withFileTypes: true })
-          .filter((d) => d.isDirectory())
-          .map((d) => join(root, d.name))
-      : [];
+    const owns = this.ownsData();
+    const dirs =
+      owns && existsSync(root)
+        ? readdirSync(root, { withFileTypes: true })
+            .filter((d) => d.isDirectory())
+            .map((d) => join(root, d.name))
+        : [];
     await Promise.all(
       dirs.map(async (d) => {
         const pid = postmasterPid(d);
@@ -609,10 +635,22 @@ export class LocalDriver implements ClusterDriver {
         clearStaleLock(d); // frees the SysV shared memory segment the postmaster left
       }),
     );
-    for (const id of this.ids()) this.limiter.remove(id);
-    rmSync(root, { recursive: true, force: true });
-    if (existsSync(clusterDir(this.spec.stateDir, this.spec.name)))
+    if (owns) {
+      for (const id of this.ids()) this.limiter.remove(id);
+      rmSync(root, { recursive: true, force: true });
+    }
+    if (existsSync(clusterDir(this.spec.stateDir, this.spec.name)) && this.ownsRecord())
       removeClusterRecord(this.spec.stateDir, this.spec.name);
+  }
+
+  private ownsRecord(): boolean {
+    if (this.spec.id === undefined) return true;
+    try {
+      const r = readClusterRecord(this.spec.stateDir, this.spec.name);
+      return r === null || r.id === this.spec.id;
+    } catch {
+      return false; // an unreadable record is left for an explicit down by name
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 import { Command, Flags } from '@oclif/core';
 import { benchFlags, executeBench } from '../../cli/bench.js';
+import { escapeLines } from '../../text.js';
 
 export default class BenchMatrix extends Command {
   static override description =
@@ -20,7 +21,7 @@ export default class BenchMatrix extends Command {
     const { flags } = await this.parse(BenchMatrix);
     const code = await executeBench(flags, {
       log: (l) => this.log(l),
-      warn: (l) => process.stderr.write(`${l}\n`),
+      warn: (l) => process.stderr.write(`${escapeLines(l)}\n`),
     });
     if (code !== 0) this.exit(code);
   }

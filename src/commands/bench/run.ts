@@ -1,5 +1,6 @@
 import { Command, Flags } from '@oclif/core';
 import { benchFlags, executeBench } from '../../cli/bench.js';
+import { escapeLines } from '../../text.js';
 
 export default class BenchRun extends Command {
   static override description =
@@ -28,7 +29,7 @@ export default class BenchRun extends Command {
     const { flags } = await this.parse(BenchRun);
     const code = await executeBench(
       { ...flags, strategies: flags.strategy, mixes: flags.mix },
-      { log: (l) => this.log(l), warn: (l) => process.stderr.write(`${l}\n`) },
+      { log: (l) => this.log(l), warn: (l) => process.stderr.write(`${escapeLines(l)}\n`) },
       { strategies: 'strategy', mixes: 'mix' },
     );
     if (code !== 0) this.exit(code);

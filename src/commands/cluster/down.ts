@@ -1,20 +1,31 @@
 import { Command, Flags } from '@oclif/core';
 import { fail } from '../../cli/fail.js';
 import { downCluster } from '../../cluster/select.js';
-import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
+import { withClusterLock } from '../../cluster/lock.js';
+import { DEFAULT_CLUSTER_NAME, defaultStateDir } from '../../cluster/state.js';
 
 export default class ClusterDown extends Command {
-  static override description =
-    'Remove everything of a cluster: servers, data, containers by label (also leftovers of a crash)';
+  static override description = `Remove the cluster recorded in this state folder: servers, data, containers carrying its id.
+
+Containers of the same name that this state folder did not make (another user's, another state
+folder's, an older plb's) are listed and left alone, unless --name names the cluster explicitly:
+then they are removed too, and listed.`;
 
   static override flags = {
-    name: Flags.string({ description: 'cluster name', default: DEFAULT_CLUSTER_NAME }),
+    name: Flags.string({
+      description: `cluster name (default ${DEFAULT_CLUSTER_NAME}); given explicitly, also removes what others made under it`,
+    }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(ClusterDown);
     try {
-      for (const line of await downCluster(flags.name)) this.log(line);
+      const name = flags.name ?? DEFAULT_CLUSTER_NAME;
+      const stateDir = defaultStateDir();
+      const lines = await withClusterLock(stateDir, name, () =>
+        downCluster(name, stateDir, { explicit: flags.name !== undefined }),
+      );
+      for (const line of lines) this.log(line);
     } catch (err) {
       fail(this, err);
     }

@@ -1,13 +1,13 @@
 import { Command, Flags } from '@oclif/core';
 import { fail } from '../../cli/fail.js';
 import {
-  bringUp,
   clusterSpec,
   DEFAULT_BASE_PORT,
   DEFAULT_MAX_CONNECTIONS,
   DEFAULT_REPLICAS,
   parseDriverChoice,
-  parsePositiveNumber,
+  parseCpus,
+  upCluster,
 } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
 
@@ -53,16 +53,16 @@ export default class ClusterUp extends Command {
         name: flags.name,
         replicas: flags.replicas,
         basePort: flags['base-port'],
-        ...(flags.cpus !== undefined ? { cpus: parsePositiveNumber('cpus', flags.cpus) } : {}),
+        ...(flags.cpus !== undefined ? { cpus: parseCpus('cpus', flags.cpus) } : {}),
         ...(flags['primary-cpus'] !== undefined
-          ? { primaryCpus: parsePositiveNumber('primary-cpus', flags['primary-cpus']) }
+          ? { primaryCpus: parseCpus('primary-cpus', flags['primary-cpus']) }
           : {}),
         maxConnections: flags['max-connections'],
         ...(flags.memory !== undefined ? { memoryMb: flags.memory } : {}),
         ...(flags.image !== undefined ? { image: flags.image } : {}),
       });
       const t0 = Date.now();
-      const { driver } = await bringUp({
+      const { driver } = await upCluster({
         driver: parseDriverChoice(flags.driver),
         spec,
         log: (line) => this.log(line),
