@@ -10,12 +10,13 @@
  * with R = (q / C) / (1 - u) the mean response of a processor-sharing server of C cores at u.
  */
 import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
+import type pg from 'pg';
 import { connect } from '../cluster/pg-util.js';
 import { PlbError } from '../errors.js';
 import type { ServiceClass } from '../router/types.js';
 import { makeQuery } from './queries.js';
 import type { Rng } from './rng.js';
-import type { WorkloadSpec } from './spec.js';
+import type { QueryKind, WorkloadSpec } from './spec.js';
 
 /** Busy but not saturated: plb's class split loads some replicas above the mean (measured). */
 export const DEFAULT_TARGET_CPU = 0.7;
@@ -76,7 +77,8 @@ export interface Calibration extends ThinkTimeResult {
 
 /**
  * Measures q and c on one replica: `concurrency` sessions run queries of the workload's mix for
- * `budgetMs`, then `connects` connect+close cycles, reading the replica's CPU counter around each.
+ * `warmMs` unmeasured and 1.5 s for a first estimate; then queries arrive (Poisson) at the rate
+ * that estimate says makes the target CPU, for `budgetMs`, and that measures q; then `connects` connect+close cycles, reading the replica's CPU counter around each.
  */
 export async function calibrateThinkTime(opts: {
   driver: ClusterDriver;
@@ -88,12 +90,14 @@ export async function calibrateThinkTime(opts: {
   targetCpu: number;
   rng: Rng;
   budgetMs?: number;
+  warmMs?: number;
   connects?: number;
   concurrency?: number;
 }): Promise<Calibration> {
   const t0 = Date.now();
   const { driver, replica, credentials, workload, rng } = opts;
-  const budgetMs = opts.budgetMs ?? 4000;
+  const budgetMs = opts.budgetMs ?? 8000;
+  const warmMs = opts.warmMs ?? 3000;
   const connects = opts.connects ?? 20;
   const concurrency = opts.concurrency ?? 16;
   const cpuOf = async (): Promise<number> => {
@@ -105,10 +109,22 @@ export async function calibrateThinkTime(opts: {
     return v;
   };
   const premiumShare = workload.mix.premium / (workload.mix.premium + workload.mix.freemium);
-  const next = () => {
-    const cls: ServiceClass = rng.next() < premiumShare ? 'premium' : 'freemium';
-    return makeQuery(rng.weighted(workload.classes[cls].queryWeights), workload.datasetRows, rng);
-  };
+  // A deck of 100 templates in the workload's exact proportions, shuffled and dealt in turn: a
+  // few hundred random draws would leave the share of costly scans (and so the result) to chance.
+  const deck: QueryKind[] = [];
+  for (const cls of ['premium', 'freemium'] as ServiceClass[]) {
+    const share = cls === 'premium' ? premiumShare : 1 - premiumShare;
+    const w = workload.classes[cls].queryWeights;
+    const total = Object.values(w).reduce((a, b) => a + b, 0);
+    for (const [kind, v] of Object.entries(w) as [QueryKind, number][])
+      for (let i = 0; i < Math.round((100 * share * v) / total); i++) deck.push(kind);
+  }
+  for (let i = deck.length - 1; i > 0; i--) {
+    const j = rng.int(0, i);
+    [deck[i], deck[j]] = [deck[j] as QueryKind, deck[i] as QueryKind];
+  }
+  let dealt = 0;
+  const next = () => makeQuery(deck[dealt++ % deck.length] ?? 'point', workload.datasetRows, rng);
   // Concurrent, as in a run: a replica serving many sessions spends more CPU a query (context
   // switches, contention) than one serving them one by one (measured: about 40% more at T=1000).
   const clients = await Promise.all(
@@ -118,22 +134,59 @@ export async function calibrateThinkTime(opts: {
   );
   let queries = 0;
   let queryCpu = 0;
-  try {
-    for (const c of clients) {
+  const pool = [...clients];
+  const waiting: ((c: pg.Client) => void)[] = [];
+  const acquire = (): Promise<pg.Client> => {
+    const c = pool.pop();
+    return c ? Promise.resolve(c) : new Promise((resolve) => waiting.push(resolve));
+  };
+  const releaseClient = (c: pg.Client): void => {
+    const w = waiting.shift();
+    if (w) w(c);
+    else pool.push(c);
+  };
+  const one = async (): Promise<void> => {
+    const c = await acquire();
+    try {
       const q = next();
-      await c.query(q.text, q.values); // warm caches and plans
+      await c.query(q.text, q.values);
+    } finally {
+      releaseClient(c);
     }
-    const c0 = await cpuOf();
-    const end = Date.now() + budgetMs;
+  };
+  try {
+    // Unmeasured first: a freshly loaded standby pays extra for its first reads (cold caches,
+    // hint bits), up to a third more CPU a query than a warm one.
+    const warmEnd = Date.now() + warmMs;
     await Promise.all(
-      clients.map(async (c) => {
-        while (Date.now() < end) {
-          const q = next();
-          await c.query(q.text, q.values);
-          queries++;
+      clients.map(async () => {
+        while (Date.now() < warmEnd) await one();
+      }),
+    );
+    // A first estimate from back-to-back queries, then the measurement at the target load: the
+    // CPU a query costs depends on the load (idle: less; saturated and throttled: more).
+    let c0 = await cpuOf();
+    let n0 = 0;
+    const estEnd = Date.now() + Math.min(1500, budgetMs);
+    await Promise.all(
+      clients.map(async () => {
+        while (Date.now() < estEnd) {
+          await one();
+          n0++;
         }
       }),
     );
+    const estimate = Math.max(1e-4, ((await cpuOf()) - c0) / Math.max(1, n0));
+    const rate = (opts.targetCpu * opts.cpusPerReplica) / estimate;
+    const inFlight: Promise<void>[] = [];
+    c0 = await cpuOf();
+    const t0 = Date.now();
+    for (let at = 0; at < budgetMs; at += rng.exp(1000 / rate)) {
+      const wait = t0 + at - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      inFlight.push(one().then(() => void queries++));
+    }
+    await Promise.all(inFlight);
     queryCpu = (await cpuOf()) - c0;
   } finally {
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
