@@ -7,23 +7,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
+import { haveServerBinaries } from '../helpers/fixtures.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Credentials, Endpoint } from '../../src/cluster/driver.js';
 import type { FailureCause } from '../../src/cluster/failure-cause.js';
 import { HealthChecker, type FailureReport, type HealthState } from '../../src/cluster/health.js';
-import { findBinDir } from '../../src/cluster/local/binaries.js';
 import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
 import { connect } from '../../src/cluster/pg-util.js';
 import { clusterSpec } from '../../src/cluster/select.js';
-
-const haveBinaries = (() => {
-  try {
-    findBinDir();
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -33,7 +24,7 @@ interface Watch {
   failures: FailureReport[];
 }
 
-describe.skipIf(!haveBinaries)('health detection against a real server', () => {
+describe.skipIf(!haveServerBinaries)('health detection against a real server', () => {
   let stateDir: string;
   let driver: LocalDriver;
   let creds: Credentials;

@@ -7,23 +7,14 @@ import { once } from 'node:events';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { haveServerBinaries } from '../helpers/fixtures.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterSpec, Credentials, Endpoint } from '../../src/cluster/driver.js';
-import { findBinDir } from '../../src/cluster/local/binaries.js';
 import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
 import { postmasterPid, processTree, readStat } from '../../src/cluster/local/procfs.js';
 import { connect, currentWalLsn, waitCaughtUp, withClient } from '../../src/cluster/pg-util.js';
 import { bringUp, clusterSpec, openCluster } from '../../src/cluster/select.js';
 import { readClusterRecord } from '../../src/cluster/state.js';
-
-const haveBinaries = (() => {
-  try {
-    findBinDir();
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 /** Resolves true when something accepts TCP connections on 127.0.0.1:port. */
 function listening(port: number): Promise<boolean> {
@@ -37,7 +28,7 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-describe.skipIf(!haveBinaries)('local driver: 1 primary + 5 standbys', () => {
+describe.skipIf(!haveServerBinaries)('local driver: 1 primary + 5 standbys', () => {
   let stateDir: string;
   // 57432 is taken by the Docker suite on this machine; keep the two apart.
   let spec: ClusterSpec;
@@ -200,7 +191,7 @@ describe.skipIf(!haveBinaries)('local driver: 1 primary + 5 standbys', () => {
   });
 });
 
-describe.skipIf(!haveBinaries)('local driver: a failed up', () => {
+describe.skipIf(!haveServerBinaries)('local driver: a failed up', () => {
   it('refuses a taken port with CLUSTER_UP_FAILED and leaves nothing behind', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'plb-local-fail-'));
     const spec = clusterSpec({ name: 'plbtest-local-fail', replicas: 2, basePort: 58452, stateDir });

@@ -13,12 +13,12 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
+import { haveServerBinaries } from '../helpers/fixtures.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dockerAvailable } from '../../src/cluster/docker/driver.js';
 import { makeTar } from '../../src/cluster/docker/tar.js';
 import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster, removeOwned } from '../../src/cluster/select.js';
-import { findBinDir } from '../../src/cluster/local/binaries.js';
 import { lockFile } from '../../src/cluster/lock.js';
 import { readClusterRecord, type ClusterRecord } from '../../src/cluster/state.js';
 
@@ -121,15 +121,6 @@ describe.skipIf(!available && !ci)('ownership on a real Docker engine', () => {
   });
 });
 
-const haveBinaries = (() => {
-  try {
-    findBinDir();
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
 function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const srv = createServer();
@@ -138,7 +129,7 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-describe.skipIf(!haveBinaries)('an interrupted cluster up (local driver)', () => {
+describe.skipIf(!haveServerBinaries)('an interrupted cluster up (local driver)', () => {
   it('Ctrl-C removes what it created, its record and its lock, and exits 130', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'plb-own-int-'));
     const name = `plbtest-int-${suffix}`;

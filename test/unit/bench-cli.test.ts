@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { benchFlagValues } from '../helpers/fixtures.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench, parseBorrowing, type BenchFlagValues } from '../../src/cli/bench.js';
 import { acquireClusterLock } from '../../src/cluster/lock.js';
@@ -11,35 +12,8 @@ import { newClusterId, writeClusterRecord } from '../../src/cluster/state.js';
 const work = mkdtempSync(join(tmpdir(), 'plb-bench-cli-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-const flags = (over: Partial<BenchFlagValues>): BenchFlagValues => ({
-  strategies: 'plb',
-  mixes: '25:75',
-  repeat: 1,
-  clients: 4,
-  model: 'closed',
-  rate: '20',
-  out: join(work, 'runs'),
-  'dataset-rows': 1000,
-  'queries-per-session': 5,
-  'think-time': '10ms',
-  'target-cpu': '0.8',
-  'hang-timeout': '5s',
-  reference: '2:1:2',
-  partition: '3:2',
-  'slow-start': '10s',
-  borrow: '1.5:2',
-  'health-interval': '1s',
-  fall: 2,
-  rise: 2,
-  oracle: false,
-  progress: 0,
-  name: 'plbtest-cli',
-  driver: 'local',
-  'base-port': 61432,
-  'keep-cluster': false,
-  json: false,
-  ...over,
-});
+const flags = (over: Partial<BenchFlagValues>): BenchFlagValues =>
+  benchFlagValues(join(work, 'runs'), 'plbtest-cli', 61432, over);
 
 async function run(over: Partial<BenchFlagValues>): Promise<{ code: number; errors: string[] }> {
   const errors: string[] = [];

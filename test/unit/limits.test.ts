@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { benchFlagValues } from '../helpers/fixtures.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench, type BenchFlagValues } from '../../src/cli/bench.js';
 import { clusterSpec } from '../../src/cluster/select.js';
@@ -91,35 +92,8 @@ describe('cluster spec bounds', () => {
 });
 
 describe('bench flag bounds', () => {
-  const flags = (over: Partial<BenchFlagValues>): BenchFlagValues => ({
-    strategies: 'plb',
-    mixes: '25:75',
-    repeat: 1,
-    clients: 4,
-    model: 'closed',
-    rate: '20',
-    out: join(work, 'runs'),
-    'dataset-rows': 1000,
-    'queries-per-session': 5,
-    'think-time': '10ms',
-    'target-cpu': '0.7',
-    'hang-timeout': '5s',
-    reference: '2:1:2',
-    partition: '3:2',
-    'slow-start': '10s',
-    borrow: '1.5:2',
-    'health-interval': '1s',
-    fall: 2,
-    rise: 2,
-    oracle: false,
-    progress: 0,
-    name: 'plbtest-limits',
-    driver: 'local',
-    'base-port': 61532,
-    'keep-cluster': false,
-    json: false,
-    ...over,
-  });
+  const flags = (over: Partial<BenchFlagValues>): BenchFlagValues =>
+    benchFlagValues(join(work, 'runs'), 'plbtest-limits', 61532, over);
 
   it.each([
     [{ clients: 100_001 }, '--clients: must be at most 100000 (got 100001)'],
