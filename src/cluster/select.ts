@@ -21,12 +21,14 @@ import {
   type ClusterRecord,
   type DriverKind,
 } from './state.js';
+import { ephemeralWarning } from './ports.js';
 import { MAX_MAX_CONNECTIONS, MIN_MAX_CONNECTIONS, memoryForConnections } from './sizing.js';
 
 export type DriverChoice = 'auto' | DriverKind;
 
 export const DEFAULT_REPLICAS = 5;
-export const DEFAULT_BASE_PORT = 55432;
+/** Below Linux's default ephemeral range (32768-60999): see ports.ts ephemeralWarning. */
+export const DEFAULT_BASE_PORT = 25432;
 /** Per-replica CPU quota: five replicas plus the primary and the client fit two cores. */
 export const DEFAULT_CPUS = 0.25;
 export const DEFAULT_PRIMARY_CPUS = 0.5;
@@ -315,6 +317,8 @@ export async function bringUp(opts: {
   const id = newClusterId();
   const { driver, reason } = await resolveDriver({ driver: opts.driver, spec: { ...opts.spec, id } });
   log(`using the ${reason}; cluster id ${id}`);
+  const ports = ephemeralWarning(opts.spec.basePort, opts.spec.basePort + opts.spec.replicas);
+  if (ports) log(`warning: ${ports}`);
   writeClusterRecord(stateDir, {
     version: 1,
     name,

@@ -1,11 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ephemeralWarning } from '../../src/cluster/ports.js';
 import { checkCapacity, connectionsFor } from '../../src/cluster/sizing.js';
 import { describe, expect, it } from 'vitest';
 import {
   chooseDriverKind,
   clusterSpec,
+  DEFAULT_BASE_PORT,
   openCluster,
   parseDriverChoice,
   parsePositiveNumber,
@@ -50,7 +52,7 @@ describe('chooseDriverKind', () => {
 describe('clusterSpec', () => {
   it('fills the defaults', () => {
     const s = clusterSpec({ stateDir: '/tmp/x' });
-    expect(s).toMatchObject({ name: 'plb', replicas: 5, basePort: 55432, stateDir: '/tmp/x' });
+    expect(s).toMatchObject({ name: 'plb', replicas: 5, basePort: 25432, stateDir: '/tmp/x' });
     expect(s.cpus).toBeGreaterThan(0);
     expect(s.image).toBeUndefined();
   });
@@ -115,5 +117,22 @@ describe('openCluster', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('ports and the ephemeral range', () => {
+  it('warns when the cluster ports overlap the kernel range clients take source ports from', () => {
+    const range = { low: 32768, high: 60999 };
+    expect(ephemeralWarning(25432, 25437, range)).toBeNull();
+    expect(ephemeralWarning(55432, 55437, range)).toMatch(
+      /^ports 55432-55437 lie in this machine's ephemeral port range 32768-60999/,
+    );
+    expect(ephemeralWarning(32760, 32770, range)).not.toBeNull();
+    expect(ephemeralWarning(61000, 61005, range)).toBeNull();
+    expect(ephemeralWarning(55432, 55437, null)).toBeNull();
+  });
+
+  it('the default base port is below the default ephemeral range', () => {
+    expect(DEFAULT_BASE_PORT + 32).toBeLessThan(32768);
   });
 });

@@ -8,11 +8,11 @@
  * The password reaches a container as a file copied in before start (putArchive), never in its
  * command line, environment or logs.
  */
-import { createServer } from 'node:net';
 import { cpus as hostCpus } from 'node:os';
 import Docker from 'dockerode';
 import type { ClusterDriver, ClusterSpec, Credentials, Endpoint, ServerId, ServerStatus } from '../driver.js';
 import { PlbError } from '../../errors.js';
+import { portFree } from '../ports.js';
 import { createReplicationSlot, currentWalLsn, replicaReplication, withClient } from '../pg-util.js';
 import { loadCredentials, validateClusterName } from '../state.js';
 import { ensureImage } from '../image.js';
@@ -92,15 +92,6 @@ function validateSpec(spec: ClusterSpec): void {
     throw bad('memoryMb', `${spec.memoryMb} is not an integer of at least 64 MiB`);
   if (!Number.isInteger(spec.maxConnections) || spec.maxConnections < 1)
     throw bad('maxConnections', `${spec.maxConnections} is not a positive integer`);
-}
-
-/** Resolves true when nothing listens on 127.0.0.1:port. */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(true)));
-  });
 }
 
 interface ContainerView {

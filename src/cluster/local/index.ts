@@ -17,11 +17,11 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { CpuLimiter } from './cgroup.js';
 import { dirname, join, resolve } from 'node:path';
 import type { ClusterDriver, ClusterSpec, Credentials, Endpoint, ServerId, ServerStatus } from '../driver.js';
 import { PlbError } from '../../errors.js';
+import { portFree } from '../ports.js';
 import {
   createReplicationSlot,
   replicaReplication,
@@ -100,14 +100,6 @@ const HBA = [
   'host replication plb 127.0.0.1/32 scram-sha-256',
   '',
 ].join('\n');
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen({ host: '127.0.0.1', port, exclusive: true }, () => srv.close(() => resolve(true)));
-  });
-}
 
 function errMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
