@@ -41,7 +41,7 @@ describe.skipIf(!available && !ci)('bench run on a Docker cluster', () => {
   const spec: ClusterSpec = {
     name: NAME,
     replicas: 5,
-    basePort: 60432,
+    basePort: 30432,
     cpus: 0.25,
     primaryCpus: 0.5,
     memoryMb: 256,

@@ -2,8 +2,8 @@
  * The Docker driver against a real engine: a primary and five streaming standbys on 127.0.0.1.
  * Skips when no Docker engine answers, except with CI=true, where that is a failure.
  */
-import { createServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -12,20 +12,14 @@ import type { Credentials, Endpoint } from '../../src/cluster/driver.js';
 import { createDockerDriver, dockerAvailable, type DockerDriver } from '../../src/cluster/docker/driver.js';
 import { currentWalLsn, waitCaughtUp, withClient } from '../../src/cluster/pg-util.js';
 import { isPlbError } from '../../src/errors.js';
+import { portFree } from '../../src/cluster/ports.js';
 
 const NAME = 'plbtest-docker';
-const BASE_PORT = 56432;
+// Below the ephemeral range (32768-60999): a client source port must not hold a replica's port.
+const BASE_PORT = 26432;
 const REPLICAS = 5;
 const ci = process.env.CI === 'true';
 const available = await dockerAvailable(3000);
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(true)));
-  });
-}
 
 async function queryOne<T>(
   ep: Endpoint,

@@ -52,7 +52,7 @@ describe.skipIf(!haveServerBinaries)('health detection against a real server', (
     const spec = clusterSpec({
       name: 'plbtest-health',
       replicas: 1,
-      basePort: 58632,
+      basePort: 28632,
       maxConnections: 20,
       stateDir,
     });

@@ -30,7 +30,7 @@ function listening(port: number): Promise<boolean> {
 
 describe.skipIf(!haveServerBinaries)('local driver: 1 primary + 5 standbys', () => {
   let stateDir: string;
-  // 57432 is taken by the Docker suite on this machine; keep the two apart.
+  // 27432 is taken by the Docker suite on this machine; keep the two apart.
   let spec: ClusterSpec;
   let driver: LocalDriver;
   let creds: Credentials;
@@ -51,7 +51,7 @@ describe.skipIf(!haveServerBinaries)('local driver: 1 primary + 5 standbys', () 
 
   beforeAll(async () => {
     stateDir = mkdtempSync(join(tmpdir(), 'plb-local-it-'));
-    spec = clusterSpec({ name: 'plbtest-local', replicas: 5, basePort: 58432, stateDir });
+    spec = clusterSpec({ name: 'plbtest-local', replicas: 5, basePort: 28432, stateDir });
     driver = createLocalDriver(spec);
     await driver.down(); // leftovers of an earlier crashed run
     const t0 = Date.now();
@@ -194,7 +194,7 @@ describe.skipIf(!haveServerBinaries)('local driver: 1 primary + 5 standbys', () 
 describe.skipIf(!haveServerBinaries)('local driver: a failed up', () => {
   it('refuses a taken port with CLUSTER_UP_FAILED and leaves nothing behind', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'plb-local-fail-'));
-    const spec = clusterSpec({ name: 'plbtest-local-fail', replicas: 2, basePort: 58452, stateDir });
+    const spec = clusterSpec({ name: 'plbtest-local-fail', replicas: 2, basePort: 28452, stateDir });
     const blocker = createServer().listen({ host: '127.0.0.1', port: 58454 });
     await once(blocker, 'listening');
     try {
@@ -202,7 +202,7 @@ describe.skipIf(!haveServerBinaries)('local driver: a failed up', () => {
       await expect(d.up()).rejects.toMatchObject({ code: 'CLUSTER_UP_FAILED', message: /58454/ });
       expect(readClusterRecord(stateDir, spec.name)).toBeNull();
       expect(existsSync(join(stateDir, spec.name, 'data'))).toBe(false);
-      expect(await listening(58452)).toBe(false);
+      expect(await listening(28452)).toBe(false);
     } finally {
       blocker.close();
       rmSync(stateDir, { recursive: true, force: true });

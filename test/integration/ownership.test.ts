@@ -39,7 +39,7 @@ describe.skipIf(!available && !ci)('ownership on a real Docker engine', () => {
   beforeAll(() => {
     if (!available) throw new Error('CI=true and no Docker engine answers: the Docker tests must run in CI');
     stateDir = mkdtempSync(join(tmpdir(), 'plb-own-it-'));
-    spec = clusterSpec({ name: NAME, replicas: 1, basePort: 57432, stateDir, image: IMAGE });
+    spec = clusterSpec({ name: NAME, replicas: 1, basePort: 27432, stateDir, image: IMAGE });
     execFileSync('docker', ['import', '-', IMAGE], {
       input: makeTar([{ name: 'x', mode: 0o644, content: 'x' }]),
       stdio: ['pipe', 'ignore', 'inherit'],
@@ -133,7 +133,7 @@ describe.skipIf(!haveServerBinaries)('an interrupted cluster up (local driver)',
   it('Ctrl-C removes what it created, its record and its lock, and exits 130', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'plb-own-int-'));
     const name = `plbtest-int-${suffix}`;
-    const port = 57452;
+    const port = 27452;
     try {
       const child = spawn(
         process.execPath,
