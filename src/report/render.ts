@@ -1,5 +1,6 @@
 // Text outputs of `plb report`: terminal tables, markdown, CSV (long format) and JSON.
 import Table from 'cli-table3';
+import { stringify } from 'csv-stringify/sync';
 import { SERVICE_CLASSES } from '../router/types.js';
 import { aggregateRuns, CLASS_METRICS, compareReplicaIds, type RunGroup } from './aggregate.js';
 import { compareStrategies, type Comparison } from './compare.js';
@@ -216,12 +217,6 @@ const CSV_HEAD = [
   'baseline',
 ];
 
-function csvCell(v: string | number | null): string {
-  if (v === null) return '';
-  const s = String(v);
-  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
-
 /** Long format: one row per group, phase, subject (class, replica or `all`) and metric. */
 export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): string {
   const rows: (string | number | null)[][] = [CSV_HEAD];
@@ -252,7 +247,8 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): 
       rows.push([...pre, 'goodputChange', r.goodputChange, null, null, null, e.baseline]);
     }
   }
-  return rows.map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
+  // null cells are empty; cells holding commas, quotes or newlines are quoted (RFC 4180).
+  return stringify(rows);
 }
 
 export interface ReportJson {
