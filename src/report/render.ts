@@ -6,6 +6,8 @@ import { aggregateRuns, CLASS_METRICS, compareReplicaIds, type RunGroup } from '
 import { compareStrategies, type Comparison } from './compare.js';
 import { QUANTILE_METHOD, type Stat } from './stats.js';
 import type { RunSummary } from '../metrics/types.js';
+import { tableStyle } from '../table-style.js';
+import { escapeControl } from '../text.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -180,14 +182,16 @@ export function comparisonTable(cmp: Comparison): TableModel {
 }
 
 export function renderTable(t: TableModel): string {
-  // Compact: no separator line between body rows.
+  // Names come from files on disk: their control characters are escaped here, before colour
+  // codes are put around them (the caller cannot tell the two apart afterwards).
   const table = new Table({
-    head: t.head,
-    style: { head: [], border: [] },
+    head: t.head.map(escapeControl),
+    style: tableStyle(),
+    // Compact: no separator line between body rows.
     chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
   });
-  for (const r of t.rows) table.push(r);
-  return `${t.title}\n${table.toString()}`;
+  for (const r of t.rows) table.push(r.map(escapeControl));
+  return `${escapeControl(t.title)}\n${table.toString()}`;
 }
 
 export function renderMarkdown(t: TableModel): string {
@@ -278,7 +282,9 @@ export function renderReport(
   const tables = groups.flatMap(groupTables);
   if (hasCmp) tables.push(comparisonTable(cmp));
   const render = format === 'markdown' ? renderMarkdown : renderTable;
-  const notes = cmp.missingBaseline.map((k) => `note: no ${baseline} runs for ${k}, so no comparison there`);
+  const notes = cmp.missingBaseline.map((k) =>
+    escapeControl(`note: no ${baseline} runs for ${k}, so no comparison there`),
+  );
   const footer = groups.some((g) => g.runIds.length > 1) ? [`quantiles: ${QUANTILE_METHOD}`] : [];
   return [...tables.map(render), ...notes, ...footer].join('\n\n') + '\n';
 }
@@ -298,7 +304,7 @@ export function renderComparison(
   if (format === 'json') return JSON.stringify(cmp, null, 2) + '\n';
   if (format === 'csv') return renderCsv([], cmp);
   const t = comparisonTable(cmp);
-  const notes = cmp.missingBaseline.map((k) => `note: no ${baseline} runs for ${k}`);
+  const notes = cmp.missingBaseline.map((k) => escapeControl(`note: no ${baseline} runs for ${k}`));
   return [format === 'markdown' ? renderMarkdown(t) : renderTable(t), ...notes].join('\n') + '\n';
 }
 
