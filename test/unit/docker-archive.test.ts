@@ -15,7 +15,7 @@ async function entries(tar: Buffer): Promise<{ header: Header; body: string }[]>
   const done = new Promise<void>((resolve, reject) => {
     ex.on('entry', (header, stream, next) => {
       const parts: Buffer[] = [];
-      stream.on('data', (c: Buffer) => parts.push(c));
+      stream.on('data', (c) => parts.push(c as Buffer));
       stream.on('end', () => {
         out.push({ header, body: Buffer.concat(parts).toString('utf8') });
         next();

@@ -17,7 +17,7 @@ export async function makeTar(entries: readonly TarEntry[]): Promise<Buffer> {
   const p = pack();
   const chunks: Buffer[] = [];
   const done = new Promise<Buffer>((resolve, reject) => {
-    p.on('data', (c: Buffer) => chunks.push(c));
+    p.on('data', (c) => chunks.push(c as Buffer));
     p.on('end', () => resolve(Buffer.concat(chunks)));
     p.on('error', reject);
   });
