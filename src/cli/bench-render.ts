@@ -1,6 +1,7 @@
 import Table from 'cli-table3';
 import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
 import { SERVICE_CLASSES } from '../router/types.js';
+import { tableStyle } from '../table-style.js';
 import type { BenchResult } from '../workload/runner.js';
 
 const ms = (v: number | null): string => (v === null ? '-' : v < 10 ? v.toFixed(2) : v.toFixed(1));
@@ -17,7 +18,7 @@ export function renderSideBySide(summaries: readonly RunSummary[]): string {
   const head = ['phase', 'K+', 'class'];
   for (const l of labels)
     head.push(`${l}\np95 ms`, `${l}\nΔp95`, `${l}\nq/s`, `${l}\nretain`, `${l}\nfailed`);
-  const table = new Table({ head, style: { head: [], border: [], compact: true } });
+  const table = new Table({ head, style: { ...tableStyle(), compact: true } });
   const phases = summaries[0]?.phases ?? [];
   for (const phase of phases) {
     for (const cls of SERVICE_CLASSES) {

@@ -11,7 +11,8 @@ export default class Report extends Command {
 Several runs of one strategy+plan+mix are repeats: every metric is their median with the
 interquartile range (linear-interpolation quantiles, type 7). With several strategies on one
 plan the change of p95 and goodput against --baseline is shown (positive = better).
-Writes report.html into each run directory, and for several runs a comparison page.
+Writes report.html into each run directory, and for several runs a comparison page; with
+--json or --csv only when --html is given.
 
 Exit codes: 0 ok; 2 bad input or unreadable run directory; ${TOLERANCE_EXIT_CODE} a metric moved beyond
 its --tolerance (with --compare-to). Tolerance fields: ${Object.keys(TOLERANCE_FIELDS).join(', ')};
@@ -36,9 +37,11 @@ absolute differences; 25% and 0.25 are the same.`;
     markdown: Flags.boolean({ description: 'print markdown tables', exclusive: ['json', 'csv'] }),
     baseline: Flags.string({ description: 'strategy the others are compared with', default: 'rr' }),
     html: Flags.string({
-      description: 'where to write the comparison page (default <runs parent>/comparison.html)',
+      description:
+        'where to write the comparison page (default <runs parent>/comparison.html); with --json or --csv, write HTML only when this is given',
+      exclusive: ['skip-html'],
     }),
-    'skip-html': Flags.boolean({ description: 'do not write any HTML' }),
+    'skip-html': Flags.boolean({ description: 'do not write any HTML', exclusive: ['html'] }),
     'compare-to': Flags.string({
       description: 'baseline summary.json (or plb report --json output) to check against',
     }),
@@ -52,13 +55,17 @@ absolute differences; 25% and 0.25 are the same.`;
       const out = await writeReports(argv as string[], {
         format,
         baseline: flags.baseline,
-        html: !flags['skip-html'],
+        // Undefined: the format decides (no HTML for --json/--csv without --html).
+        html: flags['skip-html'] ? false : undefined,
         comparisonHtml: flags.html,
         compareTo: flags['compare-to'],
         tolerance: flags.tolerance,
       });
-      // Names in the tables come from files on disk: escape control characters, keep the lines.
-      process.stdout.write(escapeLines(out.text));
+      // Names come from files on disk: control characters are escaped for the terminal. Tables
+      // escape them themselves (before colouring); JSON and CSV reach a pipe or file as rendered.
+      const verbatim =
+        format === 'table' || (!process.stdout.isTTY && (format === 'json' || format === 'csv'));
+      process.stdout.write(verbatim ? out.text : escapeLines(out.text));
       for (const f of out.htmlFiles) this.logToStderr(`wrote ${f}`);
       if (out.tolerance) {
         for (const n of out.tolerance.notes) this.logToStderr(`note: ${n}`);

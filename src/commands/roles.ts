@@ -9,6 +9,7 @@ import {
   roleVectorTotal,
   targetRoleTable,
 } from '../router/index.js';
+import { tableStyle } from '../table-style.js';
 
 export default class Roles extends Command {
   static override description =
@@ -42,7 +43,7 @@ export default class Roles extends Command {
         this.log(JSON.stringify({ reference, replicas, full, targets: rows }, null, 2));
         return;
       }
-      const table = new Table({ head: ['K+', 'premium', 'mixed', 'freemium', 'rule'] });
+      const table = new Table({ head: ['K+', 'premium', 'mixed', 'freemium', 'rule'], style: tableStyle() });
       for (const r of rows) {
         table.push([
           r.survivors,

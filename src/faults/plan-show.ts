@@ -5,6 +5,7 @@
 import Table from 'cli-table3';
 import { createRouter, formatRoleVector, fullReference, targetRoleVector } from '../router/index.js';
 import type { Partition, Role, RoleChange, RoleVector, StrategyName } from '../router/index.js';
+import { tableStyle } from '../table-style.js';
 import {
   compareReplicaIds,
   phaseNameFor,
@@ -133,7 +134,7 @@ export function renderPlanShow(show: PlanShow, plan: FaultPlan): string {
   const ids = show.rows[0]?.replicas.map((r) => r.id) ?? [];
   const table = new Table({
     head: ['at', 'event', 'phase', 'K+', 'target p:m:f', ...ids],
-    style: { head: [], border: [] },
+    style: tableStyle(),
     // No rule between body rows: the table stays as tall as the plan is long.
     chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
   });

@@ -16,7 +16,7 @@ import { percentileMs, round } from './math.js';
 import { computePhases, livePhaseName, type FaultMark } from './phases.js';
 import { COUNTED_CAUSES, MetricsStore } from './store.js';
 import { detectionCounts, detectionRecords, summarizePhases } from './summary.js';
-import { timelineHeader, timelineRow } from './timeline.js';
+import { timelineHeaderLine, timelineRow } from './timeline.js';
 import {
   SUMMARY_SCHEMA_VERSION,
   type ReplicaState,
@@ -139,7 +139,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
     `${JSON.stringify({ pid: process.pid, startedAt: startedAt.toISOString() })}\n`,
   );
   writeFileSync(path(RUN_FILES.events), '');
-  writeFileSync(path(RUN_FILES.timeline), `${timelineHeader(classes, replicas).join(',')}\n`);
+  writeFileSync(path(RUN_FILES.timeline), timelineHeaderLine(classes, replicas));
 
   const store = new MetricsStore(replicas);
   const events: RunEvent[] = [];

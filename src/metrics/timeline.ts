@@ -1,3 +1,5 @@
+import { CsvError, parse, type InfoRecord } from 'csv-parse/sync';
+import { stringify } from 'csv-stringify/sync';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { percentileMs, round } from './math.js';
 import { COUNTED_CAUSES, type SecondAgg } from './store.js';
@@ -32,11 +34,10 @@ export function timelineHeader(classes: readonly ServiceClass[], replicas: reado
   ];
 }
 
-const cell = (v: number | string | null | undefined): string => {
-  if (v === null || v === undefined) return '';
-  // Roles and phase names are identifiers; keep the CSV unquoted and one line per row.
-  return typeof v === 'string' ? v.replace(/[,"\r\n]/g, '_') : String(v);
-};
+/** The header as one CSV line (with its newline), as the run writer starts timeline.csv. */
+export function timelineHeaderLine(classes: readonly ServiceClass[], replicas: readonly string[]): string {
+  return stringify([timelineHeader(classes, replicas)]);
+}
 
 /** One row: `state` is the router's view at the end of the second (carried forward by the caller). */
 export function timelineRow(
@@ -82,7 +83,8 @@ export function timelineRow(
       ...COUNTED_CAUSES.map((_, c) => agg?.failures[c]?.[i] ?? 0),
     );
   });
-  return cells.map(cell).join(',');
+  // Quoted where needed (RFC 4180), so any phase name or role reads back as written.
+  return stringify([cells], { eof: false });
 }
 
 export interface TimelineClassCells {
@@ -129,12 +131,12 @@ export interface TimelineRow {
  * A short last line without its newline was cut off by an interrupted run: it is skipped.
  */
 export function parseTimeline(text: string): TimelineRow[] {
-  const lines = text.split('\n').filter((l) => l.length > 0);
-  const header = lines[0]?.split(',') ?? [];
+  const records = readCsv(text);
+  const header = records[0]?.cells ?? [];
   if (header[0] !== 't_s' || header[1] !== 'phase')
     throw new Error('line 1: header must start with t_s,phase');
-  const cutOff = lines.length > 1 && !text.endsWith('\n');
-  if (cutOff && (lines.at(-1)?.split(',').length ?? 0) < header.length) lines.pop();
+  const cutOff = records.length > 1 && !text.endsWith('\n');
+  if (cutOff && (records.at(-1)?.cells.length ?? 0) < header.length) records.pop();
   const classCols: { cls: ServiceClass; metric: string; i: number }[] = [];
   const replicaCols: { id: string; metric: string; i: number }[] = [];
   const harnessCols = new Map<string, number>();
@@ -154,16 +156,15 @@ export function parseTimeline(text: string): TimelineRow[] {
     if (!m?.[1] || !m[2]) throw new Error(`line 1: unknown column ${h}`);
     replicaCols.push({ id: m[1], metric: m[2], i });
   });
-  return lines.slice(1).map((line, n) => {
-    const cells = line.split(',');
+  return records.slice(1).map(({ cells, line }, n) => {
     if (cells.length !== header.length) {
-      throw new Error(`line ${n + 2}: ${cells.length} cells, header has ${header.length}`);
+      throw new Error(`line ${line}: ${cells.length} cells, header has ${header.length}`);
     }
     const num = (i: number): number | null => {
       const c = cells[i] ?? '';
       if (c === '') return null;
       const v = Number(c);
-      if (!Number.isFinite(v)) throw new Error(`line ${n + 2}: ${header[i]} is not a number`);
+      if (!Number.isFinite(v)) throw new Error(`line ${line}: ${header[i]} is not a number`);
       return v;
     };
     // The writer writes 1/0; true/false (hand-made or older files) reads the same.
@@ -222,4 +223,30 @@ export function parseTimeline(text: string): TimelineRow[] {
     const harness = { cpu: at('harness_cpu'), loopP99Ms: at('loop_p99_ms'), loopMaxMs: at('loop_max_ms') };
     return { tS: num(0) ?? n, phase: cells[1] ?? '', harness, classes, replicas };
   });
+}
+
+/**
+ * The records of a CSV text with the line each ends on (a quoted cell may hold newlines). A
+ * record left inside an open quote at the end of a text without its last newline was cut off by
+ * an interrupted run: it is dropped; any other malformed record is an error naming its line.
+ */
+function readCsv(text: string): { cells: string[]; line: number }[] {
+  const cutOff = !text.endsWith('\n');
+  try {
+    const records = parse(text, {
+      info: true,
+      // Cell counts are checked by the caller, which knows the header and the cut-off rule.
+      relax_column_count: true,
+      skip_empty_lines: true,
+      // Only to drop a cut-off quoted last record: every other error is thrown on.
+      skip_records_with_error: true,
+      on_skip: (err) => {
+        if (!(cutOff && err?.code === 'CSV_QUOTE_NOT_CLOSED')) throw err;
+      },
+    }) as unknown as { record: string[]; info: InfoRecord }[];
+    return records.map((r) => ({ cells: r.record, line: r.info.lines }));
+  } catch (err) {
+    if (err instanceof CsvError) throw new Error(`line ${String(err['lines'])}: ${err.message}`);
+    throw err;
+  }
 }

@@ -1,10 +1,13 @@
 // Text outputs of `plb report`: terminal tables, markdown, CSV (long format) and JSON.
 import Table from 'cli-table3';
+import { stringify } from 'csv-stringify/sync';
 import { SERVICE_CLASSES } from '../router/types.js';
 import { aggregateRuns, CLASS_METRICS, compareReplicaIds, type RunGroup } from './aggregate.js';
 import { compareStrategies, type Comparison } from './compare.js';
 import { QUANTILE_METHOD, type Stat } from './stats.js';
 import type { RunSummary } from '../metrics/types.js';
+import { tableStyle } from '../table-style.js';
+import { escapeControl } from '../text.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -179,14 +182,16 @@ export function comparisonTable(cmp: Comparison): TableModel {
 }
 
 export function renderTable(t: TableModel): string {
-  // Compact: no separator line between body rows.
+  // Names come from files on disk: their control characters are escaped here, before colour
+  // codes are put around them (the caller cannot tell the two apart afterwards).
   const table = new Table({
-    head: t.head,
-    style: { head: [], border: [] },
+    head: t.head.map(escapeControl),
+    style: tableStyle(),
+    // Compact: no separator line between body rows.
     chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
   });
-  for (const r of t.rows) table.push(r);
-  return `${t.title}\n${table.toString()}`;
+  for (const r of t.rows) table.push(r.map(escapeControl));
+  return `${escapeControl(t.title)}\n${table.toString()}`;
 }
 
 export function renderMarkdown(t: TableModel): string {
@@ -215,12 +220,6 @@ const CSV_HEAD = [
   'n',
   'baseline',
 ];
-
-function csvCell(v: string | number | null): string {
-  if (v === null) return '';
-  const s = String(v);
-  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
 
 /** Long format: one row per group, phase, subject (class, replica or `all`) and metric. */
 export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): string {
@@ -252,7 +251,8 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): 
       rows.push([...pre, 'goodputChange', r.goodputChange, null, null, null, e.baseline]);
     }
   }
-  return rows.map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
+  // null cells are empty; cells holding commas, quotes or newlines are quoted (RFC 4180).
+  return stringify(rows);
 }
 
 export interface ReportJson {
@@ -282,7 +282,9 @@ export function renderReport(
   const tables = groups.flatMap(groupTables);
   if (hasCmp) tables.push(comparisonTable(cmp));
   const render = format === 'markdown' ? renderMarkdown : renderTable;
-  const notes = cmp.missingBaseline.map((k) => `note: no ${baseline} runs for ${k}, so no comparison there`);
+  const notes = cmp.missingBaseline.map((k) =>
+    escapeControl(`note: no ${baseline} runs for ${k}, so no comparison there`),
+  );
   const footer = groups.some((g) => g.runIds.length > 1) ? [`quantiles: ${QUANTILE_METHOD}`] : [];
   return [...tables.map(render), ...notes, ...footer].join('\n\n') + '\n';
 }
@@ -302,7 +304,7 @@ export function renderComparison(
   if (format === 'json') return JSON.stringify(cmp, null, 2) + '\n';
   if (format === 'csv') return renderCsv([], cmp);
   const t = comparisonTable(cmp);
-  const notes = cmp.missingBaseline.map((k) => `note: no ${baseline} runs for ${k}`);
+  const notes = cmp.missingBaseline.map((k) => escapeControl(`note: no ${baseline} runs for ${k}`));
   return [format === 'markdown' ? renderMarkdown(t) : renderTable(t), ...notes].join('\n') + '\n';
 }
 

@@ -19,7 +19,11 @@ import {
 export interface ReportOptions {
   format?: ReportFormat;
   baseline?: string;
-  /** Write report.html into each run dir and, for several runs, the comparison page. Default true. */
+  /**
+   * Write report.html into each run dir and, for several runs, the comparison page. Default: yes
+   * for tables and markdown; for JSON and CSV (output for machines) only when comparisonHtml is
+   * given.
+   */
   html?: boolean;
   /** Where the comparison page goes (default: comparison.html in the runs' common parent). */
   comparisonHtml?: string;
@@ -53,10 +57,13 @@ export async function writeReports(
   // Every input is checked before anything is written: the baseline, then every target.
   const baselineGroups = opts.compareTo !== undefined ? loadBaseline(opts.compareTo) : null;
   const groups = aggregateRuns(runs.map((r) => r.summary));
-  const text = renderReport(groups, { format: opts.format ?? 'table', baseline });
+  const format = opts.format ?? 'table';
+  const text = renderReport(groups, { format, baseline });
 
   const htmlFiles: string[] = [];
-  if (opts.html !== false) {
+  const html =
+    opts.html ?? (format === 'table' || format === 'markdown' || opts.comparisonHtml !== undefined);
+  if (html) {
     const runFiles = runs.map((run) => checkWritableFile(join(run.dir, 'report.html'), 'report.html'));
     const comparison =
       runs.length > 1 || opts.comparisonHtml !== undefined

@@ -36,12 +36,12 @@ describe.skipIf(!available && !ci)('ownership on a real Docker engine', () => {
   const byLabel = async () =>
     docker.listContainers({ all: true, filters: { label: [`plb.cluster=${NAME}`] } });
 
-  beforeAll(() => {
+  beforeAll(async () => {
     if (!available) throw new Error('CI=true and no Docker engine answers: the Docker tests must run in CI');
     stateDir = mkdtempSync(join(tmpdir(), 'plb-own-it-'));
     spec = clusterSpec({ name: NAME, replicas: 1, basePort: 27432, stateDir, image: IMAGE });
     execFileSync('docker', ['import', '-', IMAGE], {
-      input: makeTar([{ name: 'x', mode: 0o644, content: 'x' }]),
+      input: await makeTar([{ name: 'x', mode: 0o644, content: 'x' }]),
       stdio: ['pipe', 'ignore', 'inherit'],
     });
   });

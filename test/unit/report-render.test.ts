@@ -1,4 +1,5 @@
 import { readdirSync } from 'node:fs';
+import { parse } from 'csv-parse/sync';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { aggregateRuns } from '../../src/report/aggregate.js';
@@ -7,6 +8,7 @@ import {
   phaseTable,
   renderComparison,
   renderReport,
+  renderCsv,
   replicaTable,
   type ReportJson,
 } from '../../src/report/render.js';
@@ -167,6 +169,36 @@ describe('output formats', () => {
     expect(lines).toContain('demo-cascade,rr,25:75,3,down-1,premium,p95,22,21,24,3,');
     expect(lines).toContain('demo-cascade,rr,25:75,3,ref,premium,goodputRetention,,,,0,');
     expect(lines).toContain('demo-cascade,plb,25:75,3,down-1,premium,goodputChange,0.21875,,,,rr');
+  });
+
+  it('csv: any name reads back as written (commas, quotes, newlines)', () => {
+    const nasty = ['a,b', 'say "hi"', 'two\nlines', 'crlf\r\nend'];
+    const renamed = groups.map((g, i) => ({
+      ...g,
+      plan: nasty[i % nasty.length]!,
+      phases: g.phases.map((p, j) => ({ ...p, name: `${nasty[(i + j + 1) % nasty.length]!}-${j}` })),
+    }));
+    const records = parse(renderCsv(renamed, null)) as string[][];
+    const body = records.slice(1);
+    expect(records[0]).toEqual([
+      'plan',
+      'strategy',
+      'mix',
+      'runs',
+      'phase',
+      'subject',
+      'metric',
+      'median',
+      'q1',
+      'q3',
+      'n',
+      'baseline',
+    ]);
+    expect(new Set(body.map((r) => r[0]))).toEqual(new Set(renamed.map((g) => g.plan)));
+    expect(new Set(body.map((r) => r[4]))).toEqual(
+      new Set(renamed.flatMap((g) => g.phases.map((p) => p.name))),
+    );
+    expect(body.every((r) => r.length === 12)).toBe(true);
   });
 
   it('json: groups, comparison and the quantile method', () => {

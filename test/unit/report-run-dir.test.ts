@@ -167,7 +167,7 @@ describe('an incomplete run', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('is reportable and says it did not finish', async () => {
-    const out = await writeReports([dir], { format: 'json' });
+    const out = await writeReports([dir], { format: 'json', html: true });
     expect(out.runs.map((r) => r.status)).toEqual(['incomplete']);
     expect(out.groups).toHaveLength(1);
     const html = join(dir, 'cut', 'report.html');

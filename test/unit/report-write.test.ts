@@ -11,12 +11,14 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import Report from '../../src/commands/report.js';
 import { isPlbError } from '../../src/errors.js';
 import { comparisonDir, writeReports } from '../../src/report/report.js';
 import { ensureWritableDir } from '../../src/safe-write.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
+const ROOT = join(import.meta.dirname, '../../package.json');
 
 let dir: string;
 beforeEach(() => {
@@ -41,7 +43,7 @@ describe('plb report writes', () => {
     writeFileSync(victim, 'keep');
     const link = join(dir, 'runs', 'demo-cascade-plb-1', 'report.html');
     symlinkSync(victim, link);
-    const err = await rejection(writeReports([join(dir, 'runs')], { format: 'json' }));
+    const err = await rejection(writeReports([join(dir, 'runs')], { format: 'json', html: true }));
     expect(isPlbError(err, 'BAD_INPUT')).toBe(true);
     expect(err.message).toMatch(/^report\.html: .*report\.html is a symlink; refusing/);
     expect(readFileSync(victim, 'utf8')).toBe('keep');
@@ -79,7 +81,7 @@ describe('plb report writes', () => {
   });
 
   it('writes regular files via rename, comparison.html next to the runs', async () => {
-    const out = await writeReports([join(dir, 'runs')], { format: 'json' });
+    const out = await writeReports([join(dir, 'runs')], { format: 'json', html: true });
     expect(out.htmlFiles).toContain(join(dir, 'runs', 'comparison.html'));
     for (const f of out.htmlFiles) expect(lstatSync(f).isFile()).toBe(true);
   });
@@ -88,6 +90,62 @@ describe('plb report writes', () => {
     expect(comparisonDir(['/a/x/run1', '/b/y/run2'])).toBe('/a/x');
     expect(comparisonDir(['/run1', '/run2'])).toBe('/run1');
     expect(comparisonDir(['/a/runs/r1', '/a/runs/r2'])).toBe('/a/runs');
+  });
+});
+
+describe('which HTML plb report writes', () => {
+  const written = (): string[] =>
+    [
+      join(dir, 'runs', 'demo-cascade-plb-1', 'report.html'),
+      join(dir, 'runs', 'demo-cascade-rr-1', 'report.html'),
+      join(dir, 'runs', 'comparison.html'),
+      join(dir, 'cmp.html'),
+    ].filter((f) => existsSync(f));
+
+  it.each(['json', 'csv'] as const)('--%s: none', async (format) => {
+    const out = await writeReports([join(dir, 'runs')], { format });
+    expect(out.htmlFiles).toEqual([]);
+    expect(written()).toEqual([]);
+  });
+
+  it('--json with --html: the run pages and the comparison page where --html says', async () => {
+    const cmp = join(dir, 'cmp.html');
+    const out = await writeReports([join(dir, 'runs')], { format: 'json', comparisonHtml: cmp });
+    expect(out.htmlFiles.sort()).toEqual(
+      written()
+        .filter((f) => !f.endsWith('comparison.html'))
+        .sort(),
+    );
+    expect(out.htmlFiles).toContain(cmp);
+  });
+
+  it.each(['table', 'markdown'] as const)('%s: every page by default, none when told', async (format) => {
+    expect((await writeReports([join(dir, 'runs')], { format, html: false })).htmlFiles).toEqual([]);
+    expect(written()).toEqual([]);
+    const out = await writeReports([join(dir, 'runs')], { format });
+    expect(out.htmlFiles).toHaveLength(3);
+    expect(written()).toHaveLength(3);
+  });
+
+  it('the command: --csv prints the CSV and writes no HTML; --html and --skip-html exclude each other', async () => {
+    let stdout = '';
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      stdout += String(chunk);
+      return true;
+    });
+    try {
+      await Report.run([join(dir, 'runs'), '--csv'], ROOT);
+    } finally {
+      out.mockRestore();
+    }
+    expect(stdout.startsWith('plan,strategy,mix,runs,phase,')).toBe(true);
+    expect(written()).toEqual([]);
+    const err = (await Report.run(
+      [join(dir, 'runs'), '--html', join(dir, 'cmp.html'), '--skip-html'],
+      ROOT,
+    ).catch((e: unknown) => e)) as Error;
+    expect(err.message).toMatch(/cannot also be provided/);
+    expect(written()).toEqual([]);
   });
 });
 

@@ -18,6 +18,7 @@ import { loadCredentials, validateClusterName } from '../state.js';
 import { ensureImage } from '../image.js';
 import { entryScript, packageVersion } from './assets.js';
 import { CpuReader } from './cpu.js';
+import { logText } from './logs.js';
 import { makeTar } from './tar.js';
 
 export const LABEL_CLUSTER = 'plb.cluster';
@@ -209,18 +210,11 @@ export class DockerDriver implements ClusterDriver {
   private async logTail(id: ServerId, lines = 5): Promise<string> {
     try {
       const cid = await this.containerId(id);
-      const buf = (await this.docker
+      const logs = await this.docker
         .getContainer(cid)
-        .logs({ stdout: true, stderr: true, tail: lines, follow: false })) as unknown as Buffer;
-      // Strip the 8-byte multiplexing headers docker puts before each frame.
-      const out: string[] = [];
-      let off = 0;
-      while (off + 8 <= buf.length) {
-        const len = buf.readUInt32BE(off + 4);
-        out.push(buf.subarray(off + 8, off + 8 + len).toString('utf8'));
-        off += 8 + len;
-      }
-      return out.join('').trim().split('\n').slice(-lines).join(' | ');
+        .logs({ stdout: true, stderr: true, tail: lines, follow: false });
+      const text = await logText(this.docker.modem, logs);
+      return text.trim().split('\n').slice(-lines).join(' | ');
     } catch {
       return '';
     }
@@ -264,7 +258,7 @@ export class DockerDriver implements ClusterDriver {
       },
     });
     this.ids.set(id, c.id);
-    const tar = makeTar([
+    const tar = await makeTar([
       { name: 'plb/', mode: 0o755 },
       { name: 'plb/entry.sh', mode: 0o555, content: script },
       // Readable by the postgres user inside this container only; the host copy stays 0600.

@@ -3,6 +3,7 @@ import { fail } from '../../cli/fail.js';
 import Table from 'cli-table3';
 import { openCluster } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
+import { tableStyle } from '../../table-style.js';
 
 export default class ClusterStatus extends Command {
   static override description = 'Per server: role, up/down, port, replication state, replay lag';
@@ -36,6 +37,7 @@ export default class ClusterStatus extends Command {
       }
       const table = new Table({
         head: ['server', 'role', 'state', 'port', 'replication', 'lag bytes', 'replay lag s', 'cpus'],
+        style: tableStyle(),
       });
       for (const s of servers) {
         table.push([
