@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import type { PhaseSummary, RunSummary } from '../../src/metrics/types.js';
+import { measurementWarnings } from '../../src/workload/runner.js';
+
+const phase = (name: string, loopP99Ms: number): PhaseSummary =>
+  ({
+    name,
+    harness: {
+      cpuMean: 0.2,
+      cpuMax: 0.35,
+      loopP50Ms: 1,
+      loopP99Ms,
+      loopMaxMs: 40,
+      saturated: loopP99Ms > 20,
+    },
+  }) as PhaseSummary;
+
+const summary = (phases: PhaseSummary[], unexplained: number): RunSummary =>
+  ({ phases, detectionCounts: { down: 2, up: 2, unexplained } }) as unknown as RunSummary;
+
+describe('measurementWarnings', () => {
+  it('says nothing about a clean run', () => {
+    expect(measurementWarnings(summary([phase('ref', 4), phase('down-1', 19.9)], 0))).toEqual([]);
+  });
+
+  it('names each phase where the harness fell behind, and false detections', () => {
+    expect(measurementWarnings(summary([phase('ref', 4), phase('down-2', 21.9)], 3))).toEqual([
+      'warning: phase down-2: client event-loop delay p99 21.9 ms (> 20 ms): the harness, not only the replicas, set the pace (client CPU up to 35% of a core)',
+      'warning: 3 of 4 detections are not explained by an injected fault (false detections)',
+    ]);
+  });
+});
