@@ -195,11 +195,11 @@ describe.skipIf(!haveServerBinaries)('local driver: a failed up', () => {
   it('refuses a taken port with CLUSTER_UP_FAILED and leaves nothing behind', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'plb-local-fail-'));
     const spec = clusterSpec({ name: 'plbtest-local-fail', replicas: 2, basePort: 28452, stateDir });
-    const blocker = createServer().listen({ host: '127.0.0.1', port: 58454 });
+    const blocker = createServer().listen({ host: '127.0.0.1', port: 28454 });
     await once(blocker, 'listening');
     try {
       const d = createLocalDriver(spec);
-      await expect(d.up()).rejects.toMatchObject({ code: 'CLUSTER_UP_FAILED', message: /58454/ });
+      await expect(d.up()).rejects.toMatchObject({ code: 'CLUSTER_UP_FAILED', message: /28454/ });
       expect(readClusterRecord(stateDir, spec.name)).toBeNull();
       expect(existsSync(join(stateDir, spec.name, 'data'))).toBe(false);
       expect(await listening(28452)).toBe(false);

@@ -26,7 +26,7 @@ describe.skipIf(!haveChromium)('report.html in Chromium', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'plb-report-html-'));
     cpSync(FIXTURES, join(dir, 'runs'), { recursive: true });
-    await writeReports([join(dir, 'runs')], { format: 'json' });
+    await writeReports([join(dir, 'runs')], { format: 'table' });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
