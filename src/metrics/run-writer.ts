@@ -108,6 +108,25 @@ function createDir(outDir: string, id: string, explicit: boolean): string {
   return dir;
 }
 
+/** Run directories whose writer has not finished (a hard exit marks them, see below). */
+const openRuns = new Set<string>();
+
+/**
+ * Marks every run directory still being written as incomplete (synchronously: called right
+ * before a hurried process.exit). The RUNNING marker stays: the report rebuilds the summary.
+ */
+export function markOpenRunsIncomplete(reason: string): string[] {
+  const dirs = [...openRuns];
+  for (const dir of dirs) {
+    try {
+      writeFileSync(join(dir, RUN_FILES.incomplete), `${reason}\n`);
+    } catch {
+      // Exiting anyway: a directory that cannot be written still has its RUNNING marker.
+    }
+  }
+  return dirs;
+}
+
 /** Writes whole files atomically (rename), so a reader never sees half a summary. */
 function writeAtomic(path: string, text: string): void {
   writeFileSync(`${path}.tmp`, text);
@@ -139,6 +158,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
     `${JSON.stringify({ pid: process.pid, startedAt: startedAt.toISOString() })}\n`,
   );
   writeFileSync(path(RUN_FILES.events), '');
+  openRuns.add(dir);
   writeFileSync(path(RUN_FILES.timeline), `${timelineHeader(classes, replicas).join(',')}\n`);
 
   const store = new MetricsStore(replicas);
@@ -260,6 +280,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         writeFileSync(path(RUN_FILES.incomplete), `interrupted at ${round(endMs / 1000, 3)} s\n`);
       }
       rmSync(path(RUN_FILES.running), { force: true });
+      openRuns.delete(dir);
       return summary;
     },
   };
