@@ -344,7 +344,7 @@ export async function executeBench(
     }
     await renderOutcome(outcome.results, strategies, runs.length, flags.json, io);
     for (const r of outcome.results) {
-      io.warn(`run directory: ${r.dir}${r.interrupted ? ' (incomplete)' : ''}`);
+      io.warn(`run directory: ${r.dir}${r.summary.complete ? '' : ' (incomplete)'}`);
     }
     return outcome.interrupted ? (stop.code() ?? STOP_SIGNALS.SIGINT) : 0;
   } catch (err) {

@@ -43,6 +43,11 @@ absolute differences; 25% and 0.25 are the same.`;
       description: 'baseline summary.json (or plb report --json output) to check against',
     }),
     tolerance: Flags.string({ description: `allowed movement per metric, e.g. ${DEFAULT_TOLERANCE}` }),
+    'include-incomplete': Flags.boolean({
+      description:
+        'put incomplete runs (stopped, failed faults, crashed) into the medians of groups that have complete runs too',
+      default: false,
+    }),
   };
 
   async run(): Promise<void> {
@@ -56,6 +61,7 @@ absolute differences; 25% and 0.25 are the same.`;
         comparisonHtml: flags.html,
         compareTo: flags['compare-to'],
         tolerance: flags.tolerance,
+        includeIncomplete: flags['include-incomplete'],
       });
       // Names in the tables come from files on disk: escape control characters, keep the lines.
       process.stdout.write(escapeLines(out.text));

@@ -29,6 +29,17 @@ export interface InjectorOptions {
   log?: (line: string) => void;
 }
 
+/** The state a replica must be in after each action (throttle is not checked). */
+const EXPECTED: Partial<
+  Record<FaultEvent['action'], { field: 'up' | 'paused'; value: boolean; wrong: string }>
+> = {
+  down: { field: 'up', value: false, wrong: 'still up' },
+  stop: { field: 'up', value: false, wrong: 'still up' },
+  rejoin: { field: 'up', value: true, wrong: 'not up' },
+  pause: { field: 'paused', value: true, wrong: 'not paused' },
+  unpause: { field: 'paused', value: false, wrong: 'still paused' },
+};
+
 /**
  * Applies the plan's events at their times, one after another in the order written (events at
  * one time keep their order). It never tells the router: detection is the health checker's job.
@@ -92,14 +103,34 @@ export class Injector {
           this.throttled.add(event.replica);
           break;
       }
+      error = await this.verify(event);
     } catch (err) {
       error = asError(err).message;
-      this.opts.log?.(`fault ${event.action} ${event.replica} failed: ${error}`);
     }
+    if (error !== undefined) this.opts.log?.(`fault ${event.action} ${event.replica} failed: ${error}`);
     const fault: InjectedFault = { event, tMs: boundaryMs ?? tMs, issuedMs: tMs, doneMs: this.opts.now() };
     if (error !== undefined) fault.error = error;
     this.opts.onInjected(fault);
     return fault;
+  }
+
+  /**
+   * Did the action take? A driver call that returned is not proof (a kill of a server that came
+   * straight back, a pause that did not stop it): the driver's status must show the expected state.
+   * A replica the status does not list, or a status that fails, cannot be checked: no verdict.
+   */
+  private async verify(event: FaultEvent): Promise<string | undefined> {
+    const expect = EXPECTED[event.action];
+    if (expect === undefined) return undefined;
+    let s;
+    try {
+      s = (await this.opts.driver.status()).find((x) => x.id === event.replica);
+    } catch {
+      return undefined;
+    }
+    if (s === undefined) return undefined;
+    const actual = expect.field === 'up' ? s.up : s.paused;
+    return actual === expect.value ? undefined : `${event.replica} is ${expect.wrong} after ${event.action}`;
   }
 
   /** Stops injecting (pending events are dropped) and waits for the event in progress. */

@@ -15,7 +15,7 @@ import { histogramLog, newLatencyHistogram } from './histogram.js';
 import { percentileMs, round } from './math.js';
 import { computePhases, livePhaseName, type FaultMark } from './phases.js';
 import { COUNTED_CAUSES, MetricsStore } from './store.js';
-import { detectionCounts, detectionRecords, summarizePhases } from './summary.js';
+import { detectionCounts, detectionRecords, markInvalidPhases, summarizePhases } from './summary.js';
 import { timelineHeader, timelineRow } from './timeline.js';
 import {
   SUMMARY_SCHEMA_VERSION,
@@ -238,7 +238,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
       };
     },
 
-    finish(endMs, complete) {
+    finish(endMs, stoppedNormally, runErrors = []) {
       if (summary) return summary;
       tick(endMs);
       store.sealed = true;
@@ -260,6 +260,13 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         });
         writeFileSync(join(path(RUN_FILES.histograms), `${cls}-${phase.name}.hlog`), text);
       }
+      // Honest completion: a fault that did not happen or an error anywhere makes the run incomplete.
+      const errors = [
+        ...(stoppedNormally ? [] : [`stopped early at ${round(endMs / 1000, 3)} s`]),
+        ...markInvalidPhases(stats.phases, events),
+        ...runErrors,
+      ];
+      const complete = errors.length === 0;
       summary = {
         schemaVersion: SUMMARY_SCHEMA_VERSION,
         runId,
@@ -274,11 +281,10 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         phases: stats.phases,
         detection: detectionRecords(events),
         detectionCounts: detectionCounts(events),
+        ...(complete ? {} : { errors }),
       };
       writeAtomic(path(RUN_FILES.summary), `${JSON.stringify(summary, null, 2)}\n`);
-      if (!complete) {
-        writeFileSync(path(RUN_FILES.incomplete), `interrupted at ${round(endMs / 1000, 3)} s\n`);
-      }
+      if (!complete) writeFileSync(path(RUN_FILES.incomplete), `${errors.join('\n')}\n`);
       rmSync(path(RUN_FILES.running), { force: true });
       openRuns.delete(dir);
       return summary;

@@ -287,3 +287,32 @@ export function detectionCounts(events: readonly RunEvent[]): DetectionCounts {
   const explained = detectionRecords(events).filter((r) => r.detectedMs !== null).length;
   return { down, up, unexplained: down + up - explained };
 }
+
+/** One line per fault the injector could not apply ('fault' events carrying an error). */
+export function failedFaults(events: readonly RunEvent[]): { event: RunEvent; reason: string }[] {
+  return events
+    .filter((e) => e.type === 'fault' && e['error'] !== undefined)
+    .map((e) => ({
+      event: e,
+      reason: `${String(e.action)} ${String(e.replica)} at ${round(e.tMs / 1000, 3)} s failed: ${String(e['error'])}`,
+    }));
+}
+
+/**
+ * A fault that failed leaves its replica in an unknown state from its boundary until the next
+ * fault on that replica: every phase overlapping that span is not the measurement it is named
+ * after, and gets `invalid` (the reason). Returns the reasons (they make the run incomplete).
+ */
+export function markInvalidPhases(phases: PhaseSummary[], events: readonly RunEvent[]): string[] {
+  const failed = failedFaults(events);
+  const faults = events.filter((e) => e.type === 'fault');
+  for (const { event: f, reason } of failed) {
+    const fromS = f.tMs / 1000;
+    const next = faults.find((g) => g.replica === f.replica && g.tMs > f.tMs);
+    const untilS = next === undefined ? Number.POSITIVE_INFINITY : next.tMs / 1000;
+    for (const p of phases) {
+      if (p.startS < untilS && p.endS > fromS) p.invalid = p.invalid ? `${p.invalid}; ${reason}` : reason;
+    }
+  }
+  return failed.map((f) => f.reason);
+}

@@ -87,8 +87,11 @@ export interface RunWriter {
     premium: { p95: number | null; goodput: number };
     freemium: { p95: number | null; goodput: number };
   };
-  /** Computes phases and the summary, writes histograms/ and summary.json, returns the summary. */
-  finish(endMs: number, complete: boolean): RunSummary;
+  /**
+   * Computes phases and the summary, writes histograms/ and summary.json, returns the summary.
+   * The run is complete only when `complete`, no error was given and every fault was injected.
+   */
+  finish(endMs: number, complete: boolean, errors?: readonly string[]): RunSummary;
 }
 
 /** A phase as DESIGN.md defines it: `ref`, then one per interval between injected events. */
@@ -168,6 +171,8 @@ export interface PhaseSummary {
   cpuCv: number | null;
   /** Absent in runs recorded before harness sampling. */
   harness?: HarnessPhaseStats;
+  /** Set when the phase is not the measurement it claims to be (a fault that failed), and why. */
+  invalid?: string;
 }
 
 export interface DetectionRecord {
@@ -204,4 +209,8 @@ export interface RunSummary {
   detection: DetectionRecord[];
   /** Absent in older runs. */
   detectionCounts?: DetectionCounts;
+  /** Why the run is not complete: failed faults, an error, a stop, a crash. Absent when complete. */
+  errors?: string[];
+  /** Rebuilt by the report from the per-second files of a run that died before finishing. */
+  rebuilt?: boolean;
 }
