@@ -179,10 +179,27 @@ export function summarizePhases(
     });
     perClass[cls] = classStats(store.logs[cls], phases, hists);
   }
-  const replicas = replicaStats(store, phases);
-  const harness = harnessStats(store, phases);
+  const summaries = assemblePhases(
+    phases,
+    perClass,
+    replicaStats(store, phases),
+    harnessStats(store, phases),
+  );
+  return { phases: summaries, histograms };
+}
+
+/**
+ * The phase tables from per-phase parts (exact ones from the raw columns, or ones rebuilt from the
+ * per-second files): retention and inflation against `ref`, CPU over the replicas up.
+ */
+export function assemblePhases(
+  phases: readonly Phase[],
+  perClass: Record<ServiceClass, ClassPhaseStats[]>,
+  replicas: Record<string, ReplicaPhaseStats>[],
+  harness: (HarnessPhaseStats | undefined)[],
+): PhaseSummary[] {
   const refIdx = phases.findIndex((p) => p.name === REF_PHASE);
-  const summaries = phases.map((ph, p): PhaseSummary => {
+  return phases.map((ph, p): PhaseSummary => {
     const classes = {} as Record<ServiceClass, ClassPhaseStats>;
     for (const cls of SERVICE_CLASSES) {
       const s = perClass[cls][p];
@@ -213,7 +230,6 @@ export function summarizePhases(
       ...(harness[p] ? { harness: harness[p] } : {}),
     };
   });
-  return { phases: summaries, histograms };
 }
 
 /** Per phase: the client process's CPU and event-loop delay (undefined where it was not sampled). */
