@@ -47,6 +47,7 @@ import {
   clearStaleLock,
   clockTicksPerSecond,
   postmasterPid,
+  processesUnder,
   processTree,
   readStat,
   signalTree,
@@ -626,6 +627,19 @@ export class LocalDriver implements ClusterDriver {
             .filter((d) => d.isDirectory())
             .map((d) => join(root, d.name))
         : [];
+    if (owns) {
+      // A plb killed half-way (SIGKILL, power loss) leaves children no pid file names: an initdb,
+      // a pg_basebackup, a postmaster still starting. They work in this cluster's folder: end them.
+      const strays = processesUnder(root);
+      for (const p of strays) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+      if (strays.length > 0) await this.waitGone(strays[0] as number, strays.slice(1));
+    }
     await Promise.all(
       dirs.map(async (d) => {
         const pid = postmasterPid(d);
