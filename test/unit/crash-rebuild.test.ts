@@ -151,6 +151,20 @@ describe('a run killed before finish()', () => {
   });
 });
 
+describe('a run killed in its first second', () => {
+  it('has no whole second on disk, yet reports (no phases, incomplete)', async () => {
+    const w = createRunWriter({ ...options('instant'), outDir: join(root, 'instant') });
+    w.writeConfig({});
+    w.event({ type: 'run', tMs: 0, state: 'started' });
+    const marker = JSON.parse(readFileSync(join(w.dir, RUN_FILES.running), 'utf8')) as { pid: number };
+    writeFileSync(join(w.dir, RUN_FILES.running), JSON.stringify({ ...marker, pid: deadPid() }));
+    const out = await writeReports([w.dir], { format: 'table' });
+    expect(out.runs[0]?.summary.phases).toEqual([]);
+    expect(out.runs[0]?.summary.errors?.[0]).toMatch(/up to 0 s/);
+    expect(existsSync(join(w.dir, 'report.html'))).toBe(true);
+  });
+});
+
 describe('a writer process killed with SIGKILL', () => {
   it('leaves a run directory the report can summarise', async () => {
     const script = `
