@@ -6,7 +6,8 @@
  * every run directory. Mostly the local driver (cheap to bring up); two runs use the Docker driver
  * (the offline image) when an engine answers, and containers carrying the cluster's label are
  * checked after every run.
- * Bounded for CI: about 2-3 minutes on 2 cores.
+ * Bounded for CI: about 2-3 minutes on 2 cores. Also here: SIGTERM and SIGHUP on a real bench
+ * (issue 11, item 3), on the same helper.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -32,6 +33,7 @@ import { withClusterLock } from '../../src/cluster/lock.js';
 import { bringUp, clusterSpec, downCluster, removeOwned } from '../../src/cluster/select.js';
 import { clusterDir, readClusterRecord } from '../../src/cluster/state.js';
 import { RUN_FILES } from '../../src/metrics/run-writer.js';
+import type { RunSummary } from '../../src/metrics/types.js';
 import { writeReports } from '../../src/report/report.js';
 import { Rng } from '../../src/workload/rng.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
@@ -217,4 +219,90 @@ describe.skipIf(!haveServerBinaries)('chaos: plb killed with SIGKILL at random m
     );
     expect(killed).toBeGreaterThanOrEqual(RUNS - 2);
   }, 400_000);
+});
+
+describe.skipIf(!haveServerBinaries)('every stop: SIGTERM and SIGHUP take the graceful path', () => {
+  const name = `plbsig-${suffix}`;
+  const port = 60452;
+  let work = '';
+  let stateDir = '';
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'plb-signals-'));
+    chmodSync(work, 0o755);
+    stateDir = join(work, 'state');
+    writeFileSync(join(work, 'plan.yaml'), PLAN.replace('duration: 5s', 'duration: 20s'));
+  });
+
+  afterAll(async () => {
+    await downCluster(name, stateDir, { explicit: true }).catch(() => undefined);
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  /** A bench sent `signals` (50 ms apart) half a second after it killed r1: exit code and stderr. */
+  async function benchStopped(
+    signals: NodeJS.Signals[],
+    out: string,
+  ): Promise<{ code: number | null; err: string }> {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(import.meta.dirname, 'helpers', 'bench-local.ts'),
+        name,
+        String(port),
+        out,
+        join(work, 'plan.yaml'),
+        '5',
+        'local',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, PLB_STATE_DIR: stateDir } },
+    );
+    let err = '';
+    let sent = false;
+    child.stderr?.on('data', (b: Buffer) => {
+      err += b.toString();
+      if (!sent && /t=[\d.]+s down r1/.test(err)) {
+        sent = true;
+        signals.forEach((s, i) => setTimeout(() => child.kill(s), 500 + 50 * i));
+      }
+    });
+    const guard = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    clearTimeout(guard);
+    return { code, err };
+  }
+
+  it('SIGTERM: faults reverted, partial summary kept, exit 143', async () => {
+    const out = join(work, 'term');
+    const { code, err } = await benchStopped(['SIGTERM'], out);
+    expect(code, err).toBe(143);
+    expect(err).toMatch(/SIGTERM: stopping gracefully/);
+    expect(err).toMatch(/restored: start r1/);
+    const dir = /run directory: (\S+) \(incomplete\)/.exec(err)?.[1] ?? '';
+    const s = JSON.parse(readFileSync(join(dir, RUN_FILES.summary), 'utf8')) as RunSummary;
+    expect(s.complete).toBe(false);
+    // Stopped early, and nothing else: the kill of r1 took (the driver's status showed it down).
+    expect(s.errors?.length, s.errors?.join('\n')).toBe(1);
+    expect(s.errors?.[0]).toMatch(/^stopped early at/);
+    expect(s.phases.map((p) => p.name)).toEqual(['ref', 'down-1']);
+    expect(existsSync(join(dir, RUN_FILES.running))).toBe(false);
+    // The cluster the bench brought up is gone with it.
+    expect(readClusterRecord(stateDir, name)).toBeNull();
+  }, 120_000);
+
+  it('SIGHUP twice: exit 129 at once, the run directory still marked incomplete and reportable', async () => {
+    const out = join(work, 'hup');
+    const { code, err } = await benchStopped(['SIGHUP', 'SIGHUP'], out);
+    expect(code, err).toBe(129);
+    expect(err).toMatch(/SIGHUP: stopping gracefully/);
+    const [id] = readdirSync(out);
+    const dir = join(out, id ?? '');
+    expect(readFileSync(join(dir, RUN_FILES.incomplete), 'utf8')).toMatch(/second stop signal/);
+    const report = await writeReports([dir], { format: 'table' });
+    expect(report.runs[0]?.status).toBe('incomplete');
+    expect(report.runs[0]?.summary.errors?.join('\n')).toMatch(/second stop signal/);
+    // Exited at once: the cluster is still there for `cluster down` (afterAll) to remove.
+  }, 120_000);
 });
