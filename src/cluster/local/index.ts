@@ -651,6 +651,11 @@ export class LocalDriver implements ClusterDriver {
     );
     if (owns) {
       for (const id of this.ids()) this.limiter.remove(id);
+      // The id file goes last: a down cut short (a kill, a crash) leaves a folder that still
+      // says whose it is, so the next down removes the rest instead of leaving it alone.
+      if (existsSync(root))
+        for (const e of readdirSync(root))
+          if (e !== ID_FILE) rmSync(join(root, e), { recursive: true, force: true });
       rmSync(root, { recursive: true, force: true });
     }
     if (existsSync(clusterDir(this.spec.stateDir, this.spec.name)) && this.ownsRecord())
