@@ -304,10 +304,17 @@ export function detectionCounts(events: readonly RunEvent[]): DetectionCounts {
   return { down, up, unexplained: down + up - explained };
 }
 
-/** One line per fault the injector could not apply ('fault' events carrying an error). */
+/**
+ * One line per fault the injector could not apply: a 'fault' event carrying an error (the action
+ * threw), or a 'fault-not-taken' note (it returned, but the status showed it did not take).
+ */
 export function failedFaults(events: readonly RunEvent[]): { event: RunEvent; reason: string }[] {
   return events
-    .filter((e) => e.type === 'fault' && e['error'] !== undefined)
+    .filter(
+      (e) =>
+        (e.type === 'fault' && e['error'] !== undefined) ||
+        (e.type === 'note' && e['what'] === 'fault-not-taken'),
+    )
     .map((e) => ({
       event: e,
       reason: `${String(e.action)} ${String(e.replica)} at ${round(e.tMs / 1000, 3)} s failed: ${String(e['error'])}`,

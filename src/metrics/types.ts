@@ -56,7 +56,9 @@ export interface ReplicaState {
  *   cause: what the evidence was, e.g. 'unreachable: connect ECONNREFUSED'})
  * - 'failures': per replica and second, the failures heard of by cause ({unreachable, overloaded, slow})
  * - 'role': plb changed {replica} from {from} to {to}
- * - 'run': {state: 'started'|'finished'|'interrupted'}; 'note': anything else worth keeping
+ * - 'run': {state: 'started'|'finished'|'interrupted'|'failed'}; 'note': anything else worth keeping
+ *   ({what: 'error', message}: an error in the run; {what: 'fault-not-taken', replica, action, error}:
+ *   a fault whose action returned but did not take)
  */
 export interface RunEvent {
   type: 'fault' | 'detect' | 'failures' | 'role' | 'run' | 'note';

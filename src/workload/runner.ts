@@ -173,6 +173,16 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
       if (f.event.action === 'throttle' && f.event.cpus !== undefined)
         quota.set(f.event.replica, f.event.cpus);
     },
+    // Recorded next to the fault; the summary marks its phases invalid and the run incomplete.
+    onNotTaken: (f, reason) =>
+      writer.event({
+        type: 'note',
+        tMs: f.tMs,
+        what: 'fault-not-taken',
+        replica: f.event.replica,
+        action: f.event.action,
+        error: reason,
+      }),
   });
 
   const ctx: SessionContext = {
