@@ -22,7 +22,7 @@ export function renderSideBySide(summaries: readonly RunSummary[]): string {
   const phases = summaries[0]?.phases ?? [];
   for (const phase of phases) {
     for (const cls of SERVICE_CLASSES) {
-      const row = [phase.name, String(phase.survivors), cls];
+      const row = [phase.invalid ? `${phase.name} (invalid)` : phase.name, String(phase.survivors), cls];
       for (const s of summaries) {
         const c: ClassPhaseStats | undefined = s.phases.find((p) => p.name === phase.name)?.classes[cls];
         if (!c) row.push('-', '-', '-', '-', '-');
@@ -47,6 +47,7 @@ export function renderSideBySide(summaries: readonly RunSummary[]): string {
     );
     lines.push(`${label(s, summaries)} replica CPU (mean of quota, cv): ${cpu.join(' | ')}`);
     lines.push(`${label(s, summaries)} ${measurementLine(s)}`);
+    for (const e of s.errors ?? []) lines.push(`${label(s, summaries)} incomplete: ${e}`);
   }
   return lines.join('\n');
 }

@@ -18,6 +18,7 @@ import type { BorrowingOptions } from '../router/types.js';
 import type { StrategyName } from '../router/types.js';
 import { renderComparison, writeReports } from '../report/index.js';
 import { renderBenchResults } from './bench-render.js';
+import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from './stop-signals.js';
 import { defaultPlanPath, expandSeries, newSeed, plbVersion, runSeries } from '../workload/bench.js';
 import { checkSeed, MAX_SEED } from '../workload/rng.js';
 import type { BenchResult } from '../workload/runner.js';
@@ -203,12 +204,14 @@ function parseStrategies(text: string, field: string): StrategyName[] {
 
 /**
  * Validates every flag before anything starts (nothing half-started on bad input), then leases a
- * cluster, runs the series and renders it. Returns the exit code (0, or 130 when interrupted).
+ * cluster, runs the series and renders it. Returns the exit code (0; 130, 143 or 129 when stopped by
+ * SIGINT, SIGTERM or SIGHUP).
  */
 export async function executeBench(
   flags: BenchFlagValues,
   io: { log: (line: string) => void; warn: (line: string) => void },
   names: { strategies: string; mixes: string } = { strategies: 'strategies', mixes: 'mixes' },
+  signalDeps: Pick<StopSignalDeps, 'exit' | 'target'> = {},
 ): Promise<number> {
   try {
     const strategies = parseStrategies(flags.strategies, names.strategies);
@@ -273,83 +276,77 @@ export async function executeBench(
       `seed ${seed}; plan ${plan.name} (${plan.duration} s, ${plan.events.length} events); ${runs.length} run(s)`,
     );
 
-    // First Ctrl-C: stop gracefully; the second: exit at once.
-    const abort = new AbortController();
-    let sigints = 0;
-    const onSigint = (): void => {
-      sigints += 1;
-      if (sigints === 1) {
-        io.warn('Ctrl-C: stopping gracefully (press Ctrl-C again to exit at once)');
-        abort.abort();
-      } else process.exit(130);
-    };
-    process.on('SIGINT', onSigint);
-    const lease = await leaseCluster({
-      name: flags.name,
-      driver: driverChoice,
-      replicas: plan.replicas,
-      sessions: workload.model === 'closed' ? workload.clients : workload.maxOpenSessions,
-      sessionsField: workload.model === 'closed' ? '--clients' : '--model open (max open sessions)',
-      over: { basePort: flags['base-port'], ...(cpus !== undefined ? { cpus } : {}) },
-      keep: flags['keep-cluster'],
-      log: io.warn,
-    });
+    // First Ctrl-C, SIGTERM or SIGHUP: stop gracefully; the second: exit at once.
+    const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
     let outcome;
     try {
-      outcome = await runSeries({
-        plan,
-        planPath,
-        runs,
-        workload,
-        health,
-        oracle: flags.oracle,
-        reference,
-        partition,
-        slowStartMs,
-        progressEveryS: flags.progress,
-        driver: lease.driver,
-        spec: lease.spec,
-        createRouter: (strategy) => (ids, onRoleChange) =>
-          createRouter({
-            strategy: strategy as StrategyName,
-            replicas: ids,
-            reference,
-            partition,
-            slowStartMs,
-            borrowing,
-            onRoleChange,
-          }),
-        createWriter: (run) => (ids) =>
-          createRunWriter({
-            outDir: flags.out,
-            strategy: run.strategy,
-            plan: plan.name,
-            seed: run.seed,
-            clients: workload.clients,
-            mix: run.mix,
-            replicas: ids,
-            refWindowS: plan.referenceWindow,
-            warmupS: plan.warmup,
-          }),
+      const lease = await leaseCluster({
+        name: flags.name,
+        driver: driverChoice,
+        replicas: plan.replicas,
+        sessions: workload.model === 'closed' ? workload.clients : workload.maxOpenSessions,
+        sessionsField: workload.model === 'closed' ? '--clients' : '--model open (max open sessions)',
+        over: { basePort: flags['base-port'], ...(cpus !== undefined ? { cpus } : {}) },
+        keep: flags['keep-cluster'],
         log: io.warn,
-        signal: abort.signal,
-        ...(autoThink ? { autoThink: { targetCpu } } : {}),
-        configExtras: {
-          plbVersion: plbVersion(),
-          node: process.version,
-          driver: lease.driver.kind,
-          borrowing: resolveBorrowing(borrowing),
-        },
       });
+      try {
+        outcome = await runSeries({
+          plan,
+          planPath,
+          runs,
+          workload,
+          health,
+          oracle: flags.oracle,
+          reference,
+          partition,
+          slowStartMs,
+          progressEveryS: flags.progress,
+          driver: lease.driver,
+          spec: lease.spec,
+          createRouter: (strategy) => (ids, onRoleChange) =>
+            createRouter({
+              strategy: strategy as StrategyName,
+              replicas: ids,
+              reference,
+              partition,
+              slowStartMs,
+              borrowing,
+              onRoleChange,
+            }),
+          createWriter: (run) => (ids) =>
+            createRunWriter({
+              outDir: flags.out,
+              strategy: run.strategy,
+              plan: plan.name,
+              seed: run.seed,
+              clients: workload.clients,
+              mix: run.mix,
+              replicas: ids,
+              refWindowS: plan.referenceWindow,
+              warmupS: plan.warmup,
+            }),
+          log: io.warn,
+          signal: stop.signal,
+          ...(autoThink ? { autoThink: { targetCpu } } : {}),
+          configExtras: {
+            plbVersion: plbVersion(),
+            node: process.version,
+            driver: lease.driver.kind,
+            borrowing: resolveBorrowing(borrowing),
+          },
+        });
+      } finally {
+        await lease.release();
+      }
     } finally {
-      process.off('SIGINT', onSigint);
-      await lease.release();
+      stop.dispose();
     }
     await renderOutcome(outcome.results, strategies, runs.length, flags.json, io);
     for (const r of outcome.results) {
-      io.warn(`run directory: ${r.dir}${r.interrupted ? ' (incomplete)' : ''}`);
+      io.warn(`run directory: ${r.dir}${r.summary.complete ? '' : ' (incomplete)'}`);
     }
-    return outcome.interrupted ? 130 : 0;
+    return outcome.interrupted ? (stop.code() ?? STOP_SIGNALS.SIGINT) : 0;
   } catch (err) {
     io.warn(`Error: ${formatError(err)}`);
     return 1;

@@ -40,23 +40,78 @@ export async function imagePresent(docker: Docker, name: string): Promise<boolea
   }
 }
 
-/** Pulls an image; rejects on any error or after timeoutMs. */
-export async function pullImage(docker: Docker, name: string, timeoutMs = 20_000): Promise<void> {
+/** An image reference split: `localhost:5000/pg:15@sha256:…` -> repo, tag, digest. */
+export function parseImageRef(name: string): { repo: string; tag: string; digest?: string } {
+  const at = name.indexOf('@');
+  const digest = at >= 0 ? name.slice(at + 1) : undefined;
+  const rest = at >= 0 ? name.slice(0, at) : name;
+  // A colon after the last slash is the tag; one before it is a registry port.
+  const colon = rest.lastIndexOf(':');
+  const hasTag = colon > rest.lastIndexOf('/');
+  const repo = hasTag ? rest.slice(0, colon) : rest;
+  const tag = hasTag ? rest.slice(colon + 1) : 'latest';
+  if (repo === '' || tag === '')
+    throw new PlbError('BAD_INPUT', `image: "${name}" is not an image reference`);
+  if (digest !== undefined && !DIGEST.test(digest))
+    throw new PlbError('BAD_INPUT', `image: digest "${digest}" must be sha256:<64 hex digits>`);
+  return digest === undefined ? { repo, tag } : { repo, tag, digest };
+}
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+/** Rejects after timeoutMs. */
+async function withTimeout<T>(what: string, timeoutMs: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`pull of ${name} took over ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(new Error(`${what} took over ${timeoutMs} ms`)), timeoutMs);
   });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Pulls exactly the reference given; rejects on any error or after timeoutMs. */
+export async function pullImage(docker: Docker, name: string, timeoutMs = 20_000): Promise<void> {
   const pull = (async () => {
     const stream = await docker.pull(name);
     await new Promise<void>((resolve, reject) => {
       docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve()));
     });
   })();
-  try {
-    await Promise.race([pull, timeout]);
-  } finally {
-    clearTimeout(timer);
+  await withTimeout(`pull of ${name}`, timeoutMs, pull);
+}
+
+/**
+ * Pulls by digest, never by a tag that could move between the check and the pull: the tag is
+ * resolved to its manifest digest once (the registry's distribution endpoint), `repo@digest` is
+ * pulled, and the tag is pointed at what was pulled. A reference that carries a digest is pulled
+ * as it is. Returns the pinned `repo@sha256:…` reference.
+ */
+export async function pullByDigest(
+  docker: Docker,
+  name: string,
+  opts: { timeoutMs?: number; log?: (line: string) => void } = {},
+): Promise<string> {
+  const timeoutMs = opts.timeoutMs ?? 20_000;
+  const ref = parseImageRef(name);
+  let digest = ref.digest;
+  if (digest === undefined) {
+    const info = await withTimeout(
+      `digest lookup of ${name}`,
+      timeoutMs,
+      docker.getImage(name).distribution(),
+    );
+    digest = info?.Descriptor?.digest;
+    if (typeof digest !== 'string' || !DIGEST.test(digest))
+      throw new Error(`the registry gave no sha256 digest for ${name} (got ${String(digest)})`);
   }
+  const pinned = `${ref.repo}@${digest}`;
+  opts.log?.(`pulling ${name} by digest: ${pinned}`);
+  await pullImage(docker, pinned, timeoutMs);
+  if (ref.digest === undefined) await docker.getImage(pinned).tag({ repo: ref.repo, tag: ref.tag });
+  return pinned;
 }
 
 /** Returns the image to run, pulling or building it when needed. */
@@ -67,9 +122,8 @@ export async function ensureImage(opts: EnsureImageOptions = {}): Promise<string
 
   if (opts.image !== undefined && opts.image !== OFFLINE_IMAGE) {
     if (await imagePresent(docker, opts.image)) return opts.image;
-    log(`pulling ${opts.image}`);
     try {
-      await pullImage(docker, opts.image, pullTimeoutMs);
+      await pullByDigest(docker, opts.image, { timeoutMs: pullTimeoutMs, log });
       return opts.image;
     } catch (cause) {
       throw new PlbError('IMAGE_MISSING', `image ${opts.image} is not present and cannot be pulled`, {
@@ -83,8 +137,7 @@ export async function ensureImage(opts: EnsureImageOptions = {}): Promise<string
   if (await imagePresent(docker, OFFLINE_IMAGE)) return OFFLINE_IMAGE;
   if (opts.image === undefined) {
     try {
-      log(`pulling ${OFFICIAL_IMAGE}`);
-      await pullImage(docker, OFFICIAL_IMAGE, pullTimeoutMs);
+      await pullByDigest(docker, OFFICIAL_IMAGE, { timeoutMs: pullTimeoutMs, log });
       return OFFICIAL_IMAGE;
     } catch (err) {
       log(`cannot pull ${OFFICIAL_IMAGE} (${firstLine(err)}); building ${OFFLINE_IMAGE} offline`);

@@ -46,6 +46,11 @@ absolute differences; 25% and 0.25 are the same.`;
       description: 'baseline summary.json (or plb report --json output) to check against',
     }),
     tolerance: Flags.string({ description: `allowed movement per metric, e.g. ${DEFAULT_TOLERANCE}` }),
+    'include-incomplete': Flags.boolean({
+      description:
+        'put incomplete runs (stopped, failed faults, crashed) into the medians of groups that have complete runs too',
+      default: false,
+    }),
   };
 
   async run(): Promise<void> {
@@ -60,6 +65,7 @@ absolute differences; 25% and 0.25 are the same.`;
         comparisonHtml: flags.html,
         compareTo: flags['compare-to'],
         tolerance: flags.tolerance,
+        includeIncomplete: flags['include-incomplete'],
       });
       // Names come from files on disk: control characters are escaped for the terminal. Tables
       // escape them themselves (before colouring); JSON and CSV reach a pipe or file as rendered.

@@ -25,9 +25,25 @@ export interface InjectorOptions {
   /** Replica CPU quota to restore after a throttle. */
   defaultCpus: number;
   onInjected: (fault: InjectedFault) => void;
+  /** A fault whose action returned but did not take (checked after, off the injection path). */
+  onNotTaken?: (fault: InjectedFault, reason: string) => void;
   /** Log line for the terminal. */
   log?: (line: string) => void;
 }
+
+/**
+ * The state a replica must be in after each action. Not checked: throttle, and rejoin (the
+ * driver's start resolves only once the server accepts connections, and a busy server can miss a
+ * status query's timeout: a saturated server is not a dead one).
+ */
+const EXPECTED: Partial<
+  Record<FaultEvent['action'], { field: 'up' | 'paused'; value: boolean; wrong: string }>
+> = {
+  down: { field: 'up', value: false, wrong: 'still up' },
+  stop: { field: 'up', value: false, wrong: 'still up' },
+  pause: { field: 'paused', value: true, wrong: 'not paused' },
+  unpause: { field: 'paused', value: false, wrong: 'still paused' },
+};
 
 /**
  * Applies the plan's events at their times, one after another in the order written (events at
@@ -41,6 +57,7 @@ export class Injector {
   private readonly down = new Set<string>();
   private readonly paused = new Set<string>();
   private readonly throttled = new Set<string>();
+  private readonly checks = new Set<Promise<void>>();
 
   constructor(private readonly opts: InjectorOptions) {}
 
@@ -94,19 +111,49 @@ export class Injector {
       }
     } catch (err) {
       error = asError(err).message;
-      this.opts.log?.(`fault ${event.action} ${event.replica} failed: ${error}`);
     }
+    if (error !== undefined) this.opts.log?.(`fault ${event.action} ${event.replica} failed: ${error}`);
     const fault: InjectedFault = { event, tMs: boundaryMs ?? tMs, issuedMs: tMs, doneMs: this.opts.now() };
     if (error !== undefined) fault.error = error;
     this.opts.onInjected(fault);
+    // Checked in the background: the next event (often at the same time) must not wait for it.
+    if (error === undefined) {
+      const check = this.verify(event).then((reason) => {
+        if (reason === undefined) return;
+        this.opts.log?.(`fault ${event.action} ${event.replica} failed: ${reason}`);
+        this.opts.onNotTaken?.(fault, reason);
+      });
+      this.checks.add(check);
+      void check.finally(() => this.checks.delete(check));
+    }
     return fault;
   }
 
-  /** Stops injecting (pending events are dropped) and waits for the event in progress. */
+  /**
+   * Did the action take? A driver call that returned is not proof (a kill of a server that came
+   * straight back, a pause that did not stop it): the driver's status must show the expected state.
+   * A replica the status does not list, or a status that fails, cannot be checked: no verdict.
+   */
+  private async verify(event: FaultEvent): Promise<string | undefined> {
+    const expect = EXPECTED[event.action];
+    if (expect === undefined) return undefined;
+    let s;
+    try {
+      s = (await this.opts.driver.status()).find((x) => x.id === event.replica);
+    } catch {
+      return undefined;
+    }
+    if (s === undefined) return undefined;
+    const actual = expect.field === 'up' ? s.up : s.paused;
+    return actual === expect.value ? undefined : `${event.replica} is ${expect.wrong} after ${event.action}`;
+  }
+
+  /** Stops injecting (pending events are dropped); waits for the event in progress and its check. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
     await this.loop;
+    await Promise.all([...this.checks]);
   }
 
   /** Undoes what this run did to the cluster: starts killed replicas, unpauses, restores quotas. */

@@ -1,9 +1,10 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
 import { PlbError } from '../errors.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { readHistogramLog } from './histogram.js';
+import { pidAlive, rebuildSummary, runFacts } from './rebuild.js';
 import { RUN_FILES, histogramFiles } from './run-writer.js';
 import { parseTimeline, type TimelineRow } from './timeline.js';
 import { SUMMARY_SCHEMA_VERSION, type RunEvent, type RunSummary } from './types.js';
@@ -115,25 +116,21 @@ function parseFile<T>(dir: string, file: string, parse: (text: string) => T): T 
 /**
  * Reads a run directory back (the single reader, used by `plb report` too). Needs config.json,
  * summary.json, events.jsonl and timeline.csv; throws RUN_DIR_INVALID naming the first missing or
- * malformed file. A run that is still going (or was killed hard) has a RUNNING marker and no
- * summary.json. A run that finished with complete: false loads with status 'incomplete'.
+ * malformed file. A run killed hard (RUNNING marker, no summary.json) gets its summary rebuilt
+ * from the per-second files, marked incomplete. A run that finished with complete: false loads
+ * with status 'incomplete'.
  */
 export function loadRun(dir: string): LoadedRun {
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     throw new PlbError('RUN_DIR_INVALID', `${dir} is not a directory`, { hint: 'pass runs/<id>/' });
   }
+  const running = existsSync(join(dir, RUN_FILES.running));
+  const hasSummary = existsSync(join(dir, RUN_FILES.summary));
+  // A run killed before finish() (RUNNING marker, no summary): rebuilt from its per-second files.
+  if (!hasSummary && running) return loadCrashedRun(dir);
   const config = readJson(dir, RUN_FILES.config);
   if (!isObject(config)) throw invalid(dir, RUN_FILES.config, 'is not a JSON object');
-  const running = existsSync(join(dir, RUN_FILES.running));
-  const summary = validateSummary(
-    readJson(
-      dir,
-      RUN_FILES.summary,
-      running ? ' (RUNNING marker present: the run is still going or was killed)' : '',
-    ),
-    join(dir, RUN_FILES.summary),
-    RUN_HINT,
-  );
+  const summary = validateSummary(readJson(dir, RUN_FILES.summary), join(dir, RUN_FILES.summary), RUN_HINT);
   const events = parseFile(dir, RUN_FILES.events, parseEvents);
   const timeline = parseFile(dir, RUN_FILES.timeline, parseTimeline);
   const marked = existsSync(join(dir, RUN_FILES.incomplete));
@@ -142,6 +139,44 @@ export function loadRun(dir: string): LoadedRun {
     config,
     summary,
     status: summary.complete && !marked ? 'complete' : 'incomplete',
+    events,
+    timeline,
+    replicaIds: Object.keys(timeline[0]?.replicas ?? {}),
+    histograms: histogramFiles(dir),
+  };
+}
+
+function loadCrashedRun(dir: string): LoadedRun {
+  const optionalJson = (file: string): Record<string, unknown> => {
+    if (!existsSync(join(dir, file))) return {};
+    try {
+      const v = JSON.parse(readFileSync(join(dir, file), 'utf8')) as unknown;
+      return isObject(v) ? v : {};
+    } catch {
+      return {};
+    }
+  };
+  const config = optionalJson(RUN_FILES.config);
+  const marker = optionalJson(RUN_FILES.running);
+  const events = parseFile(dir, RUN_FILES.events, parseEvents);
+  const timeline = parseFile(dir, RUN_FILES.timeline, parseTimeline);
+  const facts = runFacts(marker, config, basename(resolve(dir)));
+  const upTo = `up to ${timeline.length} s`;
+  const alive = facts.pid > 0 && pidAlive(facts.pid);
+  const reason = alive
+    ? `still running or hung (pid ${facts.pid}): summary rebuilt from its per-second files ${upTo}`
+    : `killed before it finished${facts.pid > 0 ? ` (pid ${facts.pid} is gone)` : ''}: summary rebuilt from its per-second files ${upTo}`;
+  const summary = rebuildSummary({ dir, facts, events, timeline, reason });
+  const marked = existsSync(join(dir, RUN_FILES.incomplete));
+  if (marked) {
+    const note = readFileSync(join(dir, RUN_FILES.incomplete), 'utf8').trim();
+    if (note !== '') summary.errors = [...(summary.errors ?? []), note];
+  }
+  return {
+    dir,
+    config,
+    summary,
+    status: 'incomplete',
     events,
     timeline,
     replicaIds: Object.keys(timeline[0]?.replicas ?? {}),

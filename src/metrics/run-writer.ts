@@ -15,7 +15,14 @@ import { histogramLog, newLatencyHistogram } from './histogram.js';
 import { percentileMs, round } from './math.js';
 import { computePhases, livePhaseName, type FaultMark } from './phases.js';
 import { COUNTED_CAUSES, MetricsStore } from './store.js';
-import { detectionCounts, detectionRecords, summarizePhases } from './summary.js';
+import { detectionCounts, detectionRecords, markInvalidPhases, summarizePhases } from './summary.js';
+import {
+  intervalLine,
+  intervalLogHeader,
+  intervalLogName,
+  newLifetimeHistogram,
+  secondLine,
+} from './seconds.js';
 import { timelineHeaderLine, timelineRow } from './timeline.js';
 import {
   SUMMARY_SCHEMA_VERSION,
@@ -36,7 +43,28 @@ export const RUN_FILES = {
   running: 'RUNNING',
   /** Written by finish(…, false) next to a summary.json with complete: false. */
   incomplete: 'INCOMPLETE',
+  /** Per second, what the summary needs beyond timeline.csv and histograms/<class>.hlog. */
+  seconds: 'seconds.jsonl',
 } as const;
+
+/**
+ * The RUNNING marker: who writes the run, and everything a summary needs that the run's own
+ * files do not say, so the report can rebuild the summary of a run killed before finish().
+ */
+export interface RunningMarker {
+  pid: number;
+  startedAt: string;
+  runId: string;
+  strategy: string;
+  plan: string;
+  seed: number;
+  clients: number;
+  mix: { premium: number; freemium: number };
+  classes: ServiceClass[];
+  replicas: string[];
+  refWindowS: number;
+  warmupS: number;
+}
 
 /** Per-second histograms kept after their timeline row was written (bounds the progress window). */
 export const PROGRESS_KEEP_S = 60;
@@ -108,6 +136,25 @@ function createDir(outDir: string, id: string, explicit: boolean): string {
   return dir;
 }
 
+/** Run directories whose writer has not finished (a hard exit marks them, see below). */
+const openRuns = new Set<string>();
+
+/**
+ * Marks every run directory still being written as incomplete (synchronously: called right
+ * before a hurried process.exit). The RUNNING marker stays: the report rebuilds the summary.
+ */
+export function markOpenRunsIncomplete(reason: string): string[] {
+  const dirs = [...openRuns];
+  for (const dir of dirs) {
+    try {
+      writeFileSync(join(dir, RUN_FILES.incomplete), `${reason}\n`);
+    } catch {
+      // Exiting anyway: a directory that cannot be written still has its RUNNING marker.
+    }
+  }
+  return dirs;
+}
+
 /** Writes whole files atomically (rename), so a reader never sees half a summary. */
 function writeAtomic(path: string, text: string): void {
   writeFileSync(`${path}.tmp`, text);
@@ -134,17 +181,37 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
   const path = (f: string): string => join(dir, f);
   const warmupMs = opts.warmupS * 1000;
 
-  writeFileSync(
-    path(RUN_FILES.running),
-    `${JSON.stringify({ pid: process.pid, startedAt: startedAt.toISOString() })}\n`,
-  );
+  const marker: RunningMarker = {
+    pid: process.pid,
+    startedAt: startedAt.toISOString(),
+    runId,
+    strategy: opts.strategy,
+    plan: opts.plan,
+    seed: opts.seed,
+    clients: opts.clients,
+    mix: { ...opts.mix },
+    classes: [...classes],
+    replicas,
+    refWindowS: opts.refWindowS,
+    warmupS: opts.warmupS,
+  };
+  writeFileSync(path(RUN_FILES.running), `${JSON.stringify(marker)}\n`);
+  for (const cls of classes)
+    writeFileSync(
+      join(path(RUN_FILES.histograms), intervalLogName(cls)),
+      intervalLogHeader(cls, startedAt.getTime()),
+    );
+  writeFileSync(path(RUN_FILES.seconds), '');
   writeFileSync(path(RUN_FILES.events), '');
+  openRuns.add(dir);
   writeFileSync(path(RUN_FILES.timeline), timelineHeaderLine(classes, replicas));
 
   const store = new MetricsStore(replicas);
   const events: RunEvent[] = [];
   const faults: FaultMark[] = [];
   const scratch: Histogram = newLatencyHistogram();
+  const empty: Histogram = newLatencyHistogram();
+  const lifetimeScratch: Histogram = newLifetimeHistogram();
   let nextSecond = 0;
   let lastState: Record<string, ReplicaState> | undefined;
   let summary: RunSummary | undefined;
@@ -154,9 +221,14 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
     if (!(upTo > nextSecond)) return;
     const rows: string[] = [];
     const failureLines: string[] = [];
+    const intervals = new Map(classes.map((c) => [c, [] as string[]]));
+    const secondLines: string[] = [];
     for (; nextSecond < upTo; nextSecond++) {
       const agg = store.peekSecond(nextSecond);
       if (agg?.state) lastState = agg.state;
+      for (const cls of classes)
+        intervals.get(cls)?.push(intervalLine(agg?.classes[cls].hist ?? empty, nextSecond));
+      if (agg) secondLines.push(secondLine(nextSecond, agg, classes, replicas, lifetimeScratch));
       // One 'failures' event per replica and second with any: recorded, whether or not it counted.
       if (agg) {
         replicas.forEach((replica, i) => {
@@ -179,6 +251,13 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         ),
       );
     }
+    // The per-second files first, timeline.csv last: a timeline row means its second is all on disk.
+    for (const cls of classes)
+      appendFileSync(
+        join(path(RUN_FILES.histograms), intervalLogName(cls)),
+        (intervals.get(cls) ?? []).join(''),
+      );
+    if (secondLines.length > 0) appendFileSync(path(RUN_FILES.seconds), `${secondLines.join('\n')}\n`);
     appendFileSync(path(RUN_FILES.timeline), `${rows.join('\n')}\n`);
     if (failureLines.length > 0) appendFileSync(path(RUN_FILES.events), `${failureLines.join('\n')}\n`);
     store.dropBefore(nextSecond - PROGRESS_KEEP_S);
@@ -218,7 +297,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
       };
     },
 
-    finish(endMs, complete) {
+    finish(endMs, stoppedNormally, runErrors = []) {
       if (summary) return summary;
       tick(endMs);
       store.sealed = true;
@@ -240,6 +319,13 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         });
         writeFileSync(join(path(RUN_FILES.histograms), `${cls}-${phase.name}.hlog`), text);
       }
+      // Honest completion: a fault that did not happen or an error anywhere makes the run incomplete.
+      const errors = [
+        ...(stoppedNormally ? [] : [`stopped early at ${round(endMs / 1000, 3)} s`]),
+        ...markInvalidPhases(stats.phases, events),
+        ...runErrors,
+      ];
+      const complete = errors.length === 0;
       summary = {
         schemaVersion: SUMMARY_SCHEMA_VERSION,
         runId,
@@ -254,23 +340,24 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         phases: stats.phases,
         detection: detectionRecords(events),
         detectionCounts: detectionCounts(events),
+        ...(complete ? {} : { errors }),
       };
       writeAtomic(path(RUN_FILES.summary), `${JSON.stringify(summary, null, 2)}\n`);
-      if (!complete) {
-        writeFileSync(path(RUN_FILES.incomplete), `interrupted at ${round(endMs / 1000, 3)} s\n`);
-      }
+      if (!complete) writeFileSync(path(RUN_FILES.incomplete), `${errors.join('\n')}\n`);
       rmSync(path(RUN_FILES.running), { force: true });
+      openRuns.delete(dir);
       return summary;
     },
   };
 }
 
-/** Lists the histogram files of a run directory (helper for tests and the report). */
+/** Lists the per-phase histogram files (`<class>-<phase>.hlog`) of a run directory. */
 export function histogramFiles(dir: string): string[] {
   const h = join(dir, RUN_FILES.histograms);
+  const perSecond = new Set(SERVICE_CLASSES.map(intervalLogName));
   return existsSync(h)
     ? readdirSync(h)
-        .filter((f) => f.endsWith('.hlog'))
+        .filter((f) => f.endsWith('.hlog') && !perSecond.has(f))
         .sort()
     : [];
 }

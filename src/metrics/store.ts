@@ -64,6 +64,10 @@ export interface ClassSecond {
   opened: number;
   failed: number;
   admission: number;
+  /** Sessions closed in this second (any ending), those cut off, lifetimes (ms) of those that finished. */
+  closed: number;
+  cut: number;
+  lifetimesMs: number[];
 }
 
 /** Aggregates of one whole second, for timeline.csv and the progress line. */
@@ -71,6 +75,9 @@ export interface SecondAgg {
   classes: Record<ServiceClass, ClassSecond>;
   cpuSum: number[];
   cpuN: number[];
+  /** Per replica index: sessions opened and queries completed in this second. */
+  opened: number[];
+  queries: number[];
   /** Per COUNTED_CAUSES entry, per replica index: failures heard of in this second. */
   failures: number[][];
   /** Client CPU (fraction of one core) sampled in this second, if any. */
@@ -132,11 +139,13 @@ export class MetricsStore implements Recorder {
     log.queryEnd.push(endMs);
     log.queryLatUs.push(us);
     log.queryReplica.push(this.replicaIndex(replica));
-    const s = this.second(endMs)?.classes[cls];
+    const sec = this.second(endMs);
+    const s = sec?.classes[cls];
     if (s) {
       s.hist.recordValue(us);
       s.count++;
     }
+    this.countReplica(sec?.queries, replica);
   }
 
   queryFailed(cls: ServiceClass, _replica: string, endMs: number, _reason: string): void {
@@ -153,11 +162,13 @@ export class MetricsStore implements Recorder {
     log.openAt.push(atMs);
     log.openReplica.push(this.replicaIndex(replica));
     log.openConnectUs.push(us);
-    const s = this.second(atMs)?.classes[cls];
+    const sec = this.second(atMs);
+    const s = sec?.classes[cls];
     if (s) {
       s.opened++;
       s.connectHist.recordValue(us);
     }
+    this.countReplica(sec?.opened, replica);
   }
 
   sessionClosed(
@@ -173,7 +184,12 @@ export class MetricsStore implements Recorder {
     log.closeLifetimeMs.push(Math.max(0, closedMs - openedMs));
     log.closeEnding.push(ENDING_CODE[ending]);
     const s = this.second(closedMs)?.classes[cls];
-    if (s && ending === 'failed') s.failed++;
+    if (s) {
+      s.closed++;
+      if (ending === 'failed') s.failed++;
+      else if (ending === 'cut') s.cut++;
+      else s.lifetimesMs.push(Math.max(0, closedMs - openedMs));
+    }
   }
 
   replicaFailure(replica: string, atMs: number, cause: FailureCause): void {
@@ -247,11 +263,16 @@ export class MetricsStore implements Recorder {
         opened: 0,
         failed: 0,
         admission: 0,
+        closed: 0,
+        cut: 0,
+        lifetimesMs: [],
       });
       agg = {
         classes: { premium: cs(), freemium: cs() },
         cpuSum: this.replicas.map(() => 0),
         cpuN: this.replicas.map(() => 0),
+        opened: this.replicas.map(() => 0),
+        queries: this.replicas.map(() => 0),
         failures: COUNTED_CAUSES.map(() => this.replicas.map(() => 0)),
         harnessCpu: undefined,
         loopHist: this.histogram(),
@@ -292,6 +313,11 @@ export class MetricsStore implements Recorder {
       count += c.count;
     }
     return count;
+  }
+
+  private countReplica(row: number[] | undefined, replica: string): void {
+    const r = this.index.get(replica);
+    if (row && r !== undefined) row[r] = (row[r] ?? 0) + 1;
   }
 
   private second(tMs: number): SecondAgg | undefined {

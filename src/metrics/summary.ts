@@ -179,10 +179,27 @@ export function summarizePhases(
     });
     perClass[cls] = classStats(store.logs[cls], phases, hists);
   }
-  const replicas = replicaStats(store, phases);
-  const harness = harnessStats(store, phases);
+  const summaries = assemblePhases(
+    phases,
+    perClass,
+    replicaStats(store, phases),
+    harnessStats(store, phases),
+  );
+  return { phases: summaries, histograms };
+}
+
+/**
+ * The phase tables from per-phase parts (exact ones from the raw columns, or ones rebuilt from the
+ * per-second files): retention and inflation against `ref`, CPU over the replicas up.
+ */
+export function assemblePhases(
+  phases: readonly Phase[],
+  perClass: Record<ServiceClass, ClassPhaseStats[]>,
+  replicas: Record<string, ReplicaPhaseStats>[],
+  harness: (HarnessPhaseStats | undefined)[],
+): PhaseSummary[] {
   const refIdx = phases.findIndex((p) => p.name === REF_PHASE);
-  const summaries = phases.map((ph, p): PhaseSummary => {
+  return phases.map((ph, p): PhaseSummary => {
     const classes = {} as Record<ServiceClass, ClassPhaseStats>;
     for (const cls of SERVICE_CLASSES) {
       const s = perClass[cls][p];
@@ -213,7 +230,6 @@ export function summarizePhases(
       ...(harness[p] ? { harness: harness[p] } : {}),
     };
   });
-  return { phases: summaries, histograms };
 }
 
 /** Per phase: the client process's CPU and event-loop delay (undefined where it was not sampled). */
@@ -286,4 +302,40 @@ export function detectionCounts(events: readonly RunEvent[]): DetectionCounts {
   const up = detects.filter((e) => e['state'] === 'up').length;
   const explained = detectionRecords(events).filter((r) => r.detectedMs !== null).length;
   return { down, up, unexplained: down + up - explained };
+}
+
+/**
+ * One line per fault the injector could not apply: a 'fault' event carrying an error (the action
+ * threw), or a 'fault-not-taken' note (it returned, but the status showed it did not take).
+ */
+export function failedFaults(events: readonly RunEvent[]): { event: RunEvent; reason: string }[] {
+  return events
+    .filter(
+      (e) =>
+        (e.type === 'fault' && e['error'] !== undefined) ||
+        (e.type === 'note' && e['what'] === 'fault-not-taken'),
+    )
+    .map((e) => ({
+      event: e,
+      reason: `${String(e.action)} ${String(e.replica)} at ${round(e.tMs / 1000, 3)} s failed: ${String(e['error'])}`,
+    }));
+}
+
+/**
+ * A fault that failed leaves its replica in an unknown state from its boundary until the next
+ * fault on that replica: every phase overlapping that span is not the measurement it is named
+ * after, and gets `invalid` (the reason). Returns the reasons (they make the run incomplete).
+ */
+export function markInvalidPhases(phases: PhaseSummary[], events: readonly RunEvent[]): string[] {
+  const failed = failedFaults(events);
+  const faults = events.filter((e) => e.type === 'fault');
+  for (const { event: f, reason } of failed) {
+    const fromS = f.tMs / 1000;
+    const next = faults.find((g) => g.replica === f.replica && g.tMs > f.tMs);
+    const untilS = next === undefined ? Number.POSITIVE_INFINITY : next.tMs / 1000;
+    for (const p of phases) {
+      if (p.startS < untilS && p.endS > fromS) p.invalid = p.invalid ? `${p.invalid}; ${reason}` : reason;
+    }
+  }
+  return failed.map((f) => f.reason);
 }

@@ -56,7 +56,9 @@ export interface ReplicaState {
  *   cause: what the evidence was, e.g. 'unreachable: connect ECONNREFUSED'})
  * - 'failures': per replica and second, the failures heard of by cause ({unreachable, overloaded, slow})
  * - 'role': plb changed {replica} from {from} to {to}
- * - 'run': {state: 'started'|'finished'|'interrupted'}; 'note': anything else worth keeping
+ * - 'run': {state: 'started'|'finished'|'interrupted'|'failed'}; 'note': anything else worth keeping
+ *   ({what: 'error', message}: an error in the run; {what: 'fault-not-taken', replica, action, error}:
+ *   a fault whose action returned but did not take)
  */
 export interface RunEvent {
   type: 'fault' | 'detect' | 'failures' | 'role' | 'run' | 'note';
@@ -87,8 +89,11 @@ export interface RunWriter {
     premium: { p95: number | null; goodput: number };
     freemium: { p95: number | null; goodput: number };
   };
-  /** Computes phases and the summary, writes histograms/ and summary.json, returns the summary. */
-  finish(endMs: number, complete: boolean): RunSummary;
+  /**
+   * Computes phases and the summary, writes histograms/ and summary.json, returns the summary.
+   * The run is complete only when `complete`, no error was given and every fault was injected.
+   */
+  finish(endMs: number, complete: boolean, errors?: readonly string[]): RunSummary;
 }
 
 /** A phase as DESIGN.md defines it: `ref`, then one per interval between injected events. */
@@ -168,6 +173,8 @@ export interface PhaseSummary {
   cpuCv: number | null;
   /** Absent in runs recorded before harness sampling. */
   harness?: HarnessPhaseStats;
+  /** Set when the phase is not the measurement it claims to be (a fault that failed), and why. */
+  invalid?: string;
 }
 
 export interface DetectionRecord {
@@ -204,4 +211,8 @@ export interface RunSummary {
   detection: DetectionRecord[];
   /** Absent in older runs. */
   detectionCounts?: DetectionCounts;
+  /** Why the run is not complete: failed faults, an error, a stop, a crash. Absent when complete. */
+  errors?: string[];
+  /** Rebuilt by the report from the per-second files of a run that died before finishing. */
+  rebuilt?: boolean;
 }

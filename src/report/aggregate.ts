@@ -38,6 +38,8 @@ export interface AggregatedPhase {
   /** The client process: its CPU (fraction of one core) and event-loop delay p99 over the phase. */
   harnessCpu: Stat;
   harnessLoopP99Ms: Stat;
+  /** `<runId>: <why>` for every run in which this phase is not a valid measurement (a failed fault). */
+  invalid: string[];
 }
 
 export interface AggregatedReplica {
@@ -69,6 +71,10 @@ export interface RunGroup {
   runIds: string[];
   /** Every run of the group finished normally. */
   complete: boolean;
+  /** `<runId>: <why>` for every run of the group that is not complete (in the medians or not). */
+  problems: string[];
+  /** Incomplete runs left out of the medians because complete ones exist (includeIncomplete adds them). */
+  excluded: string[];
   phases: AggregatedPhase[];
   detection: AggregatedDetection[];
   /** All detections, and those no injected fault explains (false ones). */
@@ -99,7 +105,10 @@ function strategyRank(s: string): number {
  * Retention and inflation are the medians of the per-run values, not recomputed from medians.
  * Phases are matched by name. Groups come sorted by plan, mix, then strategy (plb, rr, static, ...).
  */
-export function aggregateRuns(summaries: readonly RunSummary[]): RunGroup[] {
+export function aggregateRuns(
+  summaries: readonly RunSummary[],
+  opts: { includeIncomplete?: boolean } = {},
+): RunGroup[] {
   const byKey = new Map<string, RunSummary[]>();
   for (const s of [...summaries].sort((a, b) => a.runId.localeCompare(b.runId))) {
     const k = groupKey(s);
@@ -107,7 +116,13 @@ export function aggregateRuns(summaries: readonly RunSummary[]): RunGroup[] {
     if (list) list.push(s);
     else byKey.set(k, [s]);
   }
-  const groups = [...byKey.values()].map(aggregateGroup);
+  const groups = [...byKey.values()].map((runs) => {
+    // An incomplete run never moves a median of complete ones unless asked; alone it still shows.
+    const complete = runs.filter((r) => r.complete);
+    const keep = opts.includeIncomplete || complete.length === 0 ? runs : complete;
+    const excluded = runs.filter((r) => !keep.includes(r)).map((r) => r.runId);
+    return { ...aggregateGroup(keep), problems: runs.flatMap(problemsOf), excluded };
+  });
   return groups.sort(
     (a, b) =>
       a.plan.localeCompare(b.plan) ||
@@ -155,6 +170,9 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
       cpuCv: stat(ps.map((p) => p.cpuCv)),
       harnessCpu: stat(ps.map((p) => p.harness?.cpuMean ?? null)),
       harnessLoopP99Ms: stat(ps.map((p) => p.harness?.loopP99Ms ?? null)),
+      invalid: runs.flatMap((r) =>
+        r.phases.filter((p) => p.name === name && p.invalid).map((p) => `${r.runId}: ${p.invalid}`),
+      ),
     };
   });
 
@@ -187,6 +205,8 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
     mixLabel: mixLabel(first.mix),
     runIds: runs.map((r) => r.runId),
     complete: runs.every((r) => r.complete),
+    problems: [],
+    excluded: [],
     phases,
     detection,
     detections: {
@@ -195,6 +215,13 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
       unexplained: stat(runs.map((r) => r.detectionCounts?.unexplained ?? null)),
     },
   };
+}
+
+/** Why a run is not complete, one line each (older summaries have no reasons: one generic line). */
+function problemsOf(r: RunSummary): string[] {
+  if (r.complete) return [];
+  const why = r.errors && r.errors.length > 0 ? r.errors : ['did not finish'];
+  return why.map((e) => `${r.runId}: ${e}`);
 }
 
 /** r2 before r10. */

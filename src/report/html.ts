@@ -68,7 +68,16 @@ export async function renderRunHtml(run: LoadedRun): Promise<string> {
   const parts = [
     `<h1>plb run ${escapeHtml(s.runId)}</h1>`,
     `<div class="meta">${meta}</div>`,
-    s.complete ? '' : '<p class="warn">This run did not finish: the numbers cover only what it measured.</p>',
+    s.complete
+      ? ''
+      : `<p class="warn">This run did not finish: the numbers cover only what it measured.${
+          s.errors && s.errors.length > 0 ? ` ${escapeHtml(s.errors.join('; '))}` : ''
+        }</p>`,
+    ...s.phases
+      .filter((p) => p.invalid)
+      .map(
+        (p) => `<p class="warn">Phase ${escapeHtml(p.name)} is invalid: ${escapeHtml(p.invalid ?? '')}</p>`,
+      ),
     '<h2>Over time</h2>',
   ];
   if (run.timeline.length > 0) {

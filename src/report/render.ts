@@ -71,7 +71,7 @@ export function phaseTable(g: RunGroup): TableModel {
     for (const c of SERVICE_CLASSES) {
       const s = p.classes[c];
       rows.push([
-        p.name,
+        p.invalid.length > 0 ? `${p.name} (invalid)` : p.name,
         fmtStat(p.survivors, int),
         c,
         fmtStat(s.goodput, fixed(1)),
@@ -200,6 +200,18 @@ export function renderMarkdown(t: TableModel): string {
   return [`### ${t.title}`, '', line(t.head), line(t.head.map(() => '---')), ...t.rows.map(line)].join('\n');
 }
 
+/** What makes a group's numbers less than a clean measurement: invalid phases, incomplete runs. */
+export function groupNotes(g: RunGroup): string[] {
+  const out: string[] = [];
+  for (const p of g.phases) for (const why of p.invalid) out.push(`invalid phase ${p.name}: ${why}`);
+  for (const why of g.problems) out.push(`incomplete run ${why}`);
+  if (g.excluded.length > 0)
+    out.push(
+      `left out of the medians (incomplete; --include-incomplete adds them): ${g.excluded.join(', ')}`,
+    );
+  return out.length > 0 ? [`${groupTitle(g)}\n${out.map((l) => `  ${l}`).join('\n')}`] : [];
+}
+
 export function groupTables(g: RunGroup): TableModel[] {
   const d = detectionTable(g);
   const f = failureTable(g);
@@ -282,9 +294,12 @@ export function renderReport(
   const tables = groups.flatMap(groupTables);
   if (hasCmp) tables.push(comparisonTable(cmp));
   const render = format === 'markdown' ? renderMarkdown : renderTable;
-  const notes = cmp.missingBaseline.map((k) =>
-    escapeControl(`note: no ${baseline} runs for ${k}, so no comparison there`),
-  );
+  const notes = [
+    ...groups.flatMap(groupNotes),
+    ...cmp.missingBaseline.map((k) =>
+      escapeControl(`note: no ${baseline} runs for ${k}, so no comparison there`),
+    ),
+  ];
   const footer = groups.some((g) => g.runIds.length > 1) ? [`quantiles: ${QUANTILE_METHOD}`] : [];
   return [...tables.map(render), ...notes, ...footer].join('\n\n') + '\n';
 }

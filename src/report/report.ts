@@ -29,6 +29,8 @@ export interface ReportOptions {
   comparisonHtml?: string;
   compareTo?: string;
   tolerance?: string;
+  /** Put incomplete runs into the medians of groups that have complete ones too (default false). */
+  includeIncomplete?: boolean;
 }
 
 export interface ReportOutcome {
@@ -56,7 +58,10 @@ export async function writeReports(
   const runs = findRunDirs(paths).map(loadRun);
   // Every input is checked before anything is written: the baseline, then every target.
   const baselineGroups = opts.compareTo !== undefined ? loadBaseline(opts.compareTo) : null;
-  const groups = aggregateRuns(runs.map((r) => r.summary));
+  const groups = aggregateRuns(
+    runs.map((r) => r.summary),
+    { includeIncomplete: opts.includeIncomplete ?? false },
+  );
   const format = opts.format ?? 'table';
   const text = renderReport(groups, { format, baseline });
 

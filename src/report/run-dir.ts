@@ -5,7 +5,10 @@ import { join, resolve } from 'node:path';
 import { PlbError } from '../errors.js';
 import { RUN_FILES } from '../metrics/run-writer.js';
 
-/** Expands each path to the run directories under it (a dir with summary.json, searched 3 levels deep). */
+/**
+ * Expands each path to the run directories under it (a dir with summary.json, or with a RUNNING
+ * marker: a crashed run, listed too; searched 3 levels deep).
+ */
 export function findRunDirs(paths: readonly string[]): string[] {
   const out: string[] = [];
   for (const p of paths) {
@@ -15,21 +18,28 @@ export function findRunDirs(paths: readonly string[]): string[] {
     }
     const found = walk(abs, 3);
     if (found.length === 0) {
-      throw new PlbError('RUN_DIR_INVALID', `run-dir: no ${RUN_FILES.summary} in ${p}`, {
-        hint: existsSync(join(abs, RUN_FILES.running))
-          ? 'RUNNING marker present: the run is still going or was killed before it wrote its summary'
-          : existsSync(join(abs, RUN_FILES.timeline))
+      throw new PlbError(
+        'RUN_DIR_INVALID',
+        `run-dir: no run directory (${RUN_FILES.summary} or ${RUN_FILES.running}) in ${p}`,
+        {
+          hint: existsSync(join(abs, RUN_FILES.timeline))
             ? 'the run stopped before it wrote its summary'
             : 'pass a directory made by plb bench run',
-      });
+        },
+      );
     }
     for (const d of found) if (!out.includes(d)) out.push(d);
   }
   return out;
 }
 
+/** A run directory: finished (summary.json) or killed before it finished (RUNNING marker). */
+function isRunDir(dir: string): boolean {
+  return existsSync(join(dir, RUN_FILES.summary)) || existsSync(join(dir, RUN_FILES.running));
+}
+
 function walk(dir: string, depth: number): string[] {
-  if (existsSync(join(dir, RUN_FILES.summary))) return [dir];
+  if (isRunDir(dir)) return [dir];
   if (depth === 0) return [];
   const subdirs = readdirSync(dir, { withFileTypes: true })
     .filter((e) => e.isDirectory() && !e.name.startsWith('.') && e.name !== RUN_FILES.histograms)

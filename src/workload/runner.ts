@@ -173,6 +173,16 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
       if (f.event.action === 'throttle' && f.event.cpus !== undefined)
         quota.set(f.event.replica, f.event.cpus);
     },
+    // Recorded next to the fault; the summary marks its phases invalid and the run incomplete.
+    onNotTaken: (f, reason) =>
+      writer.event({
+        type: 'note',
+        tMs: f.tMs,
+        what: 'fault-not-taken',
+        replica: f.event.replica,
+        action: f.event.action,
+        error: reason,
+      }),
   });
 
   const ctx: SessionContext = {
@@ -259,12 +269,29 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   };
 
   let interrupted = false;
-  let summary: RunSummary;
+  // Errors anywhere in the run: recorded, and the run is not complete. The first is rethrown.
+  const errors: string[] = [];
+  let thrown: unknown;
+  const guard = async (what: string, step: () => Promise<unknown> | unknown): Promise<void> => {
+    try {
+      await step();
+    } catch (err) {
+      thrown ??= err;
+      const message = `${what}: ${asError(err).message}`;
+      errors.push(message);
+      log(`error: ${message}`);
+      try {
+        writer.event({ type: 'note', tMs: now(), what: 'error', message });
+      } catch {
+        // The run directory itself failed: the error still goes into the summary.
+      }
+    }
+  };
   const aborted = new Promise<void>((resolve) => {
     if (deps.signal?.aborted) resolve();
     deps.signal?.addEventListener('abort', () => resolve(), { once: true });
   });
-  try {
+  await guard('run', async () => {
     await sample();
     while (now() < durationMs) {
       const next = Math.min(durationMs, (Math.floor(now() / 1000) + 1) * 1000);
@@ -276,32 +303,38 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
       }
       await sample();
     }
-  } finally {
-    harness.stop();
-    const endMs = Math.min(now(), durationMs);
-    stopping = true;
-    await injector.stop();
-    // Sessions finish their current query; a hung one is bounded by the query timeout.
-    await Promise.race([Promise.allSettled(tasks), sleep(workload.queryTimeoutMs + 2000)]);
-    health.stop();
-    if (scheduleLags.length > 0) {
-      const sorted = [...scheduleLags].sort((a, b) => a - b);
-      const lag = {
-        meanMs: sorted.reduce((s, x) => s + x, 0) / sorted.length,
-        p95Ms: sorted[Math.floor(sorted.length * 0.95)] ?? 0,
-        maxMs: sorted[sorted.length - 1] ?? 0,
-      };
-      writer.event({ type: 'note', tMs: endMs, what: 'schedule-lag', ...lag });
-      log(
-        `open model: ${sorted.length} sessions scheduled; start lag mean ${lag.meanMs.toFixed(1)} ms, p95 ${lag.p95Ms.toFixed(1)} ms, max ${lag.maxMs.toFixed(1)} ms`,
-      );
-    }
+  });
+  // Every step of the ending runs whatever failed before it: faults reverted, what was measured kept.
+  harness.stop();
+  const endMs = Math.min(now(), durationMs);
+  stopping = true;
+  await guard('stopping the injector', () => injector.stop());
+  // Sessions finish their current query; a hung one is bounded by the query timeout.
+  await Promise.race([Promise.allSettled(tasks), sleep(workload.queryTimeoutMs + 2000)]);
+  health.stop();
+  if (scheduleLags.length > 0) {
+    const sorted = [...scheduleLags].sort((a, b) => a - b);
+    const lag = {
+      meanMs: sorted.reduce((s, x) => s + x, 0) / sorted.length,
+      p95Ms: sorted[Math.floor(sorted.length * 0.95)] ?? 0,
+      maxMs: sorted[sorted.length - 1] ?? 0,
+    };
+    writer.event({ type: 'note', tMs: endMs, what: 'schedule-lag', ...lag });
+    log(
+      `open model: ${sorted.length} sessions scheduled; start lag mean ${lag.meanMs.toFixed(1)} ms, p95 ${lag.p95Ms.toFixed(1)} ms, max ${lag.maxMs.toFixed(1)} ms`,
+    );
+  }
+  await guard('restoring replicas', async () => {
     const restored = await injector.restore();
     if (restored.length > 0) log(`restored: ${restored.join(', ')}`);
-    writer.event({ type: 'run', tMs: endMs, state: interrupted ? 'interrupted' : 'finished' });
+  });
+  const state = interrupted ? 'interrupted' : errors.length > 0 ? 'failed' : 'finished';
+  await guard('closing the run', () => {
+    writer.event({ type: 'run', tMs: endMs, state });
     writer.tick(endMs);
-    summary = writer.finish(endMs, !interrupted);
-  }
+  });
+  const summary = writer.finish(endMs, !interrupted, errors);
+  if (thrown !== undefined) throw thrown;
   for (const line of measurementWarnings(summary)) log(line);
   return { dir: writer.dir, summary, interrupted };
 }

@@ -2,12 +2,45 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseStat, processTree, treeTicks, type ProcStat } from '../../src/cluster/local/procfs.js';
+import { spawn } from 'node:child_process';
+import {
+  parseStat,
+  processesUnder,
+  processTree,
+  treeTicks,
+  type ProcStat,
+} from '../../src/cluster/local/procfs.js';
 import { versionOf } from '../../src/cluster/local/binaries.js';
 import { blockedAncestor, serverConf, slotName } from '../../src/cluster/local/index.js';
 import { clusterSpec } from '../../src/cluster/select.js';
 
 describe('procfs', () => {
+  it('finds the processes left working in a folder (cwd, -D dir, -Ddir, --pgdata=dir), nothing else', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'plb-strays-'));
+    const data = join(root, 'data');
+    mkdirSync(join(data, 'r1'), { recursive: true });
+    // exec: one process each (a child sleep would share the cwd and be found too, rightly).
+    const sleeper = (args: string[], cwd = root) =>
+      spawn('/bin/sh', ['-c', args.length > 0 ? 'sleep 30; :' : 'exec sleep 30', 'sh', ...args], {
+        cwd,
+        stdio: 'ignore',
+        detached: true,
+      });
+    const inCwd = sleeper([], join(data, 'r1'));
+    const dashD = sleeper(['-D', join(data, 'r1')]);
+    const glued = sleeper([`-D${join(data, 'r1')}`]);
+    const long = sleeper([`--pgdata=${join(data, 'r1')}`]);
+    const outside = sleeper(['-D', `${data}-other`]);
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      expect(processesUnder(data).sort()).toEqual([inCwd.pid, dashD.pid, glued.pid, long.pid].sort());
+    } finally {
+      // Each sleeper leads its own process group: this ends it and its sleep.
+      for (const c of [inCwd, dashD, glued, long, outside]) process.kill(-(c.pid as number), 'SIGKILL');
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('parses /proc/<pid>/stat, also with spaces and parentheses in the command', () => {
     const fields = ['S', '1', '42', '42', '0', '-1', '4194560', '100', '0', '0', '0', '7', '3', '5', '2'];
     const s = parseStat(`42 (postgres: r1: wal (x)) ${fields.join(' ')} 20 0 1 0`);

@@ -4,7 +4,7 @@ import type { ClusterDriver } from '../../src/cluster/driver.js';
 import { Injector, type InjectedFault } from '../../src/faults/injector.js';
 import type { FaultEvent } from '../../src/faults/types.js';
 
-function fakeDriver(calls: string[], failOn?: string): ClusterDriver {
+function fakeDriver(calls: string[], failOn?: string, stillUp?: string): ClusterDriver {
   const act = (name: string) => async (id: string, cpus?: number) => {
     calls.push(cpus === undefined ? `${name} ${id}` : `${name} ${id} ${cpus}`);
     if (`${name} ${id}` === failOn) throw new Error('boom');
@@ -23,7 +23,23 @@ function fakeDriver(calls: string[], failOn?: string): ClusterDriver {
     },
     up: async () => undefined,
     down: async () => undefined,
-    status: async () => [],
+    // A server that shrugs off its kill: the driver call returns, the status says it is up.
+    status: async () =>
+      stillUp === undefined
+        ? []
+        : [
+            {
+              id: stillUp,
+              kind: 'replica',
+              port: 1,
+              up: true,
+              paused: false,
+              replication: null,
+              lagBytes: null,
+              replayLagSeconds: null,
+              cpus: null,
+            },
+          ],
     endpoints: () => [],
     credentials: async () => ({ user: 'u', password: 'p', database: 'd' }),
     kill: act('kill'),
@@ -45,21 +61,23 @@ const ev = (at: number, replica: string, action: FaultEvent['action'], cpus?: nu
   ...(cpus !== undefined ? { cpus } : {}),
 });
 
-async function runAll(events: FaultEvent[], failOn?: string) {
+async function runAll(events: FaultEvent[], failOn?: string, stillUp?: string) {
   const calls: string[] = [];
   const faults: InjectedFault[] = [];
+  const notTaken: string[] = [];
   const t0 = performance.now();
   const injector = new Injector({
-    driver: fakeDriver(calls, failOn),
+    driver: fakeDriver(calls, failOn, stillUp),
     events,
     now: () => performance.now() - t0,
     defaultCpus: 0.25,
     onInjected: (f) => faults.push(f),
+    onNotTaken: (f, reason) => notTaken.push(`${f.event.action} ${f.event.replica}: ${reason}`),
   });
   injector.start();
   await new Promise((r) => setTimeout(r, 150));
   await injector.stop();
-  return { calls, faults, injector };
+  return { calls, faults, injector, notTaken };
 }
 
 describe('Injector', () => {
@@ -78,6 +96,14 @@ describe('Injector', () => {
   it('records a failed action as an error instead of throwing', async () => {
     const { faults } = await runAll([ev(0, 'r1', 'down')], 'kill r1');
     expect(faults[0]?.error).toBe('boom');
+  });
+
+  it('reports a kill that did not happen (the status still shows the replica up), off the injection path', async () => {
+    const { faults, notTaken } = await runAll([ev(0, 'r1', 'down'), ev(0, 'r1', 'rejoin')], undefined, 'r1');
+    // Both injected at once (the check does not hold the next event back); only the kill failed.
+    expect(faults.map((f) => f.event.action)).toEqual(['down', 'rejoin']);
+    expect(faults[0]?.error).toBeUndefined();
+    expect(notTaken).toEqual(['down r1: r1 is still up after down']);
   });
 
   it('restores what the run changed: starts killed replicas, unpauses, resets quotas', async () => {

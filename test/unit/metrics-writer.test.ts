@@ -355,10 +355,13 @@ describe('loadRun errors name the file', () => {
     }
   };
 
-  it('running run: summary.json missing, RUNNING mentioned', () => {
+  it('running run: no summary.json yet, rebuilt and said to be still running', () => {
     const w = createRunWriter({ ...options(join(root, 'errs')), runId: 'live' });
     w.writeConfig({});
-    expectInvalid(w.dir, /summary\.json: missing \(RUNNING marker present/);
+    const live = loadRun(w.dir);
+    expect(live.status).toBe('incomplete');
+    expect(live.summary.rebuilt).toBe(true);
+    expect(live.summary.errors?.[0]).toMatch(new RegExp(`^still running or hung \\(pid ${process.pid}\\)`));
     w.finish(1_000, true);
     expect(loadRun(w.dir).status).toBe('complete');
     writeFileSync(join(w.dir, 'events.jsonl'), '{"type":"note","tMs":1}\nnot json\n');
@@ -368,6 +371,10 @@ describe('loadRun errors name the file', () => {
     expectInvalid(w.dir, /timeline\.csv: line 2: 2 cells/);
     rmSync(join(w.dir, 'config.json'));
     expectInvalid(w.dir, /config\.json: missing/);
+    rmSync(join(w.dir, 'summary.json'));
+    writeFileSync(join(w.dir, 'RUNNING'), '{}\n');
+    rmSync(join(w.dir, 'timeline.csv'));
+    expectInvalid(w.dir, /timeline\.csv: missing/);
     expectInvalid(join(root, 'nope'), /not a directory/);
   });
 

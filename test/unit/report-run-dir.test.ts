@@ -137,14 +137,13 @@ describe('findRunDirs', () => {
   it('says when a run stopped before its summary', () => {
     const err = thrown(() => findRunDirs([join(dir, 'broken')]));
     expect(isPlbError(err, 'RUN_DIR_INVALID')).toBe(true);
-    expect(err.message).toMatch(/no summary.json in/);
+    expect(err.message).toMatch(/no run directory \(summary.json or RUNNING\) in/);
     expect((err as { hint?: string }).hint).toMatch(/stopped before it wrote its summary/);
   });
 
-  it('hints at a RUNNING marker', () => {
-    const err = thrown(() => findRunDirs([join(dir, 'live')]));
-    expect(isPlbError(err, 'RUN_DIR_INVALID')).toBe(true);
-    expect((err as { hint?: string }).hint).toMatch(/RUNNING marker present/);
+  it('lists a directory with a RUNNING marker (a crashed run) instead of dropping it', () => {
+    expect(findRunDirs([join(dir, 'live')])).toEqual([join(dir, 'live')]);
+    expect(findRunDirs([dir])).toContain(join(dir, 'live'));
   });
 
   it('names the bad summary field', () => {

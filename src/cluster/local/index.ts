@@ -47,6 +47,7 @@ import {
   clearStaleLock,
   clockTicksPerSecond,
   postmasterPid,
+  processesUnder,
   processTree,
   readStat,
   signalTree,
@@ -618,6 +619,19 @@ export class LocalDriver implements ClusterDriver {
             .filter((d) => d.isDirectory())
             .map((d) => join(root, d.name))
         : [];
+    if (owns) {
+      // A plb killed half-way (SIGKILL, power loss) leaves children no pid file names: an initdb,
+      // a pg_basebackup, a postmaster still starting. They work in this cluster's folder: end them.
+      const strays = processesUnder(root);
+      for (const p of strays) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+      if (strays.length > 0) await this.waitGone(strays[0] as number, strays.slice(1));
+    }
     await Promise.all(
       dirs.map(async (d) => {
         const pid = postmasterPid(d);
@@ -629,6 +643,11 @@ export class LocalDriver implements ClusterDriver {
     );
     if (owns) {
       for (const id of this.ids()) this.limiter.remove(id);
+      // The id file goes last: a down cut short (a kill, a crash) leaves a folder that still
+      // says whose it is, so the next down removes the rest instead of leaving it alone.
+      if (existsSync(root))
+        for (const e of readdirSync(root))
+          if (e !== ID_FILE) rmSync(join(root, e), { recursive: true, force: true });
       rmSync(root, { recursive: true, force: true });
     }
     if (existsSync(clusterDir(this.spec.stateDir, this.spec.name)) && this.ownsRecord())

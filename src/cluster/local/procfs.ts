@@ -185,3 +185,32 @@ export function clearStaleLock(dataDir: string): boolean {
   rmSync(file, { force: true });
   return true;
 }
+
+/**
+ * Processes working in `dir` or naming a path inside it: what is left of a plb killed half-way
+ * through (an initdb, a pg_basebackup, a postmaster still starting, whose pid file is not written
+ * yet). `dir` is a folder plb made for one cluster id, so these are plb's own. Never this process.
+ */
+export function processesUnder(dir: string): number[] {
+  const inside = (p: string): boolean => p === dir || p.startsWith(`${dir}/`);
+  const out: number[] = [];
+  let entries: string[] = [];
+  try {
+    entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return out;
+  }
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    try {
+      const cwd = readlinkSync(`/proc/${pid}/cwd`);
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      // `-D /dir`, `-D/dir`, `--pgdata=/dir`: the path with its flag prefix taken off.
+      if (inside(cwd) || args.some((a) => inside(a.replace(/^(-D|--[a-z-]+=)/, '')))) out.push(pid);
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return out;
+}
