@@ -18,10 +18,15 @@ import {
   parseSeconds,
   type SecondRecord,
 } from './seconds.js';
-import { assemblePhases, detectionCounts, detectionRecords, markInvalidPhases } from './summary.js';
+import {
+  assemblePhases,
+  detectionCounts,
+  detectionRecords,
+  harnessPhaseStats,
+  markInvalidPhases,
+} from './summary.js';
 import type { TimelineRow } from './timeline.js';
 import {
-  HARNESS_LOOP_P99_LIMIT_MS,
   SUMMARY_SCHEMA_VERSION,
   type ClassPhaseStats,
   type HarnessPhaseStats,
@@ -205,16 +210,7 @@ export function rebuildSummary(input: RebuildInput): RunSummary {
     const cpu = secs.map(({ row }) => row.harness.cpu).filter((v): v is number => v !== null);
     const loop: Histogram = newLatencyHistogram();
     for (const { sec } of secs) addEncoded(loop, sec?.loop);
-    if (cpu.length === 0 || loop.totalCount === 0) return undefined;
-    const p99 = percentileMs(loop, 99) ?? 0;
-    return {
-      cpuMean: round(mean(cpu), 4),
-      cpuMax: round(Math.max(...cpu), 4),
-      loopP50Ms: round(percentileMs(loop, 50), 3),
-      loopP99Ms: round(p99, 3),
-      loopMaxMs: round(loop.maxValue / 1000, 3),
-      saturated: p99 > HARNESS_LOOP_P99_LIMIT_MS,
-    };
+    return harnessPhaseStats(cpu, loop);
   });
 
   const summaries = assemblePhases(phases, perClass, replicaStats, harness);

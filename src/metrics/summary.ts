@@ -232,6 +232,23 @@ export function assemblePhases(
   });
 }
 
+/** One phase of the client: its CPU samples and event-loop delays (undefined without both). */
+export function harnessPhaseStats(
+  cpu: readonly number[],
+  loop: Histogram | undefined,
+): HarnessPhaseStats | undefined {
+  if (cpu.length === 0 || !loop || loop.totalCount === 0) return undefined;
+  const p99 = percentileMs(loop, 99) ?? 0;
+  return {
+    cpuMean: round(mean(cpu), 4),
+    cpuMax: round(Math.max(...cpu), 4),
+    loopP50Ms: round(percentileMs(loop, 50), 3),
+    loopP99Ms: round(p99, 3),
+    loopMaxMs: round(loop.maxValue / 1000, 3),
+    saturated: p99 > HARNESS_LOOP_P99_LIMIT_MS,
+  };
+}
+
 /** Per phase: the client process's CPU and event-loop delay (undefined where it was not sampled). */
 function harnessStats(store: MetricsStore, phases: readonly Phase[]): (HarnessPhaseStats | undefined)[] {
   const h = store.harnessLog;
@@ -240,20 +257,7 @@ function harnessStats(store: MetricsStore, phases: readonly Phase[]): (HarnessPh
   const loops = phases.map(() => newLatencyHistogram());
   for (let i = 0; i < h.loopAt.length; i++)
     loops[phaseIndexAt(phases, h.loopAt.get(i))]?.recordValue(h.loopDelayUs.get(i));
-  return phases.map((_, p) => {
-    const c = cpu[p] ?? [];
-    const loop = loops[p];
-    if (c.length === 0 || !loop || loop.totalCount === 0) return undefined;
-    const p99 = percentileMs(loop, 99) ?? 0;
-    return {
-      cpuMean: round(mean(c), 4),
-      cpuMax: round(Math.max(...c), 4),
-      loopP50Ms: round(percentileMs(loop, 50), 3),
-      loopP99Ms: round(p99, 3),
-      loopMaxMs: round(loop.maxValue / 1000, 3),
-      saturated: p99 > HARNESS_LOOP_P99_LIMIT_MS,
-    };
-  });
+  return phases.map((_, p) => harnessPhaseStats(cpu[p] ?? [], loops[p]));
 }
 
 const EXPECTED_STATE: Record<string, 'down' | 'up'> = {
