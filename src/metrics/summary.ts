@@ -334,9 +334,10 @@ export function markInvalidPhases(phases: PhaseSummary[], events: readonly RunEv
   const failed = failedFaults(events);
   const faults = events.filter((e) => e.type === 'fault');
   for (const { event: f, reason } of failed) {
-    const fromS = f.tMs / 1000;
+    // Rounded as the phase bounds are (ms), or a fault at 1.0036 s would overlap a ref ending at 1.004.
+    const fromS = round(f.tMs / 1000, 3) ?? 0;
     const next = faults.find((g) => g.replica === f.replica && g.tMs > f.tMs);
-    const untilS = next === undefined ? Number.POSITIVE_INFINITY : next.tMs / 1000;
+    const untilS = next === undefined ? Number.POSITIVE_INFINITY : (round(next.tMs / 1000, 3) ?? 0);
     for (const p of phases) {
       if (p.startS < untilS && p.endS > fromS) p.invalid = p.invalid ? `${p.invalid}; ${reason}` : reason;
     }

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadRun } from '../../src/metrics/load-run.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import { markInvalidPhases } from '../../src/metrics/summary.js';
+import type { PhaseSummary, RunSummary } from '../../src/metrics/types.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { renderReport } from '../../src/report/render.js';
 
@@ -96,5 +97,21 @@ describe('honest completion', () => {
     expect(all?.complete).toBe(false);
     // Alone, an incomplete run still shows (nothing to mix it into).
     expect(aggregateRuns([bad])[0]?.runIds).toEqual(['rep-2']);
+  });
+});
+
+describe('markInvalidPhases at a phase boundary', () => {
+  it('a failed fault invalidates the phases after its boundary, not the one that ends there', () => {
+    // Phase bounds are rounded to the ms: a fault at 1003.6 ms bounds ref at 1.004 s.
+    const phases = [
+      { name: 'ref', startS: 0.504, endS: 1.004 },
+      { name: 'down-1', startS: 1.004, endS: 3 },
+    ] as PhaseSummary[];
+    const reasons = markInvalidPhases(phases, [
+      { type: 'fault', tMs: 1003.6, replica: 'r1', action: 'down', error: 'r1 is still up' },
+    ]);
+    expect(reasons).toEqual(['down r1 at 1.004 s failed: r1 is still up']);
+    expect(phases[0]?.invalid).toBeUndefined();
+    expect(phases[1]?.invalid).toBe('down r1 at 1.004 s failed: r1 is still up');
   });
 });
