@@ -10,6 +10,7 @@
  * with R = (q / C) / (1 - u) the mean response of a processor-sharing server of C cores at u.
  */
 import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { connect } from '../cluster/pg-util.js';
 import { PlbError } from '../errors.js';
@@ -78,7 +79,8 @@ export interface Calibration extends ThinkTimeResult {
 /**
  * Measures q and c on one replica: `concurrency` sessions run queries of the workload's mix for
  * `warmMs` unmeasured and 1.5 s for a first estimate; then queries arrive (Poisson) at the rate
- * that estimate says makes the target CPU, for `budgetMs`, and that measures q; then `connects` connect+close cycles, reading the replica's CPU counter around each.
+ * that estimate says makes the target CPU, for `budgetMs`, and that measures q; then `connects`
+ * connect+close cycles measure c, reading the replica's CPU counter around each step.
  */
 export async function calibrateThinkTime(opts: {
   driver: ClusterDriver;
@@ -125,8 +127,7 @@ export async function calibrateThinkTime(opts: {
   }
   let dealt = 0;
   const next = () => makeQuery(deck[dealt++ % deck.length] ?? 'point', workload.datasetRows, rng);
-  // Concurrent, as in a run: a replica serving many sessions spends more CPU a query (context
-  // switches, contention) than one serving them one by one (measured: about 40% more at T=1000).
+  // A pool of sessions: the paced phase must not queue behind one connection.
   const clients = await Promise.all(
     Array.from({ length: concurrency }, () =>
       connect(replica, credentials, { applicationName: 'plb-calibrate' }),
@@ -180,10 +181,10 @@ export async function calibrateThinkTime(opts: {
     const rate = (opts.targetCpu * opts.cpusPerReplica) / estimate;
     const inFlight: Promise<void>[] = [];
     c0 = await cpuOf();
-    const t0 = Date.now();
+    const start = Date.now();
     for (let at = 0; at < budgetMs; at += rng.exp(1000 / rate)) {
-      const wait = t0 + at - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const wait = start + at - Date.now();
+      if (wait > 0) await sleep(wait);
       inFlight.push(one().then(() => void queries++));
     }
     await Promise.all(inFlight);
