@@ -18,7 +18,7 @@ export {
 } from './cluster/select.js';
 export { acquireClusterLock, withClusterLock, type ClusterLock } from './cluster/lock.js';
 export { createRunWriter, loadRun, computePhases } from './metrics/index.js';
-export { runBench, type BenchConfig, type BenchResult } from './workload/runner.js';
+export { runBench, type BenchConfig, type BenchResult } from './bench/run.js';
 export {
   aggregateRuns,
   compareStrategies,

@@ -9,7 +9,7 @@ import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import Docker from 'dockerode';
 import { PlbError } from '../errors.js';
-import { composeFile } from './docker/assets.js';
+import { composeFile } from '../package-info.js';
 
 /** Name of the image `plb image build` makes. */
 export const OFFLINE_IMAGE = 'plb-postgres:15-bookworm';

@@ -1,5 +1,5 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { fail } from '../cli/fail.js';
+import { fail } from '../fail.js';
 import { isPlbError, PlbError } from '../errors.js';
 import { DEFAULT_TOLERANCE, TOLERANCE_EXIT_CODE, TOLERANCE_FIELDS } from '../report/tolerance.js';
 import { writeReports } from '../report/report.js';

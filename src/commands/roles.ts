@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { fail } from '../cli/fail.js';
+import { fail } from '../fail.js';
 import Table from 'cli-table3';
 import { PlbError } from '../errors.js';
 import {

@@ -1,5 +1,5 @@
 // Shared by the test files: what the machine has, and bench flags with test-sized defaults.
-import type { BenchFlagValues } from '../../src/cli/bench.js';
+import type { BenchFlagValues } from '../../src/bench/options.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
 
 /** True when the PostgreSQL server binaries are installed (local-driver suites skip otherwise). */

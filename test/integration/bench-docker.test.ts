@@ -16,7 +16,7 @@ import { parsePlan } from '../../src/faults/plan.js';
 import { createRunWriter, loadRun } from '../../src/metrics/index.js';
 import { createRouter } from '../../src/router/index.js';
 import type { StrategyName } from '../../src/router/types.js';
-import { runBench, type RunnerRouter } from '../../src/workload/runner.js';
+import { runBench, type RunnerRouter } from '../../src/bench/run.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 
 const NAME = 'plbtest-bench';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchFlagValues } from '../helpers/fixtures.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executeBench, parseBorrowing, type BenchFlagValues } from '../../src/cli/bench.js';
+import { executeBench, parseBorrowing, type BenchFlagValues } from '../../src/bench/options.js';
 import { acquireClusterLock } from '../../src/cluster/lock.js';
 import { isPlbError } from '../../src/errors.js';
 import { clusterSpec } from '../../src/cluster/select.js';

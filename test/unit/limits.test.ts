@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchFlagValues } from '../helpers/fixtures.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executeBench, type BenchFlagValues } from '../../src/cli/bench.js';
+import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
 import { clusterSpec } from '../../src/cluster/select.js';
 import { formatError, PlbError } from '../../src/errors.js';
 import { loadPlan, parsePlan } from '../../src/faults/plan.js';
-import { expandSeries } from '../../src/workload/bench.js';
+import { expandSeries } from '../../src/bench/series.js';
 import { Rng } from '../../src/workload/rng.js';
 import { escapeLines } from '../../src/text.js';
 

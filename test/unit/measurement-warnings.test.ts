@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PhaseSummary, RunSummary } from '../../src/metrics/types.js';
-import { measurementWarnings } from '../../src/workload/runner.js';
+import { measurementWarnings } from '../../src/bench/run.js';
 
 const phase = (name: string, loopP99Ms: number): PhaseSummary =>
   ({

@@ -8,7 +8,7 @@ import type { ClusterDriver, ServerStatus } from '../../src/cluster/driver.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';
 import type { RunSummary } from '../../src/metrics/types.js';
-import { runBench, type RunnerRouter } from '../../src/workload/runner.js';
+import { runBench, type RunnerRouter } from '../../src/bench/run.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 
 // No PostgreSQL here: the dataset is "already loaded"; sessions meet a closed port and fail.

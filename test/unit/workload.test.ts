@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { HealthTracker } from '../../src/cluster/health.js';
 import { isPlbError } from '../../src/errors.js';
-import { expandSeries } from '../../src/workload/bench.js';
+import { expandSeries } from '../../src/bench/series.js';
 import { makeQuery } from '../../src/workload/queries.js';
 import { Rng } from '../../src/workload/rng.js';
 import { parseMix, splitByMix } from '../../src/workload/spec.js';

@@ -16,7 +16,7 @@ import { portFree } from '../ports.js';
 import { createReplicationSlot, currentWalLsn, replicaReplication, withClient } from '../pg-util.js';
 import { loadCredentials, validateClusterName } from '../state.js';
 import { ensureImage } from '../image.js';
-import { entryScript, packageVersion } from './assets.js';
+import { entryScript, packageVersion } from '../../package-info.js';
 import { CpuReader } from './cpu.js';
 import { logText } from './logs.js';
 import { makeTar } from './tar.js';

@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { benchFlags, executeBench } from '../../cli/bench.js';
+import { benchFlags, executeBench } from '../../bench/options.js';
 import { escapeLines } from '../../text.js';
 
 export default class BenchMatrix extends Command {

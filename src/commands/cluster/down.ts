@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { fail } from '../../cli/fail.js';
+import { fail } from '../../fail.js';
 import { downCluster } from '../../cluster/select.js';
 import { withClusterLock } from '../../cluster/lock.js';
 import { DEFAULT_CLUSTER_NAME, defaultStateDir } from '../../cluster/state.js';

@@ -1,5 +1,5 @@
 import { Command, Flags } from '@oclif/core';
-import { fail } from '../../cli/fail.js';
+import { fail } from '../../fail.js';
 import { buildImage, OFFLINE_IMAGE } from '../../cluster/image.js';
 
 export default class ImageBuild extends Command {

@@ -1,5 +1,5 @@
 import { Args, Command, Flags } from '@oclif/core';
-import { fail } from '../../cli/fail.js';
+import { fail } from '../../fail.js';
 import { PlbError } from '../../errors.js';
 import { loadPlan } from '../../faults/plan.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';

@@ -1,5 +1,5 @@
 import { Args, Command } from '@oclif/core';
-import { fail } from '../../cli/fail.js';
+import { fail } from '../../fail.js';
 import { loadPlan } from '../../faults/plan.js';
 
 export default class PlanValidate extends Command {

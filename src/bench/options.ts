@@ -17,12 +17,13 @@ import {
 import type { BorrowingOptions } from '../router/types.js';
 import type { StrategyName } from '../router/types.js';
 import { renderComparison, writeReports } from '../report/index.js';
-import { renderBenchResults } from './bench-render.js';
+import { renderBenchResults } from '../report/side-by-side.js';
 import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from './stop-signals.js';
-import { defaultPlanPath, expandSeries, newSeed, plbVersion, runSeries } from '../workload/bench.js';
+import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
 import { checkSeed, MAX_SEED } from '../workload/rng.js';
-import type { BenchResult } from '../workload/runner.js';
-import { leaseCluster } from '../workload/cluster-lease.js';
+import type { BenchResult } from './run.js';
+import { packageVersion } from '../package-info.js';
+import { leaseCluster } from './cluster-lease.js';
 import { DEFAULT_WORKLOAD, parseMix, type WorkloadSpec } from '../workload/spec.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
 
@@ -330,7 +331,7 @@ export async function executeBench(
           signal: stop.signal,
           ...(autoThink ? { autoThink: { targetCpu } } : {}),
           configExtras: {
-            plbVersion: plbVersion(),
+            plbVersion: packageVersion(),
             node: process.version,
             driver: lease.driver.kind,
             borrowing: resolveBorrowing(borrowing),

@@ -1,29 +1,20 @@
 import { randomInt } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../package-info.js';
 import type { ClusterDriver, ClusterSpec } from '../cluster/driver.js';
 import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
 import { PlbError } from '../errors.js';
 import type { FaultPlan } from '../faults/types.js';
 import type { RoleVector } from '../router/types.js';
-import { calibrateThinkTime } from './calibrate.js';
-import { MAX_SEED, Rng } from './rng.js';
-import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './runner.js';
-import type { WorkloadSpec } from './spec.js';
-
-/** The package root (for the embedded plans and the version), from dist/workload or src/workload. */
-export function packageRoot(): string {
-  return fileURLToPath(new URL('../../', import.meta.url));
-}
-
-export function plbVersion(): string {
-  const pkg = JSON.parse(readFileSync(`${packageRoot()}package.json`, 'utf8')) as { version: string };
-  return pkg.version;
-}
+import { calibrateThinkTime } from '../workload/calibrate.js';
+import { MAX_SEED, Rng } from '../workload/rng.js';
+import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './run.js';
+import type { WorkloadSpec } from '../workload/spec.js';
 
 /** The embedded default plan: the short cascade. */
 export function defaultPlanPath(): string {
-  const p = `${packageRoot()}plans/demo-cascade.yaml`;
+  const p = join(packageRoot(), 'plans', 'demo-cascade.yaml');
   if (!existsSync(p)) throw new PlbError('INTERNAL', `the embedded demo plan is missing: ${p}`);
   return p;
 }

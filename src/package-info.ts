@@ -1,11 +1,11 @@
 /**
- * Files the Docker side needs at run time, found by walking up from this module to the package
- * root: works from src/ (tsx, vitest) and from dist/ alike. compose/ ships in the npm package.
+ * The package root, its version and the files it ships (plans/, compose/), found by walking up
+ * from this module: works from src/ (tsx, vitest) and from dist/ alike.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PlbError } from '../../errors.js';
+import { PlbError } from './errors.js';
 
 let root: string | undefined;
 
@@ -28,7 +28,7 @@ export function packageRoot(): string {
   }
 }
 
-/** plb's version, for the plb.version label. */
+/** plb's version (container labels, config.json). */
 export function packageVersion(): string {
   const pj = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: string };
   return pj.version ?? '0.0.0';

@@ -11,11 +11,11 @@ import {
   type RunWriter,
 } from '../metrics/types.js';
 import type { RoleVector, ServiceClass } from '../router/types.js';
-import { DataSource, asError } from './data-source.js';
-import { ensureDataset } from './dataset.js';
-import { Rng } from './rng.js';
-import { runClient, runSession, type SessionContext } from './session-loop.js';
-import { splitByMix, type WorkloadSpec } from './spec.js';
+import { DataSource, asError } from '../workload/data-source.js';
+import { ensureDataset } from '../workload/dataset.js';
+import { Rng } from '../workload/rng.js';
+import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
+import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
 
 /** The part of the router the runner uses (src/router createRouter()). */
 export interface RunnerRouter {

@@ -2,7 +2,7 @@ import Table from 'cli-table3';
 import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
 import { SERVICE_CLASSES } from '../router/types.js';
 import { tableStyle } from '../table-style.js';
-import type { BenchResult } from '../workload/runner.js';
+import type { BenchResult } from '../bench/run.js';
 
 const ms = (v: number | null): string => (v === null ? '-' : v < 10 ? v.toFixed(2) : v.toFixed(1));
 const pct = (v: number | null): string => (v === null ? '-' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(0)}%`);

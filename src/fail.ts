@@ -1,5 +1,5 @@
 import type { Command } from '@oclif/core';
-import { formatError } from '../errors.js';
+import { formatError } from './errors.js';
 
 /**
  * Prints the error as one line on stderr and exits. Not Command.error(): oclif wraps its message
