@@ -40,7 +40,7 @@ const table = new Table({
 for (const s of scenarios) {
   const out = mkdtempSync(join(tmpdir(), 'plb-sim-speed-'));
   const rssFile = join(out, 'rss');
-  const args = ['--require', './benchmarks/rss-hook.cjs', 'bin/run.js', 'bench', 'run', '--driver', 'sim'];
+  const args = ['--import', './benchmarks/rss-hook.mjs', 'bin/run.js', 'bench', 'run', '--driver', 'sim'];
   args.push('--strategy', strategy, '--seed', '7', '--out', out, ...s.args);
   const t0 = process.hrtime.bigint();
   const r = spawnSync('node', args, {
