@@ -1,7 +1,8 @@
 import { Args, Command, Flags } from '@oclif/core';
 import { fail } from '../fail.js';
-import { isPlbError, PlbError } from '../errors.js';
+import { formatError, isPlbError, PlbError } from '../errors.js';
 import { DEFAULT_TOLERANCE, TOLERANCE_EXIT_CODE, TOLERANCE_FIELDS } from '../report/tolerance.js';
+import { annotation, DEFAULT_GATE_FLOORS, GATE_K, gateSummaryLine, reportGate } from '../report/gate.js';
 import { writeReports } from '../report/report.js';
 import { escapeLines } from '../text.js';
 
@@ -17,12 +18,21 @@ Writes report.html into each run directory, and for several runs a comparison pa
 Exit codes: 0 ok; 2 bad input or unreadable run directory; ${TOLERANCE_EXIT_CODE} a metric moved beyond
 its --tolerance (with --compare-to). Tolerance fields: ${Object.keys(TOLERANCE_FIELDS).join(', ')};
 p50/p95/p99/goodput/lifetime are relative to the baseline, retention/inflation/cpu/cv/errors are
-absolute differences; 25% and 0.25 are the same.`;
+absolute differences; 25% and 0.25 are the same.
+
+--gate makes --compare-to one-sided and noise-aware: a cell (group, phase, class, metric) fails
+only when it got worse (latency or inflation up, goodput, retention or lifetime down) by more than
+max(${GATE_K} x the baseline's IQR, floor), the IQR relative to the baseline median for relative
+fields. Better never fails; a cell the baseline has and the runs lack fails. With --gate,
+--tolerance gives the fields to gate and their floors (default ${DEFAULT_GATE_FLOORS}).
+--github adds ::error:: annotations and appends the verdict to $GITHUB_STEP_SUMMARY.`;
 
   static override examples = [
     '<%= config.bin %> report runs/2026-11-30T10-00-00-plb',
     '<%= config.bin %> report runs/ --markdown --baseline static',
     `<%= config.bin %> report runs/ --compare-to benchmarks/baseline/summary.json --tolerance ${DEFAULT_TOLERANCE}`,
+    '<%= config.bin %> report runs/ --compare-to benchmarks/baseline/summary.json --gate --github',
+    '<%= config.bin %> report runs/ --json --skip-html --baseline-out candidate/summary.json',
   ];
 
   static override strict = false;
@@ -46,6 +56,17 @@ absolute differences; 25% and 0.25 are the same.`;
       description: 'baseline summary.json (or plb report --json output) to check against',
     }),
     tolerance: Flags.string({ description: `allowed movement per metric, e.g. ${DEFAULT_TOLERANCE}` }),
+    gate: Flags.boolean({
+      description: 'with --compare-to: fail only on cells worse than the baseline beyond its noise (IQR)',
+      dependsOn: ['compare-to'],
+    }),
+    github: Flags.boolean({
+      description:
+        'GitHub Actions: ::error:: annotations, and the gate verdict appended to $GITHUB_STEP_SUMMARY',
+    }),
+    'baseline-out': Flags.string({
+      description: 'write a candidate baseline for --compare-to made from these runs (the --json document)',
+    }),
     'include-incomplete': Flags.boolean({
       description:
         'put incomplete runs (stopped, failed faults, crashed) into the medians of groups that have complete runs too',
@@ -66,6 +87,8 @@ absolute differences; 25% and 0.25 are the same.`;
         compareTo: flags['compare-to'],
         tolerance: flags.tolerance,
         includeIncomplete: flags['include-incomplete'],
+        gate: flags.gate,
+        baselineOut: flags['baseline-out'],
       });
       // Names come from files on disk: control characters are escaped for the terminal. Tables
       // escape them themselves (before colouring); JSON and CSV reach a pipe or file as rendered.
@@ -82,8 +105,18 @@ absolute differences; 25% and 0.25 are the same.`;
           throw new PlbError('TOLERANCE_EXCEEDED', summary);
         }
       }
+      if (out.candidate) {
+        this.logToStderr(`wrote candidate baseline ${out.candidate.file}`);
+        for (const w of out.candidate.warnings)
+          this.logToStderr(flags.github ? annotation('warning', 'plb report', w) : `note: ${w}`);
+      }
+      if (out.gate && reportGate(out.gate, { log: (l) => this.logToStderr(l), github: flags.github })) {
+        throw new PlbError('TOLERANCE_EXCEEDED', gateSummaryLine(out.gate));
+      }
     } catch (err) {
       if (isPlbError(err, 'TOLERANCE_EXCEEDED')) this.exit(TOLERANCE_EXIT_CODE);
+      // An input error (no runs, unreadable baseline) must show on the workflow run too.
+      if (flags.github) process.stderr.write(`${annotation('error', 'plb report', formatError(err))}\n`);
       if (isPlbError(err)) fail(this, err);
       throw err;
     }

@@ -1,4 +1,5 @@
 // `--compare-to <summary.json> --tolerance <spec>`: did a metric move beyond its tolerance?
+// Two-sided, fixed tolerances; the nightly uses the one-sided, IQR-aware gate in gate.ts.
 import { readFileSync } from 'node:fs';
 import { PlbError } from '../errors.js';
 import { SERVICE_CLASSES } from '../router/types.js';
