@@ -22,11 +22,16 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
     case 'invalid_type':
       return got === undefined ? 'is missing' : `must be ${article(issue.expected)} (got ${show(got)})`;
     case 'invalid_value':
-      return `must be ${issue.values.map((v) => JSON.stringify(v)).join(' or ')} (got ${show(got)})`;
-    case 'invalid_union':
-      if ('note' in issue && issue.note === 'No matching discriminator')
-        return `has an unknown ${String(issue.discriminator ?? 'kind')} (got ${show(got)})`;
+      return got === undefined
+        ? `is missing (must be ${oneOf(issue.values)})`
+        : `must be ${oneOf(issue.values)} (got ${show(got)})`;
+    case 'invalid_union': {
+      // A discriminated union whose discriminator (e.g. an event's type) matches no branch.
+      const options = (issue as { options?: unknown[] }).options;
+      if (options !== undefined)
+        return got === undefined ? 'is missing' : `must be ${oneOf(options)} (got ${show(got)})`;
       return `does not match any allowed shape (got ${show(got)})`;
+    }
     case 'too_small':
       return `must be ${issue.inclusive === false ? '>' : '>='} ${String(issue.minimum)} (got ${show(got)})`;
     case 'too_big':
@@ -38,6 +43,13 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
     default:
       return issue.message;
   }
+}
+
+/** `1`, `"a" or "b"`, `one of "a", "b", "c"`. */
+function oneOf(values: readonly unknown[]): string {
+  const shown = values.map((v) => JSON.stringify(v));
+  if (shown.length <= 2) return shown.join(' or ');
+  return `one of ${shown.join(', ')}`;
 }
 
 function article(expected: string): string {
@@ -62,7 +74,7 @@ function show(v: unknown): string {
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
 
-/** The first issue as `<field> <what>` (`value` when the top level itself is wrong). */
+/** The first issue as `<field> <what>` (only `<what>` when the top level itself is wrong). */
 export function firstIssue(error: z.ZodError, input: unknown): string {
   const issue = error.issues[0];
   if (!issue) return 'is invalid';
@@ -72,7 +84,8 @@ export function firstIssue(error: z.ZodError, input: unknown): string {
       ? { ...issue.errors[0][0], path: [...issue.path, ...issue.errors[0][0].path] }
       : issue;
   const field = fieldPath(inner.path);
-  return `${field === '' ? 'value' : field} ${describeIssue(inner as z.core.$ZodIssue, input)}`;
+  const what = describeIssue(inner as z.core.$ZodIssue, input);
+  return field === '' ? what : `${field} ${what}`;
 }
 
 /**

@@ -57,7 +57,7 @@ export const planFileEventSchema = z
 export const planFileSchema = z
   .strictObject({
     name: z.string().min(1).max(100),
-    description: z.string().optional(),
+    description: z.string().nullable().optional(),
     duration: duration('total run length'),
     warmup: duration('start excluded from every phase (default 10s)').optional(),
     reference: duration('length of the ref phase before the first fault (default 30s)').optional(),

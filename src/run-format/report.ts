@@ -14,12 +14,15 @@ import { mixSchema, serviceClassRecord, serviceClassSchema } from './common.js';
 
 export const REPORT_SCHEMA_ID = 'plb-report/1';
 
-export const statSchema = z.object({
-  median: z.number().nullable(),
-  q1: z.number().nullable(),
-  q3: z.number().nullable(),
-  n: z.number().describe('non-null values the stat is made of'),
-});
+export const statSchema = z
+  .object({
+    median: z.number().nullable(),
+    q1: z.number().nullable(),
+    q3: z.number().nullable(),
+    n: z.number().describe('non-null values the stat is made of'),
+  })
+  // An id: the JSON Schema defines it once and refers to it (it is used ~60 times).
+  .meta({ id: 'Stat', description: 'Median and interquartile range over the repeats' });
 
 // Keep in step with CLASS_METRICS (report/aggregate.ts); the type checks below say when not.
 const CLASS_METRICS = [
