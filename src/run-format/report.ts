@@ -143,3 +143,33 @@ const _strategy: SameType<z.infer<typeof strategyComparisonSchema>, StrategyComp
 const _comparison: SameType<z.infer<typeof comparisonSchema>, Comparison> = true;
 const _report: SameType<z.infer<typeof reportJsonSchema>, ReportJson> = true;
 const _id: Assignable<ReportJson['schema'], typeof REPORT_SCHEMA_ID> = true;
+
+/**
+ * A report JSON read back as a `--compare-to` baseline: only what the comparison reads, so a
+ * plb-report/1 file written before later fields were added (the committed nightly baseline) still
+ * loads, while a file whose groups, phases or stats are malformed is refused naming the field.
+ */
+export const reportBaselineSchema = z.object({
+  schema: z.literal(REPORT_SCHEMA_ID),
+  groups: z.array(
+    z.object({
+      key: z.string(),
+      runIds: z.array(z.string()),
+      phases: z.array(
+        z.object({
+          name: z.string(),
+          classes: z.object({
+            premium: z.record(z.string(), statSchema).optional(),
+            freemium: z.record(z.string(), statSchema).optional(),
+          }),
+          cpuMean: statSchema.optional(),
+          cpuCv: statSchema.optional(),
+        }),
+      ),
+    }),
+  ),
+});
+
+/** A group of a baseline: every RunGroup is one. */
+export type BaselineGroup = z.infer<typeof reportBaselineSchema>['groups'][number];
+const _baselineGroup: Assignable<RunGroup, BaselineGroup> = true;

@@ -16,6 +16,7 @@ import { createRunWriter } from '../../src/metrics/run-writer.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { renderRunHtml } from '../../src/report/html.js';
 import { renderReport } from '../../src/report/render.js';
+import { loadBaseline } from '../../src/report/tolerance.js';
 import { DEFAULT_BORROWING, resolveBorrowing } from '../../src/router/index.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 import { clusterRecordSchema } from '../../src/run-format/cluster-record.js';
@@ -292,6 +293,23 @@ describe('readers refuse a bad file with one line naming the file and the field'
     );
     writeFileSync(file, JSON.stringify({ ...good, driver: 'podman' }));
     expectRefused(() => readClusterRecord(stateDir, 'c2'), 'INTERNAL', /driver must be "docker" or "local"/);
+  });
+});
+
+describe('a --compare-to baseline (report JSON)', () => {
+  it('loads the committed nightly baseline (written before later fields) and refuses a bad stat', () => {
+    const file = join(ROOT, 'benchmarks/baseline/summary.json');
+    expect(loadBaseline(file).length).toBe(3);
+    const raw = readJson(file) as { groups: { phases: { classes: { premium: { p95: unknown } } }[] }[] };
+    const phase = raw.groups[0]?.phases[1];
+    if (phase) phase.classes.premium.p95 = { median: 'fast' };
+    const bad = join(tmp, 'baseline.json');
+    writeFileSync(bad, JSON.stringify(raw));
+    expectRefused(
+      () => loadBaseline(bad),
+      'BAD_INPUT',
+      /baseline\.json: groups\[0\]\.phases\[1\]\.classes\.premium\.p95\.median must be a number \(got "fast"\)$/,
+    );
   });
 });
 
