@@ -10,7 +10,7 @@ import type { SameType } from './type-check.js';
 
 export const faultActionSchema = z.enum(['down', 'rejoin', 'stop', 'pause', 'unpause', 'throttle']);
 
-export const faultEventSchema = z.object({
+export const planEventSchema = z.object({
   at: z.number(),
   replica: z.string(),
   action: faultActionSchema,
@@ -25,11 +25,11 @@ export const faultPlanSchema = z.object({
   warmup: z.number(),
   referenceWindow: z.number(),
   replicas: z.number(),
-  events: z.array(faultEventSchema),
+  events: z.array(planEventSchema),
 });
 
 const _action: SameType<z.infer<typeof faultActionSchema>, FaultAction> = true;
-const _event: SameType<z.infer<typeof faultEventSchema>, FaultEvent> = true;
+const _event: SameType<z.infer<typeof planEventSchema>, FaultEvent> = true;
 const _plan: SameType<z.infer<typeof faultPlanSchema>, FaultPlan> = true;
 
 // The same duration syntax parseDuration accepts.

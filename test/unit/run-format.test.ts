@@ -1,5 +1,6 @@
 // The run-format schemas: what every writer produces parses, readers refuse bad files with one line
 // naming the file and the field, and the published JSON Schema files are the generated ones.
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -191,6 +192,24 @@ describe('writers produce what the schemas accept (round trip)', () => {
       configSchema.parse(readJson(join(dir, 'config.json')));
       summarySchema.parse(readJson(join(dir, 'summary.json')));
       for (const e of jsonLines(join(dir, 'events.jsonl'))) runEventSchema.parse(e);
+    }
+  });
+
+  it('the fixture generator: its output parses, loads, and is what is committed', () => {
+    const out = join(tmp, 'fixtures');
+    const script = join(ROOT, 'test/fixtures/runs/make-fixtures.ts');
+    const r = spawnSync(process.execPath, ['--import', 'tsx', script, out], { cwd: ROOT, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    for (const d of readdirSync(FIXTURES)) {
+      const dir = join(out, 'demo-cascade', d);
+      for (const f of readdirSync(join(FIXTURES, d)))
+        expect(readFileSync(join(dir, f), 'utf8'), `${d}/${f}`).toBe(
+          readFileSync(join(FIXTURES, d, f), 'utf8'),
+        );
+      configSchema.parse(readJson(join(dir, 'config.json')));
+      summarySchema.parse(readJson(join(dir, 'summary.json')));
+      for (const e of jsonLines(join(dir, 'events.jsonl'))) runEventSchema.parse(e);
+      expect(loadRun(dir).status).toBe('complete');
     }
   });
 
