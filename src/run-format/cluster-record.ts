@@ -21,6 +21,7 @@ export const clusterRecordSchema = z
   .object({
     version: z.literal(1),
     name: z.string(),
+    // The id format of cluster/state.ts (newClusterId); a record without one is refused by name.
     id: z.string().regex(/^[0-9a-f]{12}$/),
     driver: z.enum(['docker', 'local']),
     spec: clusterSpecSchema,
