@@ -18,7 +18,8 @@ const PROBE_TIMEOUT_MS = 3000;
 export async function collectEnvironment(driver?: ClusterDriver): Promise<RunEnvironment> {
   const cores = cpus();
   const [postgres, image] = await Promise.all([
-    driver ? serverVersion(driver) : null,
+    // A simulated cluster has no server to ask (its calibration is recorded instead).
+    driver && driver.kind !== 'sim' ? serverVersion(driver) : null,
     driver?.kind === 'docker' ? dockerImage(driver) : null,
   ]);
   return {
