@@ -156,10 +156,8 @@ function onInjected(x: PartsInputs, f: InjectedFault): void {
     `t=${(f.tMs / 1000).toFixed(1)}s ${f.event.action} ${f.event.replica}${f.error ? ` FAILED: ${f.error}` : ''}`,
   );
   const a = f.event.action;
-  if (x.config.oracle) {
-    if (replicaStateAfter(a) === 'down') x.setHealth(f.event.replica, 'down', 'oracle', `injected ${a}`);
-    if (replicaStateAfter(a) === 'up') x.setHealth(f.event.replica, 'up', 'oracle', `injected ${a}`);
-  }
+  const state = replicaStateAfter(a);
+  if (x.config.oracle && state !== null) x.setHealth(f.event.replica, state, 'oracle', `injected ${a}`);
   if (a === 'throttle' && f.event.cpus !== undefined) x.setQuota(f.event.replica, f.event.cpus);
 }
 
