@@ -53,7 +53,9 @@ export interface ClusterSpec {
 }
 
 /** Defaults of a cluster spec (clusterSpec() fills them in; the CLI's flags show them). */
-export const DEFAULT_CLUSTER = Object.freeze({
+export const DEFAULT_CLUSTER: Readonly<
+  Pick<ClusterSpec, 'name' | 'replicas' | 'basePort' | 'cpus' | 'primaryCpus' | 'maxConnections'>
+> = Object.freeze({
   /**
    * Cluster name: containers plb-plb-primary, plb-plb-r1...
    * @default 'plb'

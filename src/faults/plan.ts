@@ -5,7 +5,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, Scalar } from 'yaml';
 import type { Document, Node as YamlNode, YAMLMap } from 'yaml';
-import { replicaIds } from '../cluster/driver.js';
+import { DEFAULT_CLUSTER, replicaIds } from '../cluster/driver.js';
 import { PlbError } from '../errors.js';
 import { escapeControl, hasControl } from '../text.js';
 import { actionRequirement, computePhases, stateAfter, type PlanReplicaState } from './actions.js';
@@ -19,9 +19,25 @@ export const FAULT_ACTIONS: readonly FaultAction[] = [
   'unpause',
   'throttle',
 ];
-export const DEFAULT_WARMUP_S = 10;
-export const DEFAULT_REFERENCE_S = 30;
-export const DEFAULT_REPLICAS = 5;
+/** What a plan gets for a header field it leaves out. */
+export const DEFAULT_PLAN: Readonly<Pick<FaultPlan, 'warmup' | 'referenceWindow' | 'replicas'>> =
+  Object.freeze({
+    /**
+     * Seconds from the start before anything is measured (connections, caches warm up).
+     * @default 10
+     */
+    warmup: 10,
+    /**
+     * Seconds of the `ref` window just before the first fault (DESIGN.md, Phases).
+     * @default 30
+     */
+    referenceWindow: 30,
+    /**
+     * K, the replicas the plan is written for: the cluster's default.
+     * @default 5
+     */
+    replicas: DEFAULT_CLUSTER.replicas,
+  });
 export const MAX_REPLICAS = 64;
 /** Limits: a plan past them is a mistake (or hostile), and would only exhaust memory or the terminal. */
 export const MAX_PLAN_BYTES = 1024 * 1024;
@@ -208,12 +224,12 @@ class PlanReader {
     }
     const warmup = fields.has('warmup')
       ? this.duration(fields.get('warmup'), 'warmup', false)
-      : DEFAULT_WARMUP_S;
+      : DEFAULT_PLAN.warmup;
     const referenceWindow = fields.has('reference')
       ? this.duration(fields.get('reference'), 'reference', true)
-      : DEFAULT_REFERENCE_S;
+      : DEFAULT_PLAN.referenceWindow;
 
-    let replicas = DEFAULT_REPLICAS;
+    let replicas = DEFAULT_PLAN.replicas;
     if (fields.has('replicas')) {
       const node = fields.get('replicas');
       const v = this.value(node);
