@@ -21,13 +21,13 @@ import { ensureImage, withTimeout } from './image.js';
 import { logText } from './logs.js';
 import { makeTar } from './tar.js';
 
-export const LABEL_CLUSTER = 'plb.cluster';
-export const LABEL_SERVER = 'plb.server';
-export const LABEL_VERSION = 'plb.version';
+const LABEL_CLUSTER = 'plb.cluster';
+const LABEL_SERVER = 'plb.server';
+const LABEL_VERSION = 'plb.version';
 /** The cluster instance's unique id (its record's id): down removes only what carries it. */
-export const LABEL_ID = 'plb.id';
+const LABEL_ID = 'plb.id';
 
-export function containerName(cluster: string, id: ServerId): string {
+function containerName(cluster: string, id: ServerId): string {
   return `plb-${cluster}-${id}`;
 }
 
