@@ -3,12 +3,19 @@
  * servers' addresses and settings, free ports, readiness, the pg connector and the dataset.
  * Each driver adds how it starts, stops and measures its servers.
  */
-import { serverIds, type ClusterSpec, type Credentials, type Endpoint, type ServerId } from './driver.js';
+import {
+  serverIds,
+  type ClusterSpec,
+  type Credentials,
+  type Endpoint,
+  type ServerId,
+  type ServerStatus,
+} from './driver.js';
 import { PlbError } from '../errors.js';
 import { ensureDataset } from '../workload/dataset.js';
 import { pgConnector, type Connector } from './connector.js';
 import { portFree } from './ports.js';
-import { waitServerReady } from './pg-util.js';
+import { currentWalLsn, replicaReplication, waitServerReady } from './pg-util.js';
 import { MAX_MAX_CONNECTIONS, MIN_MAX_CONNECTIONS } from './sizing.js';
 import { loadCredentials, validateClusterName } from './state.js';
 
@@ -80,6 +87,14 @@ export function serverSettings(spec: ClusterSpec, sharedBuffersMaxMb: number): S
   };
 }
 
+/** What a driver knows of one server without asking postgres (its process or container). */
+export interface ServerFacts {
+  /** Running and not paused. */
+  running: boolean;
+  paused: boolean;
+  cpus: number | null;
+}
+
 /**
  * The part of ClusterDriver every real driver has alike. Subclasses may override serverCheck to
  * fail a readiness wait at once when the server cannot come (its container exited).
@@ -130,6 +145,44 @@ export abstract class BaseDriver {
   /** Throws when the server cannot become ready (polling would only time out); none by default. */
   protected serverCheck(_id: ServerId): (() => Promise<void>) | undefined {
     return undefined;
+  }
+
+  /**
+   * Every server's status from the driver's facts (in endpoint order); postgres is asked only
+   * what is running: a paused server would only time out.
+   */
+  protected async statusFrom(facts: readonly ServerFacts[]): Promise<ServerStatus[]> {
+    const creds = await this.credentials();
+    const eps = this.endpoints();
+    const primary = eps[0];
+    const lsn = primary && facts[0]?.running ? await currentWalLsn(primary, creds).catch(() => null) : null;
+    return Promise.all(
+      eps.map(async (ep, i): Promise<ServerStatus> => {
+        const f = facts[i] ?? { running: false, paused: false, cpus: null };
+        const base: ServerStatus = {
+          id: ep.id,
+          kind: ep.kind,
+          port: ep.port,
+          up: false,
+          paused: f.paused,
+          replication: null,
+          lagBytes: null,
+          replayLagSeconds: null,
+          cpus: f.cpus,
+        };
+        if (!f.running) return base;
+        // The primary answered the WAL position query: it accepts connections.
+        if (ep.kind === 'primary') return { ...base, up: lsn !== null };
+        const r = await replicaReplication(ep, creds, lsn);
+        return {
+          ...base,
+          up: r.up,
+          replication: r.replication,
+          lagBytes: r.lagBytes,
+          replayLagSeconds: r.replayLagSeconds,
+        };
+      }),
+    );
   }
 
   /** Fails before anything is created when a port of the cluster is taken. */

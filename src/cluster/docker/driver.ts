@@ -14,7 +14,7 @@ import Docker from 'dockerode';
 import { BaseDriver, serverSettings } from '../base-driver.js';
 import type { ClusterDriver, ClusterSpec, ServerId, ServerStatus } from '../driver.js';
 import { errorText, PlbError } from '../../errors.js';
-import { createReplicationSlot, currentWalLsn, replicaReplication, withClient } from '../pg-util.js';
+import { createReplicationSlot } from '../pg-util.js';
 import { entryScript, packageVersion } from '../../package-info.js';
 import { CpuReader } from './cpu.js';
 import { ensureImage, withTimeout } from './image.js';
@@ -315,44 +315,13 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
   }
 
   async status(): Promise<ServerStatus[]> {
-    const creds = await this.credentials();
-    const eps = this.endpoints();
-    const views = await Promise.all(eps.map((e) => this.view(e.id)));
-    const primaryView = views[0];
-    const primaryLsn =
-      primaryView?.running === true ? await currentWalLsn(eps[0]!, creds).catch(() => null) : null;
-    return Promise.all(
-      eps.map(async (ep, i): Promise<ServerStatus> => {
-        const v = views[i] ?? null;
-        const base: ServerStatus = {
-          id: ep.id,
-          kind: ep.kind,
-          port: ep.port,
-          up: false,
-          paused: v?.paused ?? false,
-          replication: null,
-          lagBytes: null,
-          replayLagSeconds: null,
-          cpus: v && v.nanoCpus > 0 ? v.nanoCpus / 1e9 : null,
-        };
-        // A paused server would hang the query: report it without asking.
-        if (!v?.running) return base;
-        if (ep.kind === 'primary') {
-          const up = await withClient(ep, creds, async (c) => (await c.query('select 1')).rowCount === 1, {
-            timeoutMs: 2000,
-            queryTimeoutMs: 2000,
-          }).catch(() => false);
-          return { ...base, up };
-        }
-        const r = await replicaReplication(ep, creds, primaryLsn, 2000);
-        return {
-          ...base,
-          up: r.up,
-          replication: r.replication,
-          lagBytes: r.lagBytes,
-          replayLagSeconds: r.replayLagSeconds,
-        };
-      }),
+    const views = await Promise.all(this.endpoints().map((e) => this.view(e.id)));
+    return this.statusFrom(
+      views.map((v) => ({
+        running: v?.running ?? false,
+        paused: v?.paused ?? false,
+        cpus: v && v.nanoCpus > 0 ? v.nanoCpus / 1e9 : null,
+      })),
     );
   }
 

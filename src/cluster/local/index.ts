@@ -29,13 +29,7 @@ import {
   type ServerStatus,
 } from '../driver.js';
 import { errorText, PlbError } from '../../errors.js';
-import {
-  createReplicationSlot,
-  replicaReplication,
-  currentWalLsn,
-  waitAccepting,
-  withClient,
-} from '../pg-util.js';
+import { createReplicationSlot, waitAccepting, withClient } from '../pg-util.js';
 import {
   clusterDir,
   dataDir,
@@ -531,44 +525,12 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
   }
 
   async status(): Promise<ServerStatus[]> {
-    const creds = await this.credentials();
     const record = readClusterRecord(this.spec.stateDir, this.spec.name);
-    const eps = this.endpoints();
-    const running = new Map(eps.map((e) => [e.id, this.pid(e.id)]));
-    const paused = (id: ServerId) => {
-      const pid = running.get(id);
-      return pid != null && readStat(pid)?.state === 'T';
-    };
-    const primary = eps[0]!;
-    const primaryUsable = running.get('primary') != null && !paused('primary');
-    const lsn = primaryUsable ? await currentWalLsn(primary, creds).catch(() => null) : null;
-    return Promise.all(
-      eps.map(async (ep): Promise<ServerStatus> => {
-        const pid = running.get(ep.id) ?? null;
-        const isPaused = paused(ep.id);
-        const base = {
-          id: ep.id,
-          kind: ep.kind,
-          port: ep.port,
-          paused: isPaused,
-          cpus: this.cpusOf(ep.id, record?.cpus),
-        };
-        if (pid === null)
-          return { ...base, up: false, replication: null, lagBytes: null, replayLagSeconds: null };
-        // A paused server would only time out: report it paused (not accepting) without asking, as Docker's does.
-        if (isPaused)
-          return { ...base, up: false, replication: null, lagBytes: null, replayLagSeconds: null };
-        if (ep.kind === 'primary') {
-          return { ...base, up: lsn !== null, replication: null, lagBytes: null, replayLagSeconds: null };
-        }
-        const r = await replicaReplication(ep, creds, lsn);
-        return {
-          ...base,
-          up: r.up,
-          replication: r.replication,
-          lagBytes: r.lagBytes,
-          replayLagSeconds: r.replayLagSeconds,
-        };
+    return this.statusFrom(
+      this.ids().map((id) => {
+        const pid = this.pid(id);
+        const paused = pid !== null && readStat(pid)?.state === 'T';
+        return { running: pid !== null && !paused, paused, cpus: this.cpusOf(id, record?.cpus) };
       }),
     );
   }
