@@ -488,6 +488,8 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
     const pid = this.pid(id);
     if (pid === null) throw new PlbError('BAD_INPUT', `server: ${id} is not running, cannot pause it`);
     this.signalServer(pid, 'SIGSTOP');
+    // Like docker pause, resolve once it took: a status read right after must see it paused.
+    for (let i = 0; i < 200 && readStat(pid)?.state !== 'T' && readStat(pid) !== null; i++) await sleep(5);
   }
 
   async unpause(id: ServerId): Promise<void> {
