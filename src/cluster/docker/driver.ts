@@ -27,7 +27,7 @@ const LABEL_VERSION = 'plb.version';
 /** The cluster instance's unique id (its record's id): down removes only what carries it. */
 const LABEL_ID = 'plb.id';
 
-function containerName(cluster: string, id: ServerId): string {
+export function containerName(cluster: string, id: ServerId): string {
   return `plb-${cluster}-${id}`;
 }
 

@@ -1,2 +1,8 @@
-// The Docker driver's public surface (select.ts loads this module lazily).
-export { createDockerDriver, dockerAvailable, DockerDriver, type DockerDriverOptions } from './driver.js';
+// The Docker driver's public surface (select.ts and bench/environment.ts load this module lazily).
+export {
+  containerName,
+  createDockerDriver,
+  dockerAvailable,
+  DockerDriver,
+  type DockerDriverOptions,
+} from './driver.js';
