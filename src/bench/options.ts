@@ -9,6 +9,7 @@ import { createRunWriter } from '../metrics/index.js';
 import {
   createRouter,
   DEFAULT_BORROWING,
+  DEFAULT_SLOW_START_MS,
   isStrategyName,
   parsePartition,
   parseRoleVector,
@@ -74,7 +75,7 @@ export const benchFlags = {
   }),
   'slow-start': Flags.string({
     description: 'plb/wlc slow-start ramp of a rejoining replica',
-    default: '10s',
+    default: `${DEFAULT_SLOW_START_MS / 1000}s`,
   }),
   'health-interval': Flags.string({
     description: 'health check interval',
@@ -335,6 +336,7 @@ export async function executeBench(
             plbVersion: packageVersion(),
             environment: await collectEnvironment(lease.driver),
             driver: lease.driver.kind,
+            cpusEnforced: lease.driver.cpusEnforced,
             borrowing: resolveBorrowing(borrowing),
           },
         });

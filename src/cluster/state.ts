@@ -25,7 +25,7 @@ import {
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import type { ClusterSpec, Credentials } from './driver.js';
+import { DEFAULT_CLUSTER, type ClusterSpec, type Credentials } from './driver.js';
 import { PlbError } from '../errors.js';
 import { makeDirs } from '../safe-write.js';
 import { clusterRecordSchema } from '../run-format/cluster-record.js';
@@ -33,7 +33,8 @@ import { firstIssue } from '../run-format/parse.js';
 
 export const PLB_USER = 'plb';
 export const PLB_DATABASE = 'plb';
-export const DEFAULT_CLUSTER_NAME = 'plb';
+/** @deprecated DEFAULT_CLUSTER.name (the commands still import this name). */
+export const DEFAULT_CLUSTER_NAME = DEFAULT_CLUSTER.name;
 
 export type DriverKind = 'docker' | 'local';
 

@@ -5,7 +5,8 @@ import type { LoadedRun } from '../metrics/load-run.js';
 import type { TimelineRow } from '../metrics/timeline.js';
 import { HARNESS_LOOP_P99_LIMIT_MS } from '../metrics/types.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
-import { compareReplicaIds, type RunGroup } from './aggregate.js';
+import { compareReplicaIds } from '../cluster/driver.js';
+import type { RunGroup } from './aggregate.js';
 import type { Comparison } from './compare.js';
 
 const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };

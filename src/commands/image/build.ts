@@ -1,6 +1,6 @@
 import { Command, Flags } from '@oclif/core';
 import { fail } from '../../fail.js';
-import { buildImage, OFFLINE_IMAGE } from '../../cluster/image.js';
+import { buildImage, OFFLINE_IMAGE } from '../../cluster/docker/image.js';
 
 export default class ImageBuild extends Command {
   static override description =
