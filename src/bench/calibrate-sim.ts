@@ -84,6 +84,8 @@ export interface SimMeasurement {
   replica: string;
   replicas: number;
   replicaCpus: number;
+  /** False when the driver records the quota without enforcing it (local driver without cgroups). */
+  quotaEnforced: boolean;
   driver: string;
   postgres: string;
   datasetRows: number;
@@ -160,9 +162,9 @@ export function summariseCalibration(
   const accept = m.restarts.map((r) => r.acceptMs);
   const catchUp = m.restarts.map((r) => Math.max(0, r.streamMs - r.acceptMs));
   const notes = [
-    `${m.replica} of ${m.replicas} replicas at ${m.replicaCpus} cpus (${m.driver} driver), dataset ${m.datasetRows} rows`,
+    `${m.replica} of ${m.replicas} replicas at ${m.replicaCpus} cpus${m.quotaEnforced ? '' : ' (recorded, NOT enforced)'} (${m.driver} driver), dataset ${m.datasetRows} rows`,
     `queries per template ${KINDS.map((k) => m.templates[k].latencyMs.length).join('/')} (at least ${m.samples} and ${m.minMs / 1000} s), one session, sequential, in ${m.templates.point.rounds.length} rounds taking turns (mean = median of the rounds' means), after ${m.warmMs / 1000} s of unmeasured queries each`,
-    `CPU from the replica's cgroup counter less its idle rate (${r3(m.idleCpuMsPerS)} ms/s)`,
+    `CPU from ${m.driver === 'docker' ? "the replica's cgroup counter" : `the ${m.driver} driver's counter for the replica`} less its idle rate (${r3(m.idleCpuMsPerS)} ms/s)`,
     fine
       ? 'cv from the per-query CPU (counter read after each query); queryOverheadMs = median(point latency - its CPU)'
       : 'counter too coarse for single queries: cv from (latency - overhead), distorted by a CPU quota; queryOverheadMs = min point latency - mean CPU',
@@ -250,6 +252,7 @@ export async function measureReplica(opts: {
   replica: Endpoint;
   credentials: Credentials;
   replicaCpus: number;
+  quotaEnforced?: boolean;
   datasetRows: number;
   samples: number;
   restarts: number;
@@ -374,6 +377,7 @@ export async function measureReplica(opts: {
       replica: replica.id,
       replicas: driver.endpoints().filter((e) => e.kind === 'replica').length,
       replicaCpus: opts.replicaCpus,
+      quotaEnforced: opts.quotaEnforced ?? true,
       driver: driver.kind,
       postgres,
       datasetRows: opts.datasetRows,
@@ -578,12 +582,16 @@ async function calibrateOn(
   const changeQuota = quota !== driver.spec.cpus;
   if (changeQuota) await driver.setCpus(replica.id, quota);
   try {
+    // The local driver enforces quotas only as root with writable cgroups.
+    const quotaEnforced = (driver as { cpusEnforced?: boolean }).cpusEnforced !== false;
+    if (!quotaEnforced) opts.log(`warning: ${replica.id}'s CPU quota is recorded but not enforced here`);
     opts.log(`measuring ${replica.id} at ${quota} cpus (${opts.samples} samples per measure)`);
     const m = await measureReplica({
       driver,
       replica,
       credentials: creds,
       replicaCpus: quota,
+      quotaEnforced,
       datasetRows: rows,
       samples: opts.samples,
       restarts: opts.restarts,

@@ -26,6 +26,7 @@ function measurement(over: Partial<SimMeasurement> = {}): SimMeasurement {
     replica: 'r1',
     replicas: 5,
     replicaCpus: 0.25,
+    quotaEnforced: true,
     driver: 'docker',
     postgres: '15.18',
     datasetRows: 100_000,
@@ -108,6 +109,12 @@ describe('summariseCalibration', () => {
     expect(cal.templates.range.cv).toBe(0.45);
     expect(cal.connect.latencyMs).toBe(3);
     expect(cal.measured.notes).toMatch(/too coarse/);
+  });
+
+  it('says when the quota was only recorded, and which counter it read', () => {
+    const cal = summariseCalibration(measurement({ driver: 'local', quotaEnforced: false }), meta);
+    expect(cal.measured.notes).toMatch(/0\.25 cpus \(recorded, NOT enforced\) \(local driver\)/);
+    expect(cal.measured.notes).toMatch(/the local driver's counter for the replica/);
   });
 
   it('never negative, whatever the noise', () => {
