@@ -30,7 +30,7 @@ import { checkCalibration, type SimCalibration } from '../cluster/sim/calibratio
 import { validateClusterName } from '../cluster/state.js';
 import { formatError, PlbError } from '../errors.js';
 import { coefficientOfVariation } from '../metrics/math.js';
-import { quantile } from '../report/stats.js';
+import { quantile } from '../metrics/math.js';
 import { checkWritableFile, writeFileSafe } from '../safe-write.js';
 import { tableStyle } from '../table-style.js';
 import { measureConnects, replicaCpu, type ConnectSamples } from '../workload/calibrate.js';

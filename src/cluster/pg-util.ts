@@ -79,7 +79,7 @@ const POLL_INTERVAL_MS = 200;
  * Errors from cond count as "not yet"; errors from `check` (run before each try: is the server
  * still there to wait for?) end the wait at once.
  */
-async function pollUntil(
+export async function pollUntil(
   what: string,
   cond: () => Promise<boolean>,
   timeoutMs: number,

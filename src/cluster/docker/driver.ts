@@ -21,7 +21,7 @@ import { ensureImage, withTimeout } from './image.js';
 import { logText } from './logs.js';
 import { makeTar } from './tar.js';
 
-const LABEL_CLUSTER = 'plb.cluster';
+export const LABEL_CLUSTER = 'plb.cluster';
 const LABEL_SERVER = 'plb.server';
 const LABEL_VERSION = 'plb.version';
 /** The cluster instance's unique id (its record's id): down removes only what carries it. */

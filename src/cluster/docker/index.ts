@@ -3,6 +3,7 @@ export {
   containerName,
   createDockerDriver,
   dockerAvailable,
+  LABEL_CLUSTER,
   DockerDriver,
   type DockerDriverOptions,
 } from './driver.js';
