@@ -219,7 +219,6 @@ async function timeRestart(
     `${replica.id} to go down after the kill`,
     async () => !(await driver.status()).find((s) => s.id === replica.id)?.up,
     30_000,
-    100,
   );
   // Let the engine see the container exit: start() of a container still marked running is a no-op.
   await sleep(1000);
