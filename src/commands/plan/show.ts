@@ -1,11 +1,11 @@
-import { Args, Command, Flags } from '@oclif/core';
-import { fail } from '../../fail.js';
+import { Args, Flags } from '@oclif/core';
+import { PlbCommand } from '../../plb-command.js';
 import { PlbError } from '../../errors.js';
 import { loadPlan } from '../../faults/plan.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';
 import { parsePartition, parseRoleVector, STRATEGY_NAMES, type StrategyName } from '../../router/index.js';
 
-export default class PlanShow extends Command {
+export default class PlanShow extends PlbCommand {
   static override description =
     'Dry-run a fault plan through the router (no cluster): survivors, target role vector and every role after each event';
 
@@ -22,34 +22,30 @@ export default class PlanShow extends Command {
     strategy: Flags.string({ description: 'router strategy', options: [...STRATEGY_NAMES], default: 'plb' }),
     reference: Flags.string({ description: 'plb: premium:mixed:freemium reference split (default 2:1:2)' }),
     partition: Flags.string({ description: 'static: premium:freemium partition (default 3:2)' }),
-    json: Flags.boolean({ description: 'print JSON instead of a table', default: false }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<ReturnType<typeof dryRunPlan> | void> {
     const { args, flags } = await this.parse(PlanShow);
-    try {
-      const plan = loadPlan(args.file);
-      const strategy = flags.strategy as StrategyName;
-      if (flags.reference !== undefined && strategy !== 'plb') {
-        throw new PlbError(
-          'BAD_INPUT',
-          `--reference applies to --strategy plb only (got --strategy ${strategy})`,
-        );
-      }
-      if (flags.partition !== undefined && strategy !== 'static') {
-        throw new PlbError(
-          'BAD_INPUT',
-          `--partition applies to --strategy static only (got --strategy ${strategy})`,
-        );
-      }
-      const show = dryRunPlan(plan, {
-        strategy,
-        ...(flags.reference !== undefined ? { reference: parseRoleVector(flags.reference) } : {}),
-        ...(flags.partition !== undefined ? { partition: parsePartition(flags.partition) } : {}),
-      });
-      this.log(flags.json ? JSON.stringify(show, null, 2) : renderPlanShow(show, plan));
-    } catch (err) {
-      fail(this, err);
+    const plan = loadPlan(args.file);
+    const strategy = flags.strategy as StrategyName;
+    if (flags.reference !== undefined && strategy !== 'plb') {
+      throw new PlbError(
+        'BAD_INPUT',
+        `--reference applies to --strategy plb only (got --strategy ${strategy})`,
+      );
     }
+    if (flags.partition !== undefined && strategy !== 'static') {
+      throw new PlbError(
+        'BAD_INPUT',
+        `--partition applies to --strategy static only (got --strategy ${strategy})`,
+      );
+    }
+    const show = dryRunPlan(plan, {
+      strategy,
+      ...(flags.reference !== undefined ? { reference: parseRoleVector(flags.reference) } : {}),
+      ...(flags.partition !== undefined ? { partition: parsePartition(flags.partition) } : {}),
+    });
+    if (this.jsonEnabled()) return show;
+    this.log(renderPlanShow(show, plan));
   }
 }
