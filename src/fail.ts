@@ -34,8 +34,15 @@ const ANSI_RE = /\u001b\[[0-9;]*m/g;
 export function errorMessage(err: unknown): string {
   if (!(err instanceof Error)) return escapeControl(String(err));
   let text = err.message.replace(ANSI_RE, '');
-  const wrapped = /^Parsing --\S+ \n\t([\s\S]*)\nSee more help with --help$/.exec(text);
-  if (wrapped) text = wrapped[1] ?? text;
+  const wrapped = /^Parsing (--\S+) \n\t([\s\S]*)\nSee more help with --help$/.exec(text);
+  if (wrapped) {
+    const [, flag = '', inner = ''] = wrapped;
+    // oclif's own parsers (Flags.integer) do not name the flag; plb's always do.
+    text = inner.includes(flag) ? inner : `${flag}: ${inner}`;
+  }
+  const missing = (err as { args?: { name?: string }[] }).args;
+  if (err.constructor.name === 'RequiredArgsError' && Array.isArray(missing))
+    return `missing argument ${missing.map((a) => a.name ?? '?').join(', ')}`;
   text = text.replace(/\nSee more help with --help$/, '');
   // "The following error occurred:\n  --a=x cannot also be provided when using --b": the reasons.
   text = text.replace(/^The following errors? occurred:\n\s*/, '');

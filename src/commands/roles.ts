@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core';
+import { checkedText } from '../cli-flags.js';
 import { PlbCommand } from '../plb-command.js';
 import Table from 'cli-table3';
 import { PlbError } from '../errors.js';
@@ -29,10 +30,14 @@ export default class Roles extends PlbCommand {
   ];
 
   static override flags = {
-    reference: Flags.string({ description: 'full-capacity split premium:mixed:freemium', default: '2:1:2' }),
+    reference: checkedText((v, flag) => parseRoleVector(v, flag))({
+      description: 'full-capacity split premium:mixed:freemium',
+      default: '2:1:2',
+    }),
     replicas: Flags.integer({
-      description: 'K, the number of replicas (default: the sum of --reference)',
+      description: 'K, the number of replicas, at most 10000 (default: the sum of --reference)',
       min: 1,
+      max: 10_000,
     }),
   };
 

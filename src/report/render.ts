@@ -16,8 +16,7 @@ export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
  * strategy): (value - reference) / reference, so + means the number went up. For latency that
  * is worse, for goodput better.
  */
-export const SIGN_CONVENTION =
-  'Δ = (value - reference) / reference: p95 Δ < 0 is faster, goodput Δ > 0 more.';
+export const SIGN_CONVENTION = 'Δ = (value - ref) / ref: p95 Δ < 0 is faster, goodput Δ > 0 more.';
 
 /**
  * wide: every column, with IQRs (HTML and markdown, and the terminal with --wide). false: compact
@@ -62,7 +61,7 @@ export function groupTitle(g: RunGroup, iqr = true): string {
   const runs =
     g.runIds.length === 1
       ? `run ${g.runIds[0]}`
-      : `${g.runIds.length} runs, median${iqr ? ' [q1..q3]' : ' (--wide: [q1..q3])'}`;
+      : `${g.runIds.length} runs, median${iqr ? ' [q1..q3]' : 's'}`;
   return `${g.plan} · ${g.strategy} · mix ${g.mixLabel} · ${runs}${g.complete ? '' : ' · INCOMPLETE'}`;
 }
 
@@ -164,7 +163,7 @@ export function replicaTable(g: RunGroup, opts: TableOptions = {}): TableModel {
     fmtStat(p.harnessCpu, pct, wide),
     fmtStat(p.harnessLoopP99Ms, fixed(1), wide),
   ]);
-  const what = wide ? 'replicas and the client' : 'replica CPU (of its quota), the client (CPU, loop p99 ms)';
+  const what = wide ? 'replicas and the client' : 'replica CPU of quota, client';
   return { title: `${groupTitle(g, wide)} · ${what}`, head, rows };
 }
 

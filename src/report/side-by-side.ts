@@ -49,9 +49,7 @@ export function renderSideBySide(summaries: readonly RunSummary[], opts: TableOp
     }
   }
   const lines = [table.toString()];
-  lines.push(
-    `${wide ? '' : 'p95 in ms; '}Δp95, Δq/s: p95 and goodput change against ref. ${SIGN_CONVENTION}`,
-  );
+  lines.push(`${wide ? '' : 'p95 in ms; '}Δp95, Δq/s: change against ref.`, SIGN_CONVENTION);
   for (const s of summaries) {
     const cpu = s.phases.map(
       (p) =>

@@ -3,11 +3,14 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import BenchMatrix from '../../src/commands/bench/matrix.js';
 import BenchRun from '../../src/commands/bench/run.js';
+import Report from '../../src/commands/report.js';
 import Roles from '../../src/commands/roles.js';
 import PlanShow from '../../src/commands/plan/show.js';
 import { checkBenchValue } from '../../src/bench/options.js';
 import { PlbError } from '../../src/errors.js';
 import { errorJson, errorLine, EXIT_CODES_HELP, exitCodeOf } from '../../src/fail.js';
+import { renderSideBySide } from '../../src/report/side-by-side.js';
+import type { RunSummary } from '../../src/metrics/types.js';
 import {
   etaSeconds,
   formatSeconds,
@@ -112,6 +115,45 @@ describe('bad input: one check when the command line is read, one line, exit 1',
   it('every flag of the bench commands sits in a help group', () => {
     for (const [name, f] of Object.entries(BenchRun.flags))
       expect((f as { helpGroup?: string }).helpGroup, name).toMatch(/^[A-Z ]+$/);
+  });
+});
+
+describe("oclif's own checks name the flag too", () => {
+  it('roles --replicas 0', async () => {
+    const r = await run(Roles, ['--replicas', '0']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^Error: --replicas: Expected an integer greater than or equal to 1/);
+  });
+
+  it('a missing argument is a usage error naming it; plan show defaults to the demo plan', async () => {
+    const r = await run(PlanShow, ['--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toHaveProperty('plan', 'demo-cascade');
+    const missing = await run(Report, []);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe('Error: missing argument runDir (hint: see --help)\n');
+  });
+});
+
+describe('side by side', () => {
+  const dir = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
+  const sums = ['plb-1', 'rr-1', 'static-1'].map(
+    (n) => JSON.parse(readFileSync(join(dir, `demo-cascade-${n}`, 'summary.json'), 'utf8')) as RunSummary,
+  );
+  const width = (t: string): number =>
+    Math.max(
+      ...t
+        .split('\n')
+        .filter((l) => /^[┌│└├]/.test(l))
+        .map((l) => l.length),
+    );
+
+  it('three runs fit in 100 columns by default; wide has the goodput and failed sessions', () => {
+    expect(width(renderSideBySide(sums))).toBeLessThanOrEqual(100);
+    const wide = renderSideBySide(sums, { wide: true });
+    expect(wide).toContain('q/s');
+    expect(wide).toContain('failed');
+    expect(width(wide)).toBeGreaterThan(100);
   });
 });
 

@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core';
+import { checkedText } from '../../cli-flags.js';
 import { PlbCommand } from '../../plb-command.js';
 import {
   clusterSpec,
@@ -26,10 +27,12 @@ export default class ClusterUp extends PlbCommand {
       options: ['auto', 'docker', 'local'],
       default: 'auto',
     }),
-    cpus: Flags.string({
+    cpus: checkedText((v, flag) => parseCpus(flag, v))({
       description: 'CPU quota per replica, cores (the local driver enforces it only as root with cgroups)',
     }),
-    'primary-cpus': Flags.string({ description: 'CPU quota of the primary, cores' }),
+    'primary-cpus': checkedText((v, flag) => parseCpus(flag, v))({
+      description: 'CPU quota of the primary, cores',
+    }),
     memory: Flags.integer({
       description: 'memory limit per server, MiB (default: sized from --max-connections, at least 512)',
     }),

@@ -1,4 +1,6 @@
 import { Args, Flags } from '@oclif/core';
+import { defaultPlanPath } from '../../bench/series.js';
+import { checkedText } from '../../cli-flags.js';
 import { PlbCommand } from '../../plb-command.js';
 import { PlbError } from '../../errors.js';
 import { loadPlan } from '../../faults/plan.js';
@@ -10,23 +12,30 @@ export default class PlanShow extends PlbCommand {
     'Dry-run a fault plan through the router (no cluster): survivors, target role vector and every role after each event';
 
   static override examples = [
+    '<%= config.bin %> plan show',
     '<%= config.bin %> plan show plans/demo-cascade.yaml --strategy plb',
     '<%= config.bin %> plan show plans/cascade.yaml --strategy plb --reference 2:1:2 --json',
   ];
 
   static override args = {
-    file: Args.string({ description: 'fault plan (YAML)', required: true }),
+    file: Args.string({ description: 'fault plan (YAML); default: the embedded demo cascade' }),
   };
 
   static override flags = {
     strategy: Flags.string({ description: 'router strategy', options: [...STRATEGY_NAMES], default: 'plb' }),
-    reference: Flags.string({ description: 'plb: premium:mixed:freemium reference split (default 2:1:2)' }),
-    partition: Flags.string({ description: 'static: premium:freemium partition (default 3:2)' }),
+    reference: checkedText((v, flag) => parseRoleVector(v, flag))({
+      description: 'plb: premium:mixed:freemium reference split (default 2:1:2)',
+      helpGroup: 'PLB ROUTER',
+    }),
+    partition: checkedText((v, flag) => parsePartition(v, flag))({
+      description: 'static: premium:freemium partition (default 3:2)',
+      helpGroup: 'PLB ROUTER',
+    }),
   };
 
   async run(): Promise<ReturnType<typeof dryRunPlan> | void> {
     const { args, flags } = await this.parse(PlanShow);
-    const plan = loadPlan(args.file);
+    const plan = loadPlan(args.file ?? defaultPlanPath());
     const strategy = flags.strategy as StrategyName;
     if (flags.reference !== undefined && strategy !== 'plb') {
       throw new PlbError(
