@@ -421,8 +421,9 @@ export function renderCsvPerRun(summaries: readonly RunSummary[]): string {
   return stringify(rows);
 }
 
+/** plb-report/2: comparison p95Change is (p95 - base) / base (plb-report/1 had the opposite sign). */
 export interface ReportJson {
-  schema: 'plb-report/1';
+  schema: 'plb-report/2';
   quantileMethod: string;
   baseline: string;
   groups: RunGroup[];
@@ -430,7 +431,7 @@ export interface ReportJson {
 }
 
 export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline: string): ReportJson {
-  return { schema: 'plb-report/1', quantileMethod: QUANTILE_METHOD, baseline, groups, comparison: cmp };
+  return { schema: 'plb-report/2', quantileMethod: QUANTILE_METHOD, baseline, groups, comparison: cmp };
 }
 
 /** The whole report of some groups in one format (what `plb report` prints). */

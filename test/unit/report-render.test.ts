@@ -205,7 +205,7 @@ describe('output formats', () => {
 
   it('json: groups, comparison and the quantile method', () => {
     const j = JSON.parse(renderReport(groups, { format: 'json' })) as ReportJson;
-    expect(j.schema).toBe('plb-report/1');
+    expect(j.schema).toBe('plb-report/2');
     expect(j.quantileMethod).toBe('linear interpolation (Hyndman-Fan type 7)');
     expect(j.groups).toHaveLength(3);
     expect(j.groups[2]?.phases[2]?.classes.premium.p95).toEqual({ median: 82, q1: 81, q3: 84, n: 3 });
