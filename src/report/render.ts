@@ -383,7 +383,7 @@ const PER_RUN_HEAD = [
 
 /** `plb report --csv --per-run`: one row per run, phase and class, the run's own numbers (no medians). */
 export function renderCsvPerRun(summaries: readonly RunSummary[]): string {
-  const rows: (string | number | boolean | null)[][] = [PER_RUN_HEAD];
+  const rows: (string | number | null)[][] = [PER_RUN_HEAD];
   for (const s of summaries) {
     for (const p of s.phases) {
       for (const c of SERVICE_CLASSES) {
@@ -394,7 +394,7 @@ export function renderCsvPerRun(summaries: readonly RunSummary[]): string {
           s.strategy,
           `${s.mix.premium}:${s.mix.freemium}`,
           s.seed,
-          s.complete,
+          String(s.complete),
           p.name,
           p.invalid ?? null,
           p.survivors,
