@@ -26,3 +26,4 @@ export {
   renderReport,
   writeReports,
 } from './report/index.js';
+export * from './run-format/index.js';

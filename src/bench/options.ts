@@ -27,6 +27,7 @@ import { checkSeed, MAX_SEED } from '../workload/rng.js';
 import type { BenchResult } from './run.js';
 import { packageVersion } from '../package-info.js';
 import { leaseCluster } from './cluster-lease.js';
+import { collectEnvironment } from './environment.js';
 import { DEFAULT_WORKLOAD, parseMix, type WorkloadSpec } from '../workload/spec.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
 
@@ -520,7 +521,7 @@ export async function executeBench(
           ...(autoThink ? { autoThink: { targetCpu: targetCpuValue } } : {}),
           configExtras: {
             plbVersion: packageVersion(),
-            node: process.version,
+            environment: await collectEnvironment(lease.driver),
             driver: lease.driver.kind,
             borrowing: resolveBorrowing(borrowing),
           },

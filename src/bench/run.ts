@@ -1,7 +1,9 @@
-import { performance } from 'node:perf_hooks';
+import { realClock, within, type Clock } from '../clock/index.js';
+import type { Connector } from '../cluster/connector.js';
 import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
 import { HealthChecker, type HealthOptions } from '../cluster/health.js';
 import { PlbError } from '../errors.js';
+import { replicaStateAfter } from '../faults/actions.js';
 import { Injector, type InjectedFault } from '../faults/injector.js';
 import type { FaultPlan } from '../faults/types.js';
 import {
@@ -10,9 +12,9 @@ import {
   type RunSummary,
   type RunWriter,
 } from '../metrics/types.js';
+import { nearestRank } from '../metrics/math.js';
 import type { RoleVector, ServiceClass } from '../router/types.js';
 import { DataSource, asError } from '../workload/data-source.js';
-import { ensureDataset } from '../workload/dataset.js';
 import { Rng } from '../workload/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
 import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
@@ -57,6 +59,10 @@ export interface BenchDeps {
     onRoleChange: (c: { replica: string; from: string; to: string; reason: string; nowMs: number }) => void,
   ) => RunnerRouter;
   createWriter: (replicaIds: string[]) => RunWriter;
+  /** The parts that watch, route and break the cluster; defaults are the real ones (`runParts`). */
+  createParts?: (x: PartsInputs) => RunParts;
+  /** Real time unless simulated. */
+  clock?: Clock;
   log: (line: string) => void;
   /** Aborting stops the run gracefully (first Ctrl-C). */
   signal?: AbortSignal;
@@ -70,19 +76,104 @@ export interface BenchResult {
   interrupted: boolean;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** What the parts of a run are built from. */
+export interface PartsInputs {
+  config: BenchConfig;
+  driver: ClusterDriver;
+  ids: readonly string[];
+  connector: Connector;
+  clock: Clock;
+  router: RunnerRouter;
+  writer: RunWriter;
+  log: (line: string) => void;
+  /** A replica's health changed (detected, or told by the oracle). */
+  setHealth: (replica: string, state: 'up' | 'down', via: string, cause: string) => void;
+  /** A throttle changed a replica's quota (CPU fractions are of the current quota). */
+  setQuota: (replica: string, cpus: number) => void;
+}
+
+export interface RunParts {
+  health: HealthChecker;
+  ds: DataSource;
+  injector: Injector;
+}
+
+/** The real parts: health checks and sessions over the connector, faults through the driver. */
+export function runParts(x: PartsInputs): RunParts {
+  const { config, clock, writer } = x;
+  const health = new HealthChecker(
+    x.ids,
+    x.connector,
+    { ...config.health, clock },
+    (replica, state, via, cause) => {
+      if (!config.oracle) x.setHealth(replica, state, via, cause);
+    },
+    (f) => writer.recorder.replicaFailure(f.replica, clock.now(), f.cause),
+  );
+  const ds = new DataSource({
+    router: x.router,
+    connector: x.connector,
+    connectTimeoutMs: config.workload.connectTimeoutMs,
+    queryTimeoutMs: config.workload.queryTimeoutMs,
+    now: () => clock.now(),
+    onConnectError: (replica, err) => health.reportFailure(replica, err, 'connect'),
+    onSessionError: (replica, err) => health.reportFailure(replica, err, 'session'),
+  });
+  const injector = new Injector({
+    driver: x.driver,
+    events: config.plan.events,
+    clock,
+    defaultCpus: config.replicaCpus,
+    log: x.log,
+    onInjected: (f) => onInjected(x, f),
+    // Recorded next to the fault; the summary marks its phases invalid and the run incomplete.
+    onNotTaken: (f, reason) =>
+      writer.event({
+        type: 'note',
+        tMs: f.tMs,
+        what: 'fault-not-taken',
+        replica: f.event.replica,
+        action: f.event.action,
+        error: reason,
+      }),
+  });
+  return { health, ds, injector };
+}
+
+/** A fault was applied: recorded, logged, told to the router in oracle mode, quota tracked. */
+function onInjected(x: PartsInputs, f: InjectedFault): void {
+  x.writer.event({
+    type: 'fault',
+    tMs: f.tMs,
+    issuedMs: f.issuedMs,
+    doneMs: f.doneMs,
+    replica: f.event.replica,
+    action: f.event.action,
+    ...(f.event.cpus !== undefined ? { cpus: f.event.cpus } : {}),
+    ...(f.error !== undefined ? { error: f.error } : {}),
+  });
+  x.log(
+    `t=${(f.tMs / 1000).toFixed(1)}s ${f.event.action} ${f.event.replica}${f.error ? ` FAILED: ${f.error}` : ''}`,
+  );
+  const a = f.event.action;
+  if (x.config.oracle) {
+    if (replicaStateAfter(a) === 'down') x.setHealth(f.event.replica, 'down', 'oracle', `injected ${a}`);
+    if (replicaStateAfter(a) === 'up') x.setHealth(f.event.replica, 'up', 'oracle', `injected ${a}`);
+  }
+  if (a === 'throttle' && f.event.cpus !== undefined) x.setQuota(f.event.replica, f.event.cpus);
+}
 
 /**
  * One benchmark run: plan + workload -> (driver, router, clients) -> recorder -> run directory.
  * Every measured second is on disk as the run goes; an interrupted run is finished as incomplete.
+ * The steps: prepare the cluster, write the config, start the parts and the clients, sample every
+ * second until the plan ends (or an interrupt), then wind down, keeping whatever was measured.
  */
 export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<BenchResult> {
   const { driver, log } = deps;
-  const { plan, workload } = config;
-  const { replicas, creds } = await prepareCluster(driver, plan, workload, log);
-
+  const clock = deps.clock ?? realClock();
+  const { replicas, creds } = await prepareCluster(driver, config.plan, config.workload, log);
   const ids = replicas.map((r) => r.id);
-  const ports = new Map(replicas.map((r) => [r.id, r.port] as const));
   const writer = deps.createWriter(ids);
   const router = deps.createRouter(ids, (c) =>
     writer.event({
@@ -94,7 +185,76 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
       reason: c.reason,
     }),
   );
-  const rng = new Rng(config.seed);
+  writeRunConfig(config, deps, writer, ids);
+
+  // Run time starts here: the clock's origin may be earlier (a virtual clock shared by a series).
+  const t0 = clock.now();
+  const runClock: Clock = {
+    kind: clock.kind,
+    now: () => clock.now() - t0,
+    sleep: (ms, signal) => clock.sleep(ms, signal),
+    timer: (ms, fn) => clock.timer(ms, fn),
+  };
+  writer.event({ type: 'run', tMs: 0, state: 'started' });
+  const quota = new Map(ids.map((id) => [id, config.replicaCpus] as const));
+  const parts = (deps.createParts ?? runParts)({
+    config,
+    driver,
+    ids,
+    connector: driver.connector(creds),
+    clock: runClock,
+    router,
+    writer,
+    log,
+    setHealth: (replica, state, via, cause) => {
+      const t = runClock.now();
+      if (state === 'down') router.markDown(replica, t);
+      else router.markUp(replica, t);
+      writer.event({ type: 'detect', tMs: t, replica, state, via, cause });
+    },
+    setQuota: (replica, cpus) => quota.set(replica, cpus),
+  });
+  let stopping = false;
+  const ctx: SessionContext = {
+    ds: parts.ds,
+    recorder: writer.recorder,
+    spec: config.workload,
+    clock: runClock,
+    stopping: () => stopping,
+  };
+  parts.health.start();
+  parts.injector.start();
+  const clients = startClients(ctx, config, new Rng(config.seed));
+  const sampler = new Sampler(config, driver, router, writer, runClock, quota, ids, log);
+
+  const ending = new RunEnding(writer, runClock, log);
+  const interrupted = await ending.guard('run', () =>
+    sampleUntilEnd(config, sampler, runClock, deps.signal, log),
+  );
+  const endMs = sampler.stop(config.plan.duration * 1000);
+  stopping = true;
+  await ending.guard('stopping the injector', () => parts.injector.stop());
+  // Sessions finish their current query; a hung one is bounded by the query timeout.
+  await within(runClock, config.workload.queryTimeoutMs + 2000, Promise.allSettled(clients.tasks));
+  parts.health.stop();
+  logScheduleLag(clients.scheduleLags(), writer, endMs, log);
+  await ending.guard('restoring replicas', async () => {
+    const restored = await parts.injector.restore();
+    if (restored.length > 0) log(`restored: ${restored.join(', ')}`);
+  });
+  const summary = await ending.finish(endMs, interrupted === true);
+  for (const line of measurementWarnings(summary)) log(line);
+  return { dir: writer.dir, summary, interrupted: interrupted === true };
+}
+
+/** config.json: everything a reader needs to know what this run was. */
+function writeRunConfig(
+  config: BenchConfig,
+  deps: BenchDeps,
+  writer: RunWriter,
+  ids: readonly string[],
+): void {
+  const { plan, workload } = config;
   writer.writeConfig({
     ...deps.configExtras,
     strategy: config.strategy,
@@ -110,96 +270,21 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     slowStartMs: config.slowStartMs,
     replicaCpus: config.replicaCpus,
     replicas: ids,
+    driver: deps.driver.kind,
   });
+}
 
-  const t0 = performance.now();
-  const now = (): number => performance.now() - t0;
-  const durationMs = plan.duration * 1000;
-  let stopping = false;
-  writer.event({ type: 'run', tMs: 0, state: 'started' });
-
-  const setHealth = (replica: string, state: 'up' | 'down', via: string, cause: string): void => {
-    const t = now();
-    if (state === 'down') router.markDown(replica, t);
-    else router.markUp(replica, t);
-    writer.event({ type: 'detect', tMs: t, replica, state, via, cause });
-  };
-
-  const health = new HealthChecker(
-    ports,
-    creds,
-    { ...config.health, now },
-    (replica, state, via, cause) => {
-      if (!config.oracle) setHealth(replica, state, via, cause);
-    },
-    (f) => writer.recorder.replicaFailure(f.replica, now(), f.cause),
-  );
-  const ds = new DataSource({
-    router,
-    ports,
-    credentials: creds,
-    connectTimeoutMs: workload.connectTimeoutMs,
-    queryTimeoutMs: workload.queryTimeoutMs,
-    now,
-    onConnectError: (replica, err) => health.reportFailure(replica, err, 'connect'),
-    onSessionError: (replica, err) => health.reportFailure(replica, err, 'session'),
-  });
-  const injector = new Injector({
-    driver,
-    events: plan.events,
-    now,
-    defaultCpus: config.replicaCpus,
-    log,
-    onInjected: (f: InjectedFault) => {
-      writer.event({
-        type: 'fault',
-        tMs: f.tMs,
-        issuedMs: f.issuedMs,
-        doneMs: f.doneMs,
-        replica: f.event.replica,
-        action: f.event.action,
-        ...(f.event.cpus !== undefined ? { cpus: f.event.cpus } : {}),
-        ...(f.error !== undefined ? { error: f.error } : {}),
-      });
-      log(
-        `t=${(f.tMs / 1000).toFixed(1)}s ${f.event.action} ${f.event.replica}${f.error ? ` FAILED: ${f.error}` : ''}`,
-      );
-      if (config.oracle) {
-        const a = f.event.action;
-        if (a === 'down' || a === 'stop' || a === 'pause')
-          setHealth(f.event.replica, 'down', 'oracle', `injected ${a}`);
-        if (a === 'rejoin' || a === 'unpause') setHealth(f.event.replica, 'up', 'oracle', `injected ${a}`);
-      }
-      if (f.event.action === 'throttle' && f.event.cpus !== undefined)
-        quota.set(f.event.replica, f.event.cpus);
-    },
-    // Recorded next to the fault; the summary marks its phases invalid and the run incomplete.
-    onNotTaken: (f, reason) =>
-      writer.event({
-        type: 'note',
-        tMs: f.tMs,
-        what: 'fault-not-taken',
-        replica: f.event.replica,
-        action: f.event.action,
-        error: reason,
-      }),
-  });
-
-  const ctx: SessionContext = {
-    ds,
-    recorder: writer.recorder,
-    spec: workload,
-    now,
-    stopping: () => stopping,
-  };
-  const quota = new Map(ids.map((id) => [id, config.replicaCpus] as const));
+/** The clients: a closed population that joins over the ramp-up, or open Poisson arrivals. */
+function startClients(
+  ctx: SessionContext,
+  config: BenchConfig,
+  rng: Rng,
+): { tasks: Promise<unknown>[]; scheduleLags: () => number[] } {
+  const { workload, plan } = config;
   const tasks: Promise<unknown>[] = [];
-  const rampMs = (workload.rampUpS ?? plan.warmup) * 1000;
-  let scheduleLags: number[] = [];
-
-  health.start();
-  injector.start();
+  let lags: number[] = [];
   if (workload.model === 'closed') {
+    const rampMs = (workload.rampUpS ?? plan.warmup) * 1000;
     const split = splitByMix(workload.clients, workload.mix);
     const classes: ServiceClass[] = [
       ...Array<ServiceClass>(split.premium).fill('premium'),
@@ -207,8 +292,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     ];
     // Clients join as a Poisson process over the ramp-up (clamped so all have joined by its end).
     const arrivals = rng.fork(1);
-    const order = rng.fork(2);
-    shuffle(classes, order);
+    shuffle(classes, rng.fork(2));
     let at = 0;
     classes.forEach((cls, i) => {
       at += arrivals.exp(rampMs / Math.max(1, classes.length));
@@ -216,127 +300,168 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     });
   } else {
     tasks.push(
-      openArrivals(ctx, workload, rng.fork(3), durationMs).then((lags) => {
-        scheduleLags = lags;
+      openArrivals(ctx, workload, rng.fork(3), plan.duration * 1000).then((l) => {
+        lags = l;
       }),
     );
   }
+  return { tasks, scheduleLags: () => lags };
+}
 
-  // The sampler: CPU, router view, the harness itself, timeline flush, progress line.
-  let lastCpu: Record<string, number> | null = null;
-  let lastCpuAt = now();
-  let lastProgress = 0;
-  const harness = new HarnessMonitor(now, writer.recorder);
-  const sample = async (): Promise<void> => {
-    const t = now();
-    const h = harness.sampleCpu();
-    writer.recorder.harnessCpu(h.midMs, h.cpu);
-    let cpu: Record<string, number> = {};
-    try {
-      cpu = await driver.cpuSeconds();
-    } catch (err) {
-      log(`cpu sample failed: ${asError(err).message}`);
+/** Samples once a second until the plan's end; true when an interrupt stopped it early. */
+async function sampleUntilEnd(
+  config: BenchConfig,
+  sampler: Sampler,
+  clock: Clock,
+  signal: AbortSignal | undefined,
+  log: (line: string) => void,
+): Promise<boolean> {
+  const durationMs = config.plan.duration * 1000;
+  await sampler.sample();
+  while (clock.now() < durationMs) {
+    const next = Math.min(durationMs, (Math.floor(clock.now() / 1000) + 1) * 1000);
+    await clock.sleep(next - clock.now(), signal);
+    if (signal?.aborted) {
+      log('interrupted: stopping clients, restoring replicas, keeping what was measured');
+      return true;
     }
-    const tAfter = now();
-    const fractions: Record<string, number | null> = {};
-    const dt = (tAfter - lastCpuAt) / 1000;
-    for (const id of ids) {
-      const cur = cpu[id];
-      const prev = lastCpu?.[id];
-      fractions[id] =
-        cur === undefined || prev === undefined || dt <= 0 || cur < prev
-          ? null
-          : (cur - prev) / dt / (quota.get(id) ?? 1);
-    }
-    // A fraction covers [lastCpuAt, tAfter]: stamp it at the middle, so a sample taken just after
-    // a fault (covering the second before it) is not counted in the fault's phase.
-    writer.recorder.cpu((lastCpuAt + tAfter) / 2, fractions);
-    lastCpu = cpu;
-    lastCpuAt = tAfter;
-    const state: Record<string, { premium: number; freemium: number; role: string; healthy: boolean }> = {};
-    for (const s of router.snapshot()) state[s.id] = { ...s.sessions, role: s.role, healthy: s.healthy };
-    writer.recorder.replicaState(t, state);
-    writer.tick(t);
-    if (config.progressEveryS > 0 && t - lastProgress >= config.progressEveryS * 1000) {
-      lastProgress = t;
-      const p = writer.progress(t, config.progressEveryS);
-      const f = (c: { p95: number | null; goodput: number }): string =>
-        `p95 ${c.p95 === null ? '-' : c.p95.toFixed(1)} ms ${c.goodput.toFixed(0)} q/s`;
-      log(
-        `[${config.strategy} ${p.phase} ${(t / 1000).toFixed(0)}/${plan.duration}s] premium ${f(p.premium)} | freemium ${f(p.freemium)}`,
-      );
-    }
+    await sampler.sample();
+  }
+  return false;
+}
+
+function logScheduleLag(lags: number[], writer: RunWriter, endMs: number, log: (line: string) => void): void {
+  if (lags.length === 0) return;
+  const sorted = [...lags].sort((a, b) => a - b);
+  const lag = {
+    meanMs: sorted.reduce((s, x) => s + x, 0) / sorted.length,
+    p95Ms: nearestRank(sorted, 95) ?? 0,
+    maxMs: sorted[sorted.length - 1] ?? 0,
   };
+  writer.event({ type: 'note', tMs: endMs, what: 'schedule-lag', ...lag });
+  log(
+    `open model: ${sorted.length} sessions scheduled; start lag mean ${lag.meanMs.toFixed(1)} ms, p95 ${lag.p95Ms.toFixed(1)} ms, max ${lag.maxMs.toFixed(1)} ms`,
+  );
+}
 
-  let interrupted = false;
-  // Errors anywhere in the run: recorded, and the run is not complete. The first is rethrown.
-  const errors: string[] = [];
-  let thrown: unknown;
-  const guard = async (what: string, step: () => Promise<unknown> | unknown): Promise<void> => {
+/**
+ * Errors anywhere in a run are recorded and make it not complete; the first is rethrown after the
+ * run directory is finished. Every step of the ending runs whatever failed before it.
+ */
+class RunEnding {
+  private readonly errors: string[] = [];
+  private thrown: unknown;
+  private failed = false;
+
+  constructor(
+    private readonly writer: RunWriter,
+    private readonly clock: Clock,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  async guard<T>(what: string, step: () => Promise<T> | T): Promise<T | undefined> {
     try {
-      await step();
+      return await step();
     } catch (err) {
-      thrown ??= err;
+      if (!this.failed) this.thrown = err;
+      this.failed = true;
       const message = `${what}: ${asError(err).message}`;
-      errors.push(message);
-      log(`error: ${message}`);
+      this.errors.push(message);
+      this.log(`error: ${message}`);
       try {
-        writer.event({ type: 'note', tMs: now(), what: 'error', message });
+        this.writer.event({ type: 'note', tMs: this.clock.now(), what: 'error', message });
       } catch {
         // The run directory itself failed: the error still goes into the summary.
       }
+      return undefined;
     }
-  };
-  const aborted = new Promise<void>((resolve) => {
-    if (deps.signal?.aborted) resolve();
-    deps.signal?.addEventListener('abort', () => resolve(), { once: true });
-  });
-  await guard('run', async () => {
-    await sample();
-    while (now() < durationMs) {
-      const next = Math.min(durationMs, (Math.floor(now() / 1000) + 1) * 1000);
-      const woke = await Promise.race([sleep(next - now()).then(() => false), aborted.then(() => true)]);
-      if (woke) {
-        interrupted = true;
-        log('interrupted: stopping clients, restoring replicas, keeping what was measured');
-        break;
-      }
-      await sample();
+  }
+
+  async finish(endMs: number, interrupted: boolean): Promise<RunSummary> {
+    const state = interrupted ? 'interrupted' : this.errors.length > 0 ? 'failed' : 'finished';
+    await this.guard('closing the run', () => {
+      this.writer.event({ type: 'run', tMs: endMs, state });
+      this.writer.tick(endMs);
+    });
+    const summary = this.writer.finish(endMs, !interrupted, this.errors);
+    if (this.failed) throw this.thrown;
+    return summary;
+  }
+}
+
+/** Once a second: replica CPU, the router's view, the harness itself, timeline flush, progress. */
+class Sampler {
+  private lastCpu: Record<string, number> | null = null;
+  private lastCpuAt: number;
+  private lastProgress = 0;
+  /** The client process's own load; meaningless in virtual time, so only on the real clock. */
+  private readonly harness: HarnessMonitor | undefined;
+
+  constructor(
+    private readonly config: BenchConfig,
+    private readonly driver: ClusterDriver,
+    private readonly router: RunnerRouter,
+    private readonly writer: RunWriter,
+    private readonly clock: Clock,
+    private readonly quota: ReadonlyMap<string, number>,
+    private readonly ids: readonly string[],
+    private readonly log: (line: string) => void,
+  ) {
+    this.lastCpuAt = clock.now();
+    this.harness = clock.kind === 'real' ? new HarnessMonitor(() => clock.now(), writer.recorder) : undefined;
+  }
+
+  async sample(): Promise<void> {
+    const { writer, clock } = this;
+    const t = clock.now();
+    const h = this.harness?.sampleCpu();
+    if (h) writer.recorder.harnessCpu(h.midMs, h.cpu);
+    let cpu: Record<string, number> = {};
+    try {
+      cpu = await this.driver.cpuSeconds();
+    } catch (err) {
+      this.log(`cpu sample failed: ${asError(err).message}`);
     }
-  });
-  // Every step of the ending runs whatever failed before it: faults reverted, what was measured kept.
-  harness.stop();
-  const endMs = Math.min(now(), durationMs);
-  stopping = true;
-  await guard('stopping the injector', () => injector.stop());
-  // Sessions finish their current query; a hung one is bounded by the query timeout.
-  await Promise.race([Promise.allSettled(tasks), sleep(workload.queryTimeoutMs + 2000)]);
-  health.stop();
-  if (scheduleLags.length > 0) {
-    const sorted = [...scheduleLags].sort((a, b) => a - b);
-    const lag = {
-      meanMs: sorted.reduce((s, x) => s + x, 0) / sorted.length,
-      p95Ms: sorted[Math.floor(sorted.length * 0.95)] ?? 0,
-      maxMs: sorted[sorted.length - 1] ?? 0,
-    };
-    writer.event({ type: 'note', tMs: endMs, what: 'schedule-lag', ...lag });
-    log(
-      `open model: ${sorted.length} sessions scheduled; start lag mean ${lag.meanMs.toFixed(1)} ms, p95 ${lag.p95Ms.toFixed(1)} ms, max ${lag.maxMs.toFixed(1)} ms`,
+    const tAfter = clock.now();
+    const fractions: Record<string, number | null> = {};
+    const dt = (tAfter - this.lastCpuAt) / 1000;
+    for (const id of this.ids) {
+      const cur = cpu[id];
+      const prev = this.lastCpu?.[id];
+      fractions[id] =
+        cur === undefined || prev === undefined || dt <= 0 || cur < prev
+          ? null
+          : (cur - prev) / dt / (this.quota.get(id) ?? 1);
+    }
+    // A fraction covers [lastCpuAt, tAfter]: stamp it at the middle, so a sample taken just after
+    // a fault (covering the second before it) is not counted in the fault's phase.
+    writer.recorder.cpu((this.lastCpuAt + tAfter) / 2, fractions);
+    this.lastCpu = cpu;
+    this.lastCpuAt = tAfter;
+    const state: Record<string, { premium: number; freemium: number; role: string; healthy: boolean }> = {};
+    for (const s of this.router.snapshot()) state[s.id] = { ...s.sessions, role: s.role, healthy: s.healthy };
+    writer.recorder.replicaState(t, state);
+    writer.tick(t);
+    this.progress(t);
+  }
+
+  private progress(t: number): void {
+    const every = this.config.progressEveryS;
+    if (every <= 0 || t - this.lastProgress < every * 1000) return;
+    this.lastProgress = t;
+    const p = this.writer.progress(t, every);
+    const f = (c: { p95: number | null; goodput: number }): string =>
+      `p95 ${c.p95 === null ? '-' : c.p95.toFixed(1)} ms ${c.goodput.toFixed(0)} q/s`;
+    this.log(
+      `[${this.config.strategy} ${p.phase} ${(t / 1000).toFixed(0)}/${this.config.plan.duration}s] premium ${f(p.premium)} | freemium ${f(p.freemium)}`,
     );
   }
-  await guard('restoring replicas', async () => {
-    const restored = await injector.restore();
-    if (restored.length > 0) log(`restored: ${restored.join(', ')}`);
-  });
-  const state = interrupted ? 'interrupted' : errors.length > 0 ? 'failed' : 'finished';
-  await guard('closing the run', () => {
-    writer.event({ type: 'run', tMs: endMs, state });
-    writer.tick(endMs);
-  });
-  const summary = writer.finish(endMs, !interrupted, errors);
-  if (thrown !== undefined) throw thrown;
-  for (const line of measurementWarnings(summary)) log(line);
-  return { dir: writer.dir, summary, interrupted };
+
+  /** Stops the harness monitor; returns the run's end time (the plan's end at most). */
+  stop(durationMs: number): number {
+    this.harness?.stop();
+    return Math.min(this.clock.now(), durationMs);
+  }
 }
 
 /** Lines that say when a run was not a clean measurement: the harness fell behind, false detections. */
@@ -423,7 +548,7 @@ export async function prepareCluster(
   }
   const creds = await driver.credentials();
   await resetCluster(driver, replicas, log);
-  const ds0 = await ensureDataset(primary, replicas, creds, workload.datasetRows, log);
+  const ds0 = await driver.prepareDataset(workload.datasetRows, log);
   if (ds0.loaded) log(`dataset loaded and replicated in ${(ds0.ms / 1000).toFixed(1)} s`);
   return { primary, replicas, creds };
 }
@@ -443,14 +568,13 @@ async function openArrivals(
   while (!ctx.stopping()) {
     next += rng.exp(1000 / spec.rate);
     if (next >= durationMs) break;
-    const wait = next - ctx.now();
-    if (wait > 0) await sleep(wait);
+    await ctx.clock.sleep(next - ctx.clock.now());
     if (ctx.stopping()) break;
-    const lag = Math.max(0, ctx.now() - next);
+    const lag = Math.max(0, ctx.clock.now() - next);
     lags.push(lag);
     const cls: ServiceClass = rng.next() < premiumShare ? 'premium' : 'freemium';
     if (running.size >= spec.maxOpenSessions) {
-      ctx.recorder.admissionFailed(cls, ctx.now(), 'overload');
+      ctx.recorder.admissionFailed(cls, ctx.clock.now(), 'overload');
       continue;
     }
     const p = runSession(ctx, cls, rng.fork(1000 + n++), next);

@@ -1,6 +1,8 @@
+import type { Connector } from './connector.js';
+
 /**
- * The contract between plb and a real cluster. Two implementations: docker/ (dockerode) and
- * local/ (postgres processes). Server ids are 'primary' and 'r1'..'rK'.
+ * The contract between plb and a cluster. Implementations: docker/ (dockerode), local/ (postgres
+ * processes) and sim/ (simulated replicas in virtual time). Server ids are 'primary' and 'r1'..'rK'.
  */
 export type ServerId = string;
 
@@ -63,7 +65,7 @@ export interface ServerStatus {
 }
 
 export interface ClusterDriver {
-  readonly kind: 'docker' | 'local';
+  readonly kind: 'docker' | 'local' | 'sim';
   readonly spec: ClusterSpec;
   /** Creates and starts everything; ready = accepting connections and every standby streaming. */
   up(log?: (line: string) => void): Promise<void>;
@@ -83,6 +85,10 @@ export interface ClusterDriver {
   setCpus(id: ServerId, cpus: number): Promise<void>;
   /** Cumulative CPU seconds per running server (a stopped server is absent or unchanged). */
   cpuSeconds(): Promise<Record<ServerId, number>>;
+  /** How the bench opens connections to the servers (pg over loopback for real clusters). */
+  connector(credentials: Credentials): Connector;
+  /** Loads the bench's dataset unless it is there already, and waits until every replica has it. */
+  prepareDataset(rows: number, log: (line: string) => void): Promise<{ loaded: boolean; ms: number }>;
   /** Waits until the server accepts connections (and, for a replica, streams). */
   waitReady(id: ServerId, timeoutMs?: number): Promise<void>;
 }

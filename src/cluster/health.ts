@@ -1,6 +1,5 @@
-import { performance } from 'node:perf_hooks';
-import pg from 'pg';
-import type { Credentials } from './driver.js';
+import { realClock, type Cancel, type Clock } from '../clock/index.js';
+import type { Connector, DbConnection } from './connector.js';
 import { classifyFailure, isDeathEvidence, type FailureCause } from './failure-cause.js';
 
 export interface HealthOptions {
@@ -93,12 +92,12 @@ export interface FailureReport {
 }
 
 export interface HealthCheckerOptions extends HealthOptions {
-  /** Run clock, ms. */
-  now?: () => number;
+  /** The run's clock (real unless simulated). */
+  clock?: Clock;
 }
 
 interface CheckState {
-  client: pg.Client | undefined;
+  conn: DbConnection | undefined;
   /** When the check now in flight was sent (undefined: none in flight). */
   sentMs: number | undefined;
   /** Bumped when a client is dropped: results of older checks are ignored. */
@@ -117,36 +116,36 @@ interface CheckState {
 export class HealthChecker {
   private readonly tracker: HealthTracker;
   private readonly checks = new Map<string, CheckState>();
-  private timer: NodeJS.Timeout | undefined;
+  private cancelTick: Cancel | undefined;
   private running = false;
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(
-    private readonly ports: ReadonlyMap<string, number>,
-    private readonly credentials: Credentials,
+    private readonly ids: readonly string[],
+    private readonly connector: Connector,
     private readonly opts: HealthCheckerOptions,
     private readonly onChange: (replica: string, state: HealthState, via: HealthVia, cause: string) => void,
     private readonly onFailure: (report: FailureReport) => void = () => undefined,
   ) {
-    this.tracker = new HealthTracker([...ports.keys()], opts.fall, opts.rise);
-    this.now = opts.now ?? (() => performance.now());
-    for (const id of ports.keys())
-      this.checks.set(id, { client: undefined, sentMs: undefined, generation: 0, slowReported: false });
+    this.tracker = new HealthTracker(ids, opts.fall, opts.rise);
+    this.clock = opts.clock ?? realClock();
+    for (const id of ids)
+      this.checks.set(id, { conn: undefined, sentMs: undefined, generation: 0, slowReported: false });
   }
 
   start(): void {
     this.running = true;
     const tick = (): void => {
       if (!this.running) return;
-      for (const id of this.ports.keys()) this.checkOne(id);
-      this.timer = setTimeout(tick, this.opts.intervalMs);
+      for (const id of this.ids) this.checkOne(id);
+      this.cancelTick = this.clock.timer(this.opts.intervalMs, tick);
     };
     tick();
   }
 
   stop(): void {
     this.running = false;
-    if (this.timer) clearTimeout(this.timer);
+    this.cancelTick?.();
     for (const id of this.checks.keys()) this.dropClient(id);
   }
 
@@ -180,7 +179,7 @@ export class HealthChecker {
     if (!st) return;
     if (st.sentMs !== undefined) {
       // The previous check is still unanswered: slow once, then silent past hangMs.
-      const waited = this.now() - st.sentMs;
+      const waited = this.clock.now() - st.sentMs;
       if (waited >= this.opts.timeoutMs && !st.slowReported) {
         st.slowReported = true;
         this.fail(id, 'slow', 'health', `health check unanswered after ${Math.round(waited)} ms`);
@@ -192,7 +191,7 @@ export class HealthChecker {
       }
       return;
     }
-    st.sentMs = this.now();
+    st.sentMs = this.clock.now();
     st.slowReported = false;
     const generation = st.generation;
     this.probe(id, st).then(
@@ -213,24 +212,13 @@ export class HealthChecker {
   }
 
   private async probe(id: string, st: CheckState): Promise<void> {
-    const port = this.ports.get(id);
-    if (port === undefined) throw new Error(`no port for ${id}`);
-    if (!st.client) {
-      const client = new pg.Client({
-        host: '127.0.0.1',
-        port,
-        user: this.credentials.user,
-        password: this.credentials.password,
-        database: this.credentials.database,
-        connectionTimeoutMillis: this.opts.hangMs,
-        application_name: 'plb-health',
-      });
-      // An idle client's socket error must not crash the run; the next check sees the failure.
-      client.on('error', () => undefined);
-      st.client = client;
-      await client.connect();
-    }
-    await st.client.query('SELECT 1');
+    st.conn ??= await this.connector.open(id, {
+      connectTimeoutMs: this.opts.hangMs,
+      applicationName: 'plb-health',
+      // An idle connection's error must not crash the run; the next check sees the failure.
+      onError: () => undefined,
+    });
+    await st.conn.query('SELECT 1');
   }
 
   private dropClient(id: string): void {
@@ -238,14 +226,10 @@ export class HealthChecker {
     if (!st) return;
     st.generation += 1;
     st.sentMs = undefined;
-    const client = st.client;
-    st.client = undefined;
-    if (!client) return;
-    const stream = (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection
-      ?.stream;
-    stream?.destroy();
-    // Not awaited: after destroy() the 'end' handshake may never complete.
-    client.end().catch(() => undefined);
+    const conn = st.conn;
+    st.conn = undefined;
+    // Not awaited: a vanished peer may never finish the goodbye.
+    void conn?.end(0);
   }
 }
 

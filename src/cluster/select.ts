@@ -323,7 +323,8 @@ export async function bringUp(opts: {
     version: 1,
     name,
     id,
-    driver: driver.kind,
+    // Only docker and local clusters are brought up and recorded; a sim one lives in its bench.
+    driver: driver.kind as DriverKind,
     spec: driver.spec,
     createdAt: new Date().toISOString(),
   });

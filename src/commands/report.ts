@@ -1,9 +1,10 @@
-import { Args, Flags } from '@oclif/core';
-import { EXIT_CODES_HELP } from '../fail.js';
+import { Args, Errors, Flags } from '@oclif/core';
+import { EXIT_CODES_HELP, errorLine } from '../fail.js';
 import { PlbCommand } from '../plb-command.js';
 import { compareStrategies } from '../report/compare.js';
 import { renderCsvPerRun, renderReport, reportJson, SIGN_CONVENTION } from '../report/render.js';
 import { DEFAULT_TOLERANCE, TOLERANCE_EXIT_CODE, TOLERANCE_FIELDS } from '../report/tolerance.js';
+import { annotation, DEFAULT_GATE_FLOORS, GATE_K, reportGate } from '../report/gate.js';
 import { writeReports } from '../report/report.js';
 import { escapeLines } from '../text.js';
 
@@ -24,6 +25,13 @@ Tolerance fields: ${Object.keys(TOLERANCE_FIELDS).join(', ')};
 p50/p95/p99/goodput/lifetime are relative to the baseline, retention/inflation/cpu/cv/errors are
 absolute differences; 25% and 0.25 are the same.
 
+--gate makes --compare-to one-sided and noise-aware: a cell (group, phase, class, metric) fails
+only when it got worse (latency or inflation up, goodput, retention or lifetime down) by more than
+max(${GATE_K} x the baseline's IQR, floor), the IQR relative to the baseline median for relative
+fields. Better never fails; a cell the baseline has and the runs lack fails. With --gate,
+--tolerance gives the fields to gate and their floors (default ${DEFAULT_GATE_FLOORS}).
+--github adds ::error:: annotations and appends the verdict to $GITHUB_STEP_SUMMARY.
+
 ${EXIT_CODES_HELP}`;
 
   static override examples = [
@@ -31,6 +39,8 @@ ${EXIT_CODES_HELP}`;
     '<%= config.bin %> report runs/ --markdown --baseline static',
     '<%= config.bin %> report runs/ --csv --per-run > runs.csv',
     `<%= config.bin %> report runs/ --compare-to benchmarks/baseline/summary.json --tolerance ${DEFAULT_TOLERANCE}`,
+    '<%= config.bin %> report runs/ --compare-to benchmarks/baseline/summary.json --gate --github',
+    '<%= config.bin %> report runs/ --json --skip-html --baseline-out candidate/summary.json',
   ];
 
   static override strict = false;
@@ -84,6 +94,20 @@ ${EXIT_CODES_HELP}`;
       description: `allowed movement per metric, e.g. ${DEFAULT_TOLERANCE}`,
       helpGroup: COMPARISON,
     }),
+    gate: Flags.boolean({
+      description: 'with --compare-to: fail only on cells worse than the baseline beyond its noise (IQR)',
+      dependsOn: ['compare-to'],
+      helpGroup: COMPARISON,
+    }),
+    github: Flags.boolean({
+      description:
+        'GitHub Actions: ::error:: annotations, and the gate verdict appended to $GITHUB_STEP_SUMMARY',
+      helpGroup: OUTPUT,
+    }),
+    'baseline-out': Flags.string({
+      description: 'write a candidate baseline for --compare-to made from these runs (the --json document)',
+      helpGroup: OUTPUT,
+    }),
     'include-incomplete': Flags.boolean({
       description:
         'put incomplete runs (stopped, failed faults, crashed) into the medians of groups that have complete runs too',
@@ -105,6 +129,8 @@ ${EXIT_CODES_HELP}`;
       compareTo: flags['compare-to'],
       tolerance: flags.tolerance,
       includeIncomplete: flags['include-incomplete'],
+      gate: flags.gate,
+      baselineOut: flags['baseline-out'],
     });
     // stderr, not logToStderr: oclif silences that with --json, and these lines matter then too.
     const note = (line: string): void => {
@@ -120,12 +146,17 @@ ${EXIT_CODES_HELP}`;
       );
       moved = out.tolerance.moved.length > 0;
     }
+    if (out.candidate) {
+      note(`wrote candidate baseline ${out.candidate.file}`);
+      for (const w of out.candidate.warnings)
+        note(flags.github ? annotation('warning', 'plb report', w) : `note: ${w}`);
+    }
+    // The gate's verdict table and annotations (stderr; the step summary with --github).
+    if (out.gate && reportGate(out.gate, { log: note, github: flags.github })) moved = true;
     if (json) {
       const cmp = compareStrategies(out.groups, flags.baseline);
-      const result = {
-        ...reportJson(out.groups, cmp.entries.length > 0 ? cmp : null, flags.baseline),
-        ...(out.tolerance ? { tolerance: out.tolerance } : {}),
-      };
+      // The plb-report document as schema'd (run-format/report.ts); verdicts went to stderr.
+      const result = reportJson(out.groups, cmp.entries.length > 0 ? cmp : null, flags.baseline);
       if (!moved) return result;
       // The report is printed even when a metric moved: the exit code alone says it did.
       this.logJson(result);
@@ -141,8 +172,15 @@ ${EXIT_CODES_HELP}`;
       process.stdout.write(verbatim ? text : escapeLines(text));
     }
     if (moved) {
-      // Not an error line: the moved metrics were listed above.
+      // Not an error line: the moved metrics (or failed cells) were listed above.
       this.exit(TOLERANCE_EXIT_CODE);
     }
+  }
+
+  /** With --github an input error (no runs, unreadable baseline) shows on the workflow run too. */
+  protected override async catch(err: Error & { exitCode?: number }): Promise<never> {
+    if (!(err instanceof Errors.ExitError) && this.argv.includes('--github'))
+      process.stderr.write(`${annotation('error', 'plb report', errorLine(err))}\n`);
+    return super.catch(err);
   }
 }

@@ -27,3 +27,9 @@ export function survivorsAfterEvent(survivors: number, action: FaultAction): num
 export function phaseNameFor(action: FaultAction, count: number): string {
   return `${action}-${count}`;
 }
+
+/** Whether the replica is down or up after this action (throttle leaves it as it was). */
+export function replicaStateAfter(action: FaultAction): 'down' | 'up' | null {
+  const d = survivorDelta(action);
+  return d < 0 ? 'down' : d > 0 ? 'up' : null;
+}

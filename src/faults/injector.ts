@@ -1,3 +1,4 @@
+import type { Clock } from '../clock/index.js';
 import type { ClusterDriver } from '../cluster/driver.js';
 import { asError } from '../workload/data-source.js';
 import type { FaultEvent } from './types.js';
@@ -20,8 +21,8 @@ export interface InjectedFault {
 export interface InjectorOptions {
   driver: ClusterDriver;
   events: readonly FaultEvent[];
-  /** Run clock, ms. */
-  now: () => number;
+  /** The run's clock. */
+  clock: Clock;
   /** Replica CPU quota to restore after a throttle. */
   defaultCpus: number;
   onInjected: (fault: InjectedFault) => void;
@@ -51,7 +52,7 @@ const EXPECTED: Partial<
  */
 export class Injector {
   private stopped = false;
-  private wake: (() => void) | undefined;
+  private readonly wake = new AbortController();
   private loop: Promise<void> | undefined;
   /** What the run changed and must undo when it ends early. */
   private readonly down = new Set<string>();
@@ -68,9 +69,9 @@ export class Injector {
   private async run(): Promise<void> {
     let previous: InjectedFault | undefined;
     for (const event of this.opts.events) {
-      // setTimeout may fire a little early: sleep until the clock really says so.
-      while (!this.stopped && event.at * 1000 - this.opts.now() > 0)
-        await this.sleep(event.at * 1000 - this.opts.now());
+      // A timer may fire a little early: sleep until the clock really says so.
+      while (!this.stopped && event.at * 1000 - this.opts.clock.now() > 0)
+        await this.opts.clock.sleep(event.at * 1000 - this.opts.clock.now(), this.wake.signal);
       if (this.stopped) return;
       // Events the plan puts at one time share one boundary, the first one's (one phase, not two).
       const sameTime = previous !== undefined && previous.event.at === event.at ? previous.tMs : undefined;
@@ -80,7 +81,7 @@ export class Injector {
 
   private async apply(event: FaultEvent, boundaryMs: number | undefined): Promise<InjectedFault> {
     const { driver } = this.opts;
-    const tMs = this.opts.now();
+    const tMs = this.opts.clock.now();
     let error: string | undefined;
     try {
       switch (event.action) {
@@ -113,7 +114,12 @@ export class Injector {
       error = asError(err).message;
     }
     if (error !== undefined) this.opts.log?.(`fault ${event.action} ${event.replica} failed: ${error}`);
-    const fault: InjectedFault = { event, tMs: boundaryMs ?? tMs, issuedMs: tMs, doneMs: this.opts.now() };
+    const fault: InjectedFault = {
+      event,
+      tMs: boundaryMs ?? tMs,
+      issuedMs: tMs,
+      doneMs: this.opts.clock.now(),
+    };
     if (error !== undefined) fault.error = error;
     this.opts.onInjected(fault);
     // Checked in the background: the next event (often at the same time) must not wait for it.
@@ -151,7 +157,7 @@ export class Injector {
   /** Stops injecting (pending events are dropped); waits for the event in progress and its check. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
+    this.wake.abort();
     await this.loop;
     await Promise.all([...this.checks]);
   }
@@ -178,15 +184,5 @@ export class Injector {
     this.down.clear();
     this.throttled.clear();
     return restored;
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
   }
 }

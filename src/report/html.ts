@@ -61,7 +61,8 @@ export async function renderRunHtml(run: LoadedRun): Promise<string> {
     ['seed', String(s.seed)],
     ['duration', `${s.durationS} s`],
     ['started', s.startedAt],
-    ...(typeof cfg.version === 'string' ? [['plb', cfg.version]] : []),
+    ...(cfg.plbVersion !== undefined ? [['plb', cfg.plbVersion]] : []),
+    ...(cfg.environment?.postgres ? [['PostgreSQL', cfg.environment.postgres]] : []),
   ]
     .map(([k, v]) => `${k} <b>${escapeHtml(v ?? '')}</b>`)
     .join(' · ');

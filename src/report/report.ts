@@ -15,6 +15,8 @@ import {
   type Moved,
   type ToleranceResult,
 } from './tolerance.js';
+import { DEFAULT_GATE_FLOORS, parseGateFloors, runGate, type GateResult } from './gate.js';
+import { candidateBaseline, candidateWarnings, writeCandidateBaseline } from './candidate-baseline.js';
 
 export interface ReportOptions {
   format?: ReportFormat;
@@ -31,6 +33,10 @@ export interface ReportOptions {
   tolerance?: string;
   /** Put incomplete runs into the medians of groups that have complete ones too (default false). */
   includeIncomplete?: boolean;
+  /** With compareTo: the one-sided, IQR-aware gate (tolerance = the floors) instead of the two-sided check. */
+  gate?: boolean;
+  /** Write a candidate baseline (the --json document plus provenance) made from these runs. */
+  baselineOut?: string;
 }
 
 export interface ReportOutcome {
@@ -42,6 +48,10 @@ export interface ReportOutcome {
   tolerance: ToleranceResult | null;
   /** One line per moved metric (for stderr), empty when nothing moved. */
   movedLines: string[];
+  /** With gate: the per-cell verdict. */
+  gate?: GateResult | null;
+  /** With baselineOut: the file written and why the candidate may not be fit to promote. */
+  candidate?: { file: string; warnings: string[] } | null;
 }
 
 export async function writeReports(
@@ -50,11 +60,16 @@ export async function writeReports(
 ): Promise<ReportOutcome> {
   if (paths.length === 0) throw new PlbError('BAD_INPUT', 'run-dir: give at least one run directory');
   const baseline = opts.baseline ?? 'rr';
+  if (opts.gate && opts.compareTo === undefined) throw new PlbError('BAD_INPUT', 'gate: needs --compare-to');
   // Parse the tolerance before any work so a bad spec fails fast.
-  const tol = opts.compareTo !== undefined ? parseTolerance(opts.tolerance ?? DEFAULT_TOLERANCE) : null;
+  const gateFloors = opts.gate ? parseGateFloors(opts.tolerance ?? DEFAULT_GATE_FLOORS) : null;
+  const tol =
+    opts.compareTo !== undefined && !gateFloors ? parseTolerance(opts.tolerance ?? DEFAULT_TOLERANCE) : null;
   if (opts.compareTo === undefined && opts.tolerance !== undefined) {
     throw new PlbError('BAD_INPUT', 'tolerance: needs --compare-to');
   }
+  const baselineOut =
+    opts.baselineOut !== undefined ? checkWritableFile(opts.baselineOut, 'baseline-out') : undefined;
   const runs = findRunDirs(paths).map(loadRun);
   // Every input is checked before anything is written: the baseline, then every target.
   const baselineGroups = opts.compareTo !== undefined ? loadBaseline(opts.compareTo) : null;
@@ -88,10 +103,22 @@ export async function writeReports(
     }
   }
 
+  let candidate: ReportOutcome['candidate'] = null;
+  if (baselineOut !== undefined) {
+    const doc = candidateBaseline(
+      groups,
+      runs.map((r) => r.summary),
+      baseline,
+    );
+    writeCandidateBaseline(baselineOut, doc);
+    candidate = { file: baselineOut, warnings: candidateWarnings(groups) };
+  }
+
   let tolerance: ToleranceResult | null = null;
   if (baselineGroups && tol) {
     tolerance = checkTolerance(groups, baselineGroups, tol);
   }
+  const gate = baselineGroups && gateFloors ? runGate(groups, baselineGroups, gateFloors) : null;
   return {
     runs,
     groups,
@@ -99,6 +126,8 @@ export async function writeReports(
     htmlFiles,
     tolerance,
     movedLines: tolerance ? tolerance.moved.map(movedLine) : [],
+    gate,
+    candidate,
   };
 }
 

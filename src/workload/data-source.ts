@@ -1,7 +1,6 @@
-import pg from 'pg';
 import { PlbError } from '../errors.js';
-import type { Credentials } from '../cluster/driver.js';
 import type { ServiceClass } from '../router/types.js';
+import { isStatementError, type Connector, type DbConnection } from '../cluster/connector.js';
 
 /** What the data source needs of a router: admission and release (see src/router). */
 export interface AdmissionControl {
@@ -11,9 +10,8 @@ export interface AdmissionControl {
 
 export interface DataSourceOptions {
   router: AdmissionControl;
-  /** Replica id -> loopback port. */
-  ports: ReadonlyMap<string, number>;
-  credentials: Credentials;
+  /** Opens connections to replicas (pg, or simulated ones). */
+  connector: Connector;
   connectTimeoutMs: number;
   queryTimeoutMs: number;
   /** Run clock (ms). */
@@ -35,25 +33,9 @@ export class DataSource {
   async getConnection(req: { class: ServiceClass }): Promise<PinnedConnection> {
     const cls = req.class;
     const { replica } = this.opts.router.admit(cls, this.opts.now());
-    const port = this.opts.ports.get(replica);
-    if (port === undefined) {
-      this.opts.router.release(replica, cls, this.opts.now());
-      throw new PlbError('INTERNAL', `router chose unknown replica ${replica}`);
-    }
-    const client = new pg.Client({
-      host: '127.0.0.1',
-      port,
-      user: this.opts.credentials.user,
-      password: this.opts.credentials.password,
-      database: this.opts.credentials.database,
-      connectionTimeoutMillis: this.opts.connectTimeoutMs,
-      query_timeout: this.opts.queryTimeoutMs,
-      application_name: `plb-${cls}`,
-    });
-    const conn = new PinnedConnection(client, replica, cls, this.opts.now(), this.opts);
+    const conn = new PinnedConnection(replica, cls, this.opts.now(), this.opts);
     try {
-      await client.connect();
-      conn.connectMs = this.opts.now() - conn.openedMs;
+      await conn.open();
     } catch (err) {
       const e = asError(err);
       conn.markBroken();
@@ -71,19 +53,28 @@ export class PinnedConnection {
   /** Connect + authentication, ms (its own metric: not part of any query's latency). */
   connectMs = 0;
 
+  private conn: DbConnection | undefined;
+
   constructor(
-    private readonly client: pg.Client,
     readonly replica: string,
     readonly cls: ServiceClass,
     readonly openedMs: number,
     private readonly opts: DataSourceOptions,
-  ) {
-    // A dying server emits 'error' on an idle client; without a listener that would crash the run.
-    client.on('error', (err) => {
-      if (this.broken || this.closed) return;
-      this.broken = true;
-      opts.onSessionError?.(replica, err);
+  ) {}
+
+  /** Connects (the router already chose the replica); connectMs is measured here. */
+  async open(): Promise<void> {
+    this.conn = await this.opts.connector.open(this.replica, {
+      connectTimeoutMs: this.opts.connectTimeoutMs,
+      queryTimeoutMs: this.opts.queryTimeoutMs,
+      applicationName: `plb-${this.cls}`,
+      onError: (err) => {
+        if (this.broken || this.closed) return;
+        this.broken = true;
+        this.opts.onSessionError?.(this.replica, err);
+      },
     });
+    this.connectMs = this.opts.now() - this.openedMs;
   }
 
   get isBroken(): boolean {
@@ -95,14 +86,14 @@ export class PinnedConnection {
   }
 
   async query(text: string, values: unknown[]): Promise<number> {
-    if (this.closed) throw new PlbError('SESSION_FAILED', `session on ${this.replica} is closed`);
+    if (this.closed || !this.conn)
+      throw new PlbError('SESSION_FAILED', `session on ${this.replica} is not open`);
     try {
-      const res = await this.client.query({ text, values });
-      return res.rowCount ?? 0;
+      return await this.conn.query(text, values);
     } catch (err) {
       const e = asError(err);
       // A server-side statement error keeps the session usable; a lost connection or timeout does not.
-      if (!(err instanceof pg.DatabaseError) || isFatalSqlState(err.code)) {
+      if (!isStatementError(err)) {
         if (!this.broken) {
           this.broken = true;
           this.opts.onSessionError?.(this.replica, e);
@@ -117,37 +108,8 @@ export class PinnedConnection {
     if (this.closed) return;
     this.closed = true;
     this.opts.router.release(this.replica, this.cls, this.opts.now());
-    await endBounded(this.client, this.broken ? 0 : 1000);
+    await this.conn?.end(this.broken ? 0 : 1000);
   }
-}
-
-/** 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 08xxx connection errors. */
-function isFatalSqlState(code: string | undefined): boolean {
-  return code === undefined || code.startsWith('57P') || code.startsWith('08');
-}
-
-async function endBounded(client: pg.Client, waitMs: number): Promise<void> {
-  const destroy = (): void => {
-    // pg keeps the socket on `connection.stream`; destroying it frees a connection to a dead server.
-    const conn = (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection;
-    conn?.stream?.destroy();
-  };
-  if (waitMs <= 0) {
-    destroy();
-    client.end().catch(() => undefined);
-    return;
-  }
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    client.end().catch(() => undefined),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        destroy();
-        resolve();
-      }, waitMs);
-    }),
-  ]);
-  if (timer) clearTimeout(timer);
 }
 
 export function asError(err: unknown): Error {

@@ -1,3 +1,4 @@
+import type { Clock } from '../clock/index.js';
 import { isPlbError } from '../errors.js';
 import type { ServiceClass } from '../router/types.js';
 import type { Recorder } from '../metrics/types.js';
@@ -10,14 +11,12 @@ export interface SessionContext {
   ds: DataSource;
   recorder: Recorder;
   spec: WorkloadSpec;
-  now: () => number;
+  clock: Clock;
   /** True once the run should wind down: sessions stop after their current query. */
   stopping: () => boolean;
 }
 
 export type SessionOutcome = 'finished' | 'failed' | 'no-replica' | 'connect-failed' | 'stopped';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Retry backoff of a closed-model client after a failed session or connect. */
 const MIN_BACKOFF_MS = 250;
@@ -36,7 +35,8 @@ export async function runSession(
   rng: Rng,
   scheduledMs?: number,
 ): Promise<SessionOutcome> {
-  const { recorder, spec, now } = ctx;
+  const { recorder, spec, clock } = ctx;
+  const now = (): number => clock.now();
   // Open model: how late the harness started this session (coordinated omission: it counts).
   const scheduleLag = scheduledMs === undefined ? 0 : Math.max(0, now() - scheduledMs);
   let conn;
@@ -60,7 +60,7 @@ export async function runSession(
       outcome = 'stopped';
       break;
     }
-    if (i > 0 && w.thinkTimeMs > 0) await sleep(rng.exp(w.thinkTimeMs));
+    if (i > 0 && w.thinkTimeMs > 0) await clock.sleep(rng.exp(w.thinkTimeMs));
     const q = makeQuery(rng.weighted(w.queryWeights), spec.datasetRows, rng);
     // Connect time is measured apart; a late schedule is charged to the first query.
     const start = i === 0 ? now() - scheduleLag : now();
@@ -93,8 +93,7 @@ export async function runClient(
   rng: Rng,
   joinAtMs: number,
 ): Promise<void> {
-  const wait = joinAtMs - ctx.now();
-  if (wait > 0) await sleep(wait);
+  await ctx.clock.sleep(joinAtMs - ctx.clock.now());
   let backoffMs = 0;
   while (!ctx.stopping()) {
     const outcome = await runSession(ctx, cls, rng);
@@ -106,6 +105,6 @@ export async function runClient(
     // tight retry loop against a busy replica forks backends whose clients already gave up, and
     // that storm, not the workload, would then set the replica's load.
     backoffMs = Math.min(MAX_BACKOFF_MS, backoffMs === 0 ? MIN_BACKOFF_MS : backoffMs * 2);
-    await sleep(backoffMs / 2 + rng.next() * (backoffMs / 2));
+    await ctx.clock.sleep(backoffMs / 2 + rng.next() * (backoffMs / 2));
   }
 }

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pgConnector } from '../../src/cluster/connector.js';
 import type { Credentials, Endpoint } from '../../src/cluster/driver.js';
 import type { FailureCause } from '../../src/cluster/failure-cause.js';
 import { HealthChecker, type FailureReport, type HealthState } from '../../src/cluster/health.js';
@@ -35,8 +36,8 @@ describe.skipIf(!haveServerBinaries)('health detection against a real server', (
   const watch = (): Watch => {
     const w: Watch = { checker: undefined as unknown as HealthChecker, changes: [], failures: [] };
     w.checker = new HealthChecker(
-      new Map([[r1.id, r1.port]]),
-      creds,
+      [r1.id],
+      pgConnector([r1], creds),
       { intervalMs: 200, timeoutMs: 1000, fall: 2, rise: 2, hangMs: 5000 },
       (_replica, state, _via, cause) => w.changes.push({ state, cause }),
       (f) => w.failures.push(f),

@@ -1,5 +1,5 @@
-import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
+import { realClock } from '../../src/clock/index.js';
 import type { ClusterDriver } from '../../src/cluster/driver.js';
 import { Injector, type InjectedFault } from '../../src/faults/injector.js';
 import type { FaultEvent } from '../../src/faults/types.js';
@@ -50,6 +50,8 @@ function fakeDriver(calls: string[], failOn?: string, stillUp?: string): Cluster
     setCpus: act('cpus'),
     cpuSeconds: async () => ({}),
     waitReady: async () => undefined,
+    connector: () => ({ open: () => Promise.reject(new Error('no server here')) }),
+    prepareDataset: async () => ({ loaded: false, ms: 0 }),
   };
 }
 
@@ -65,11 +67,10 @@ async function runAll(events: FaultEvent[], failOn?: string, stillUp?: string) {
   const calls: string[] = [];
   const faults: InjectedFault[] = [];
   const notTaken: string[] = [];
-  const t0 = performance.now();
   const injector = new Injector({
     driver: fakeDriver(calls, failOn, stillUp),
     events,
-    now: () => performance.now() - t0,
+    clock: realClock(),
     defaultCpus: 0.25,
     onInjected: (f) => faults.push(f),
     onNotTaken: (f, reason) => notTaken.push(`${f.event.action} ${f.event.replica}: ${reason}`),

@@ -3,7 +3,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { ClusterDriver, ServerStatus } from '../../src/cluster/driver.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';
@@ -11,10 +11,7 @@ import type { RunSummary } from '../../src/metrics/types.js';
 import { runBench, type RunnerRouter } from '../../src/bench/run.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 
-// No PostgreSQL here: the dataset is "already loaded"; sessions meet a closed port and fail.
-vi.mock('../../src/workload/dataset.js', () => ({
-  ensureDataset: async () => ({ loaded: false, ms: 0 }),
-}));
+// No PostgreSQL here: the dataset is "already loaded"; sessions and health checks fail to connect.
 
 const root = mkdtempSync(join(tmpdir(), 'plb-runner-errors-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -63,6 +60,10 @@ function stubbornDriver(calls: string[]): ClusterDriver {
     setCpus: async () => undefined,
     cpuSeconds: async () => ({}),
     waitReady: async () => undefined,
+    connector: () => ({
+      open: () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),
+    }),
+    prepareDataset: async () => ({ loaded: false, ms: 0 }),
   };
 }
 

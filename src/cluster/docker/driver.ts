@@ -12,6 +12,8 @@ import { cpus as hostCpus } from 'node:os';
 import Docker from 'dockerode';
 import type { ClusterDriver, ClusterSpec, Credentials, Endpoint, ServerId, ServerStatus } from '../driver.js';
 import { PlbError } from '../../errors.js';
+import { ensureDataset } from '../../workload/dataset.js';
+import { pgConnector, type Connector } from '../connector.js';
 import { portFree } from '../ports.js';
 import { createReplicationSlot, currentWalLsn, replicaReplication, withClient } from '../pg-util.js';
 import { loadCredentials, validateClusterName } from '../state.js';
@@ -364,6 +366,23 @@ export class DockerDriver implements ClusterDriver {
       }
       await sleep(200);
     }
+  }
+
+  connector(credentials: Credentials): Connector {
+    return pgConnector(this.endpoints(), credentials);
+  }
+
+  async prepareDataset(rows: number, log: (line: string) => void): Promise<{ loaded: boolean; ms: number }> {
+    const eps = this.endpoints();
+    const primary = eps.find((e) => e.kind === 'primary');
+    if (!primary) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no primary endpoint');
+    return ensureDataset(
+      primary,
+      eps.filter((e) => e.kind === 'replica'),
+      await this.credentials(),
+      rows,
+      log,
+    );
   }
 
   async waitReady(id: ServerId, timeoutMs = 60_000): Promise<void> {

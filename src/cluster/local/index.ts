@@ -21,6 +21,8 @@ import { CpuLimiter } from './cgroup.js';
 import { dirname, join, resolve } from 'node:path';
 import type { ClusterDriver, ClusterSpec, Credentials, Endpoint, ServerId, ServerStatus } from '../driver.js';
 import { PlbError } from '../../errors.js';
+import { ensureDataset } from '../../workload/dataset.js';
+import { pgConnector, type Connector } from '../connector.js';
 import { portFree } from '../ports.js';
 import {
   createReplicationSlot,
@@ -439,6 +441,23 @@ export class LocalDriver implements ClusterDriver {
     const failed = results.find((x): x is PromiseRejectedResult => x.status === 'rejected');
     if (failed) throw failed.reason;
     log('ready: primary accepting, every standby streaming');
+  }
+
+  connector(credentials: Credentials): Connector {
+    return pgConnector(this.endpoints(), credentials);
+  }
+
+  async prepareDataset(rows: number, log: (line: string) => void): Promise<{ loaded: boolean; ms: number }> {
+    const eps = this.endpoints();
+    const primary = eps.find((e) => e.kind === 'primary');
+    if (!primary) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no primary endpoint');
+    return ensureDataset(
+      primary,
+      eps.filter((e) => e.kind === 'replica'),
+      await this.credentials(),
+      rows,
+      log,
+    );
   }
 
   async waitReady(id: ServerId, timeoutMs = 60_000): Promise<void> {

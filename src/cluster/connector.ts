@@ -1,0 +1,99 @@
+import pg from 'pg';
+import type { Credentials, Endpoint } from './driver.js';
+
+export interface OpenOptions {
+  /** Connect + authentication must finish within this (ms). */
+  connectTimeoutMs: number;
+  /** A query unanswered this long fails (ms; none when absent). */
+  queryTimeoutMs?: number;
+  applicationName: string;
+  /** An idle connection failed (its server went away): without a listener that would crash the run. */
+  onError: (err: Error) => void;
+}
+
+/** One open connection to one server. */
+export interface DbConnection {
+  /** Runs a statement; resolves with its row count. */
+  query(text: string, values?: readonly unknown[]): Promise<number>;
+  /** Ends it, waiting at most `waitMs` for a graceful end (0: drop at once). Never rejects. */
+  end(waitMs: number): Promise<void>;
+}
+
+/**
+ * How the bench reaches a server: over pg to a real cluster (pgConnector), or to a simulated
+ * replica (cluster/sim). Errors keep pg's shapes (SQLSTATE `code` + `severity` for server
+ * errors, errno codes for sockets) so failure-cause.ts classifies both alike.
+ */
+export interface Connector {
+  open(server: string, opts: OpenOptions): Promise<DbConnection>;
+}
+
+/**
+ * A server-side error about the statement (it leaves the session usable): it has a SQLSTATE and
+ * a severity, and is not one of 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect
+ * now, or an 08xxx connection error.
+ */
+export function isStatementError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const { code, severity } = err as { code?: unknown; severity?: unknown };
+  if (typeof code !== 'string' || typeof severity !== 'string') return false;
+  return !code.startsWith('57P') && !code.startsWith('08');
+}
+
+/** Connections over pg to a cluster's loopback endpoints. */
+export function pgConnector(endpoints: readonly Endpoint[], creds: Credentials): Connector {
+  const ports = new Map(endpoints.map((e) => [e.id, e.port] as const));
+  return {
+    async open(server, opts) {
+      const port = ports.get(server);
+      if (port === undefined) throw new Error(`no endpoint for ${server}`);
+      const client = new pg.Client({
+        host: '127.0.0.1',
+        port,
+        user: creds.user,
+        password: creds.password,
+        database: creds.database,
+        connectionTimeoutMillis: opts.connectTimeoutMs,
+        ...(opts.queryTimeoutMs !== undefined ? { query_timeout: opts.queryTimeoutMs } : {}),
+        application_name: opts.applicationName,
+      });
+      client.on('error', opts.onError);
+      try {
+        await client.connect();
+      } catch (err) {
+        await endBounded(client, 0);
+        throw err;
+      }
+      return {
+        query: async (text, values) =>
+          (await client.query({ text, values: values as unknown[] })).rowCount ?? 0,
+        end: (waitMs) => endBounded(client, waitMs),
+      };
+    },
+  };
+}
+
+/** Ends a pg client, bounded: a paused server never answers the termination handshake. */
+async function endBounded(client: pg.Client, waitMs: number): Promise<void> {
+  const destroy = (): void => {
+    // pg keeps the socket on `connection.stream`; destroying it frees a connection to a dead server.
+    const conn = (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection;
+    conn?.stream?.destroy();
+  };
+  if (waitMs <= 0) {
+    destroy();
+    client.end().catch(() => undefined);
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    client.end().catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        destroy();
+        resolve();
+      }, waitMs);
+    }),
+  ]);
+  if (timer) clearTimeout(timer);
+}

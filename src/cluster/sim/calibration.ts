@@ -1,0 +1,92 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PlbError } from '../../errors.js';
+import { packageRoot } from '../../package-info.js';
+import type { QueryKind } from '../../workload/spec.js';
+
+/**
+ * What the simulator knows of a real replica, measured by `plb calibrate` on a real cluster
+ * under its CPU quota. Service demands are in ms of ONE core: a replica with a quota of C cores
+ * serves a demand d alone in d / C ms, and shares its C cores among what it runs (processor
+ * sharing).
+ */
+export interface SimCalibration {
+  version: 1;
+  /** Where and when it was measured (free-form facts, shown in config.json). */
+  measured: {
+    at: string;
+    machine: string;
+    postgres: string;
+    /** Quota of the replica it was measured on (cores). */
+    replicaCpus: number;
+    /** Clients, samples and anything else a reader needs to judge it. */
+    notes: string;
+  };
+  /** CPU demand of one query per template: mean (ms of one core) and coefficient of variation. */
+  templates: Record<QueryKind, { meanMs: number; cv: number }>;
+  /** Fixed latency per query that does not use the replica's CPU (protocol, loopback), ms. */
+  queryOverheadMs: number;
+  /** A connect + authentication: CPU demand on the server (ms of one core) and fixed latency (ms). */
+  connect: { cpuMs: number; latencyMs: number };
+  /** Health check (SELECT 1): CPU demand, ms of one core. */
+  healthCpuMs: number;
+  /** After start(): ms until the server accepts connections, then ms until it streams again. */
+  restartMs: number;
+  catchUpMs: number;
+}
+
+/** The calibration plb ships, measured on this machine type. */
+export function defaultCalibrationPath(): string {
+  return join(packageRoot(), 'calibration', 'default.json');
+}
+
+/** Reads and checks a calibration file; every problem names the file and the field. */
+export function loadCalibration(path = defaultCalibrationPath()): SimCalibration {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new PlbError('BAD_INPUT', `calibration ${path}: cannot read it as JSON`, {
+      cause: err,
+      hint: 'plb calibrate --out <file> writes one',
+    });
+  }
+  return checkCalibration(raw, path);
+}
+
+export function checkCalibration(raw: unknown, where: string): SimCalibration {
+  const bad = (field: string, want: string): never => {
+    throw new PlbError('BAD_INPUT', `calibration ${where}: ${field} must be ${want}`);
+  };
+  const obj = (v: unknown, field: string): Record<string, unknown> =>
+    typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : bad(field, 'an object');
+  const num = (v: unknown, field: string, min = 0): number =>
+    typeof v === 'number' && Number.isFinite(v) && v >= min ? v : bad(field, `a number >= ${min}`);
+  const c = obj(raw, '(the file)');
+  if (c.version !== 1) bad('version', '1');
+  const m = obj(c.measured, 'measured');
+  const t = obj(c.templates, 'templates');
+  const template = (k: QueryKind): { meanMs: number; cv: number } => {
+    const x = obj(t[k], `templates.${k}`);
+    return { meanMs: num(x.meanMs, `templates.${k}.meanMs`), cv: num(x.cv, `templates.${k}.cv`) };
+  };
+  const conn = obj(c.connect, 'connect');
+  return {
+    version: 1,
+    measured: {
+      at: String(m.at ?? ''),
+      machine: String(m.machine ?? ''),
+      postgres: String(m.postgres ?? ''),
+      replicaCpus: num(m.replicaCpus, 'measured.replicaCpus', 0.01),
+      notes: String(m.notes ?? ''),
+    },
+    templates: { point: template('point'), range: template('range'), scan: template('scan') },
+    queryOverheadMs: num(c.queryOverheadMs, 'queryOverheadMs'),
+    connect: { cpuMs: num(conn.cpuMs, 'connect.cpuMs'), latencyMs: num(conn.latencyMs, 'connect.latencyMs') },
+    healthCpuMs: num(c.healthCpuMs, 'healthCpuMs'),
+    restartMs: num(c.restartMs, 'restartMs'),
+    catchUpMs: num(c.catchUpMs, 'catchUpMs'),
+  };
+}
