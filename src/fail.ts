@@ -14,10 +14,14 @@ export const EXIT = {
 } as const;
 
 /** The exit codes as `--help` shows them; README.md's table says the same. */
-export const EXIT_CODES_HELP = `Exit codes: 0 ok; 1 error (bad input: the message names the flag or field; an unreadable
-run directory; anything else that failed); 2 usage (unknown flag, missing or unexpected
-argument); ${TOLERANCE_EXIT_CODE} a metric moved beyond its --tolerance (with --compare-to); 127 unknown command.
-With --json an error is {"error":{"code","message","hint"}} on stdout, else one line on stderr.`;
+export const EXIT_CODES_HELP = `Exit codes:
+0    ok
+1    error: bad input (names the flag or field), unreadable run directory, ...
+2    usage: unknown flag, missing or unexpected argument
+${TOLERANCE_EXIT_CODE}    --compare-to: a metric beyond --tolerance; --gate: a cell got worse
+127  unknown command
+With --json an error is {"error":{"code","message","hint"}} on stdout;
+without, one line on stderr.`;
 
 // oclif's parser errors that mean "not a command line this command takes" (their class names: the
 // parser does not export the classes themselves). Every other parse error is a wrong value.

@@ -14,23 +14,11 @@ const COMPARISON = 'COMPARISON';
 export default class Report extends PlbCommand {
   static override description = `Phase tables, strategy comparison and report.html for run directories.
 
-Several runs of one strategy+plan+mix are repeats: every metric is their median with the
-interquartile range (linear-interpolation quantiles, type 7). With several strategies on one
-plan the change of p95 and goodput against --baseline is shown. ${SIGN_CONVENTION}
-Terminal tables are compact (at most 100 columns for the demo plan); --wide shows every column.
-Writes report.html into each run directory, and for several runs a comparison page; with
---json or --csv only when --html is given.
+Several runs of one strategy+plan+mix are repeats: every metric is their median with the interquartile range (linear-interpolation quantiles, type 7). With several strategies on one plan the change of p95 and goodput against --baseline is shown. ${SIGN_CONVENTION} Terminal tables are compact (at most 100 columns for the demo plan); --wide shows every column. Writes report.html into each run directory, and for several runs a comparison page; with --json or --csv only when --html is given.
 
-Tolerance fields: ${Object.keys(TOLERANCE_FIELDS).join(', ')};
-p50/p95/p99/goodput/lifetime are relative to the baseline, retention/inflation/cpu/cv/errors are
-absolute differences; 25% and 0.25 are the same.
+Tolerance fields: ${Object.keys(TOLERANCE_FIELDS).join(', ')}; p50/p95/p99/goodput/lifetime are relative to the baseline, retention/inflation/cpu/cv/errors are absolute differences; 25% and 0.25 are the same.
 
---gate makes --compare-to one-sided and noise-aware: a cell (group, phase, class, metric) fails
-only when it got worse (latency or inflation up, goodput, retention or lifetime down) by more than
-max(${GATE_K} x the baseline's IQR, floor), the IQR relative to the baseline median for relative
-fields. Better never fails; a cell the baseline has and the runs lack fails. With --gate,
---tolerance gives the fields to gate and their floors (default ${DEFAULT_GATE_FLOORS}).
---github adds ::error:: annotations and appends the verdict to $GITHUB_STEP_SUMMARY.
+--gate makes --compare-to one-sided and noise-aware: a cell (group, phase, class, metric) fails only when it got worse (latency or inflation up, goodput, retention or lifetime down) by more than max(${GATE_K} x the baseline's IQR, floor), the IQR relative to the baseline median for relative fields. Better never fails; a cell the baseline has and the runs lack fails. With --gate, --tolerance gives the fields to gate and their floors (default ${DEFAULT_GATE_FLOORS}). --github adds ::error:: annotations and appends the verdict to $GITHUB_STEP_SUMMARY.
 
 ${EXIT_CODES_HELP}`;
 
