@@ -441,7 +441,7 @@ export function renderCalibration(cal: SimCalibration, where: string): string {
 export async function executeCalibrate(
   flags: CalibrateFlags,
   io: { log: (line: string) => void; warn: (line: string) => void; stdout: (text: string) => void },
-): Promise<number> {
+): Promise<{ code: number; calibration?: SimCalibration }> {
   try {
     const samples = positiveInt('samples', flags.samples, CALIBRATE_LIMITS.samples);
     const restarts = positiveInt('restarts', flags.restarts, CALIBRATE_LIMITS.restarts);
@@ -491,7 +491,7 @@ export async function executeCalibrate(
     } catch (err) {
       if (stop.signal.aborted) {
         io.warn(`Error: ${formatError(err)}`);
-        return stop.code() ?? STOP_SIGNALS.SIGINT;
+        return { code: stop.code() ?? STOP_SIGNALS.SIGINT };
       }
       throw err;
     } finally {
@@ -505,10 +505,10 @@ export async function executeCalibrate(
       writeFileSafe(flags.out, json, '--out');
       io.log(renderCalibration(cal, `written to ${flags.out}`));
     }
-    return 0;
+    return { code: 0, calibration: cal };
   } catch (err) {
     io.warn(`Error: ${formatError(err)}`);
-    return 1;
+    return { code: 1 };
   }
 }
 

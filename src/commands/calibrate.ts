@@ -1,10 +1,12 @@
-import { Command, Flags } from '@oclif/core';
+import { Flags } from '@oclif/core';
 import { CALIBRATE_DEFAULTS, executeCalibrate } from '../bench/calibrate-sim.js';
+import type { SimCalibration } from '../cluster/sim/calibration.js';
+import { PlbCommand } from '../plb-command.js';
 import { DEFAULT_BASE_PORT } from '../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { escapeLines } from '../text.js';
 
-export default class Calibrate extends Command {
+export default class Calibrate extends PlbCommand {
   static override description =
     'Measure a real replica under its CPU quota (CPU per query template, connect, health check; restart and catch-up times) and write the calibration the simulator uses';
 
@@ -47,13 +49,15 @@ export default class Calibrate extends Command {
     }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<SimCalibration | undefined> {
     const { flags } = await this.parse(Calibrate);
-    const code = await executeCalibrate(flags, {
+    const { code, calibration } = await executeCalibrate(flags, {
       log: (l) => this.log(l),
       warn: (l) => process.stderr.write(`${escapeLines(l)}\n`),
       stdout: (t) => process.stdout.write(t),
     });
     if (code !== 0) this.exit(code);
+    // --json: the calibration itself on stdout.
+    return calibration;
   }
 }

@@ -12,7 +12,8 @@ import type { Stat } from '../report/stats.js';
 import type { Assignable, SameType } from './type-check.js';
 import { mixSchema, serviceClassRecord, serviceClassSchema } from './common.js';
 
-export const REPORT_SCHEMA_ID = 'plb-report/1';
+/** /2: the comparison's p95Change is (p95 - base) / base, negative = lower latency (/1 had it the other way). */
+export const REPORT_SCHEMA_ID = 'plb-report/2';
 
 export const statSchema = z
   .object({
@@ -101,10 +102,10 @@ export const comparisonRowSchema = z.object({
   cls: serviceClassSchema,
   p95: z.number().nullable(),
   baseP95: z.number().nullable(),
-  p95Change: z.number().nullable(),
+  p95Change: z.number().nullable().describe('(p95 - base) / base: negative = lower latency'),
   goodput: z.number().nullable(),
   baseGoodput: z.number().nullable(),
-  goodputChange: z.number().nullable(),
+  goodputChange: z.number().nullable().describe('(goodput - base) / base: positive = more goodput'),
 });
 
 export const strategyComparisonSchema = z.object({
@@ -150,7 +151,8 @@ const _id: Assignable<ReportJson['schema'], typeof REPORT_SCHEMA_ID> = true;
  * loads, while a file whose groups, phases or stats are malformed is refused naming the field.
  */
 export const reportBaselineSchema = z.object({
-  schema: z.literal(REPORT_SCHEMA_ID),
+  // The groups read here mean the same in /1 and /2 (only the comparison's sign changed).
+  schema: z.enum(['plb-report/1', REPORT_SCHEMA_ID]),
   groups: z.array(
     z.object({
       key: z.string(),

@@ -32,7 +32,7 @@ describe.skipIf(!available && !ci)('plb calibrate on a Docker cluster', () => {
     process.env.PLB_STATE_DIR = join(work, 'state');
     const out = join(work, 'cal.json');
     const lines: string[] = [];
-    const code = await executeCalibrate(
+    const { code } = await executeCalibrate(
       { out, name: NAME, samples: 20, restarts: 1, driver: 'docker', 'base-port': BASE_PORT },
       { log: (l) => lines.push(l), warn: (l) => lines.push(l), stdout: () => undefined },
     );

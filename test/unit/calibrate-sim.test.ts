@@ -168,7 +168,7 @@ describe('the calibration file', () => {
 describe('plb calibrate: bad input', () => {
   const run = async (over: Record<string, unknown>): Promise<{ code: number; err: string[] }> => {
     const err: string[] = [];
-    const code = await executeCalibrate(
+    const { code } = await executeCalibrate(
       {
         out: join(tmpdir(), 'plb-cal-never.json'),
         name: 'plbtest-never',
