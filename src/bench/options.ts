@@ -4,7 +4,7 @@ import { DEFAULT_BASE_PORT, parseCpus, parseDriverChoice } from '../cluster/sele
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { formatError, PlbError } from '../errors.js';
 import { ensureWritableDir } from '../safe-write.js';
-import { loadPlan, parseDuration } from '../faults/plan.js';
+import { loadPlan, MAX_SIM_REPLICAS, parseDuration } from '../faults/plan.js';
 import { createRunWriter } from '../metrics/index.js';
 import {
   createRouter,
@@ -96,8 +96,8 @@ export const benchFlags = {
   progress: Flags.integer({ description: 'seconds between progress lines (0: none)', default: 5 }),
   name: Flags.string({ description: 'cluster name', default: DEFAULT_CLUSTER_NAME }),
   driver: Flags.string({
-    description: 'when no cluster exists: docker, local or auto',
-    options: ['auto', 'docker', 'local'],
+    description: 'when no cluster exists: docker, local or auto; sim: simulated replicas in virtual time',
+    options: ['auto', 'docker', 'local', 'sim'],
     default: 'auto',
   }),
   cpus: Flags.string({ description: 'when no cluster exists: CPU quota per replica' }),
@@ -106,6 +106,9 @@ export const benchFlags = {
     default: DEFAULT_BASE_PORT,
   }),
   'keep-cluster': Flags.boolean({ description: 'keep a cluster this command brought up', default: false }),
+  calibration: Flags.string({
+    description: 'with --driver sim: calibration file (default: the shipped calibration/default.json)',
+  }),
   json: Flags.boolean({ description: 'print the summaries as JSON instead of tables', default: false }),
 };
 
@@ -139,6 +142,7 @@ export interface BenchFlagValues {
   'base-port': number;
   'keep-cluster': boolean;
   json: boolean;
+  calibration?: string | undefined;
 }
 
 function durationMsFlag(name: string, value: string): number {
@@ -252,7 +256,10 @@ export async function executeBench(
     const cpus = flags.cpus === undefined ? undefined : parseCpus('cpus', flags.cpus);
     if (flags.seed !== undefined) checkSeed(flags.seed, '--seed');
     const planPath = flags.plan ?? defaultPlanPath();
-    const plan = loadPlan(planPath);
+    const sim = driverChoice === 'sim';
+    if (flags.calibration !== undefined && !sim)
+      throw new PlbError('BAD_INPUT', '--calibration: only with --driver sim');
+    const plan = loadPlan(planPath, sim ? { maxReplicas: MAX_SIM_REPLICAS } : {});
     const seed = flags.seed ?? newSeed();
     // Last check, the only one that creates something: the folder the run directories go into.
     ensureWritableDir(flags.out, '--out');
@@ -290,7 +297,9 @@ export async function executeBench(
         over: { basePort: flags['base-port'], ...(cpus !== undefined ? { cpus } : {}) },
         keep: flags['keep-cluster'],
         log: io.warn,
+        ...(flags.calibration !== undefined ? { calibration: flags.calibration } : {}),
       });
+      const simClock = lease.sim?.clock;
       try {
         outcome = await runSeries({
           plan,
@@ -326,6 +335,8 @@ export async function executeBench(
               replicas: ids,
               refWindowS: plan.referenceWindow,
               warmupS: plan.warmup,
+              // Simulated: the start time is virtual (ms since the series began), so a seed repeats.
+              ...(simClock ? { clock: () => new Date(simClock.now()) } : {}),
             }),
           log: io.warn,
           signal: stop.signal,

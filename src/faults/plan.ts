@@ -24,6 +24,13 @@ export const DEFAULT_WARMUP_S = 10;
 export const DEFAULT_REFERENCE_S = 30;
 export const DEFAULT_REPLICAS = 5;
 export const MAX_REPLICAS = 64;
+/** A simulated cluster (`--driver sim`) takes plans this large. */
+export const MAX_SIM_REPLICAS = 1000;
+
+/** How large a plan may be: `maxReplicas` is MAX_SIM_REPLICAS for a simulated cluster. */
+export interface PlanLimits {
+  maxReplicas?: number;
+}
 /** Limits: a plan past them is a mistake (or hostile), and would only exhaust memory or the terminal. */
 export const MAX_PLAN_BYTES = 1024 * 1024;
 export const MAX_EVENTS = 10_000;
@@ -35,7 +42,7 @@ const PLAN_KEYS = ['name', 'description', 'duration', 'warmup', 'reference', 're
 const EVENT_KEYS = ['at', 'replica', 'action', 'cpus'] as const;
 
 /** Parses a plan from YAML text; `source` names the file in error messages. */
-export function parsePlan(text: string, source: string): FaultPlan {
+export function parsePlan(text: string, source: string, limits: PlanLimits = {}): FaultPlan {
   const bytes = Buffer.byteLength(text);
   if (bytes > MAX_PLAN_BYTES) {
     throw new PlbError(
@@ -43,11 +50,11 @@ export function parsePlan(text: string, source: string): FaultPlan {
       `${source}: size: at most ${MAX_PLAN_BYTES} bytes (1 MiB), got ${bytes}`,
     );
   }
-  return new PlanReader(text, source).read();
+  return new PlanReader(text, source, limits.maxReplicas ?? MAX_REPLICAS).read();
 }
 
 /** Reads and parses a plan file. */
-export function loadPlan(path: string): FaultPlan {
+export function loadPlan(path: string, limits: PlanLimits = {}): FaultPlan {
   let text: string;
   try {
     // Checked before reading: a huge (or endless, like /dev/zero) file is never read whole.
@@ -72,7 +79,7 @@ export function loadPlan(path: string): FaultPlan {
       cause: err,
     });
   }
-  return parsePlan(text, path);
+  return parsePlan(text, path, limits);
 }
 
 /**
@@ -184,6 +191,7 @@ class PlanReader {
   constructor(
     text: string,
     private readonly source: string,
+    private readonly maxReplicas: number,
   ) {
     this.doc = parseDocument(text, { lineCounter: this.lc, prettyErrors: false });
   }
@@ -261,11 +269,13 @@ class PlanReader {
     if (fields.has('replicas')) {
       const node = fields.get('replicas');
       const v = this.value(node);
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_REPLICAS) {
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > this.maxReplicas) {
+        const simOnly = typeof v === 'number' && v > this.maxReplicas && v <= MAX_SIM_REPLICAS;
+        const sim = simOnly ? `; up to ${MAX_SIM_REPLICAS} with --driver sim` : '';
         throw this.fail(
           this.lineOf(node),
           'replicas',
-          `must be an integer from 1 to ${MAX_REPLICAS} (got ${describe(v)})`,
+          `must be an integer from 1 to ${this.maxReplicas} (got ${describe(v)})${sim}`,
         );
       }
       replicas = v;
