@@ -270,13 +270,17 @@ class PlanReader {
       const node = fields.get('replicas');
       const v = this.value(node);
       if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > this.maxReplicas) {
-        const simOnly = typeof v === 'number' && v > this.maxReplicas && v <= MAX_SIM_REPLICAS;
-        const sim = simOnly ? `; up to ${MAX_SIM_REPLICAS} with --driver sim` : '';
-        throw this.fail(
+        const err = this.fail(
           this.lineOf(node),
           'replicas',
-          `must be an integer from 1 to ${this.maxReplicas} (got ${describe(v)})${sim}`,
+          `must be an integer from 1 to ${this.maxReplicas} (got ${describe(v)})`,
         );
+        // A plan only a simulated cluster can run says so (the one hint of the parser).
+        if (typeof v === 'number' && v > this.maxReplicas && v <= MAX_SIM_REPLICAS)
+          throw new PlbError('PLAN_INVALID', err.message, {
+            hint: `up to ${MAX_SIM_REPLICAS} with --driver sim`,
+          });
+        throw err;
       }
       replicas = v;
     }

@@ -123,7 +123,7 @@ describe('bench run --driver sim', () => {
     const { code, lines } = await bench(join(root, 'd'), { plan, driver: 'local' });
     expect(code).toBe(1);
     expect(lines).toEqual([
-      `Error: ${plan}:3: replicas: must be an integer from 1 to 64 (got 1000); up to 1000 with --driver sim`,
+      `Error: ${plan}:3: replicas: must be an integer from 1 to 64 (got 1000) (hint: up to 1000 with --driver sim)`,
     ]);
     expect(parseDriverChoice('sim')).toBe('sim');
     expect(() => chooseDriverKind('sim', true)).toThrow(/only inside its bench/);
