@@ -447,6 +447,12 @@ export async function executeCalibrate(
     const restarts = positiveInt('restarts', flags.restarts, CALIBRATE_LIMITS.restarts);
     const cpus = flags.cpus === undefined ? undefined : parseCpus('--cpus', flags.cpus);
     const driverChoice = parseDriverChoice(flags.driver);
+    // The simulator is what a calibration feeds: it cannot be what one measures.
+    if (driverChoice === 'sim')
+      throw new PlbError(
+        'BAD_INPUT',
+        '--driver: calibrate measures a real replica: auto, docker or local (got sim)',
+      );
     try {
       validateClusterName(flags.name);
     } catch (err) {

@@ -8,8 +8,12 @@ import {
   removeOwned,
   type DriverChoice,
 } from '../cluster/select.js';
-import { checkCapacity, connectionsFor } from '../cluster/sizing.js';
+import { createSimCluster } from '../cluster/sim/index.js';
+import type { SimCalibration } from '../cluster/sim/calibration.js';
+import { checkCapacity, connectionsFor, CONNECTION_RESERVE, MAX_MAX_CONNECTIONS } from '../cluster/sizing.js';
 import { defaultStateDir, readClusterRecord } from '../cluster/state.js';
+import type { VirtualClock } from '../clock/virtual.js';
+import { PlbError } from '../errors.js';
 
 export interface ClusterLease {
   driver: ClusterDriver;
@@ -18,6 +22,8 @@ export interface ClusterLease {
   owned: boolean;
   /** Takes down what this command brought up (by its id, nothing else) and frees the lock. */
   release(): Promise<void>;
+  /** A simulated cluster: the virtual clock its whole series runs on, and its calibration. */
+  sim?: { clock: VirtualClock; calibration: { path: string; contents: SimCalibration } };
 }
 
 /**
@@ -36,8 +42,18 @@ export async function leaseCluster(opts: {
   over: Partial<ClusterSpec>;
   keep: boolean;
   log: (line: string) => void;
+  /** --driver sim: the calibration file (default: the shipped one). */
+  calibration?: string;
 }): Promise<ClusterLease> {
   const stateDir = opts.over.stateDir ?? defaultStateDir();
+  if (opts.driver === 'sim') return leaseSimCluster({ ...opts, stateDir });
+  const most = MAX_MAX_CONNECTIONS - CONNECTION_RESERVE;
+  if (opts.sessions > most)
+    throw new PlbError(
+      'BAD_INPUT',
+      `${opts.sessionsField}: at most ${most} sessions on a docker or local cluster (max_connections up to ${MAX_MAX_CONNECTIONS}), got ${opts.sessions}`,
+      { hint: '--driver sim simulates more' },
+    );
   const lock = acquireClusterLock(stateDir, opts.name);
   try {
     const record = readClusterRecord(stateDir, opts.name);
@@ -85,4 +101,37 @@ export async function leaseCluster(opts: {
     lock.release();
     throw err;
   }
+}
+
+/**
+ * A simulated cluster lives in memory for this bench only: no lock, no state record, nothing on
+ * disk; keep-cluster has nothing to keep.
+ */
+function leaseSimCluster(opts: {
+  name: string;
+  replicas: number;
+  sessions: number;
+  over: Partial<ClusterSpec>;
+  stateDir: string;
+  log: (line: string) => void;
+  calibration?: string;
+}): Promise<ClusterLease> {
+  const { driver, clock, calibration } = createSimCluster({
+    name: opts.name,
+    replicas: opts.replicas,
+    sessions: opts.sessions,
+    over: opts.over,
+    stateDir: opts.stateDir,
+    ...(opts.calibration !== undefined ? { calibrationPath: opts.calibration } : {}),
+  });
+  opts.log(
+    `simulated cluster ${driver.spec.name}: ${driver.spec.replicas} replicas of ${driver.spec.cpus} CPU, max_connections ${driver.spec.maxConnections}; calibration ${calibration.path}`,
+  );
+  return Promise.resolve({
+    driver,
+    spec: driver.spec,
+    owned: true,
+    release: () => Promise.resolve(),
+    sim: { clock, calibration },
+  });
 }

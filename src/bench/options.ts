@@ -5,7 +5,7 @@ import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { formatError, PlbError } from '../errors.js';
 import { errorLine, exitCodeOf } from '../fail.js';
 import { ensureWritableDir } from '../safe-write.js';
-import { loadPlan, parseDuration } from '../faults/plan.js';
+import { loadPlan, MAX_SIM_REPLICAS, parseDuration } from '../faults/plan.js';
 import { createRunWriter } from '../metrics/index.js';
 import {
   createRouter,
@@ -198,8 +198,8 @@ export const benchFlags = {
     helpGroup: HELP_GROUPS.cluster,
   }),
   driver: Flags.string({
-    description: 'when no cluster exists: docker, local or auto',
-    options: ['auto', 'docker', 'local'],
+    description: 'when no cluster exists: docker, local or auto; sim: simulated replicas in virtual time',
+    options: ['auto', 'docker', 'local', 'sim'],
     default: 'auto',
     helpGroup: HELP_GROUPS.cluster,
   }),
@@ -232,6 +232,10 @@ export const benchFlags = {
     description: 'tables with every column (default: compact, about 100 columns)',
     default: false,
     helpGroup: HELP_GROUPS.output,
+  }),
+  calibration: Flags.string({
+    description: 'with --driver sim: calibration file (default: the shipped calibration/default.json)',
+    helpGroup: HELP_GROUPS.cluster,
   }),
 };
 
@@ -267,6 +271,7 @@ export interface BenchFlagValues {
   json: boolean;
   /** Tables with every column (default compact). */
   wide?: boolean;
+  calibration?: string | undefined;
 }
 
 function durationMsFlag(name: string, value: string): number {
@@ -428,7 +433,10 @@ export async function executeBench(
     const cpus = flags.cpus === undefined ? undefined : parseCpus('--cpus', flags.cpus);
     if (flags.seed !== undefined) checkSeed(flags.seed, '--seed');
     const planPath = flags.plan ?? defaultPlanPath();
-    const plan = loadPlan(planPath);
+    const sim = driverChoice === 'sim';
+    if (flags.calibration !== undefined && !sim)
+      throw new PlbError('BAD_INPUT', '--calibration: only with --driver sim');
+    const plan = loadPlan(planPath, sim ? { maxReplicas: MAX_SIM_REPLICAS } : {});
     const seed = flags.seed ?? newSeed();
     // Last check, the only one that creates something: the folder the run directories go into.
     ensureWritableDir(flags.out, '--out');
@@ -477,7 +485,9 @@ export async function executeBench(
         over: { basePort: flags['base-port'], ...(cpus !== undefined ? { cpus } : {}) },
         keep: flags['keep-cluster'],
         log: io.warn,
+        ...(flags.calibration !== undefined ? { calibration: flags.calibration } : {}),
       });
+      const simClock = lease.sim?.clock;
       try {
         outcome = await runSeries({
           plan,
@@ -515,6 +525,8 @@ export async function executeBench(
                 replicas: ids,
                 refWindowS: plan.referenceWindow,
                 warmupS: plan.warmup,
+                // Simulated: the start time is virtual (ms since the series began), so a seed repeats.
+                ...(simClock ? { clock: () => new Date(simClock.now()) } : {}),
               });
           },
           log: io.warn,

@@ -7,7 +7,9 @@ import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
 import { PlbError } from '../errors.js';
 import type { FaultPlan } from '../faults/types.js';
 import type { RoleVector } from '../router/types.js';
-import { calibrateThinkTime } from '../workload/calibrate.js';
+import { VirtualClock } from '../clock/virtual.js';
+import { meanQueryCpuMs, simDriverOf, type SimDriver } from '../cluster/sim/index.js';
+import { calibrateThinkTime, thinkTimeFor } from '../workload/calibrate.js';
 import { MAX_SEED, Rng } from '../workload/rng.js';
 import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './run.js';
 import type { WorkloadSpec } from '../workload/spec.js';
@@ -79,6 +81,8 @@ async function withCalibratedThinkTime(
   opts: SeriesOptions,
 ): Promise<{ workload: WorkloadSpec; extras: Record<string, unknown> }> {
   if (!opts.autoThink) return { workload: opts.workload, extras: {} };
+  const sim = simDriverOf(opts.driver);
+  if (sim) return simulatedThinkTime(opts, sim, opts.autoThink.targetCpu);
   const { replicas, creds } = await prepareCluster(opts.driver, opts.plan, opts.workload, opts.log);
   const first = replicas[0];
   if (!first) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no replica to calibrate on');
@@ -96,30 +100,91 @@ async function withCalibratedThinkTime(
     `think time auto: ${cal.thinkTimeMs} ms for ${opts.workload.clients} clients at ${Math.round(cal.targetCpu * 100)}% replica CPU (${first.id}: ${cal.cpuPerQueryMs} ms CPU a query, ${cal.cpuPerConnectMs} ms a connect; target ${cal.targetQps} q/s; calibration ${(cal.tookMs / 1000).toFixed(1)} s)`,
   );
   if (cal.shortfall) opts.log(`warning: ${cal.shortfall}`);
-  const think = (c: WorkloadSpec['classes']['premium']) => ({ ...c, thinkTimeMs: cal.thinkTimeMs });
+  return { workload: withThinkTime(opts.workload, cal.thinkTimeMs), extras: { calibration: cal } };
+}
+
+function withThinkTime(workload: WorkloadSpec, thinkTimeMs: number): WorkloadSpec {
+  const think = (c: WorkloadSpec['classes']['premium']) => ({ ...c, thinkTimeMs });
   return {
-    workload: {
-      ...opts.workload,
-      classes: {
-        premium: think(opts.workload.classes.premium),
-        freemium: think(opts.workload.classes.freemium),
-      },
-    },
-    extras: { calibration: cal },
+    ...workload,
+    classes: { premium: think(workload.classes.premium), freemium: think(workload.classes.freemium) },
   };
 }
 
-/** Runs one after another on one cluster (each run resets the replicas first). Stops at an interrupt. */
+/**
+ * `--think-time auto` on a simulated cluster: nothing to measure, the calibration says what a
+ * query and a connect cost. The fixed latencies (connect, per-query protocol overhead) are added
+ * to the connect's wall time, the one fixed part of a session cycle thinkTimeFor() takes.
+ */
+function simulatedThinkTime(
+  opts: SeriesOptions,
+  sim: SimDriver,
+  targetCpu: number,
+): { workload: WorkloadSpec; extras: Record<string, unknown> } {
+  const cal = sim.calibration;
+  const { workload } = opts;
+  const cpus = opts.spec.cpus;
+  const n = Math.max(1, workload.classes.premium.queriesPerSession);
+  const u = Math.min(0.99, Math.max(0.01, targetCpu));
+  const cpuPerQueryMs = meanQueryCpuMs(cal, workload);
+  const connectWallMs = cal.connect.latencyMs + cal.connect.cpuMs / cpus / (1 - u);
+  const result = thinkTimeFor({
+    clients: workload.clients,
+    replicas: opts.plan.replicas,
+    cpusPerReplica: cpus,
+    targetCpu,
+    queriesPerSession: n,
+    cpuPerQueryS: cpuPerQueryMs / 1000,
+    cpuPerConnectS: cal.connect.cpuMs / 1000,
+    connectWallS: (connectWallMs + n * cal.queryOverheadMs) / 1000,
+  });
+  opts.log(
+    `think time auto (simulated): ${result.thinkTimeMs} ms for ${workload.clients} clients at ${Math.round(u * 100)}% replica CPU (${cpuPerQueryMs.toFixed(3)} ms CPU a query, ${cal.connect.cpuMs} ms a connect, from the calibration; target ${result.targetQps} q/s)`,
+  );
+  if (result.shortfall) opts.log(`warning: ${result.shortfall}`);
+  return {
+    workload: withThinkTime(workload, result.thinkTimeMs),
+    extras: {
+      calibration: {
+        ...result,
+        targetCpu,
+        source: 'simulator calibration',
+        cpuPerQueryMs: Math.round(cpuPerQueryMs * 1000) / 1000,
+        cpuPerConnectMs: cal.connect.cpuMs,
+        connectWallMs: Math.round(connectWallMs * 1000) / 1000,
+      },
+    },
+  };
+}
+
+/**
+ * Runs one after another on one cluster (each run resets the replicas first). Stops at an
+ * interrupt. A simulated cluster's whole series runs in its virtual time.
+ */
 export async function runSeries(
   opts: SeriesOptions,
 ): Promise<{ results: BenchResult[]; interrupted: boolean }> {
+  const sim = simDriverOf(opts.driver);
+  if (sim === undefined) return series(opts, undefined);
+  const clock = sim.clock;
+  if (!(clock instanceof VirtualClock))
+    throw new PlbError('INTERNAL', 'a simulated cluster must run on a virtual clock');
+  return clock.run(() => series(opts, sim));
+}
+
+async function series(
+  opts: SeriesOptions,
+  sim: SimDriver | undefined,
+): Promise<{ results: BenchResult[]; interrupted: boolean }> {
   const results: BenchResult[] = [];
   const { workload, extras } = await withCalibratedThinkTime(opts);
+  const simExtras = sim ? { simCalibration: { path: sim.calibrationPath, contents: sim.calibration } } : {};
   for (const [i, run] of opts.runs.entries()) {
     if (opts.signal?.aborted) return { results, interrupted: true };
     opts.log(
       `run ${i + 1}/${opts.runs.length}: strategy ${run.strategy}, mix ${run.mix.premium}:${run.mix.freemium}, repeat ${run.repeat}, seed ${run.seed}`,
     );
+    sim?.beginRun(run.seed);
     const result = await runBench(
       {
         plan: opts.plan,
@@ -141,7 +206,14 @@ export async function runSeries(
         createWriter: opts.createWriter(run, i),
         log: opts.log,
         ...(opts.signal ? { signal: opts.signal } : {}),
-        configExtras: { ...opts.configExtras, ...extras, repeat: run.repeat, cluster: opts.spec },
+        ...(sim ? { clock: sim.clock } : {}),
+        configExtras: {
+          ...opts.configExtras,
+          ...extras,
+          ...simExtras,
+          repeat: run.repeat,
+          cluster: opts.spec,
+        },
       },
     );
     results.push(result);

@@ -24,7 +24,8 @@ import {
 import { ephemeralWarning } from './ports.js';
 import { memoryForConnections } from './sizing.js';
 
-export type DriverChoice = 'auto' | DriverKind;
+/** 'sim': simulated replicas in virtual time, inside a bench only (cluster/sim). */
+export type DriverChoice = 'auto' | DriverKind | 'sim';
 
 // Names the commands import; the values live in DEFAULT_CLUSTER (driver.ts).
 /** @deprecated DEFAULT_CLUSTER.replicas */
@@ -71,8 +72,17 @@ export function parseCpus(name: string, value: string): number {
 }
 
 export function parseDriverChoice(value: string): DriverChoice {
-  if (value === 'auto' || value === 'docker' || value === 'local') return value;
-  throw new PlbError('BAD_INPUT', `driver: must be auto, docker or local, got "${value}"`);
+  if (value === 'auto' || value === 'docker' || value === 'local' || value === 'sim') return value;
+  throw new PlbError('BAD_INPUT', `driver: must be auto, docker, local or sim, got "${value}"`);
+}
+
+/** A simulated cluster exists only inside the bench that simulates it: nothing to bring up. */
+function refuseSim(requested: DriverChoice): void {
+  if (requested === 'sim')
+    throw new PlbError(
+      'BAD_INPUT',
+      'driver: a simulated cluster lives only inside its bench; use plb bench run --driver sim',
+    );
 }
 
 /** Pure part of the choice: which kind, and a sentence saying why. */
@@ -80,6 +90,7 @@ export function chooseDriverKind(
   requested: DriverChoice,
   dockerUp: boolean | undefined,
 ): { kind: DriverKind; reason: string } {
+  refuseSim(requested);
   if (requested === 'local') return { kind: 'local', reason: 'local driver (requested with --driver local)' };
   if (requested === 'docker') {
     if (dockerUp === false) {
@@ -255,6 +266,7 @@ export async function bringUp(opts: {
   log?: (line: string) => void;
   onRecord?: (driver: ClusterDriver) => void;
 }): Promise<{ driver: ClusterDriver; reason: string }> {
+  refuseSim(opts.driver);
   const log = opts.log ?? (() => undefined);
   const { stateDir, name } = opts.spec;
   const existing = readClusterRecord(stateDir, name);
@@ -320,6 +332,7 @@ export async function upCluster(opts: {
   spec: ClusterSpec;
   log: (line: string) => void;
 }): Promise<{ driver: ClusterDriver; reason: string }> {
+  refuseSim(opts.driver);
   const lock = acquireClusterLock(opts.spec.stateDir, opts.spec.name);
   let made: ClusterDriver | undefined;
   // Set on a signal; never resolves (it exits 130), so the up it cuts short cannot exit first.

@@ -39,6 +39,13 @@ export const DEFAULT_PLAN: Readonly<Pick<FaultPlan, 'warmup' | 'referenceWindow'
     replicas: DEFAULT_CLUSTER.replicas,
   });
 export const MAX_REPLICAS = 64;
+/** A simulated cluster (`--driver sim`) takes plans this large. */
+export const MAX_SIM_REPLICAS = 1000;
+
+/** How large a plan may be: `maxReplicas` is MAX_SIM_REPLICAS for a simulated cluster. */
+export interface PlanLimits {
+  maxReplicas?: number;
+}
 /** Limits: a plan past them is a mistake (or hostile), and would only exhaust memory or the terminal. */
 export const MAX_PLAN_BYTES = 1024 * 1024;
 export const MAX_EVENTS = 10_000;
@@ -50,7 +57,7 @@ const PLAN_KEYS = ['name', 'description', 'duration', 'warmup', 'reference', 're
 const EVENT_KEYS = ['at', 'replica', 'action', 'cpus'] as const;
 
 /** Parses a plan from YAML text; `source` names the file in error messages. */
-export function parsePlan(text: string, source: string): FaultPlan {
+export function parsePlan(text: string, source: string, limits: PlanLimits = {}): FaultPlan {
   const bytes = Buffer.byteLength(text);
   if (bytes > MAX_PLAN_BYTES) {
     throw new PlbError(
@@ -58,11 +65,11 @@ export function parsePlan(text: string, source: string): FaultPlan {
       `${source}: size: at most ${MAX_PLAN_BYTES} bytes (1 MiB), got ${bytes}`,
     );
   }
-  return new PlanReader(text, source).read();
+  return new PlanReader(text, source, limits.maxReplicas ?? MAX_REPLICAS).read();
 }
 
 /** Reads and parses a plan file. */
-export function loadPlan(path: string): FaultPlan {
+export function loadPlan(path: string, limits: PlanLimits = {}): FaultPlan {
   let text: string;
   try {
     // Checked before reading: a huge (or endless, like /dev/zero) file is never read whole.
@@ -87,7 +94,7 @@ export function loadPlan(path: string): FaultPlan {
       cause: err,
     });
   }
-  return parsePlan(text, path);
+  return parsePlan(text, path, limits);
 }
 
 /**
@@ -156,6 +163,7 @@ class PlanReader {
   constructor(
     text: string,
     private readonly source: string,
+    private readonly maxReplicas: number,
   ) {
     this.doc = parseDocument(text, { lineCounter: this.lc, prettyErrors: false });
   }
@@ -233,12 +241,18 @@ class PlanReader {
     if (fields.has('replicas')) {
       const node = fields.get('replicas');
       const v = this.value(node);
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_REPLICAS) {
-        throw this.fail(
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > this.maxReplicas) {
+        const err = this.fail(
           this.lineOf(node),
           'replicas',
-          `must be an integer from 1 to ${MAX_REPLICAS} (got ${describe(v)})`,
+          `must be an integer from 1 to ${this.maxReplicas} (got ${describe(v)})`,
         );
+        // A plan only a simulated cluster can run says so (the one hint of the parser).
+        if (typeof v === 'number' && v > this.maxReplicas && v <= MAX_SIM_REPLICAS)
+          throw new PlbError('PLAN_INVALID', err.message, {
+            hint: `up to ${MAX_SIM_REPLICAS} with --driver sim`,
+          });
+        throw err;
       }
       replicas = v;
     }

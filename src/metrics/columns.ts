@@ -1,4 +1,4 @@
-type Typed = Float64Array | Float32Array | Uint8Array;
+type Typed = Float64Array | Float32Array | Uint16Array | Uint8Array;
 
 /** A growable typed array: a few bytes per query instead of an object, so a long run stays small. */
 export class Column<T extends Typed> {
@@ -26,3 +26,4 @@ export class Column<T extends Typed> {
 export const f64 = (): Column<Float64Array> => new Column((n) => new Float64Array(n));
 export const f32 = (): Column<Float32Array> => new Column((n) => new Float32Array(n));
 export const u8 = (): Column<Uint8Array> => new Column((n) => new Uint8Array(n));
+export const u16 = (): Column<Uint16Array> => new Column((n) => new Uint16Array(n));

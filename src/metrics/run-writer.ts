@@ -67,6 +67,9 @@ export interface RunningMarker {
   warmupS: number;
 }
 
+/** Replicas a run directory takes (a simulated cluster's most; the store's index is 16-bit). */
+export const MAX_RUN_REPLICAS = 1000;
+
 /** Per-second histograms kept after their timeline row was written (bounds the progress window). */
 export const PROGRESS_KEEP_S = 60;
 
@@ -112,7 +115,8 @@ function checkOptions(o: RunWriterOptions): void {
   if (!o.outDir) bad('outDir', 'is empty');
   if (o.runId !== undefined && !/^[A-Za-z0-9._-]+$/.test(o.runId))
     bad('runId', 'must be letters, digits, . _ -');
-  if (o.replicas.length === 0 || o.replicas.length >= 255) bad('replicas', 'must list 1..254 replica ids');
+  if (o.replicas.length === 0 || o.replicas.length > MAX_RUN_REPLICAS)
+    bad('replicas', `must list 1..${MAX_RUN_REPLICAS} replica ids`);
   if (new Set(o.replicas).size !== o.replicas.length) bad('replicas', 'has duplicates');
   for (const r of o.replicas) if (!/^[A-Za-z0-9.-]+$/.test(r)) bad('replicas', `has a bad id "${r}"`);
   if (!(o.refWindowS >= 0)) bad('refWindowS', 'must be >= 0');

@@ -1,12 +1,12 @@
 import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
-import { f32, f64, u8, type Column } from './columns.js';
+import { f32, f64, u16, u8, type Column } from './columns.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
 import type { FailureCause } from '../cluster/failure-cause.js';
 import type { Recorder, ReplicaState, SessionEnding } from './types.js';
 
-/** Replica index stored for a replica id the run was not told about. */
-export const UNKNOWN_REPLICA = 255;
+/** Replica index stored for a replica id the run was not told about (16-bit: a simulated cluster has up to 1000). */
+export const UNKNOWN_REPLICA = 0xffff;
 
 /** Session endings as stored in ClassLog.closeEnding. */
 export const ENDING_CODE: Record<SessionEnding, number> = { finished: 0, failed: 1, cut: 2 };
@@ -23,10 +23,10 @@ function causeIndex(cause: FailureCause): number {
 export interface ClassLog {
   queryEnd: Column<Float64Array>;
   queryLatUs: Column<Float32Array>;
-  queryReplica: Column<Uint8Array>;
+  queryReplica: Column<Uint16Array>;
   errorEnd: Column<Float64Array>;
   openAt: Column<Float64Array>;
-  openReplica: Column<Uint8Array>;
+  openReplica: Column<Uint16Array>;
   openConnectUs: Column<Float32Array>;
   closeAt: Column<Float64Array>;
   closeLifetimeMs: Column<Float64Array>;
@@ -38,7 +38,7 @@ export interface ClassLog {
 /** Classified failures per replica (only the COUNTED_CAUSES; index into that list). */
 export interface FailureLog {
   at: Column<Float64Array>;
-  replica: Column<Uint8Array>;
+  replica: Column<Uint16Array>;
   cause: Column<Uint8Array>;
 }
 
@@ -92,10 +92,10 @@ function newClassLog(): ClassLog {
   return {
     queryEnd: f64(),
     queryLatUs: f32(),
-    queryReplica: u8(),
+    queryReplica: u16(),
     errorEnd: f64(),
     openAt: f64(),
-    openReplica: u8(),
+    openReplica: u16(),
     openConnectUs: f32(),
     closeAt: f64(),
     closeLifetimeMs: f64(),
@@ -113,7 +113,7 @@ function newClassLog(): ClassLog {
 export class MetricsStore implements Recorder {
   readonly logs: Record<ServiceClass, ClassLog> = { premium: newClassLog(), freemium: newClassLog() };
   readonly cpuLog: CpuLog;
-  readonly failureLog: FailureLog = { at: f64(), replica: u8(), cause: u8() };
+  readonly failureLog: FailureLog = { at: f64(), replica: u16(), cause: u8() };
   readonly harnessLog: HarnessLog = { cpuAt: f64(), cpu: f64(), loopAt: f64(), loopDelayUs: f32() };
   private readonly index = new Map<string, number>();
   private readonly seconds = new Map<number, SecondAgg>();

@@ -74,7 +74,12 @@ export const configSchema = z
     plbVersion: z.string().optional().describe('version of plb that made the run'),
     environment: environmentSchema.optional(),
     node: z.string().optional().describe('older runs: Node version (now environment.node)'),
-    driver: z.enum(['docker', 'local']).optional(),
+    driver: z.enum(['docker', 'local', 'sim']).optional(),
+    cpusEnforced: z.boolean().optional().describe('whether the driver enforced the replicas\' CPU quotas'),
+    simCalibration: z
+      .looseObject({ path: z.string(), contents: z.looseObject({ version: z.literal(1) }) })
+      .optional()
+      .describe('--driver sim: the calibration the simulated replicas used'),
     strategy: z.string().optional(),
     seed: z.number().optional(),
     plan: faultPlanSchema.extend({ path: z.string().optional() }).optional(),

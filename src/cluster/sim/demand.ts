@@ -1,0 +1,88 @@
+import { makeQuery } from '../../workload/queries.js';
+import { Rng } from '../../workload/rng.js';
+import type { QueryKind, WorkloadSpec } from '../../workload/spec.js';
+import type { SimCalibration } from './calibration.js';
+
+const KINDS: readonly QueryKind[] = ['point', 'range', 'scan'];
+
+/** The SQL text of each template names it (the parameters vary, the text does not). */
+const KIND_OF_TEXT: ReadonlyMap<string, QueryKind> = new Map(
+  KINDS.map((k) => [makeQuery(k, 1000, new Rng(1)).text, k] as const),
+);
+
+/** Salt of the simulator's own stream: the workload's forks of the run seed stay as they are. */
+const SIM_SALT = 0x5e1;
+
+/**
+ * CPU demand of each statement: lognormal with the calibration's mean and coefficient of
+ * variation for the template its text names; anything else (the health check's SELECT 1) costs
+ * the health check's CPU.
+ */
+export class DemandModel {
+  private rng: Rng;
+  private spare: number | undefined;
+  private readonly params: ReadonlyMap<QueryKind, { mu: number; sigma: number; mean: number }>;
+
+  constructor(
+    private readonly cal: SimCalibration,
+    seed: number,
+  ) {
+    this.rng = DemandModel.stream(seed);
+    this.params = new Map(
+      KINDS.map((k) => {
+        const { meanMs, cv } = cal.templates[k];
+        const s2 = Math.log1p(cv * cv);
+        return [k, { mu: Math.log(Math.max(meanMs, 1e-9)) - s2 / 2, sigma: Math.sqrt(s2), mean: meanMs }];
+      }),
+    );
+  }
+
+  /** The simulator's stream for a run seed, apart from the workload's. */
+  static stream(seed: number): Rng {
+    return new Rng(seed).fork(SIM_SALT);
+  }
+
+  /** A run starts: demands come from its seed, whatever ran before on this driver. */
+  reseed(seed: number): void {
+    this.rng = DemandModel.stream(seed);
+    this.spare = undefined;
+  }
+
+  /** CPU demand of one statement, ms of one core. */
+  forStatement(text: string): number {
+    const kind = KIND_OF_TEXT.get(text);
+    if (kind === undefined) return this.cal.healthCpuMs;
+    const p = this.params.get(kind) as { mu: number; sigma: number; mean: number };
+    if (p.sigma === 0 || p.mean <= 0) return p.mean;
+    return Math.exp(p.mu + p.sigma * this.normal());
+  }
+
+  /** Standard normal (Box-Muller, both values used). */
+  private normal(): number {
+    if (this.spare !== undefined) {
+      const z = this.spare;
+      this.spare = undefined;
+      return z;
+    }
+    const u1 = 1 - this.rng.next();
+    const u2 = this.rng.next();
+    const r = Math.sqrt(-2 * Math.log(u1));
+    this.spare = r * Math.sin(2 * Math.PI * u2);
+    return r * Math.cos(2 * Math.PI * u2);
+  }
+}
+
+/** Mean CPU of one query of the workload (ms of one core), over its class mix and template weights. */
+export function meanQueryCpuMs(cal: SimCalibration, workload: WorkloadSpec): number {
+  const share = workload.mix.premium / (workload.mix.premium + workload.mix.freemium);
+  let sum = 0;
+  for (const [cls, w] of [
+    ['premium', share],
+    ['freemium', 1 - share],
+  ] as const) {
+    const weights = workload.classes[cls].queryWeights;
+    const total = KINDS.reduce((s, k) => s + weights[k], 0);
+    if (total > 0) for (const k of KINDS) sum += (w * weights[k] * cal.templates[k].meanMs) / total;
+  }
+  return sum;
+}

@@ -1,0 +1,169 @@
+import type { Clock } from '../../clock/index.js';
+import { PlbError } from '../../errors.js';
+import type { Connector } from '../connector.js';
+import type { ClusterDriver, ClusterSpec, Credentials, Endpoint, ServerId, ServerStatus } from '../driver.js';
+import type { SimCalibration } from './calibration.js';
+import { DemandModel } from './demand.js';
+import { adminShutdown, socketError } from './pg-errors.js';
+import { SimServer, SimWorld } from './server.js';
+
+/**
+ * A cluster of simulated replicas in virtual time (`--driver sim`): it lives only inside its
+ * bench (no processes, no state record). Every delay is on the given clock; nothing awaits I/O.
+ */
+export class SimDriver implements ClusterDriver {
+  readonly kind = 'sim' as const;
+  /** The model enforces every quota exactly. */
+  readonly cpusEnforced = true;
+  private readonly world: SimWorld;
+  private readonly servers = new Map<ServerId, SimServer>();
+  /** Restarts under way (start() of a server that is starting waits for the same one). */
+  private readonly starting = new Map<ServerId, Promise<void>>();
+
+  constructor(
+    readonly spec: ClusterSpec,
+    readonly clock: Clock,
+    readonly calibration: SimCalibration,
+    /** Where the calibration came from (config.json records it). */
+    readonly calibrationPath = '(given)',
+    seed = 0,
+  ) {
+    this.world = new SimWorld(clock, calibration, new DemandModel(calibration, seed));
+    const add = (id: string, kind: 'primary' | 'replica', port: number, cpus: number): void => {
+      this.servers.set(id, new SimServer(this.world, id, kind, port, cpus, spec.maxConnections));
+    };
+    add('primary', 'primary', spec.basePort, spec.primaryCpus);
+    for (let i = 1; i <= spec.replicas; i++) add(`r${i}`, 'replica', spec.basePort + i, spec.cpus);
+  }
+
+  /** A run starts: its statements' demands come from its seed (the same seed, the same run). */
+  beginRun(seed: number): void {
+    this.world.demand.reseed(seed);
+  }
+
+  up(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  down(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  status(): Promise<ServerStatus[]> {
+    const now = this.clock.now();
+    return Promise.resolve(
+      [...this.servers.values()].map((s) => {
+        const up = s.state === 'up';
+        const replica = s.kind === 'replica';
+        const streaming = now >= s.upAtMs + this.calibration.catchUpMs;
+        return {
+          id: s.id,
+          kind: s.kind,
+          port: s.port,
+          up,
+          paused: s.paused,
+          replication: replica && up ? (streaming ? 'streaming' : 'catchup') : null,
+          lagBytes: replica && up ? 0 : null,
+          replayLagSeconds: replica && up ? 0 : null,
+          cpus: s.cpus,
+        };
+      }),
+    );
+  }
+
+  endpoints(): Endpoint[] {
+    return [...this.servers.values()].map((s) => ({
+      id: s.id,
+      kind: s.kind,
+      host: '127.0.0.1' as const,
+      port: s.port,
+    }));
+  }
+
+  credentials(): Promise<Credentials> {
+    return Promise.resolve({ user: 'plb', password: 'sim', database: 'plb' });
+  }
+
+  /** SIGKILL: every backend's socket resets. */
+  kill(id: ServerId): Promise<void> {
+    const s = this.server(id);
+    if (s.state !== 'down') s.die(() => socketError('ECONNRESET', s.port));
+    return Promise.resolve();
+  }
+
+  /** Fast shutdown: every backend is told 57P01. */
+  stop(id: ServerId): Promise<void> {
+    const s = this.server(id);
+    if (s.state !== 'down') s.die(adminShutdown);
+    return Promise.resolve();
+  }
+
+  /** Accepts connections after calibration.restartMs, streams again catchUpMs later. */
+  start(id: ServerId): Promise<void> {
+    const s = this.server(id);
+    if (s.state === 'up') return Promise.resolve();
+    const under = this.starting.get(id);
+    if (under) return under;
+    s.state = 'starting';
+    const epoch = s.epoch;
+    const p = this.clock.sleep(this.calibration.restartMs).then(() => {
+      this.starting.delete(id);
+      // Killed again while it was starting: that start is void.
+      if (s.epoch !== epoch || s.state !== 'starting') return;
+      s.state = 'up';
+      s.upAtMs = this.clock.now();
+    });
+    this.starting.set(id, p);
+    return p;
+  }
+
+  pause(id: ServerId): Promise<void> {
+    this.server(id).setPaused(true);
+    return Promise.resolve();
+  }
+
+  unpause(id: ServerId): Promise<void> {
+    this.server(id).setPaused(false);
+    return Promise.resolve();
+  }
+
+  setCpus(id: ServerId, cpus: number): Promise<void> {
+    if (!(cpus > 0)) throw new PlbError('BAD_INPUT', `cpus: must be > 0, got ${cpus}`);
+    this.server(id).setCpus(cpus);
+    return Promise.resolve();
+  }
+
+  /** CPU each server used so far, from the model (a down server's count stands still). */
+  cpuSeconds(): Promise<Record<ServerId, number>> {
+    const out: Record<ServerId, number> = {};
+    for (const s of this.servers.values()) out[s.id] = s.cpu.cpuMs() / 1000;
+    return Promise.resolve(out);
+  }
+
+  connector(): Connector {
+    return {
+      open: (server, opts) => {
+        const s = this.servers.get(server);
+        if (s === undefined) return Promise.reject(new Error(`no endpoint for ${server}`));
+        return s.open(opts);
+      },
+    };
+  }
+
+  /** The simulated servers have every dataset already. */
+  prepareDataset(): Promise<{ loaded: boolean; ms: number }> {
+    return Promise.resolve({ loaded: false, ms: 0 });
+  }
+
+  async waitReady(id: ServerId): Promise<void> {
+    const s = this.server(id);
+    if (s.state === 'starting') await this.starting.get(id);
+  }
+
+  private server(id: ServerId): SimServer {
+    const s = this.servers.get(id);
+    if (s === undefined)
+      throw new PlbError('BAD_INPUT', `no server ${id} in simulated cluster ${this.spec.name}`);
+    return s;
+  }
+}

@@ -1,0 +1,56 @@
+import { VirtualClock } from '../../clock/virtual.js';
+import { PlbError } from '../../errors.js';
+import { MAX_SIM_REPLICAS } from '../../faults/plan.js';
+import type { ClusterDriver, ClusterSpec } from '../driver.js';
+import { DEFAULT_CLUSTER } from '../driver.js';
+import { connectionsFor } from '../sizing.js';
+import { defaultCalibrationPath, loadCalibration, type SimCalibration } from './calibration.js';
+import { SimDriver } from './driver.js';
+
+export { SimDriver } from './driver.js';
+export { DemandModel, meanQueryCpuMs } from './demand.js';
+export { PsCpu } from './ps-cpu.js';
+
+export { MAX_SIM_REPLICAS };
+
+/** The simulated cluster a driver runs, or undefined for a real one. */
+export function simDriverOf(driver: ClusterDriver): SimDriver | undefined {
+  return driver instanceof SimDriver ? driver : undefined;
+}
+
+/**
+ * A simulated cluster for one bench, on its own virtual clock. Sized like a real one (every
+ * replica holds every session), without a real server's ceiling on max_connections.
+ */
+export function createSimCluster(opts: {
+  name: string;
+  replicas: number;
+  sessions: number;
+  over: Partial<ClusterSpec>;
+  stateDir: string;
+  calibrationPath?: string;
+}): { driver: SimDriver; clock: VirtualClock; calibration: { path: string; contents: SimCalibration } } {
+  if (!Number.isInteger(opts.replicas) || opts.replicas < 1 || opts.replicas > MAX_SIM_REPLICAS)
+    throw new PlbError(
+      'BAD_INPUT',
+      `replicas: must be an integer from 1 to ${MAX_SIM_REPLICAS} with --driver sim, got ${opts.replicas}`,
+    );
+  const cpus = opts.over.cpus ?? DEFAULT_CLUSTER.cpus;
+  const primaryCpus = opts.over.primaryCpus ?? DEFAULT_CLUSTER.primaryCpus;
+  if (!(cpus > 0) || !(primaryCpus > 0)) throw new PlbError('BAD_INPUT', `cpus: must be > 0, got ${cpus}`);
+  const spec: ClusterSpec = {
+    name: opts.name,
+    replicas: opts.replicas,
+    basePort: opts.over.basePort ?? DEFAULT_CLUSTER.basePort,
+    cpus,
+    primaryCpus,
+    memoryMb: 0,
+    maxConnections: opts.over.maxConnections ?? connectionsFor(opts.sessions),
+    stateDir: opts.stateDir,
+    id: `sim-${opts.name}`,
+  };
+  const path = opts.calibrationPath ?? defaultCalibrationPath();
+  const contents = loadCalibration(path);
+  const clock = new VirtualClock();
+  return { driver: new SimDriver(spec, clock, contents, path), clock, calibration: { path, contents } };
+}

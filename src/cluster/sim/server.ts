@@ -1,0 +1,278 @@
+import type { Clock } from '../../clock/index.js';
+import type { DbConnection, OpenOptions } from '../connector.js';
+import type { SimCalibration } from './calibration.js';
+import { DeadlineQueue, type Expiring } from './deadlines.js';
+import type { DemandModel } from './demand.js';
+import {
+  closedClient,
+  connectionTerminated,
+  connectTimeout,
+  notQueryable,
+  queryTimeout,
+  socketError,
+  tooManyClients,
+} from './pg-errors.js';
+import { PsCpu } from './ps-cpu.js';
+
+/** What every simulated server shares: the clock, the calibration, demands, timeout queues. */
+export class SimWorld {
+  private readonly queues = new Map<number, DeadlineQueue>();
+
+  constructor(
+    readonly clock: Clock,
+    readonly cal: SimCalibration,
+    readonly demand: DemandModel,
+  ) {}
+
+  /** Expires `x` after `ms` (one queue per length, see DeadlineQueue). */
+  expireAfter(ms: number, x: Expiring): void {
+    let q = this.queues.get(ms);
+    if (q === undefined) {
+      q = new DeadlineQueue(this.clock, ms);
+      this.queues.set(ms, q);
+    }
+    q.add(x);
+  }
+}
+
+/** down: not listening (refused); starting: restarting, not listening yet; up: accepting. */
+export type SimState = 'up' | 'down' | 'starting';
+
+/**
+ * One simulated PostgreSQL server: a CPU quota shared by its backends (PsCpu), max_connections,
+ * and the states the fault actions put it in. Its connections keep pg's behaviour: a killed
+ * server resets every socket, a paused one answers nothing (connects and queries hang until their
+ * timeouts), a full one refuses with 53300.
+ */
+export class SimServer {
+  state: SimState = 'up';
+  paused = false;
+  /** When it last came up (replication catches up for calibration.catchUpMs after). */
+  upAtMs = Number.NEGATIVE_INFINITY;
+  /** Backends holding a connection slot (a backend lives until its running statement ends). */
+  backends = 0;
+  /** Bumped when the server dies: work of an earlier life is dropped. */
+  epoch = 0;
+  cpus: number;
+  readonly cpu: PsCpu;
+  readonly conns = new Set<SimConnection>();
+  /** Connection starts that arrived while paused: the postmaster runs them on unpause. */
+  private parked: (() => void)[] = [];
+
+  constructor(
+    readonly world: SimWorld,
+    readonly id: string,
+    readonly kind: 'primary' | 'replica',
+    readonly port: number,
+    cpus: number,
+    readonly maxConnections: number,
+  ) {
+    this.cpus = cpus;
+    this.cpu = new PsCpu(world.clock, cpus);
+  }
+
+  /** Opens a connection: connect latency, then a backend's start (a slot and CPU), or an error. */
+  open(opts: OpenOptions): Promise<DbConnection> {
+    if (this.state !== 'up') return Promise.reject(socketError('ECONNREFUSED', this.port));
+    return new Promise((resolve, reject) => {
+      const c = new SimConnection(this, opts, resolve, reject);
+      this.conns.add(c);
+      this.world.expireAfter(opts.connectTimeoutMs, c.connecting);
+      const latency = this.world.cal.connect.latencyMs;
+      if (latency > 0) this.world.clock.timer(latency, () => this.startBackend(c, this.epoch));
+      else this.startBackend(c, this.epoch);
+    });
+  }
+
+  private startBackend(c: SimConnection, epoch: number): void {
+    if (c.state !== 'connecting') return;
+    if (this.epoch !== epoch || this.state !== 'up') {
+      c.fail(socketError('ECONNRESET', this.port));
+      return;
+    }
+    if (this.paused) {
+      this.parked.push(() => this.startBackend(c, epoch));
+      return;
+    }
+    if (this.backends >= this.maxConnections) {
+      c.fail(tooManyClients());
+      return;
+    }
+    this.backends++;
+    c.hasBackend = true;
+    this.cpu.submit(this.world.cal.connect.cpuMs, () => c.backendReady());
+  }
+
+  /** Runs one statement of `c` on the CPU; `done` when served (not if the server dies first). */
+  run(text: string, done: () => void): void {
+    this.cpu.submit(this.world.demand.forStatement(text), done);
+  }
+
+  releaseSlot(c: SimConnection): void {
+    if (!c.hasBackend) return;
+    c.hasBackend = false;
+    this.backends--;
+  }
+
+  /** Every connection fails with `err` (a killed or stopped server); nothing runs any more. */
+  die(err: () => Error): void {
+    this.state = 'down';
+    this.epoch++;
+    this.cpu.clear();
+    this.parked = [];
+    this.backends = 0;
+    const conns = [...this.conns];
+    this.conns.clear();
+    for (const c of conns) c.lost(err());
+  }
+
+  setPaused(paused: boolean): void {
+    this.paused = paused;
+    this.cpu.setFrozen(paused);
+    if (!paused) {
+      const parked = this.parked;
+      this.parked = [];
+      for (const start of parked) start();
+    }
+  }
+
+  setCpus(cpus: number): void {
+    this.cpus = cpus;
+    this.cpu.setCores(cpus);
+  }
+}
+
+interface Pending extends Expiring {
+  resolve: (rows: number) => void;
+  reject: (err: Error) => void;
+}
+
+/** A connection to a SimServer with pg's client semantics (one statement at a time). */
+export class SimConnection implements DbConnection {
+  state: 'connecting' | 'open' | 'lost' | 'closed' = 'connecting';
+  hasBackend = false;
+  /** Statements the server is still running (a timed-out one runs on, as in PostgreSQL). */
+  private running = 0;
+  private pending: Pending | undefined;
+  readonly connecting: Expiring;
+
+  constructor(
+    private readonly server: SimServer,
+    private readonly opts: OpenOptions,
+    private readonly resolveOpen: (c: DbConnection) => void,
+    private readonly rejectOpen: (err: Error) => void,
+  ) {
+    this.connecting = {
+      settled: false,
+      expire: () => {
+        // The client gives up; a backend already started exits once it notices (when it is served).
+        this.connecting.settled = true;
+        this.state = 'closed';
+        this.server.conns.delete(this);
+        this.rejectOpen(connectTimeout());
+      },
+    };
+  }
+
+  /** The connect failed before a backend answered (refused, reset, full). */
+  fail(err: Error): void {
+    if (this.state !== 'connecting') return;
+    this.state = 'closed';
+    this.connecting.settled = true;
+    this.server.conns.delete(this);
+    this.server.releaseSlot(this);
+    this.rejectOpen(err);
+  }
+
+  /** The backend finished its start (authentication): the connection is open. */
+  backendReady(): void {
+    this.connecting.settled = true;
+    if (this.state === 'connecting') {
+      this.state = 'open';
+      this.resolveOpen(this);
+    } else this.server.releaseSlot(this);
+  }
+
+  query(text: string): Promise<number> {
+    if (this.state === 'lost') return Promise.reject(notQueryable());
+    if (this.state !== 'open') return Promise.reject(closedClient());
+    return new Promise((resolve, reject) => {
+      const p: Pending = {
+        settled: false,
+        resolve,
+        reject,
+        expire: () => {
+          p.settled = true;
+          if (this.pending === p) this.pending = undefined;
+          reject(queryTimeout());
+        },
+      };
+      this.pending = p;
+      const timeout = this.opts.queryTimeoutMs;
+      if (timeout !== undefined) this.server.world.expireAfter(timeout, p);
+      const epoch = this.server.epoch;
+      const submit = (): void => {
+        if (this.server.epoch !== epoch || this.state === 'lost') return;
+        this.running++;
+        this.server.run(text, () => this.served(p));
+      };
+      // The protocol's round trip does not use the server's CPU.
+      const overhead = this.server.world.cal.queryOverheadMs;
+      if (overhead > 0) this.server.world.clock.timer(overhead, submit);
+      else submit();
+    });
+  }
+
+  private served(p: Pending): void {
+    this.running--;
+    if (!p.settled) {
+      p.settled = true;
+      if (this.pending === p) this.pending = undefined;
+      p.resolve(1);
+    }
+    if (this.state === 'closed' && this.running === 0) this.server.releaseSlot(this);
+  }
+
+  /** The server died under this connection. */
+  lost(err: Error): void {
+    const was = this.state;
+    this.hasBackend = false;
+    this.running = 0;
+    if (was === 'connecting') {
+      this.state = 'closed';
+      this.connecting.settled = true;
+      this.rejectOpen(err);
+      return;
+    }
+    if (was !== 'open') return;
+    this.state = 'lost';
+    const p = this.pending;
+    this.pending = undefined;
+    if (p !== undefined && !p.settled) {
+      p.settled = true;
+      p.reject(err);
+    } else {
+      // An idle client hears of it from its socket, as pg's 'error' event.
+      const onError = this.opts.onError;
+      queueMicrotask(() => onError(err));
+    }
+  }
+
+  end(waitMs: number): Promise<void> {
+    const was = this.state;
+    if (was === 'closed') return Promise.resolve();
+    this.state = 'closed';
+    if (was === 'lost') return Promise.resolve();
+    this.server.conns.delete(this);
+    const p = this.pending;
+    this.pending = undefined;
+    if (p !== undefined && !p.settled) {
+      p.settled = true;
+      p.reject(connectionTerminated());
+    }
+    if (this.running === 0) this.server.releaseSlot(this);
+    // A paused server never answers the termination handshake: the client waits its bound.
+    if (this.server.paused && waitMs > 0) return this.server.world.clock.sleep(waitMs);
+    return Promise.resolve();
+  }
+}
