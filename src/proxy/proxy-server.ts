@@ -151,11 +151,11 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       const closed = Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
       const all = (): Promise<unknown> => Promise.all([...sessions].map((s) => s.done));
       if (sessions.size > 0) {
-        log(`stopping: waiting up to ${Math.round(graceMs / 1000)} s for ${sessions.size} session(s)`);
+        log(`stopping: waiting up to ${Math.round(graceMs / 1000)} s for ${describe(sessions)}`);
         await within(clock, graceMs, all());
       }
       if (sessions.size > 0) {
-        log(`stopping: closing ${sessions.size} session(s)`);
+        log(`stopping: closing ${describe(sessions)}`);
         for (const s of sessions) s.shutdown();
         await within(clock, 6000, all());
       }
@@ -187,4 +187,11 @@ function listen(server: Server, host: string, port: number, cls: ServiceClass): 
       resolve(typeof addr === 'object' && addr !== null ? addr.port : port);
     });
   });
+}
+
+/** "3 session(s) (ready 2, startup 1)". */
+function describe(sessions: ReadonlySet<ProxySession>): string {
+  const by = new Map<string, number>();
+  for (const s of sessions) by.set(s.phase, (by.get(s.phase) ?? 0) + 1);
+  return `${sessions.size} session(s) (${[...by].map(([p, n]) => `${p} ${n}`).join(', ')})`;
 }

@@ -9,6 +9,7 @@
 import { createConnection, type Socket } from 'node:net';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
+import { classifyFailure, isDeathEvidence } from '../cluster/failure-cause.js';
 import { isPlbError } from '../errors.js';
 import type { ServiceClass } from '../router/types.js';
 import type { CancelKeys } from './cancel-keys.js';
@@ -49,6 +50,8 @@ const STARTUP_TYPES: ReadonlySet<number> = new Set([MSG_ERROR, MSG_BACKEND_KEY, 
 const SESSION_TYPES: ReadonlySet<number> = new Set([MSG_ERROR]);
 /** How long a closed side waits for the other to finish closing before it is destroyed. */
 const LINGER_MS = 5000;
+
+type FirstAnswer = { ok: true; chunk: Buffer } | { ok: false; err: unknown; retry?: boolean };
 
 interface ServerError {
   severity?: string | undefined;
@@ -94,11 +97,6 @@ export class ProxySession {
       if (this.phase === 'startup') this.refuse('08P01', 'timeout waiting for the startup packet');
     }, host.startupTimeoutMs);
     this.startupTimer.unref();
-  }
-
-  /** True when the session has no transaction or query in progress (last ReadyForQuery: idle). */
-  get idle(): boolean {
-    return this.phase === 'ready' && this.framer.atBoundary && this.framer.txStatus === 'I';
   }
 
   /** Graceful stop ran out of time: tell the client (at a boundary) and close both sides. */
@@ -189,6 +187,13 @@ export class ProxySession {
 
   // ---- routing ----------------------------------------------------------------------------
 
+  /**
+   * Admits, connects and sends the startup packet. Until the server's first byte reaches the client
+   * nothing is lost by trying again: a refused or reset connection, or a server that answers with
+   * a FATAL of a dying server (57P01/57P02, 08xxx), is reported and the session admitted anew
+   * (the failures count toward fall, so the router soon leaves that replica). A server that does
+   * not answer within the connect timeout is reported as slow and the client told so.
+   */
   private async route(packet: Buffer): Promise<void> {
     const cls = this.cls as ServiceClass;
     const counters = this.host.stats.classes[cls];
@@ -207,29 +212,36 @@ export class ProxySession {
       }
       this.admitted = true;
       this.replica = target.replica;
-      let socket: Socket;
+      let answer: FirstAnswer;
+      let socket: Socket | undefined;
       try {
         socket = await connectTcp(target.host, target.port, this.host.connectTimeoutMs);
+        answer = this.clientGone ? { ok: false, err: undefined } : await this.firstAnswer(socket, packet);
       } catch (err) {
-        lastError = err;
-        this.releaseOnce();
-        this.host.reportFailure(target.replica, err, 'connect');
-        if (this.clientGone) return this.finish();
-        continue;
+        answer = { ok: false, err, retry: true };
       }
       if (this.clientGone) {
-        socket.destroy();
+        socket?.destroy();
         this.releaseOnce();
         return this.finish();
+      }
+      if (!answer.ok) {
+        socket?.destroy();
+        this.releaseOnce();
+        this.host.reportFailure(target.replica, answer.err, 'connect');
+        lastError = answer.err;
+        if (answer.retry) continue;
+        break;
       }
       counters.opened += 1;
       this.host.stats.replica(target.replica).opened += 1;
       this.backendHost = target.host;
       this.backendPort = target.port;
-      this.attach(socket, packet);
+      this.attach(socket as Socket, answer.chunk);
       return;
     }
     counters.startupFailed += 1;
+    if (this.replica !== undefined) this.host.stats.replica(this.replica).failed += 1;
     this.replica = undefined;
     this.refuse(
       '08006',
@@ -237,7 +249,63 @@ export class ProxySession {
     );
   }
 
-  private attach(backend: Socket, packet: Buffer): void {
+  /** Sends the startup packet and waits for the server's first bytes (the socket is left paused). */
+  private firstAnswer(socket: Socket, packet: Buffer): Promise<FirstAnswer> {
+    const ms = this.host.connectTimeoutMs;
+    return new Promise((resolve) => {
+      let socketError: Error | undefined;
+      const end = (a: FirstAnswer): void => {
+        clearTimeout(timer);
+        socket.off('data', onData);
+        socket.off('close', onClose);
+        resolve(a);
+      };
+      const onData = (chunk: Buffer): void => {
+        socket.pause();
+        const dying = this.dyingServerError(chunk);
+        end(dying ? { ok: false, err: dying, retry: true } : { ok: true, chunk });
+      };
+      const onClose = (): void =>
+        end({
+          ok: false,
+          err:
+            socketError ??
+            Object.assign(new Error('connection closed before the server answered'), { code: 'ECONNRESET' }),
+          retry: true,
+        });
+      const timer = setTimeout(
+        () =>
+          end({
+            ok: false,
+            err: Object.assign(new Error(`no answer to the startup packet within ${ms} ms`), {
+              code: 'ETIMEDOUT',
+            }),
+            retry: false,
+          }),
+        ms,
+      );
+      socket.on('error', (err) => (socketError = err));
+      socket.on('data', onData);
+      socket.on('close', onClose);
+      socket.write(packet);
+    });
+  }
+
+  /** The server's first message is a FATAL of a server going away (shutdown, crash): try elsewhere. */
+  private dyingServerError(chunk: Buffer): Error | undefined {
+    if (chunk[0] !== MSG_ERROR || chunk.length < 5 || chunk.length < 1 + chunk.readInt32BE(1))
+      return undefined;
+    let decoded: BackendMessage | undefined;
+    new Parser().parse(chunk.subarray(0, 1 + chunk.readInt32BE(1)), (m) => (decoded = m));
+    const e = decoded as (BackendMessage & Partial<ServerError>) | undefined;
+    const err = Object.assign(new Error(e?.message ?? 'server error'), {
+      code: e?.code,
+      severity: e?.severity,
+    });
+    return isDeathEvidence(classifyFailure(err)) ? err : undefined;
+  }
+
+  private attach(backend: Socket, first: Buffer): void {
     this.backend = backend;
     this.phase = 'backend-startup';
     backend.setNoDelay(true);
@@ -247,7 +315,9 @@ export class ProxySession {
     this.framer.hook = { types: STARTUP_TYPES, fn: (type, msg) => this.onStartupMessage(type, msg) };
     const pending = this.inbuf;
     this.inbuf = Buffer.alloc(0);
-    backend.write(pending.length > 0 ? Buffer.concat([packet, pending]) : packet);
+    if (pending.length > 0) backend.write(pending);
+    this.onBackendData(first);
+    backend.resume();
   }
 
   // ---- backend side -----------------------------------------------------------------------
