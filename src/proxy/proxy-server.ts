@@ -6,7 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { realClock, within, type Clock } from '../clock/index.js';
 import type { Connector } from '../cluster/connector.js';
 import type { Endpoint } from '../cluster/driver.js';
-import { HealthChecker, type FailureReport, type HealthOptions } from '../cluster/health.js';
+import { HealthChecker, type HealthOptions } from '../cluster/health.js';
 import { PlbError } from '../errors.js';
 import { createRouter } from '../router/index.js';
 import type {
@@ -94,7 +94,6 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       else router.markUp(replica, clock.now());
       log(`${replica} ${state} (${via}: ${cause})`);
     },
-    (_f: FailureReport) => undefined,
   );
   const cancelKeys = new CancelKeys();
   const host: SessionHost = {

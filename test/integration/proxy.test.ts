@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Credentials, Endpoint } from '../../src/cluster/driver.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
 import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
-import { clusterSpec } from '../../src/cluster/select.js';
+import { bringUp, clusterSpec } from '../../src/cluster/select.js';
 import { startProxy, type ProxyHandle } from '../../src/proxy/proxy-server.js';
 import type { ServiceClass } from '../../src/router/types.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
@@ -104,9 +104,9 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
       maxConnections: 100,
       stateDir,
     });
-    driver = createLocalDriver(spec);
-    await driver.down();
-    await driver.up();
+    await createLocalDriver(spec).down(); // leftovers of an earlier crashed run
+    // Recorded (as `plb cluster up` does), so the command can find it by name.
+    driver = (await bringUp({ driver: 'local', spec })).driver as LocalDriver;
     creds = await driver.credentials();
     replicas = driver.endpoints().filter((e) => e.kind === 'replica');
     proxy = await startProxy({
@@ -333,5 +333,46 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     // The listeners are closed.
     await expect(client(PREMIUM_PORT)).rejects.toThrow(/ECONNREFUSED/);
     expect(portOf('r2')).toBe(BASE_PORT + 2);
+  });
+
+  it('the command: serves both ports (class from application_name), prints stats, exits 0 on SIGTERM', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'test/integration/helpers/proxy-cli.ts',
+        'plbtest-proxy',
+        String(PREMIUM_PORT),
+        String(FREEMIUM_PORT),
+      ],
+      { env: { ...process.env, PLB_STATE_DIR: stateDir }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    for (let i = 0; i < 100 && !out.includes(`freemium: listening on 127.0.0.1:${FREEMIUM_PORT}`); i++)
+      await sleep(100);
+    expect(out, err).toContain(`premium: listening on 127.0.0.1:${PREMIUM_PORT}`);
+    const f = await psql(FREEMIUM_PORT, 'select inet_server_port()');
+    expect(f.code, f.err).toBe(0);
+    // application_name=premium on the freemium port: a premium session (rr: any healthy replica).
+    const p = await psql(
+      FREEMIUM_PORT,
+      "select current_setting('application_name')",
+      'application_name=premium',
+    );
+    expect(p.out).toBe('premium');
+    // A session open at SIGTERM finishes its query within the stop timeout.
+    const slow = psql(PREMIUM_PORT, "select pg_sleep(1.5), 'done'");
+    await sleep(500);
+    child.kill('SIGTERM');
+    expect((await slow).out).toBe('|done');
+    expect(await exited).toBe(0);
+    expect(out).toMatch(/premium live \d+ opened [1-9]/);
+    expect(out).toMatch(/freemium live \d+ opened [1-9]/);
+    expect(err).toMatch(/SIGTERM: stopping gracefully/);
   });
 });
