@@ -26,3 +26,4 @@ export {
   renderReport,
   writeReports,
 } from './report/index.js';
+export { startProxy, type ProxyHandle, type ProxyOptions } from './proxy/proxy-server.js';

@@ -13,7 +13,7 @@ import { classifyFailure, isDeathEvidence } from '../cluster/failure-cause.js';
 import { isPlbError } from '../errors.js';
 import type { ServiceClass } from '../router/types.js';
 import type { CancelKeys } from './cancel-keys.js';
-import { chooseClass, readStartupPacket, type ClassFrom } from './startup-packet.js';
+import { chooseClass, MAX_STARTUP_PACKET, readStartupPacket, type ClassFrom } from './startup-packet.js';
 import type { ProxyStats } from './stats.js';
 import {
   BackendFramer,
@@ -116,6 +116,9 @@ export class ProxySession {
     if (this.phase === 'startup' || this.phase === 'connecting') {
       this.inbuf = this.inbuf.length === 0 ? d : Buffer.concat([this.inbuf, d]);
       if (this.phase === 'startup') this.readStartup();
+      // A client waits for the server's answer after its startup packet: this much is not a client.
+      else if (this.inbuf.length > MAX_STARTUP_PACKET)
+        this.refuse('08P01', 'unexpected data before the server answered the startup packet');
       return;
     }
     if (this.phase === 'closing' || !this.backend) return;

@@ -218,9 +218,9 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
   });
 
   it('pgbench -n -C through the proxy, a replica killed mid-run: only the sessions on it fail', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'plb-proxy-pgbench-'));
-    const script = join(dir, 'select.sql');
-    writeFileSync(script, 'SELECT inet_server_port();\nSELECT pg_sleep(0.05);\n');
+    // In the suite's temporary folder, removed with it.
+    const script = join(stateDir, 'select.sql');
+    writeFileSync(script, 'SELECT inet_server_port();\nSELECT pg_sleep(0.2);\n');
     // An idle node-postgres session on the replica about to die: it must get an ErrorResponse.
     let idle: pg.Client | undefined;
     for (let i = 0; i < 6 && !idle; i++) {
@@ -266,7 +266,6 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     expect(['08006', '57P01']).toContain(e.code);
     expect(e.message).toMatch(/replica r1 went away|unexpected postmaster exit/);
     const code = await exited;
-    rmSync(dir, { recursive: true, force: true });
     const processed = Number(/actually processed: (\d+)/.exec(out)?.[1] ?? 0);
     const aborted = (err.match(/client \d+ (?:script \d+ )?aborted/g) ?? []).length;
     console.log(`pgbench exit ${code}: ${processed} transactions, ${aborted} client(s) aborted`);
@@ -293,6 +292,8 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     // pgbench's aborted clients are among them (a session lost just after its last result is not
     // seen by pgbench); a refused connect to the dead replica was retried on another one.
     expect(aborted).toBeLessThanOrEqual(lost - 1 + failed);
+    // Sessions spend most of their time in pg_sleep(0.2): some were cut mid-query.
+    expect(aborted).toBeGreaterThanOrEqual(1);
     expect(code).toBe(aborted > 0 ? 2 : 0);
     // The health checker saw it: r1 is down and the roles were repaired for four survivors.
     const snap = proxy.router.snapshot();
