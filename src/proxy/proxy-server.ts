@@ -85,6 +85,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       ),
   });
   const stats = new ProxyStats(ids);
+  const sessions = new Set<ProxySession>();
   const health = new HealthChecker(
     ids,
     opts.connector,
@@ -93,6 +94,8 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       if (state === 'down') router.markDown(replica, clock.now());
       else router.markUp(replica, clock.now());
       log(`${replica} ${state} (${via}: ${cause})`);
+      // Its open sessions are told at once (a killed server's are gone already; a hung one's never return).
+      if (state === 'down') for (const s of sessions) if (s.replica === replica) s.replicaDown(cause);
     },
   );
   const cancelKeys = new CancelKeys();
@@ -113,7 +116,6 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     log,
   };
 
-  const sessions = new Set<ProxySession>();
   const servers: Server[] = [];
   const bound: Partial<Record<ServiceClass, number>> = {};
   const t0 = clock.now();

@@ -110,6 +110,31 @@ export class ProxySession {
     this.linger();
   }
 
+  /**
+   * The health checker took this session's replica for dead (e.g. a paused server, silent past the
+   * hang timeout): tell the client now rather than leave it waiting on a connection that never
+   * answers, and drop the backend.
+   */
+  replicaDown(cause: string): void {
+    if (this.clientGone || !this.backend || this.backendGone || this.phase === 'closing') return;
+    const replica = this.replica as string;
+    const counters = this.host.stats.classes[this.cls as ServiceClass];
+    if (this.phase === 'ready') {
+      counters.lost += 1;
+      this.host.stats.replica(replica).lost += 1;
+    } else {
+      counters.startupFailed += 1;
+      this.host.stats.replica(replica).failed += 1;
+    }
+    this.phase = 'closing';
+    this.releaseOnce();
+    if (this.framer.atBoundary)
+      this.client.end(errorResponse('FATAL', '08006', `replica ${replica} went away: ${cause}`));
+    else this.client.destroy();
+    this.backend.destroy();
+    this.linger();
+  }
+
   // ---- client side ------------------------------------------------------------------------
 
   private onClientData(d: Buffer): void {

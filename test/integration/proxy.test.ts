@@ -309,6 +309,34 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     expect(idOfPort(Number(after.out))).not.toBe('r1');
   });
 
+  it('a paused replica: its sessions get FATAL 08006 once the health checker takes it for dead', async () => {
+    const c = await client(FREEMIUM_PORT);
+    const id = idOfPort(await serverPort(c));
+    await driver.pause(id);
+    try {
+      const t0 = Date.now();
+      const q = c.query('select 1').then(
+        () => undefined,
+        (e: unknown) => e as Error & { code?: string },
+      );
+      const e = await q;
+      // hangMs 3 s plus a check or two.
+      expect(Date.now() - t0).toBeLessThan(8000);
+      expect(e).toMatchObject({
+        code: '08006',
+        message: new RegExp(`replica ${id} went away: unreachable: no answer`),
+      });
+      expect(proxy.router.snapshot().find((r) => r.id === id)!.healthy).toBe(false);
+      expect(proxy.stats.replica(id).lost).toBeGreaterThanOrEqual(1);
+    } finally {
+      await driver.unpause(id);
+    }
+    // Back up after `rise` answered checks.
+    for (let i = 0; i < 50 && !proxy.router.snapshot().find((r) => r.id === id)!.healthy; i++)
+      await sleep(200);
+    expect(proxy.router.snapshot().find((r) => r.id === id)!.healthy).toBe(true);
+  });
+
   it('no replica for the class: FATAL 57P03 at startup', async () => {
     for (const r of replicas) proxy.router.markDown(r.id, 0);
     try {
