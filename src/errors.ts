@@ -40,6 +40,16 @@ export function isPlbError(err: unknown, code?: PlbErrorCode): err is PlbError {
   return err instanceof PlbError && (code === undefined || err.code === code);
 }
 
+/** Anything thrown, as an Error: a thrown string or object is wrapped (its String() the message). */
+export function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** The message of anything thrown, for log lines and for errors that wrap it. */
+export function errorText(err: unknown): string {
+  return asError(err).message;
+}
+
 /**
  * One line for the terminal: message, then the hint when there is one. Control characters (from
  * user-provided names and paths, or a newline in a cause) are escaped, so it stays one line.

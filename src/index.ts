@@ -26,4 +26,5 @@ export {
   renderReport,
   writeReports,
 } from './report/index.js';
+export * from './run-format/index.js';
 export { startProxy, type ProxyHandle, type ProxyOptions } from './proxy/proxy-server.js';

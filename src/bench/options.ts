@@ -3,12 +3,14 @@ import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
 import { DEFAULT_BASE_PORT, parseCpus, parseDriverChoice } from '../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { formatError, PlbError } from '../errors.js';
+import { errorLine, exitCodeOf } from '../fail.js';
 import { ensureWritableDir } from '../safe-write.js';
 import { loadPlan, parseDuration } from '../faults/plan.js';
 import { createRunWriter } from '../metrics/index.js';
 import {
   createRouter,
   DEFAULT_BORROWING,
+  DEFAULT_SLOW_START_MS,
   isStrategyName,
   parsePartition,
   parseRoleVector,
@@ -16,7 +18,9 @@ import {
 } from '../router/index.js';
 import type { BorrowingOptions } from '../router/types.js';
 import type { StrategyName } from '../router/types.js';
-import { renderComparison, writeReports } from '../report/index.js';
+import { renderComparison, renderReport, writeReports } from '../report/index.js';
+import { colourEnabled } from '../table-style.js';
+import { trackSeries } from './series-progress.js';
 import { renderBenchResults } from '../report/side-by-side.js';
 import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from './stop-signals.js';
 import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
@@ -24,89 +28,211 @@ import { checkSeed, MAX_SEED } from '../workload/rng.js';
 import type { BenchResult } from './run.js';
 import { packageVersion } from '../package-info.js';
 import { leaseCluster } from './cluster-lease.js';
+import { collectEnvironment } from './environment.js';
 import { DEFAULT_WORKLOAD, parseMix, type WorkloadSpec } from '../workload/spec.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
 
-/** Flags shared by `bench run` and `bench matrix`. */
+/** Help sections of the bench flags (oclif `helpGroup`). */
+export const HELP_GROUPS = {
+  workload: 'WORKLOAD',
+  router: 'PLB ROUTER',
+  health: 'HEALTH',
+  cluster: 'CLUSTER',
+  output: 'OUTPUT',
+} as const;
+
+/**
+ * A flag whose value is checked when the command line is read, by the same function executeBench
+ * uses for a caller that passes values directly: one validation layer, one error line naming the
+ * flag, exit 1, and nothing started. The value keeps the type executeBench takes.
+ */
+const checkedString = Flags.custom<string>({
+  parse: async (input, _ctx, opts) => {
+    checkBenchValue(opts.name, input);
+    return input;
+  },
+});
+const checkedNumber = Flags.custom<number>({
+  parse: async (input, _ctx, opts) => {
+    const n = input.trim() === '' ? NaN : Number(input);
+    checkBenchValue(opts.name, n);
+    return n;
+  },
+});
+
+/** The list flags: a comma list, or the flag given several times. */
+const listFlag = Flags.custom<string>({
+  multiple: true,
+  delimiter: ',',
+  parse: async (input, _ctx, opts) => {
+    checkBenchValue(opts.name, input);
+    return input;
+  },
+});
+
+/** `--strategy` and `--mix` of both bench commands (the old matrix names are deprecated aliases). */
+export function seriesFlags(defaults: { strategy: string[]; repeat: number; repeatHelp: string }) {
+  return {
+    strategy: listFlag({
+      description: `${STRATEGY_LIST}; a comma list runs each in turn (side by side, and against rr)`,
+      default: defaults.strategy,
+      aliases: ['strategies'],
+      deprecateAliases: true,
+      helpGroup: HELP_GROUPS.router,
+    }),
+    mix: listFlag({
+      description: 'premium:freemium share of clients (or sessions); a comma list runs each mix',
+      default: ['25:75'],
+      aliases: ['mixes'],
+      deprecateAliases: true,
+      helpGroup: HELP_GROUPS.workload,
+    }),
+    repeat: checkedNumber({
+      description: defaults.repeatHelp,
+      default: defaults.repeat,
+      helpGroup: HELP_GROUPS.workload,
+    }),
+  };
+}
+
+const STRATEGY_LIST = 'plb, rr, static, lc or wlc';
+
+/** Flags shared by `bench run` and `bench matrix` (and seriesFlags). --json comes with enableJsonFlag. */
 export const benchFlags = {
-  plan: Flags.string({ description: 'fault plan (YAML); default: the embedded demo cascade' }),
-  clients: Flags.integer({
-    description: 'closed model: concurrent clients T',
-    default: DEFAULT_WORKLOAD.clients,
+  plan: Flags.string({
+    description: 'fault plan (YAML); default: the embedded demo cascade',
+    helpGroup: HELP_GROUPS.workload,
   }),
-  model: Flags.string({ description: 'arrival model', options: ['closed', 'open'], default: 'closed' }),
-  rate: Flags.string({
+  clients: checkedNumber({
+    description: `closed model: concurrent clients T (at most ${100_000})`,
+    default: DEFAULT_WORKLOAD.clients,
+    helpGroup: HELP_GROUPS.workload,
+  }),
+  model: Flags.string({
+    description: 'arrival model',
+    options: ['closed', 'open'],
+    default: 'closed',
+    helpGroup: HELP_GROUPS.workload,
+  }),
+  rate: checkedString({
     description: 'open model: sessions per second',
     default: String(DEFAULT_WORKLOAD.rate),
+    helpGroup: HELP_GROUPS.workload,
   }),
-  seed: Flags.integer({
+  seed: checkedNumber({
     description: `seed of every random choice: an integer 0..${MAX_SEED} (the generator's 32-bit seed; default: a new one, printed)`,
+    helpGroup: HELP_GROUPS.workload,
   }),
-  out: Flags.string({ description: 'folder for run directories', default: 'runs' }),
-  'dataset-rows': Flags.integer({
+  'dataset-rows': checkedNumber({
     description: 'rows in the generated dataset',
     default: DEFAULT_WORKLOAD.datasetRows,
+    helpGroup: HELP_GROUPS.workload,
   }),
-  'queries-per-session': Flags.integer({
+  'queries-per-session': checkedNumber({
     description: 'mean queries per session (both classes)',
     default: DEFAULT_WORKLOAD.classes.premium.queriesPerSession,
+    helpGroup: HELP_GROUPS.workload,
   }),
-  'think-time': Flags.string({
+  'think-time': checkedString({
     description:
       'mean think time between queries, e.g. 250ms; auto: calibrated so the reference phase sits at --target-cpu',
     default: `${DEFAULT_WORKLOAD.classes.premium.thinkTimeMs}ms`,
+    helpGroup: HELP_GROUPS.workload,
   }),
-  'target-cpu': Flags.string({
+  'target-cpu': checkedString({
     description:
       'with --think-time auto: mean replica CPU (fraction of its quota) the reference phase aims at',
     default: String(DEFAULT_TARGET_CPU),
+    helpGroup: HELP_GROUPS.workload,
   }),
-  reference: Flags.string({
+  reference: checkedString({
     description: 'plb reference split premium:mixed:freemium (K=5)',
     default: '2:1:2',
+    helpGroup: HELP_GROUPS.router,
   }),
-  partition: Flags.string({ description: 'static partition premium:freemium', default: '3:2' }),
-  borrow: Flags.string({
+  partition: checkedString({
+    description: 'static partition premium:freemium',
+    default: '3:2',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  borrow: checkedString({
     description:
       'plb borrowing: premium:freemium pressure ratios (a class borrows a replica of the other role when its own best replica is that many times as loaded), or off',
     default: '1.5:2',
+    helpGroup: HELP_GROUPS.router,
   }),
-  'slow-start': Flags.string({
+  'slow-start': checkedString({
     description: 'plb/wlc slow-start ramp of a rejoining replica',
-    default: '10s',
+    default: `${DEFAULT_SLOW_START_MS / 1000}s`,
+    helpGroup: HELP_GROUPS.router,
   }),
-  'health-interval': Flags.string({
+  'health-interval': checkedString({
     description: 'health check interval',
     default: `${DEFAULT_HEALTH.intervalMs}ms`,
+    helpGroup: HELP_GROUPS.health,
   }),
-  fall: Flags.integer({
+  fall: checkedNumber({
     description: 'failed checks that mark a replica down',
     default: DEFAULT_HEALTH.fall,
+    helpGroup: HELP_GROUPS.health,
   }),
-  rise: Flags.integer({ description: 'good checks that mark it up again', default: DEFAULT_HEALTH.rise }),
-  'hang-timeout': Flags.string({
+  rise: checkedNumber({
+    description: 'good checks that mark it up again',
+    default: DEFAULT_HEALTH.rise,
+    helpGroup: HELP_GROUPS.health,
+  }),
+  'hang-timeout': checkedString({
     description:
       'a replica that answers nothing, not even its health check, this long is taken for down (overload and slowness never are)',
     default: `${DEFAULT_HEALTH.hangMs}ms`,
+    helpGroup: HELP_GROUPS.health,
   }),
   oracle: Flags.boolean({
     description: 'the injector tells the router about faults (no detection delay)',
     default: false,
+    helpGroup: HELP_GROUPS.health,
   }),
-  progress: Flags.integer({ description: 'seconds between progress lines (0: none)', default: 5 }),
-  name: Flags.string({ description: 'cluster name', default: DEFAULT_CLUSTER_NAME }),
+  name: Flags.string({
+    description: 'cluster name',
+    default: DEFAULT_CLUSTER_NAME,
+    helpGroup: HELP_GROUPS.cluster,
+  }),
   driver: Flags.string({
     description: 'when no cluster exists: docker, local or auto',
     options: ['auto', 'docker', 'local'],
     default: 'auto',
+    helpGroup: HELP_GROUPS.cluster,
   }),
-  cpus: Flags.string({ description: 'when no cluster exists: CPU quota per replica' }),
-  'base-port': Flags.integer({
+  cpus: checkedString({
+    description: 'when no cluster exists: CPU quota per replica',
+    helpGroup: HELP_GROUPS.cluster,
+  }),
+  'base-port': checkedNumber({
     description: 'when no cluster exists: primary port',
     default: DEFAULT_BASE_PORT,
+    helpGroup: HELP_GROUPS.cluster,
   }),
-  'keep-cluster': Flags.boolean({ description: 'keep a cluster this command brought up', default: false }),
-  json: Flags.boolean({ description: 'print the summaries as JSON instead of tables', default: false }),
+  'keep-cluster': Flags.boolean({
+    description: 'keep a cluster this command brought up',
+    default: false,
+    helpGroup: HELP_GROUPS.cluster,
+  }),
+  out: Flags.string({
+    description: 'folder for run directories',
+    default: 'runs',
+    helpGroup: HELP_GROUPS.output,
+  }),
+  progress: checkedNumber({
+    description:
+      'seconds between progress lines within a run (0: none); a series also prints runs done, elapsed and ETA as each run starts',
+    default: 5,
+    helpGroup: HELP_GROUPS.output,
+  }),
+  wide: Flags.boolean({
+    description: 'tables with every column (default: compact, about 100 columns)',
+    default: false,
+    helpGroup: HELP_GROUPS.output,
+  }),
 };
 
 export interface BenchFlagValues {
@@ -139,6 +265,8 @@ export interface BenchFlagValues {
   'base-port': number;
   'keep-cluster': boolean;
   json: boolean;
+  /** Tables with every column (default compact). */
+  wide?: boolean;
 }
 
 function durationMsFlag(name: string, value: string): number {
@@ -198,9 +326,53 @@ function parseStrategies(text: string, field: string): StrategyName[] {
   if (list.length === 0) throw new PlbError('BAD_INPUT', `--${field}: name at least one strategy`);
   for (const s of list) {
     if (!isStrategyName(s))
-      throw new PlbError('BAD_INPUT', `--${field}: unknown strategy "${s}" (plb, rr, static, lc, wlc)`);
+      throw new PlbError('BAD_INPUT', `--${field}: unknown strategy "${s}" (${STRATEGY_LIST})`);
   }
   return list as StrategyName[];
+}
+
+function nonNegativeInteger(name: string, n: number, max: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > max)
+    throw new PlbError('BAD_INPUT', `--${name}: must be an integer from 0 to ${max} (got ${n})`);
+  return n;
+}
+
+function targetCpu(text: string): number {
+  const t = positive('target-cpu', Number(text), false);
+  if (t >= 1)
+    throw new PlbError('BAD_INPUT', `--target-cpu: must be below 1 (a fraction of the quota), got ${t}`);
+  return t;
+}
+
+/** The one check of every bench value that has one, by flag name; throws BAD_INPUT naming the flag. */
+const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
+  strategy: (v) => parseStrategies(String(v), 'strategy'),
+  mix: (v) => parseMix(String(v), '--mix'),
+  repeat: (v) => positive('repeat', Number(v), true, LIMITS.repeat),
+  clients: (v) => positive('clients', Number(v), true, LIMITS.clients),
+  rate: (v) => positive('rate', Number(v), false, LIMITS.rate),
+  seed: (v) => checkSeed(Number(v), '--seed'),
+  'dataset-rows': (v) => positive('dataset-rows', Number(v), true, LIMITS.datasetRows),
+  'queries-per-session': (v) => positive('queries-per-session', Number(v)),
+  'think-time': (v) => (String(v).trim() === 'auto' ? 'auto' : durationMsFlag('think-time', String(v))),
+  'target-cpu': (v) => targetCpu(String(v)),
+  reference: (v) => parseRoleVector(String(v), '--reference'),
+  partition: (v) => parsePartition(String(v), '--partition'),
+  borrow: (v) => parseBorrowing(String(v)),
+  'slow-start': (v) => durationMsFlag('slow-start', String(v)),
+  'health-interval': (v) => positive('health-interval', durationMsFlag('health-interval', String(v)), false),
+  fall: (v) => positive('fall', Number(v)),
+  rise: (v) => positive('rise', Number(v)),
+  'hang-timeout': (v) => positive('hang-timeout', durationMsFlag('hang-timeout', String(v)), false),
+  cpus: (v) => parseCpus('--cpus', String(v)),
+  'base-port': (v) => positive('base-port', Number(v), true, 65535),
+  progress: (v) => nonNegativeInteger('progress', Number(v), 86_400),
+};
+
+/** Checks one bench value (as the command line gave it, or a caller passed it). */
+export function checkBenchValue(name: string, value: string | number): unknown {
+  const check = BENCH_CHECKS[name];
+  return check ? check(value) : value;
 }
 
 /**
@@ -210,27 +382,31 @@ function parseStrategies(text: string, field: string): StrategyName[] {
  */
 export async function executeBench(
   flags: BenchFlagValues,
-  io: { log: (line: string) => void; warn: (line: string) => void },
-  names: { strategies: string; mixes: string } = { strategies: 'strategies', mixes: 'mixes' },
+  io: { log: (line: string) => void; warn: (line: string) => void; error?: (err: unknown) => void },
+  names: { strategies: string; mixes: string } = { strategies: 'strategy', mixes: 'mix' },
   signalDeps: Pick<StopSignalDeps, 'exit' | 'target'> = {},
 ): Promise<number> {
   try {
+    // The command line was checked as it was read (benchFlags); a direct caller is checked here,
+    // by the same functions, before anything starts.
     const strategies = parseStrategies(flags.strategies, names.strategies);
     const mixes = flags.mixes.split(',').map((m) => parseMix(m, `--${names.mixes}`));
-    positive('repeat', flags.repeat, true, LIMITS.repeat);
-    positive('clients', flags.clients, true, LIMITS.clients);
-    positive('dataset-rows', flags['dataset-rows'], true, LIMITS.datasetRows);
-    positive('queries-per-session', flags['queries-per-session']);
+    for (const name of [
+      'repeat',
+      'clients',
+      'dataset-rows',
+      'queries-per-session',
+      'fall',
+      'rise',
+      'base-port',
+      'progress',
+    ] as const)
+      checkBenchValue(name, flags[name]);
     const autoThink = flags['think-time'].trim() === 'auto';
     const thinkTimeMs = autoThink
       ? DEFAULT_WORKLOAD.classes.premium.thinkTimeMs
       : durationMsFlag('think-time', flags['think-time']);
-    const targetCpu = positive('target-cpu', Number(flags['target-cpu']), false);
-    if (targetCpu >= 1)
-      throw new PlbError(
-        'BAD_INPUT',
-        `--target-cpu: must be below 1 (a fraction of the quota), got ${targetCpu}`,
-      );
+    const targetCpuValue = targetCpu(flags['target-cpu']);
     const rate = positive('rate', Number(flags.rate), false, LIMITS.rate);
     const reference = parseRoleVector(flags.reference, '--reference');
     const partition = parsePartition(flags.partition, '--partition');
@@ -243,13 +419,13 @@ export async function executeBench(
         durationMsFlag('health-interval', flags['health-interval']),
         false,
       ),
-      fall: positive('fall', flags.fall),
-      rise: positive('rise', flags.rise),
+      fall: flags.fall,
+      rise: flags.rise,
       hangMs: positive('hang-timeout', durationMsFlag('hang-timeout', flags['hang-timeout']), false),
     };
     health.timeoutMs = health.intervalMs;
     const driverChoice = parseDriverChoice(flags.driver);
-    const cpus = flags.cpus === undefined ? undefined : parseCpus('cpus', flags.cpus);
+    const cpus = flags.cpus === undefined ? undefined : parseCpus('--cpus', flags.cpus);
     if (flags.seed !== undefined) checkSeed(flags.seed, '--seed');
     const planPath = flags.plan ?? defaultPlanPath();
     const plan = loadPlan(planPath);
@@ -273,10 +449,21 @@ export async function executeBench(
       },
     };
     const runs = expandSeries(strategies, mixes, flags.repeat, seed);
-    io.log(
+    // With --json, stdout holds the JSON alone.
+    (flags.json ? io.warn : io.log)(
       `seed ${seed}; plan ${plan.name} (${plan.duration} s, ${plan.events.length} events); ${runs.length} run(s)`,
     );
 
+    // Several runs: a progress line (done/total, elapsed, ETA) as each starts; a bar at a terminal.
+    const progress =
+      runs.length > 1
+        ? trackSeries({
+            total: runs.length,
+            planS: plan.duration,
+            emit: io.warn,
+            bar: colourEnabled(process.stderr),
+          })
+        : null;
     // First Ctrl-C, SIGTERM or SIGHUP: stop gracefully; the second: exit at once.
     const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
     let outcome;
@@ -315,25 +502,29 @@ export async function executeBench(
               borrowing,
               onRoleChange,
             }),
-          createWriter: (run) => (ids) =>
-            createRunWriter({
-              outDir: flags.out,
-              strategy: run.strategy,
-              plan: plan.name,
-              seed: run.seed,
-              clients: workload.clients,
-              mix: run.mix,
-              replicas: ids,
-              refWindowS: plan.referenceWindow,
-              warmupS: plan.warmup,
-            }),
+          createWriter: (run, index) => {
+            progress?.runStarted(index);
+            return (ids) =>
+              createRunWriter({
+                outDir: flags.out,
+                strategy: run.strategy,
+                plan: plan.name,
+                seed: run.seed,
+                clients: workload.clients,
+                mix: run.mix,
+                replicas: ids,
+                refWindowS: plan.referenceWindow,
+                warmupS: plan.warmup,
+              });
+          },
           log: io.warn,
           signal: stop.signal,
-          ...(autoThink ? { autoThink: { targetCpu } } : {}),
+          ...(autoThink ? { autoThink: { targetCpu: targetCpuValue } } : {}),
           configExtras: {
             plbVersion: packageVersion(),
-            node: process.version,
+            environment: await collectEnvironment(lease.driver),
             driver: lease.driver.kind,
+            cpusEnforced: lease.driver.cpusEnforced,
             borrowing: resolveBorrowing(borrowing),
           },
         });
@@ -343,14 +534,16 @@ export async function executeBench(
     } finally {
       stop.dispose();
     }
-    await renderOutcome(outcome.results, strategies, runs.length, flags.json, io);
+    if (!outcome.interrupted) progress?.finished();
+    await renderOutcome(outcome.results, strategies, runs.length, flags.json, flags.wide ?? false, io);
     for (const r of outcome.results) {
       io.warn(`run directory: ${r.dir}${r.summary.complete ? '' : ' (incomplete)'}`);
     }
     return outcome.interrupted ? (stop.code() ?? STOP_SIGNALS.SIGINT) : 0;
   } catch (err) {
-    io.warn(`Error: ${formatError(err)}`);
-    return 1;
+    if (io.error) io.error(err);
+    else io.warn(`Error: ${errorLine(err)}`);
+    return exitCodeOf(err);
   }
 }
 
@@ -363,6 +556,7 @@ async function renderOutcome(
   strategies: readonly string[],
   planned: number,
   json: boolean,
+  wide: boolean,
   io: { log: (line: string) => void; warn: (line: string) => void },
 ): Promise<void> {
   if (results.length === 0) return;
@@ -371,12 +565,12 @@ async function renderOutcome(
   const onePerStrategy = planned === strategies.length;
   if (json) io.log(renderBenchResults(results, { json: true }));
   else if (onePerStrategy) {
-    io.log(renderBenchResults(results, { json: false }));
+    io.log(renderBenchResults(results, { json: false, wide }));
     if (compare)
       io.log(
         renderComparison(
           results.map((r) => r.summary),
-          { baseline },
+          { baseline, wide },
         ),
       );
   }
@@ -386,8 +580,8 @@ async function renderOutcome(
       { format: 'table', baseline },
     );
     if (!json && !onePerStrategy) {
-      io.log(report.text);
-      if (compare) io.log(renderComparison(report.groups, { baseline }));
+      io.log(wide ? renderReport(report.groups, { baseline, wide }) : report.text);
+      if (compare) io.log(renderComparison(report.groups, { baseline, wide }));
     }
     for (const f of report.htmlFiles) io.warn(`html: ${f}`);
   } catch (err) {

@@ -2,7 +2,7 @@ import { realClock, within, type Clock } from '../clock/index.js';
 import type { Connector } from '../cluster/connector.js';
 import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
 import { HealthChecker, type HealthOptions } from '../cluster/health.js';
-import { PlbError } from '../errors.js';
+import { errorText, PlbError } from '../errors.js';
 import { replicaStateAfter } from '../faults/actions.js';
 import { Injector, type InjectedFault } from '../faults/injector.js';
 import type { FaultPlan } from '../faults/types.js';
@@ -14,7 +14,7 @@ import {
 } from '../metrics/types.js';
 import { nearestRank } from '../metrics/math.js';
 import type { RoleVector, ServiceClass } from '../router/types.js';
-import { DataSource, asError } from '../workload/data-source.js';
+import { DataSource } from '../workload/data-source.js';
 import { Rng } from '../workload/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
 import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
@@ -156,10 +156,8 @@ function onInjected(x: PartsInputs, f: InjectedFault): void {
     `t=${(f.tMs / 1000).toFixed(1)}s ${f.event.action} ${f.event.replica}${f.error ? ` FAILED: ${f.error}` : ''}`,
   );
   const a = f.event.action;
-  if (x.config.oracle) {
-    if (replicaStateAfter(a) === 'down') x.setHealth(f.event.replica, 'down', 'oracle', `injected ${a}`);
-    if (replicaStateAfter(a) === 'up') x.setHealth(f.event.replica, 'up', 'oracle', `injected ${a}`);
-  }
+  const state = replicaStateAfter(a);
+  if (x.config.oracle && state !== null) x.setHealth(f.event.replica, state, 'oracle', `injected ${a}`);
   if (a === 'throttle' && f.event.cpus !== undefined) x.setQuota(f.event.replica, f.event.cpus);
 }
 
@@ -365,7 +363,7 @@ class RunEnding {
     } catch (err) {
       if (!this.failed) this.thrown = err;
       this.failed = true;
-      const message = `${what}: ${asError(err).message}`;
+      const message = `${what}: ${errorText(err)}`;
       this.errors.push(message);
       this.log(`error: ${message}`);
       try {
@@ -420,7 +418,7 @@ class Sampler {
     try {
       cpu = await this.driver.cpuSeconds();
     } catch (err) {
-      this.log(`cpu sample failed: ${asError(err).message}`);
+      this.log(`cpu sample failed: ${errorText(err)}`);
     }
     const tAfter = clock.now();
     const fractions: Record<string, number | null> = {};

@@ -6,6 +6,23 @@ import type { Connector } from './connector.js';
  */
 export type ServerId = string;
 
+/** Replica ids of a cluster of K standbys: 'r1'..'rK' (plans, reports and the router use them). */
+export function replicaIds(replicas: number): ServerId[] {
+  return Array.from({ length: replicas }, (_, i) => `r${i + 1}`);
+}
+
+/** 'primary', then 'r1'..'rK'. */
+export function serverIds(replicas: number): ServerId[] {
+  return ['primary', ...replicaIds(replicas)];
+}
+
+const naturalOrder = new Intl.Collator('en', { numeric: true });
+
+/** Natural order of server ids: r2 before r10 (a plain sort puts r10 first). */
+export function compareReplicaIds(a: string, b: string): number {
+  return naturalOrder.compare(a, b);
+}
+
 export interface ClusterSpec {
   /** Cluster name; containers are plb-<name>-primary, plb-<name>-r1.. */
   name: string;
@@ -34,6 +51,43 @@ export interface ClusterSpec {
    */
   id?: string;
 }
+
+/** Defaults of a cluster spec (clusterSpec() fills them in; the CLI's flags show them). */
+export const DEFAULT_CLUSTER: Readonly<
+  Pick<ClusterSpec, 'name' | 'replicas' | 'basePort' | 'cpus' | 'primaryCpus' | 'maxConnections'>
+> = Object.freeze({
+  /**
+   * Cluster name: containers plb-plb-primary, plb-plb-r1...
+   * @default 'plb'
+   */
+  name: 'plb',
+  /**
+   * Streaming standbys, as in the paper's K=5.
+   * @default 5
+   */
+  replicas: 5,
+  /**
+   * Port of the primary: below Linux's default ephemeral range (32768-60999), see ports.ts.
+   * @default 25432
+   */
+  basePort: 25432,
+  /**
+   * CPU quota per replica (cores): five replicas plus the primary and the client fit two cores.
+   * @default 0.25
+   */
+  cpus: 0.25,
+  /**
+   * CPU quota of the primary (cores).
+   * @default 0.5
+   */
+  primaryCpus: 0.5,
+  /**
+   * max_connections: the image's historical default; `cluster up --max-connections` or a bench's
+   * sizing raise it.
+   * @default 200
+   */
+  maxConnections: 200,
+});
 
 export interface Endpoint {
   id: ServerId;
@@ -67,6 +121,12 @@ export interface ServerStatus {
 export interface ClusterDriver {
   readonly kind: 'docker' | 'local' | 'sim';
   readonly spec: ClusterSpec;
+  /**
+   * True when the servers really get no more CPU than their quota (Docker; local processes where
+   * cgroups are writable). When false, setCpus only records the quota, CPU fractions are computed
+   * against it, and a throttle fault changes nothing on the server.
+   */
+  readonly cpusEnforced: boolean;
   /** Creates and starts everything; ready = accepting connections and every standby streaming. */
   up(log?: (line: string) => void): Promise<void>;
   /** Removes everything of this cluster (also leftovers of a crashed run). Idempotent. */

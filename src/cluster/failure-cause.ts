@@ -12,8 +12,6 @@
  */
 export type FailureCause = 'unreachable' | 'overloaded' | 'slow' | 'other';
 
-export const FAILURE_CAUSES: readonly FailureCause[] = ['unreachable', 'overloaded', 'slow', 'other'];
-
 const UNREACHABLE_ERRNO = new Set([
   'ECONNREFUSED',
   'ECONNRESET',

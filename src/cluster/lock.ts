@@ -36,7 +36,7 @@ export function lockFile(stateDir: string, name: string): string {
 }
 
 /** The command line of this process, for the lock ("plb bench run --name x ..."). */
-export function currentCommand(argv: readonly string[] = process.argv): string {
+function currentCommand(argv: readonly string[] = process.argv): string {
   return ['plb', ...argv.slice(2)].join(' ').slice(0, 200);
 }
 
@@ -58,7 +58,7 @@ function readHolder(file: string): LockHolder | null {
 }
 
 /** True unless the kernel says no such process (EPERM: alive, another user's). */
-export function processAlive(pid: number): boolean {
+function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

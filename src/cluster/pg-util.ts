@@ -2,9 +2,10 @@
  * Small pg helpers shared by both drivers and the benchmark runner: connect with a timeout and an
  * 'error' listener, readiness waits, replication status, slots. Never logs credentials.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Credentials, Endpoint } from './driver.js';
-import { PlbError } from '../errors.js';
+import { errorText, PlbError } from '../errors.js';
 
 /** Anything with a host and port (an Endpoint or a bare address). */
 export interface PgAddress {
@@ -67,29 +68,27 @@ export async function withClient<T>(
   }
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 function where(addr: PgAddress): string {
   return `${addr.host}:${addr.port}`;
 }
 
-function errMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
+const POLL_INTERVAL_MS = 200;
 
 /**
  * Polls until cond() returns true; throws PlbError TIMEOUT (last error as cause) after timeoutMs.
- * Errors from cond count as "not yet".
+ * Errors from cond count as "not yet"; errors from `check` (run before each try: is the server
+ * still there to wait for?) end the wait at once.
  */
 export async function pollUntil(
   what: string,
   cond: () => Promise<boolean>,
   timeoutMs: number,
-  intervalMs = 200,
+  check?: () => Promise<void>,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
+    await check?.();
     try {
       if (await cond()) return;
       last = undefined;
@@ -97,17 +96,47 @@ export async function pollUntil(
       last = err;
     }
     if (Date.now() >= deadline) {
-      const detail = last === undefined ? '' : `: ${errMessage(last)}`;
+      const detail = last === undefined ? '' : `: ${errorText(last)}`;
       throw new PlbError(
         'TIMEOUT',
         `timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}${detail}`,
-        {
-          cause: last,
-        },
+        { cause: last },
       );
     }
-    await sleep(intervalMs);
+    await sleep(POLL_INTERVAL_MS);
   }
+}
+
+/**
+ * Waits until the server accepts connections and, for a replica, its WAL receiver streams: what
+ * "ready" means for up, start (rejoin) and the drivers' waitReady.
+ */
+export async function waitServerReady(
+  ep: Endpoint,
+  creds: Credentials,
+  timeoutMs: number,
+  check?: () => Promise<void>,
+): Promise<void> {
+  await pollUntil(
+    `${ep.id} (${where(ep)}) to accept connections${ep.kind === 'replica' ? ' and stream' : ''}`,
+    async () => {
+      const status = await withClient(
+        ep,
+        creds,
+        async (c) => {
+          const r = await c.query<{ st: string | null }>(
+            'select (select status from pg_stat_wal_receiver limit 1) as st',
+          );
+          return r.rows[0]?.st ?? null;
+        },
+        { timeoutMs: 2000, queryTimeoutMs: 2000 },
+      );
+      if (ep.kind === 'primary' || status === 'streaming') return true;
+      throw new Error(`replication ${status ?? 'not started'}`);
+    },
+    timeoutMs,
+    check,
+  );
 }
 
 /** Waits until the server accepts connections and answers a query. */
@@ -185,39 +214,6 @@ export async function replicaReplication(
   }
 }
 
-/** Replication state of every standby, asked in parallel; a down server shows up=false. */
-export async function replicationStatus(
-  primary: PgAddress,
-  replicas: Endpoint[],
-  creds: Credentials,
-  timeoutMs = 3000,
-): Promise<ReplicaReplication[]> {
-  const lsn = await currentWalLsn(primary, creds).catch(() => null);
-  return Promise.all(replicas.map((r) => replicaReplication(r, creds, lsn, timeoutMs)));
-}
-
-/** Waits until the standby's WAL receiver is streaming. */
-export async function waitStreaming(
-  replica: PgAddress,
-  creds: Credentials,
-  timeoutMs = 60_000,
-): Promise<void> {
-  await pollUntil(
-    `${where(replica)} to stream from the primary`,
-    () =>
-      withClient(
-        replica,
-        creds,
-        async (c) => {
-          const r = await c.query<{ status: string }>('select status from pg_stat_wal_receiver');
-          return r.rows[0]?.status === 'streaming';
-        },
-        { timeoutMs: 2000, queryTimeoutMs: 2000 },
-      ),
-    timeoutMs,
-  );
-}
-
 /** Creates a physical replication slot on the primary unless it exists (reserving WAL now). */
 export async function createReplicationSlot(
   primary: PgAddress,
@@ -233,25 +229,6 @@ export async function createReplicationSlot(
       await c.query(
         `select pg_create_physical_replication_slot($1, true)
            where not exists (select 1 from pg_replication_slots where slot_name = $1)`,
-        [slot],
-      );
-    },
-    { timeoutMs: 5000, queryTimeoutMs: 10_000 },
-  );
-}
-
-/** Drops a physical slot if it exists (best effort, e.g. after a failed standby setup). */
-export async function dropReplicationSlot(
-  primary: PgAddress,
-  creds: Credentials,
-  slot: string,
-): Promise<void> {
-  await withClient(
-    primary,
-    creds,
-    async (c) => {
-      await c.query(
-        'select pg_drop_replication_slot(slot_name) from pg_replication_slots where slot_name = $1 and not active',
         [slot],
       );
     },

@@ -12,7 +12,7 @@ export function portFree(port: number): Promise<boolean> {
 }
 
 /** The kernel's ephemeral (client source) port range, or null where it cannot be read. */
-export function ephemeralRange(
+function ephemeralRange(
   file = '/proc/sys/net/ipv4/ip_local_port_range',
 ): { low: number; high: number } | null {
   try {

@@ -5,13 +5,13 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
-import type { ClusterDriver, ClusterSpec } from './driver.js';
+import { checkCpus, validateSpec } from './base-driver.js';
+import { DEFAULT_CLUSTER, type ClusterDriver, type ClusterSpec } from './driver.js';
 import { formatError, PlbError } from '../errors.js';
 import { createLocalDriver } from './local/index.js';
 import { acquireClusterLock } from './lock.js';
 import {
   clusterDir,
-  DEFAULT_CLUSTER_NAME,
   defaultStateDir,
   newClusterId,
   readClusterRecord,
@@ -22,90 +22,52 @@ import {
   type DriverKind,
 } from './state.js';
 import { ephemeralWarning } from './ports.js';
-import { MAX_MAX_CONNECTIONS, MIN_MAX_CONNECTIONS, memoryForConnections } from './sizing.js';
+import { memoryForConnections } from './sizing.js';
 
 export type DriverChoice = 'auto' | DriverKind;
 
-export const DEFAULT_REPLICAS = 5;
-/** Below Linux's default ephemeral range (32768-60999): see ports.ts ephemeralWarning. */
-export const DEFAULT_BASE_PORT = 25432;
-/** Per-replica CPU quota: five replicas plus the primary and the client fit two cores. */
-export const DEFAULT_CPUS = 0.25;
-export const DEFAULT_PRIMARY_CPUS = 0.5;
-/** The image's historical default; `cluster up --max-connections` or a bench's sizing raise it. */
-export const DEFAULT_MAX_CONNECTIONS = 200;
+// Names the commands import; the values live in DEFAULT_CLUSTER (driver.ts).
+/** @deprecated DEFAULT_CLUSTER.replicas */
+export const DEFAULT_REPLICAS = DEFAULT_CLUSTER.replicas;
+/** @deprecated DEFAULT_CLUSTER.basePort */
+export const DEFAULT_BASE_PORT = DEFAULT_CLUSTER.basePort;
+/** @deprecated DEFAULT_CLUSTER.maxConnections */
+export const DEFAULT_MAX_CONNECTIONS = DEFAULT_CLUSTER.maxConnections;
 /** Where a record from before max_connections was recorded: what each driver used then. */
 const LEGACY_MAX_CONNECTIONS: Record<DriverKind, number> = { docker: 200, local: 100 };
 
 /** A full spec from the given fields and the defaults; checks the numbers. */
 export function clusterSpec(over: Partial<ClusterSpec> = {}): ClusterSpec {
+  const maxConnections = over.maxConnections ?? DEFAULT_CLUSTER.maxConnections;
   const spec: ClusterSpec = {
-    name: over.name ?? DEFAULT_CLUSTER_NAME,
-    replicas: over.replicas ?? DEFAULT_REPLICAS,
-    basePort: over.basePort ?? DEFAULT_BASE_PORT,
-    cpus: over.cpus ?? DEFAULT_CPUS,
-    primaryCpus: over.primaryCpus ?? DEFAULT_PRIMARY_CPUS,
-    maxConnections: over.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+    name: over.name ?? DEFAULT_CLUSTER.name,
+    replicas: over.replicas ?? DEFAULT_CLUSTER.replicas,
+    basePort: over.basePort ?? DEFAULT_CLUSTER.basePort,
+    cpus: over.cpus ?? DEFAULT_CLUSTER.cpus,
+    primaryCpus: over.primaryCpus ?? DEFAULT_CLUSTER.primaryCpus,
+    maxConnections,
     // Derived memory is capped by the host's: the limit is a ceiling, not a reservation.
-    memoryMb:
-      over.memoryMb ??
-      Math.min(maxMemoryMb(), memoryForConnections(over.maxConnections ?? DEFAULT_MAX_CONNECTIONS)),
+    memoryMb: over.memoryMb ?? Math.min(maxMemoryMb(), memoryForConnections(maxConnections)),
     stateDir: over.stateDir ?? defaultStateDir(),
     ...(over.image !== undefined ? { image: over.image } : {}),
   };
-  validateClusterName(spec.name);
-  if (!Number.isInteger(spec.replicas) || spec.replicas < 1 || spec.replicas > 32) {
-    throw new PlbError('BAD_INPUT', `replicas: must be an integer from 1 to 32, got ${spec.replicas}`);
-  }
-  if (!Number.isInteger(spec.basePort) || spec.basePort < 1024 || spec.basePort + spec.replicas > 65535) {
-    throw new PlbError(
-      'BAD_INPUT',
-      `base-port: must be an integer from 1024 with room for ${spec.replicas} more ports`,
-    );
-  }
-  checkCpus('cpus', spec.cpus);
-  checkCpus('primary-cpus', spec.primaryCpus);
-  if (
-    !Number.isInteger(spec.maxConnections) ||
-    spec.maxConnections < MIN_MAX_CONNECTIONS ||
-    spec.maxConnections > MAX_MAX_CONNECTIONS
-  ) {
-    throw new PlbError(
-      'BAD_INPUT',
-      `max-connections: must be an integer from ${MIN_MAX_CONNECTIONS} to ${MAX_MAX_CONNECTIONS}, got ${spec.maxConnections}`,
-    );
-  }
-  const maxMb = maxMemoryMb();
-  if (!Number.isInteger(spec.memoryMb) || spec.memoryMb < 64 || spec.memoryMb > maxMb) {
-    throw new PlbError(
-      'BAD_INPUT',
-      `memory: must be an integer from 64 to ${maxMb} MiB (this host's memory), got ${spec.memoryMb}`,
-    );
-  }
+  validateSpec(spec, { cpus: maxCpus(), memoryMb: maxMemoryMb() });
   return spec;
 }
 
 /** A quota above the host's cores cannot be given (Docker refuses it, after the cluster is up). */
-export function maxCpus(): number {
+function maxCpus(): number {
   return availableParallelism();
 }
 
 /** A server cannot be allowed more memory than the host has. */
-export function maxMemoryMb(): number {
+function maxMemoryMb(): number {
   return Math.floor(totalmem() / (1024 * 1024));
-}
-
-function checkCpus(name: string, n: number): number {
-  const max = maxCpus();
-  if (!(n > 0) || n > max) {
-    throw new PlbError('BAD_INPUT', `${name}: must be > 0 and at most ${max} (this host's cores), got ${n}`);
-  }
-  return n;
 }
 
 /** A --cpus flag value: a positive number of cores, at most the host's. */
 export function parseCpus(name: string, value: string): number {
-  return checkCpus(name, parsePositiveNumber(name, value));
+  return checkCpus(name, parsePositiveNumber(name, value), maxCpus());
 }
 
 export function parseDriverChoice(value: string): DriverChoice {
@@ -152,7 +114,7 @@ async function dockerModule(): Promise<DockerModule | null> {
   }
 }
 
-export async function dockerAnswers(): Promise<boolean> {
+async function dockerAnswers(): Promise<boolean> {
   const mod = await dockerModule();
   if (!mod) return false;
   try {
@@ -162,7 +124,7 @@ export async function dockerAnswers(): Promise<boolean> {
   }
 }
 
-export function createDriver(kind: DriverKind, spec: ClusterSpec): Promise<ClusterDriver> {
+function createDriver(kind: DriverKind, spec: ClusterSpec): Promise<ClusterDriver> {
   return kind === 'local' ? Promise.resolve(createLocalDriver(spec)) : createDocker(spec);
 }
 
@@ -184,7 +146,7 @@ export async function resolveDriver(opts: {
 
 /** The driver of an existing cluster, from its state record; CLUSTER_NOT_FOUND when there is none. */
 export async function openCluster(
-  name: string = DEFAULT_CLUSTER_NAME,
+  name: string = DEFAULT_CLUSTER.name,
   stateDir: string = defaultStateDir(),
 ): Promise<ClusterDriver> {
   const record = readClusterRecord(stateDir, validateClusterName(name));
@@ -233,7 +195,7 @@ async function foreignContainers(spec: ClusterSpec, ownId: string | undefined): 
  * otherwise it is listed as left alone. Returns what it did, one line each.
  */
 export async function downCluster(
-  name: string = DEFAULT_CLUSTER_NAME,
+  name: string = DEFAULT_CLUSTER.name,
   stateDir: string = defaultStateDir(),
   opts: { explicit?: boolean } = {},
 ): Promise<string[]> {

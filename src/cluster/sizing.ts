@@ -12,7 +12,7 @@ export const MAX_MAX_CONNECTIONS = 20_000;
  * a calibration probe, and slack for sessions whose close has not reached the server yet. plb
  * connects as the superuser, so superuser_reserved_connections does not protect any of these.
  */
-export const CONNECTION_RESERVE = 20;
+const CONNECTION_RESERVE = 20;
 
 /** Memory per server that is not per connection (shared_buffers, WAL buffers, catalog caches). */
 const BASE_MEMORY_MB = 256;

@@ -25,13 +25,16 @@ import {
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import type { ClusterSpec, Credentials } from './driver.js';
+import { DEFAULT_CLUSTER, type ClusterSpec, type Credentials } from './driver.js';
 import { PlbError } from '../errors.js';
 import { makeDirs } from '../safe-write.js';
+import { clusterRecordSchema } from '../run-format/cluster-record.js';
+import { firstIssue } from '../run-format/parse.js';
 
 export const PLB_USER = 'plb';
 export const PLB_DATABASE = 'plb';
-export const DEFAULT_CLUSTER_NAME = 'plb';
+/** @deprecated DEFAULT_CLUSTER.name (the commands still import this name). */
+export const DEFAULT_CLUSTER_NAME = DEFAULT_CLUSTER.name;
 
 export type DriverKind = 'docker' | 'local';
 
@@ -188,19 +191,23 @@ export function readClusterRecord(stateDir: string, name: string): ClusterRecord
       cause,
     });
   }
-  const r = parsed as Partial<ClusterRecord>;
-  if (r.version !== 1 || (r.driver !== 'docker' && r.driver !== 'local') || typeof r.spec !== 'object') {
-    throw new PlbError('INTERNAL', `cluster record ${file} has an unknown format`, {
-      hint: `run \`plb cluster down --name ${name}\` to clean up`,
-    });
-  }
+  const hint = `run \`plb cluster down --name ${name}\` to clean up`;
+  const r = clusterRecordSchema.safeParse(parsed);
+  if (r.success) return r.data;
   // Without an id nothing can be proven ours: only an explicit down by name removes it.
-  if (!isClusterId(r.id)) {
+  if (r.error.issues[0]?.path[0] === 'id') {
     throw new PlbError('INTERNAL', `cluster record ${file} has no cluster id (made by an older plb)`, {
-      hint: `run \`plb cluster down --name ${name}\` to clean up`,
+      hint,
     });
   }
-  return r as ClusterRecord;
+  throw new PlbError(
+    'INTERNAL',
+    `cluster record ${file} has an unknown format: ${firstIssue(r.error, parsed)}`,
+    {
+      hint,
+      cause: r.error,
+    },
+  );
 }
 
 /** Read-modify-write of the record; no-op when there is none. */

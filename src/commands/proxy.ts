@@ -1,11 +1,11 @@
-import { Command } from '@oclif/core';
+import { PlbCommand } from '../plb-command.js';
 import { proxyFlags } from '../proxy/options.js';
-import { executeProxy } from '../proxy/run.js';
+import { executeProxy, type ProxySummary } from '../proxy/run.js';
 import { escapeLines } from '../text.js';
 
-export default class Proxy extends Command {
+export default class Proxy extends PlbCommand {
   static override description =
-    'Session-level PostgreSQL wire-protocol proxy in front of a cluster: one listener per class, the router picks the replica when a client connects';
+    'Session-level PostgreSQL wire-protocol proxy in front of a cluster: one listener per class, the router picks the replica when a client connects and the session stays there';
 
   static override examples = [
     '<%= config.bin %> proxy',
@@ -15,12 +15,11 @@ export default class Proxy extends Command {
 
   static override flags = proxyFlags;
 
-  async run(): Promise<void> {
+  /** Runs until SIGINT/SIGTERM; --json: what it counted, printed on stdout when it stops. */
+  async run(): Promise<ProxySummary> {
     const { flags } = await this.parse(Proxy);
-    const code = await executeProxy(flags, {
-      log: (l) => this.log(l),
-      warn: (l) => process.stderr.write(`${escapeLines(l)}\n`),
-    });
-    if (code !== 0) this.exit(code);
+    const json = this.jsonEnabled();
+    const toStderr = (l: string): void => void process.stderr.write(`${escapeLines(l)}\n`);
+    return executeProxy(flags, { log: json ? toStderr : (l) => this.log(l), warn: toStderr });
   }
 }

@@ -1,5 +1,6 @@
-import { Command, Flags } from '@oclif/core';
-import { fail } from '../fail.js';
+import { Flags } from '@oclif/core';
+import { checkedText } from '../cli-flags.js';
+import { PlbCommand } from '../plb-command.js';
 import Table from 'cli-table3';
 import { PlbError } from '../errors.js';
 import {
@@ -11,7 +12,14 @@ import {
 } from '../router/index.js';
 import { tableStyle } from '../table-style.js';
 
-export default class Roles extends Command {
+interface RolesJson {
+  reference: ReturnType<typeof parseRoleVector>;
+  replicas: number;
+  full: ReturnType<typeof fullReference>;
+  targets: ReturnType<typeof targetRoleTable>;
+}
+
+export default class Roles extends PlbCommand {
   static override description =
     'Print the PLB target role vector (premium:mixed:freemium) for every number of survivors K+ from K down to 0';
 
@@ -22,43 +30,39 @@ export default class Roles extends Command {
   ];
 
   static override flags = {
-    reference: Flags.string({ description: 'full-capacity split premium:mixed:freemium', default: '2:1:2' }),
-    replicas: Flags.integer({
-      description: 'K, the number of replicas (default: the sum of --reference)',
-      min: 1,
+    reference: checkedText((v, flag) => parseRoleVector(v, flag))({
+      description: 'full-capacity split premium:mixed:freemium',
+      default: '2:1:2',
     }),
-    json: Flags.boolean({ description: 'print JSON instead of a table', default: false }),
+    replicas: Flags.integer({
+      description: 'K, the number of replicas, at most 10000 (default: the sum of --reference)',
+      min: 1,
+      max: 10_000,
+    }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<RolesJson | void> {
     const { flags } = await this.parse(Roles);
-    try {
-      const reference = parseRoleVector(flags.reference, '--reference');
-      const replicas = flags.replicas ?? roleVectorTotal(reference);
-      if (replicas > 10_000)
-        throw new PlbError('BAD_INPUT', `--replicas must be at most 10000, got ${replicas}`);
-      const full = fullReference(replicas, reference);
-      const rows = targetRoleTable(replicas, reference);
-      if (flags.json) {
-        this.log(JSON.stringify({ reference, replicas, full, targets: rows }, null, 2));
-        return;
-      }
-      const table = new Table({ head: ['K+', 'premium', 'mixed', 'freemium', 'rule'], style: tableStyle() });
-      for (const r of rows) {
-        table.push([
-          r.survivors,
-          r.premium,
-          r.mixed,
-          r.freemium,
-          r.survivors >= 4 ? 'scaled + floors' : 'fixed',
-        ]);
-      }
-      this.log(
-        `reference ${formatRoleVector(reference)}, K=${replicas}, full-capacity split ${formatRoleVector(full)}`,
-      );
-      this.log(table.toString());
-    } catch (err) {
-      fail(this, err);
+    const reference = parseRoleVector(flags.reference, '--reference');
+    const replicas = flags.replicas ?? roleVectorTotal(reference);
+    if (replicas > 10_000)
+      throw new PlbError('BAD_INPUT', `--replicas must be at most 10000, got ${replicas}`);
+    const full = fullReference(replicas, reference);
+    const rows = targetRoleTable(replicas, reference);
+    if (this.jsonEnabled()) return { reference, replicas, full, targets: rows };
+    const table = new Table({ head: ['K+', 'premium', 'mixed', 'freemium', 'rule'], style: tableStyle() });
+    for (const r of rows) {
+      table.push([
+        r.survivors,
+        r.premium,
+        r.mixed,
+        r.freemium,
+        r.survivors >= 4 ? 'scaled + floors' : 'fixed',
+      ]);
     }
+    this.log(
+      `reference ${formatRoleVector(reference)}, K=${replicas}, full-capacity split ${formatRoleVector(full)}`,
+    );
+    this.log(table.toString());
   }
 }

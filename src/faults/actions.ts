@@ -1,21 +1,64 @@
+/**
+ * The one mapping fault action -> replica state -> phase (DESIGN.md, Phases): what each action does
+ * to its replica, to K+, and which phase it opens. The plan checker, the dry run, the injector's
+ * oracle mode, the detection records and the run's phases all read it from here.
+ */
 import type { FaultAction } from './types.js';
 
 /** Name of the reference phase, the window just before the first fault. */
 export const REF_PHASE = 'ref';
 
-/** How an event changes K+ (the number of healthy replicas): down/stop/pause -1, rejoin/unpause +1. */
-export function survivorDelta(action: FaultAction): -1 | 0 | 1 {
+/** The one phase of a run without faults. */
+const STEADY_PHASE = 'steady';
+
+/** A replica's state as the plan sees it: which actions it can take next. */
+export type PlanReplicaState = 'up' | 'down' | 'stopped' | 'paused';
+
+/** The replica state after `action` (throttle leaves it as it was). */
+export function stateAfter(action: FaultAction, state: PlanReplicaState): PlanReplicaState {
+  switch (action) {
+    case 'down':
+      return 'down';
+    case 'stop':
+      return 'stopped';
+    case 'pause':
+      return 'paused';
+    case 'rejoin':
+    case 'unpause':
+      return 'up';
+    case 'throttle':
+      return state;
+  }
+}
+
+/** What the replica must be for `action` to make sense, or undefined when `state` is fine. */
+export function actionRequirement(action: FaultAction, state: PlanReplicaState): string | undefined {
   switch (action) {
     case 'down':
     case 'stop':
     case 'pause':
-      return -1;
+      return state === 'up' ? undefined : 'up and not paused';
     case 'rejoin':
+      return state === 'down' || state === 'stopped' ? undefined : 'down or stopped';
     case 'unpause':
-      return 1;
+      return state === 'paused' ? undefined : 'paused';
     case 'throttle':
-      return 0;
+      return state === 'up' || state === 'paused' ? undefined : 'running';
   }
+}
+
+/** How an event changes K+ (the number of healthy replicas): down/stop/pause -1, rejoin/unpause +1. */
+const SURVIVOR_DELTA: Readonly<Record<FaultAction, -1 | 0 | 1>> = {
+  down: -1,
+  stop: -1,
+  pause: -1,
+  rejoin: 1,
+  unpause: 1,
+  throttle: 0,
+};
+
+export function survivorDelta(action: FaultAction): -1 | 0 | 1 {
+  return SURVIVOR_DELTA[action];
 }
 
 /** K+ after an event, given K+ before it. */
@@ -23,13 +66,133 @@ export function survivorsAfterEvent(survivors: number, action: FaultAction): num
   return survivors + survivorDelta(action);
 }
 
+/**
+ * Whether the replica is down or up after this action: what a health checker should notice.
+ * null for throttle (it stays as it was) and for a string that is no action (an event read back).
+ */
+export function replicaStateAfter(action: string): 'down' | 'up' | null {
+  const d = Object.hasOwn(SURVIVOR_DELTA, action) ? SURVIVOR_DELTA[action as FaultAction] : 0;
+  return d < 0 ? 'down' : d > 0 ? 'up' : null;
+}
+
 /** Phase name after the `count`-th event of this action (1-based): `down-1`, `rejoin-2`, ... */
 export function phaseNameFor(action: FaultAction, count: number): string {
   return `${action}-${count}`;
 }
 
-/** Whether the replica is down or up after this action (throttle leaves it as it was). */
-export function replicaStateAfter(action: FaultAction): 'down' | 'up' | null {
-  const d = survivorDelta(action);
-  return d < 0 ? 'down' : d > 0 ? 'up' : null;
+/** A span of the run, named after the event that opened it, with its K+. */
+export interface Phase {
+  name: string;
+  startMs: number;
+  endMs: number;
+  /** Healthy replicas during the phase (K+). */
+  survivors: number;
+  /** Replicas down during the phase. */
+  down: string[];
+}
+
+/** A fault as injected (from a 'fault' event) or planned: when, which replica, what. */
+export interface FaultMark {
+  tMs: number;
+  replica: string;
+  action: string;
+}
+
+/**
+ * Events closer than this to the first event of a group form one phase boundary (the injector
+ * stamps events of one plan time a few ms apart at most if it stamps them one by one).
+ */
+const SAME_TIME_MS = 1;
+
+interface Boundary {
+  tMs: number;
+  name: string;
+  survivors: number;
+  down: string[];
+}
+
+/** Groups simultaneous faults and walks them: the name, K+ and down list after each boundary. */
+function faultBoundaries(faults: readonly FaultMark[], replicas: readonly string[]): Boundary[] {
+  // Stable sort: events at one time keep the order they were injected in.
+  const sorted = faults.map((f, i) => ({ f, i })).sort((a, b) => a.f.tMs - b.f.tMs || a.i - b.i);
+  const counts = new Map<string, number>();
+  const down = new Set<string>();
+  const out: Boundary[] = [];
+  let groupStart = Number.NEGATIVE_INFINITY;
+  for (const { f } of sorted) {
+    const count = (counts.get(f.action) ?? 0) + 1;
+    counts.set(f.action, count);
+    const state = replicaStateAfter(f.action);
+    if (state === 'down') down.add(f.replica);
+    else if (state === 'up') down.delete(f.replica);
+    const downList = replicas.filter((r) => down.has(r));
+    const b: Boundary = {
+      tMs: f.tMs,
+      name: phaseNameFor(f.action as FaultAction, count),
+      survivors: replicas.length - downList.length,
+      down: downList,
+    };
+    const last = out[out.length - 1];
+    if (last !== undefined && f.tMs - groupStart <= SAME_TIME_MS) {
+      // Same boundary: named after the last event at that time, starts at the first one.
+      out[out.length - 1] = { ...b, tMs: last.tMs };
+    } else {
+      groupStart = f.tMs;
+      out.push(b);
+    }
+  }
+  return out;
+}
+
+export interface PhaseInput {
+  faults: readonly FaultMark[];
+  endMs: number;
+  refWindowMs: number;
+  warmupMs: number;
+  replicas: readonly string[];
+}
+
+/**
+ * DESIGN.md "Phases", for a plan (faults on time) and a run (faults as injected) alike. No faults:
+ * one `steady` phase from the end of warm-up to the end. Otherwise `ref` = [first fault -
+ * refWindow, first fault) and one phase per interval between boundaries. Every phase is clipped
+ * to [warmup end, end]; a phase left empty is dropped (so a fault before the end of warm-up leaves
+ * no `ref`).
+ */
+export function computePhases(input: PhaseInput): Phase[] {
+  const { endMs, refWindowMs, warmupMs, replicas } = input;
+  const k = replicas.length;
+  const phases: Phase[] = [];
+  const push = (p: Phase): void => {
+    const startMs = Math.max(p.startMs, warmupMs);
+    const end = Math.min(p.endMs, endMs);
+    if (end > startMs) phases.push({ ...p, startMs, endMs: end });
+  };
+  const boundaries = faultBoundaries(input.faults, replicas);
+  const first = boundaries[0];
+  if (first === undefined) {
+    push({ name: STEADY_PHASE, startMs: warmupMs, endMs, survivors: k, down: [] });
+    return phases;
+  }
+  push({ name: REF_PHASE, startMs: first.tMs - refWindowMs, endMs: first.tMs, survivors: k, down: [] });
+  boundaries.forEach((b, i) => {
+    const next = boundaries[i + 1];
+    push({ name: b.name, startMs: b.tMs, endMs: next?.tMs ?? endMs, survivors: b.survivors, down: b.down });
+  });
+  return phases;
+}
+
+/**
+ * The phase name while the run goes (progress line, timeline.csv): the latest boundary at or
+ * before tMs; before any fault 'warmup' during warm-up, then 'steady' (`ref` is only known once
+ * the first fault happened, so it is never shown live).
+ */
+export function livePhaseName(faults: readonly FaultMark[], tMs: number, warmupMs: number): string {
+  const boundaries = faultBoundaries(
+    faults.filter((f) => f.tMs <= tMs),
+    [],
+  );
+  const last = boundaries[boundaries.length - 1];
+  if (last !== undefined) return last.name;
+  return tMs < warmupMs ? 'warmup' : STEADY_PHASE;
 }

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/index.js';
 import type { ClusterDriver } from '../cluster/driver.js';
-import { asError } from '../workload/data-source.js';
+import { errorText } from '../errors.js';
 import type { FaultEvent } from './types.js';
 
 export interface InjectedFault {
@@ -111,7 +111,7 @@ export class Injector {
           break;
       }
     } catch (err) {
-      error = asError(err).message;
+      error = errorText(err);
     }
     if (error !== undefined) this.opts.log?.(`fault ${event.action} ${event.replica} failed: ${error}`);
     const fault: InjectedFault = {
@@ -173,7 +173,7 @@ export class Injector {
     for (const id of this.down) {
       await driver
         .start(id)
-        .catch((err: unknown) => this.opts.log?.(`restart ${id} failed: ${asError(err).message}`));
+        .catch((err: unknown) => this.opts.log?.(`restart ${id} failed: ${errorText(err)}`));
       restored.push(`start ${id}`);
     }
     for (const id of this.throttled) {

@@ -6,15 +6,15 @@ import Table from 'cli-table3';
 import { createRouter, formatRoleVector, fullReference, targetRoleVector } from '../router/index.js';
 import type { Partition, Role, RoleChange, RoleVector, StrategyName } from '../router/index.js';
 import { tableStyle } from '../table-style.js';
+import { compareReplicaIds, replicaIds } from '../cluster/driver.js';
 import {
-  compareReplicaIds,
   phaseNameFor,
-  planPhases,
   stateAfter,
   survivorDelta,
   survivorsAfterEvent,
   type PlanReplicaState,
-} from './plan.js';
+} from './actions.js';
+import { planPhases } from './plan.js';
 import type { FaultAction, FaultPlan } from './types.js';
 
 export interface PlanShowOptions {
@@ -62,7 +62,7 @@ export interface PlanShow {
 
 /** Replays the plan through the router: markDown for down/stop/pause, markUp for rejoin/unpause. */
 export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
-  const ids = Array.from({ length: plan.replicas }, (_, i) => `r${i + 1}`);
+  const ids = replicaIds(plan.replicas);
   const router = createRouter({
     strategy: opts.strategy,
     replicas: ids.map((id) => ({ id })),

@@ -5,12 +5,11 @@
 import { readFileSync, statSync } from 'node:fs';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, Scalar } from 'yaml';
 import type { Document, Node as YamlNode, YAMLMap } from 'yaml';
+import { DEFAULT_CLUSTER, replicaIds } from '../cluster/driver.js';
 import { PlbError } from '../errors.js';
 import { escapeControl, hasControl } from '../text.js';
-import { computePhases } from '../metrics/phases.js';
+import { actionRequirement, computePhases, stateAfter, type PlanReplicaState } from './actions.js';
 import type { FaultAction, FaultEvent, FaultPlan } from './types.js';
-
-export { phaseNameFor, REF_PHASE, survivorDelta, survivorsAfterEvent } from './actions.js';
 
 export const FAULT_ACTIONS: readonly FaultAction[] = [
   'down',
@@ -20,9 +19,25 @@ export const FAULT_ACTIONS: readonly FaultAction[] = [
   'unpause',
   'throttle',
 ];
-export const DEFAULT_WARMUP_S = 10;
-export const DEFAULT_REFERENCE_S = 30;
-export const DEFAULT_REPLICAS = 5;
+/** What a plan gets for a header field it leaves out. */
+export const DEFAULT_PLAN: Readonly<Pick<FaultPlan, 'warmup' | 'referenceWindow' | 'replicas'>> =
+  Object.freeze({
+    /**
+     * Seconds from the start before anything is measured (connections, caches warm up).
+     * @default 10
+     */
+    warmup: 10,
+    /**
+     * Seconds of the `ref` window just before the first fault (DESIGN.md, Phases).
+     * @default 30
+     */
+    referenceWindow: 30,
+    /**
+     * K, the replicas the plan is written for: the cluster's default.
+     * @default 5
+     */
+    replicas: DEFAULT_CLUSTER.replicas,
+  });
 export const MAX_REPLICAS = 64;
 /** Limits: a plan past them is a mistake (or hostile), and would only exhaust memory or the terminal. */
 export const MAX_PLAN_BYTES = 1024 * 1024;
@@ -93,42 +108,6 @@ export function parseDuration(value: unknown): number | undefined {
   return Math.round(total * 1000) / 1000;
 }
 
-/** Replica health as the plan sees it. */
-export type PlanReplicaState = 'up' | 'down' | 'stopped' | 'paused';
-
-/** Does this action need the replica in `state`? Returns the requirement text when it does not. */
-export function actionRequirement(action: FaultAction, state: PlanReplicaState): string | undefined {
-  switch (action) {
-    case 'down':
-    case 'stop':
-    case 'pause':
-      return state === 'up' ? undefined : 'up and not paused';
-    case 'rejoin':
-      return state === 'down' || state === 'stopped' ? undefined : 'down or stopped';
-    case 'unpause':
-      return state === 'paused' ? undefined : 'paused';
-    case 'throttle':
-      return state === 'up' || state === 'paused' ? undefined : 'running';
-  }
-}
-
-/** The replica state after `action` (throttle leaves it as it was). */
-export function stateAfter(action: FaultAction, state: PlanReplicaState): PlanReplicaState {
-  switch (action) {
-    case 'down':
-      return 'down';
-    case 'stop':
-      return 'stopped';
-    case 'pause':
-      return 'paused';
-    case 'rejoin':
-    case 'unpause':
-      return 'up';
-    case 'throttle':
-      return state;
-  }
-}
-
 export interface PlanPhase {
   name: string;
   startS: number;
@@ -141,7 +120,7 @@ export interface PlanPhase {
 
 /** The phases a plan will have if every event is injected on time (the same function as a run's). */
 export function planPhases(plan: FaultPlan): PlanPhase[] {
-  const replicas = Array.from({ length: plan.replicas }, (_, i) => `r${i + 1}`);
+  const replicas = replicaIds(plan.replicas);
   return computePhases({
     faults: plan.events.map((e) => ({ tMs: e.at * 1000, replica: e.replica, action: e.action })),
     endMs: plan.duration * 1000,
@@ -155,13 +134,6 @@ export function planPhases(plan: FaultPlan): PlanPhase[] {
     survivors: p.survivors,
     down: p.down,
   }));
-}
-
-/** Orders r1, r2, ..., r10 numerically. */
-export function compareReplicaIds(a: string, b: string): number {
-  const na = Number(a.slice(1));
-  const nb = Number(b.slice(1));
-  return Number.isFinite(na) && Number.isFinite(nb) && na !== nb ? na - nb : a.localeCompare(b);
 }
 
 /** Formats seconds for messages: 90 -> "90s", 0.5 -> "0.5s". */
@@ -252,12 +224,12 @@ class PlanReader {
     }
     const warmup = fields.has('warmup')
       ? this.duration(fields.get('warmup'), 'warmup', false)
-      : DEFAULT_WARMUP_S;
+      : DEFAULT_PLAN.warmup;
     const referenceWindow = fields.has('reference')
       ? this.duration(fields.get('reference'), 'reference', true)
-      : DEFAULT_REFERENCE_S;
+      : DEFAULT_PLAN.referenceWindow;
 
-    let replicas = DEFAULT_REPLICAS;
+    let replicas = DEFAULT_PLAN.replicas;
     if (fields.has('replicas')) {
       const node = fields.get('replicas');
       const v = this.value(node);

@@ -2,16 +2,20 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
 import { PlbError } from '../errors.js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import type { ServiceClass } from '../router/types.js';
 import { readHistogramLog } from './histogram.js';
 import { pidAlive, rebuildSummary, runFacts } from './rebuild.js';
 import { RUN_FILES, histogramFiles } from './run-writer.js';
 import { parseTimeline, type TimelineRow } from './timeline.js';
-import { SUMMARY_SCHEMA_VERSION, type RunEvent, type RunSummary } from './types.js';
+import type { RunEvent, RunSummary } from './types.js';
+import { configSchema, type RunConfig } from '../run-format/config.js';
+import { runEventSchema } from '../run-format/events.js';
+import { firstIssue, parseOrThrow } from '../run-format/parse.js';
+import { summarySchema } from '../run-format/summary.js';
 
 export interface LoadedRun {
   dir: string;
-  config: Record<string, unknown>;
+  config: RunConfig;
   summary: RunSummary;
   /** 'incomplete' when summary.complete is false or the INCOMPLETE marker is there. */
   status: 'complete' | 'incomplete';
@@ -51,37 +55,17 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * Checks the summary.json fields readers rely on (also used for a report baseline file); throws
+ * Checks summary.json against its schema (also used for a report baseline file); throws
  * RUN_DIR_INVALID `<where>: <field> ...` naming the first bad field.
  */
 export function validateSummary(raw: unknown, where: string, hint?: string): RunSummary {
-  const bad = (field: string, why: string): never => {
-    throw new PlbError('RUN_DIR_INVALID', `${where}: ${field} ${why}`, hint ? { hint } : {});
-  };
-  if (!isObject(raw)) return bad('summary', 'is not a JSON object');
-  if (raw['schemaVersion'] !== SUMMARY_SCHEMA_VERSION)
-    bad('schemaVersion', `is ${String(raw['schemaVersion'])}, expected ${SUMMARY_SCHEMA_VERSION}`);
-  for (const f of ['runId', 'strategy', 'plan'] as const)
-    if (typeof raw[f] !== 'string') bad(f, 'must be a string');
-  const mix = raw['mix'];
-  if (!isObject(mix) || typeof mix['premium'] !== 'number' || typeof mix['freemium'] !== 'number')
-    bad('mix', 'must be {premium, freemium}');
-  if (typeof raw['complete'] !== 'boolean') bad('complete', 'must be a boolean');
-  const phases = raw['phases'];
-  if (!Array.isArray(phases)) return bad('phases', 'must be an array');
-  phases.forEach((ph: unknown, i) => {
-    if (!isObject(ph) || typeof ph['name'] !== 'string') bad(`phases[${i}].name`, 'must be a string');
-    const classes = isObject(ph) ? ph['classes'] : undefined;
-    for (const c of SERVICE_CLASSES)
-      if (!isObject(classes) || !isObject(classes[c])) bad(`phases[${i}].classes.${c}`, 'must be an object');
-  });
-  if (!Array.isArray(raw['detection'])) bad('detection', 'must be an array');
-  return raw as unknown as RunSummary;
+  return parseOrThrow(summarySchema, raw, where, hint !== undefined ? { hint } : {});
 }
 
 /**
- * Parses events.jsonl; throws Error with the line number on a bad line (loadRun wraps it). A last
- * line without its newline that does not parse was cut off by an interrupted run: it is skipped.
+ * Parses events.jsonl, each line against the schema of its `type`; throws Error `line N: ...` on
+ * a bad line (loadRun wraps it). A last line without its newline that does not parse was cut off
+ * by an interrupted run: it is skipped.
  */
 export function parseEvents(text: string): RunEvent[] {
   const lines = text.split('\n');
@@ -95,9 +79,9 @@ export function parseEvents(text: string): RunEvent[] {
       if (i === lines.length - 1) return;
       throw new Error(`line ${i + 1} is not valid JSON`, { cause: err });
     }
-    if (!isObject(e) || typeof e['type'] !== 'string' || typeof e['tMs'] !== 'number')
-      throw new Error(`line ${i + 1} needs type and tMs`);
-    events.push(e as unknown as RunEvent);
+    const r = runEventSchema.safeParse(e);
+    if (!r.success) throw new Error(`line ${i + 1}: ${firstIssue(r.error, e)}`, { cause: r.error });
+    events.push(r.data);
   });
   return events;
 }
@@ -128,8 +112,9 @@ export function loadRun(dir: string): LoadedRun {
   const hasSummary = existsSync(join(dir, RUN_FILES.summary));
   // A run killed before finish() (RUNNING marker, no summary): rebuilt from its per-second files.
   if (!hasSummary && running) return loadCrashedRun(dir);
-  const config = readJson(dir, RUN_FILES.config);
-  if (!isObject(config)) throw invalid(dir, RUN_FILES.config, 'is not a JSON object');
+  const config = parseOrThrow(configSchema, readJson(dir, RUN_FILES.config), join(dir, RUN_FILES.config), {
+    hint: RUN_HINT,
+  });
   const summary = validateSummary(readJson(dir, RUN_FILES.summary), join(dir, RUN_FILES.summary), RUN_HINT);
   const events = parseFile(dir, RUN_FILES.events, parseEvents);
   const timeline = parseFile(dir, RUN_FILES.timeline, parseTimeline);
@@ -156,7 +141,9 @@ function loadCrashedRun(dir: string): LoadedRun {
       return {};
     }
   };
-  const config = optionalJson(RUN_FILES.config);
+  // A run killed hard is summarised from what can be read: a bad config is left out, not fatal.
+  const parsed = configSchema.safeParse(optionalJson(RUN_FILES.config));
+  const config: RunConfig = parsed.success ? parsed.data : {};
   const marker = optionalJson(RUN_FILES.running);
   const events = parseFile(dir, RUN_FILES.events, parseEvents);
   const timeline = parseFile(dir, RUN_FILES.timeline, parseTimeline);

@@ -1,3 +1,15 @@
+/**
+ * The numbers of plb's tables, and the one home of its percentiles. Two methods, each where it fits:
+ *
+ * - Nearest rank, for the latencies, lifetimes and delays of one run: the smallest observed value
+ *   with at least p% of the values at or below it (rank ceil(p/100 n)). A p95 is then a latency
+ *   that happened, and it is what HdrHistogram's getValueAtPercentile reports for the recorder's
+ *   histograms (same rank; the value its bucket's highest equivalent, 3 significant digits).
+ * - Linear interpolation (Hyndman & Fan type 7, the default of R, NumPy and Excel's
+ *   PERCENTILE.INC), for the median and quartiles of one metric across a few repeated runs: with
+ *   3 or 5 repeats a nearest rank would just pick one run's value and make the IQR jump between
+ *   repeats; interpolation moves smoothly with every run.
+ */
 import type { Histogram } from 'hdr-histogram-js';
 import type { Percentiles } from './types.js';
 
@@ -43,14 +55,22 @@ export function perSecond(count: number, spanMs: number): number {
   return spanMs > 0 ? (count * 1000) / spanMs : 0;
 }
 
-/**
- * Nearest-rank percentile (the smallest value with at least p% of the values at or below it)
- * of values sorted ascending; null for no values.
- */
+/** Nearest-rank percentile (p in 0..100) of values sorted ascending; null for no values. */
 export function nearestRank(sorted: readonly number[], p: number): number | null {
   if (sorted.length === 0) return null;
   const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
   return sorted[Math.min(rank, sorted.length) - 1] ?? null;
+}
+
+/** Nearest-rank percentile (p in 0..100) of a histogram, in its own unit; null when it is empty. */
+export function histogramPercentile(h: Histogram, p: number): number | null {
+  return h.totalCount === 0 ? null : h.getValueAtPercentile(p);
+}
+
+/** Percentile in ms of a histogram recorded in microseconds; null when it is empty. */
+export function percentileMs(h: Histogram, p: number): number | null {
+  const us = histogramPercentile(h, p);
+  return us === null ? null : us / 1000;
 }
 
 /** p50/p95/p99 in ms of a histogram recorded in microseconds; nulls when it is empty. */
@@ -58,8 +78,22 @@ export function percentilesMs(h: Histogram): Percentiles {
   return { p50: percentileMs(h, 50), p95: percentileMs(h, 95), p99: percentileMs(h, 99) };
 }
 
-export function percentileMs(h: Histogram, p: number): number | null {
-  return h.totalCount === 0 ? null : h.getValueAtPercentile(p) / 1000;
+/** The method of `quantile`, as the report states it. */
+export const QUANTILE_METHOD = 'linear interpolation (Hyndman-Fan type 7)';
+
+/**
+ * Type 7 quantile (p in 0..1) of values in any order: h = (n-1)p,
+ * Q(p) = x[floor h] + (h - floor h)(x[floor h + 1] - x[floor h]) over the sorted values.
+ */
+export function quantile(values: readonly number[], p: number): number | null {
+  if (values.length === 0) return null;
+  if (!(p >= 0 && p <= 1)) throw new RangeError(`quantile p must be in [0,1], got ${p}`);
+  const xs = [...values].sort((a, b) => a - b);
+  const h = (xs.length - 1) * p;
+  const lo = Math.floor(h);
+  const a = xs[lo] as number;
+  const b = xs[Math.min(lo + 1, xs.length - 1)] as number;
+  return a + (h - lo) * (b - a);
 }
 
 /** Rounds to `digits` decimals, keeping null (summary and CSV values stay readable). */

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { newLatencyHistogram } from './histogram.js';
-import { mean, percentileMs, percentilesMs, round } from './math.js';
+import { histogramPercentile, mean, percentileMs, percentilesMs, round } from './math.js';
 import { computePhases, phaseIndexAt, type FaultMark } from './phases.js';
 import { RUN_FILES, type RunningMarker } from './run-writer.js';
 import {
@@ -161,8 +161,7 @@ export function rebuildSummary(input: RebuildInput): RunSummary {
         }
       }
       const pct = percentilesMs(hist);
-      const lifeAt = (q: number): number | null =>
-        lifetime.totalCount > 0 ? round(lifetime.getValueAtPercentile(q), 3) : null;
+      const lifeAt = (q: number): number | null => round(histogramPercentile(lifetime, q), 3);
       return {
         p50: round(pct.p50, 3),
         p95: round(pct.p95, 3),

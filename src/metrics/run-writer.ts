@@ -10,6 +10,7 @@ import {
 import { join } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
 import { PlbError } from '../errors.js';
+import { CONFIG_SCHEMA_VERSION } from '../run-format/config.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { histogramLog, newLatencyHistogram } from './histogram.js';
 import { percentileMs, round } from './math.js';
@@ -268,7 +269,8 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
     recorder: store,
 
     writeConfig(config) {
-      writeAtomic(path(RUN_FILES.config), `${JSON.stringify(config, null, 2)}\n`);
+      const versioned = { schemaVersion: CONFIG_SCHEMA_VERSION, ...config };
+      writeAtomic(path(RUN_FILES.config), `${JSON.stringify(versioned, null, 2)}\n`);
     },
 
     event(e) {

@@ -12,7 +12,7 @@ import {
   perSecond,
   round,
 } from './math.js';
-import { REF_PHASE } from '../faults/actions.js';
+import { REF_PHASE, replicaStateAfter } from '../faults/actions.js';
 import { phaseIndexAt } from './phases.js';
 import { COUNTED_CAUSES, ENDING_CODE, UNKNOWN_REPLICA, type ClassLog, type MetricsStore } from './store.js';
 import {
@@ -260,14 +260,6 @@ function harnessStats(store: MetricsStore, phases: readonly Phase[]): (HarnessPh
   return phases.map((_, p) => harnessPhaseStats(cpu[p] ?? [], loops[p]));
 }
 
-const EXPECTED_STATE: Record<string, 'down' | 'up'> = {
-  down: 'down',
-  stop: 'down',
-  pause: 'down',
-  rejoin: 'up',
-  unpause: 'up',
-};
-
 /**
  * One record per fault that the router should notice (throttle is not one): the first 'detect'
  * of the expected state for that replica at or after the fault and before the next such fault on
@@ -275,11 +267,11 @@ const EXPECTED_STATE: Record<string, 'down' | 'up'> = {
  */
 export function detectionRecords(events: readonly RunEvent[]): DetectionRecord[] {
   const faults = events.filter(
-    (e) => e.type === 'fault' && e.replica !== undefined && EXPECTED_STATE[String(e.action)] !== undefined,
+    (e) => e.type === 'fault' && e.replica !== undefined && replicaStateAfter(String(e.action)) !== null,
   );
   const detects = events.filter((e) => e.type === 'detect' && e.replica !== undefined);
   return faults.map((f, i) => {
-    const expected = EXPECTED_STATE[String(f.action)];
+    const expected = replicaStateAfter(String(f.action));
     const next = faults.slice(i + 1).find((g) => g.replica === f.replica);
     const until = next?.tMs ?? Number.POSITIVE_INFINITY;
     const hit = detects
@@ -312,7 +304,7 @@ export function detectionCounts(events: readonly RunEvent[]): DetectionCounts {
  * One line per fault the injector could not apply: a 'fault' event carrying an error (the action
  * threw), or a 'fault-not-taken' note (it returned, but the status showed it did not take).
  */
-export function failedFaults(events: readonly RunEvent[]): { event: RunEvent; reason: string }[] {
+function failedFaults(events: readonly RunEvent[]): { event: RunEvent; reason: string }[] {
   return events
     .filter(
       (e) =>

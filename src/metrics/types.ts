@@ -97,15 +97,7 @@ export interface RunWriter {
 }
 
 /** A phase as DESIGN.md defines it: `ref`, then one per interval between injected events. */
-export interface Phase {
-  name: string;
-  startMs: number;
-  endMs: number;
-  /** Healthy replicas during the phase (K+). */
-  survivors: number;
-  /** Replicas down during the phase. */
-  down: string[];
-}
+export type { Phase } from '../faults/actions.js';
 
 export interface Percentiles {
   p50: number | null;

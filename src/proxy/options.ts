@@ -3,69 +3,79 @@
  * `plb bench run` and are parsed by the same functions (router/, bench/options.ts, faults/plan.ts).
  */
 import { Flags } from '@oclif/core';
-import { parseBorrowing } from '../bench/options.js';
+import { benchFlags, checkBenchValue, HELP_GROUPS } from '../bench/options.js';
 import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
-import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
+import { checkedText } from '../cli-flags.js';
 import { PlbError } from '../errors.js';
 import { parseDuration } from '../faults/plan.js';
-import { isStrategyName, parsePartition, parseRoleVector } from '../router/index.js';
+import { isStrategyName, STRATEGY_NAMES } from '../router/index.js';
 import type { BorrowingOptions, Partition, RoleVector, StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './startup-packet.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;
+const PROXY_GROUP = 'PROXY';
 
+/**
+ * `plb proxy` flags: its own (listeners, class, stats, stop) and the bench's router, health and
+ * cluster flags as they are (same names, checks and help groups); each checked as it is read.
+ */
 export const proxyFlags = {
-  name: Flags.string({
-    description: 'cluster name (a cluster brought up by `plb cluster up`)',
-    default: DEFAULT_CLUSTER_NAME,
+  host: Flags.string({
+    description: 'address the listeners bind',
+    default: '127.0.0.1',
+    helpGroup: PROXY_GROUP,
   }),
-  host: Flags.string({ description: 'address the listeners bind', default: '127.0.0.1' }),
   'premium-port': Flags.integer({
     description: 'listener for premium sessions (0: none)',
     default: DEFAULT_PREMIUM_PORT,
+    min: 0,
+    max: 65535,
+    helpGroup: PROXY_GROUP,
   }),
   'freemium-port': Flags.integer({
     description: 'listener for freemium sessions (0: none)',
     default: DEFAULT_FREEMIUM_PORT,
+    min: 0,
+    max: 65535,
+    helpGroup: PROXY_GROUP,
   }),
   'class-from': Flags.string({
     description:
       'also take the class from the startup packet: application_name (premium|freemium), option (options=-c plb.class=premium), or off (the port decides)',
     options: [...CLASS_FROM],
     default: 'off',
+    helpGroup: PROXY_GROUP,
   }),
-  strategy: Flags.string({ description: 'plb, rr, static, lc or wlc', default: 'plb' }),
-  reference: Flags.string({
-    description: 'plb reference split premium:mixed:freemium (K=5)',
-    default: '2:1:2',
+  'stats-every': Flags.integer({
+    description: 'seconds between stats lines (0: none)',
+    default: 5,
+    min: 0,
+    helpGroup: PROXY_GROUP,
   }),
-  partition: Flags.string({ description: 'static partition premium:freemium', default: '3:2' }),
-  borrow: Flags.string({
-    description: 'plb borrowing: premium:freemium pressure ratios, or off',
-    default: '1.5:2',
-  }),
-  'slow-start': Flags.string({
-    description: 'plb/wlc slow-start ramp of a rejoining replica',
-    default: '10s',
-  }),
-  'health-interval': Flags.string({
-    description: 'health check interval',
-    default: `${DEFAULT_HEALTH.intervalMs}ms`,
-  }),
-  fall: Flags.integer({
-    description: 'failed checks that mark a replica down',
-    default: DEFAULT_HEALTH.fall,
-  }),
-  rise: Flags.integer({ description: 'good checks that mark it up again', default: DEFAULT_HEALTH.rise }),
-  'hang-timeout': Flags.string({
-    description: 'a replica that answers nothing, not even its health check, this long is taken for down',
-    default: `${DEFAULT_HEALTH.hangMs}ms`,
-  }),
-  'stats-every': Flags.integer({ description: 'seconds between stats lines (0: none)', default: 5 }),
-  'stop-timeout': Flags.string({
+  'stop-timeout': checkedText((v, flag) => durationMs(flag, v, false))({
     description: 'on SIGINT/SIGTERM: how long open sessions may go on before they are closed',
     default: '30s',
+    helpGroup: PROXY_GROUP,
+  }),
+  strategy: Flags.string({
+    description: 'the router: plb, rr, static, lc or wlc',
+    options: [...STRATEGY_NAMES],
+    default: 'plb',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  reference: benchFlags.reference,
+  partition: benchFlags.partition,
+  borrow: benchFlags.borrow,
+  'slow-start': benchFlags['slow-start'],
+  'health-interval': benchFlags['health-interval'],
+  fall: benchFlags.fall,
+  rise: benchFlags.rise,
+  'hang-timeout': benchFlags['hang-timeout'],
+  name: Flags.string({
+    description: 'cluster name (brought up by `plb cluster up`)',
+    default: benchFlags.name.default as string,
+    helpGroup: HELP_GROUPS.cluster,
   }),
 };
 
@@ -104,9 +114,10 @@ export interface ProxyConfig {
 }
 
 function durationMs(flag: string, value: string, positive: boolean): number {
+  const name = flag.replace(/^--/, '');
   const s = parseDuration(value);
   if (s === undefined || !(positive ? s > 0 : s >= 0))
-    throw new PlbError('BAD_INPUT', `--${flag}: expected a duration like 10s or 500ms (got "${value}")`);
+    throw new PlbError('BAD_INPUT', `--${name}: expected a duration like 10s or 500ms (got "${value}")`);
   return s * 1000;
 }
 
@@ -116,13 +127,10 @@ function port(flag: string, n: number): number | undefined {
   return n === 0 ? undefined : n;
 }
 
-function count(flag: string, n: number): number {
-  if (!Number.isInteger(n) || n < 1 || n > 1000)
-    throw new PlbError('BAD_INPUT', `--${flag}: must be an integer from 1 to 1000 (got ${n})`);
-  return n;
-}
-
-/** Every flag checked before anything starts; one-line errors naming the flag. */
+/**
+ * Every value checked before anything starts (the command line was checked as it was read; a
+ * direct caller is checked here, by the same functions); one-line errors naming the flag.
+ */
 export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
   if (!isStrategyName(f.strategy))
     throw new PlbError(
@@ -147,10 +155,10 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     );
   const health: HealthOptions = {
     ...DEFAULT_HEALTH,
-    intervalMs: durationMs('health-interval', f['health-interval'], true),
-    fall: count('fall', f.fall),
-    rise: count('rise', f.rise),
-    hangMs: durationMs('hang-timeout', f['hang-timeout'], true),
+    intervalMs: checkBenchValue('health-interval', f['health-interval']) as number,
+    fall: checkBenchValue('fall', f.fall) as number,
+    rise: checkBenchValue('rise', f.rise) as number,
+    hangMs: checkBenchValue('hang-timeout', f['hang-timeout']) as number,
   };
   health.timeoutMs = health.intervalMs;
   return {
@@ -162,10 +170,10 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     },
     classFrom: f['class-from'] as ClassFrom,
     strategy: f.strategy,
-    reference: parseRoleVector(f.reference, '--reference'),
-    partition: parsePartition(f.partition, '--partition'),
-    borrowing: parseBorrowing(f.borrow),
-    slowStartMs: durationMs('slow-start', f['slow-start'], false),
+    reference: checkBenchValue('reference', f.reference) as RoleVector,
+    partition: checkBenchValue('partition', f.partition) as Partition,
+    borrowing: checkBenchValue('borrow', f.borrow) as BorrowingOptions | false,
+    slowStartMs: checkBenchValue('slow-start', f['slow-start']) as number,
     health,
     statsEveryS: f['stats-every'],
     stopTimeoutMs: durationMs('stop-timeout', f['stop-timeout'], false),

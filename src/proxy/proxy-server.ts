@@ -94,8 +94,11 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       if (state === 'down') router.markDown(replica, clock.now());
       else router.markUp(replica, clock.now());
       log(`${replica} ${state} (${via}: ${cause})`);
-      // Its open sessions are told at once (a killed server's are gone already; a hung one's never return).
-      if (state === 'down') for (const s of sessions) if (s.replica === replica) s.replicaDown(cause);
+      // Its open sessions are told at once when the checks found it dead (a killed server's are gone
+      // already; a hung one's never return). Not on sessions' own reports: two sessions ended by
+      // pg_terminate_backend must not take every other session on that replica with them.
+      if (state === 'down' && via === 'health')
+        for (const s of sessions) if (s.replica === replica) s.replicaDown(cause);
     },
   );
   const cancelKeys = new CancelKeys();

@@ -1,6 +1,7 @@
 // Groups runs of one strategy+plan+mix (repeats) and reduces every metric to median and IQR.
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
+import { compareReplicaIds } from '../cluster/driver.js';
 import { stat, type Stat } from './stats.js';
 
 /** Per phase and class metrics the report shows, in display order. */
@@ -224,7 +225,5 @@ function problemsOf(r: RunSummary): string[] {
   return why.map((e) => `${r.runId}: ${e}`);
 }
 
-/** r2 before r10. */
-export function compareReplicaIds(a: string, b: string): number {
-  return a.localeCompare(b, 'en', { numeric: true });
-}
+// render.ts imports the order from here; its one home is cluster/driver.ts.
+export { compareReplicaIds };

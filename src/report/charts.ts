@@ -5,7 +5,8 @@ import type { LoadedRun } from '../metrics/load-run.js';
 import type { TimelineRow } from '../metrics/timeline.js';
 import { HARNESS_LOOP_P99_LIMIT_MS } from '../metrics/types.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
-import { compareReplicaIds, type RunGroup } from './aggregate.js';
+import { compareReplicaIds } from '../cluster/driver.js';
+import type { RunGroup } from './aggregate.js';
 import type { Comparison } from './compare.js';
 
 const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };
@@ -391,7 +392,7 @@ function seriesLabel(g: RunGroup, all: readonly RunGroup[]): string {
   return mixes.size > 1 ? `${g.strategy} ${g.mixLabel}` : g.strategy;
 }
 
-/** The change against the baseline, per phase, class and strategy (positive = better). */
+/** The change against the baseline, per phase, class and strategy ((value - base) / base). */
 export function comparisonSpec(cmp: Comparison): TopLevelSpec {
   const several = new Set(cmp.entries.map((e) => `${e.plan} ${e.mixLabel}`)).size > 1;
   const label = (e: Comparison['entries'][number]): string =>
@@ -412,7 +413,7 @@ export function comparisonSpec(cmp: Comparison): TopLevelSpec {
   const x = { field: 'phase', type: 'nominal', sort: phaseOrder, title: null, axis: { labelAngle: 0 } };
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title: `Change vs ${cmp.baseline} (positive = better than ${cmp.baseline})`,
+    title: `Change vs ${cmp.baseline} (negative p95 = lower latency, positive goodput = more)`,
     data: { values },
     facet: {
       row: { field: 'metric', type: 'nominal', title: null, sort: ['p95 change', 'goodput change'] },

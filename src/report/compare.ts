@@ -1,14 +1,16 @@
-// Strategy against baseline, with the paper's sign convention: positive = better than the baseline.
+// Strategy against baseline. Every change plb prints has one sign: (value - base) / base, so a
+// negative p95 change is lower latency and a positive goodput change more goodput (the same sign
+// as p95 inflation against ref and as --tolerance's moved lines).
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import type { RunGroup } from './aggregate.js';
 
-/** Lower p95 is better: (base - p95) / base. Null when either is missing or base is 0. */
+/** (p95 - base) / base: negative = lower latency than the baseline. Null when either is missing or base is 0. */
 export function p95Change(p95: number | null, base: number | null): number | null {
   if (p95 === null || base === null || base === 0) return null;
-  return (base - p95) / base;
+  return (p95 - base) / base;
 }
 
-/** Higher goodput is better: (g - base) / base. Null when either is missing or base is 0. */
+/** (g - base) / base: positive = more goodput than the baseline. Null when either is missing or base is 0. */
 export function goodputChange(goodput: number | null, base: number | null): number | null {
   if (goodput === null || base === null || base === 0) return null;
   return (goodput - base) / base;

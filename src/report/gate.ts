@@ -1,4 +1,5 @@
 // `plb report --compare-to <baseline> --gate`: the nightly's one-sided, noise-aware verdict.
+import type { BaselineGroup } from '../run-format/report.js';
 import { appendFileSync } from 'node:fs';
 import { PlbError } from '../errors.js';
 import { SERVICE_CLASSES } from '../router/types.js';
@@ -76,7 +77,7 @@ export function parseGateFloors(spec: string): Tolerance {
  */
 export function runGate(
   current: readonly RunGroup[],
-  baseline: readonly RunGroup[],
+  baseline: readonly BaselineGroup[],
   floors: Tolerance,
   k = GATE_K,
 ): GateResult {

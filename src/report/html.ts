@@ -12,7 +12,7 @@ import {
 } from './charts.js';
 import { compareStrategies } from './compare.js';
 import { comparisonTable, groupTables, type TableModel } from './render.js';
-import { QUANTILE_METHOD } from './stats.js';
+import { QUANTILE_METHOD } from '../metrics/math.js';
 
 const CSS = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d232a;max-width:1200px}
@@ -61,7 +61,8 @@ export async function renderRunHtml(run: LoadedRun): Promise<string> {
     ['seed', String(s.seed)],
     ['duration', `${s.durationS} s`],
     ['started', s.startedAt],
-    ...(typeof cfg.version === 'string' ? [['plb', cfg.version]] : []),
+    ...(cfg.plbVersion !== undefined ? [['plb', cfg.plbVersion]] : []),
+    ...(cfg.environment?.postgres ? [['PostgreSQL', cfg.environment.postgres]] : []),
   ]
     .map(([k, v]) => `${k} <b>${escapeHtml(v ?? '')}</b>`)
     .join(' · ');

@@ -6,7 +6,8 @@ export type { Comparison, StrategyComparison, ComparisonRow } from './compare.js
 export { renderComparison, renderReport, phaseTable, replicaTable, comparisonTable } from './render.js';
 export type { ReportFormat, TableModel, ReportJson } from './render.js';
 export { renderRunHtml, renderComparisonHtml } from './html.js';
-export { quantile, stat, QUANTILE_METHOD } from './stats.js';
+export { quantile, QUANTILE_METHOD } from '../metrics/math.js';
+export { stat } from './stats.js';
 export type { Stat } from './stats.js';
 // Run directories are read by metrics' loadRun (exported from src/index.ts); only the search is here.
 export { findRunDirs } from './run-dir.js';

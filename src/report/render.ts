@@ -11,6 +11,21 @@ import { escapeControl } from '../text.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
+/**
+ * The one sign convention of every change plb prints (against ref, or against a baseline
+ * strategy): (value - reference) / reference, so + means the number went up. For latency that
+ * is worse, for goodput better.
+ */
+export const SIGN_CONVENTION = 'Δ = (value - ref) / ref: p95 Δ < 0 is faster, goodput Δ > 0 more.';
+
+/**
+ * wide: every column, with IQRs (HTML and markdown, and the terminal with --wide). false: compact
+ * for a terminal, at most 100 columns for the demo plan: medians and the columns that tell the story.
+ */
+export interface TableOptions {
+  wide?: boolean;
+}
+
 /** A table as strings, rendered later to the terminal, markdown or HTML. */
 export interface TableModel {
   title: string;
@@ -36,18 +51,56 @@ export function fmtValue(v: number | null, f: Fmt): string {
  * `12.0` for one run (or when every repeat gave the same value); `12.0 [11.0..13.0]` (median
  * [q1..q3]) when the IQR comes from several runs that differ.
  */
-export function fmtStat(s: Stat, f: Fmt): string {
+export function fmtStat(s: Stat, f: Fmt, wide = true): string {
   if (s.median === null) return '-';
-  if (s.n <= 1 || s.q1 === null || s.q3 === null || f(s.q1) === f(s.q3)) return f(s.median);
+  if (!wide || s.n <= 1 || s.q1 === null || s.q3 === null || f(s.q1) === f(s.q3)) return f(s.median);
   return `${f(s.median)} [${f(s.q1)}..${f(s.q3)}]`;
 }
 
-export function groupTitle(g: RunGroup): string {
-  const runs = g.runIds.length === 1 ? `run ${g.runIds[0]}` : `${g.runIds.length} runs, median [q1..q3]`;
+export function groupTitle(g: RunGroup, iqr = true): string {
+  const runs =
+    g.runIds.length === 1
+      ? `run ${g.runIds[0]}`
+      : `${g.runIds.length} runs, median${iqr ? ' [q1..q3]' : 's'}`;
   return `${g.plan} · ${g.strategy} · mix ${g.mixLabel} · ${runs}${g.complete ? '' : ' · INCOMPLETE'}`;
 }
 
-export function phaseTable(g: RunGroup): TableModel {
+/** Compact: the medians of phase, K+, class, goodput, p95, p99, retention, p95 Δ, errors, failed sessions. */
+export function phaseTable(g: RunGroup, opts: TableOptions = {}): TableModel {
+  if (opts.wide === false) {
+    const rows: string[][] = [];
+    for (const p of g.phases) {
+      for (const c of SERVICE_CLASSES) {
+        const s = p.classes[c];
+        const m = (st: Stat, f: Fmt): string => fmtStat(st, f, false);
+        rows.push([
+          p.invalid.length > 0 ? `${p.name} (invalid)` : p.name,
+          m(p.survivors, int),
+          c,
+          m(s.goodput, fixed(1)),
+          m(s.p95, fixed(1)),
+          m(s.p99, fixed(1)),
+          m(s.goodputRetention, pct),
+          m(s.p95Inflation, signedPct),
+          m(s.errors, int),
+          m(s.sessionsFailed, int),
+        ]);
+      }
+    }
+    const head = [
+      'Phase',
+      'K+',
+      'Class',
+      'q/s',
+      'p95 ms',
+      'p99 ms',
+      'Retain',
+      'p95 Δref',
+      'Errors',
+      'Failed',
+    ];
+    return { title: groupTitle(g, false), head, rows };
+  }
   const head = [
     'Phase',
     'K+',
@@ -93,28 +146,33 @@ export function phaseTable(g: RunGroup): TableModel {
   return { title: groupTitle(g), head, rows };
 }
 
-export function replicaTable(g: RunGroup): TableModel {
+export function replicaTable(g: RunGroup, opts: TableOptions = {}): TableModel {
+  const wide = opts.wide ?? true;
   const ids = [...new Set(g.phases.flatMap((p) => Object.keys(p.replicas)))].sort(compareReplicaIds);
-  const head = ['Phase', 'CPU mean', 'CPU CV', ...ids.map((id) => `${id} CPU`), 'Client CPU', 'Loop p99 ms'];
+  const head = wide
+    ? ['Phase', 'CPU mean', 'CPU CV', ...ids.map((id) => `${id} CPU`), 'Client CPU', 'Loop p99 ms']
+    : ['Phase', 'CPU', 'CV', ...ids, 'Client', 'Loop p99'];
   const rows = g.phases.map((p) => [
     p.name,
-    fmtStat(p.cpuMean, pct),
-    fmtStat(p.cpuCv, fixed(2)),
+    fmtStat(p.cpuMean, pct, wide),
+    fmtStat(p.cpuCv, fixed(2), wide),
     ...ids.map((id) => {
       const r = p.replicas[id];
-      return r ? fmtStat(r.cpuMean, pct) : '-';
+      return r ? fmtStat(r.cpuMean, pct, wide) : '-';
     }),
-    fmtStat(p.harnessCpu, pct),
-    fmtStat(p.harnessLoopP99Ms, fixed(1)),
+    fmtStat(p.harnessCpu, pct, wide),
+    fmtStat(p.harnessLoopP99Ms, fixed(1), wide),
   ]);
-  return { title: `${groupTitle(g)} · replicas and the client`, head, rows };
+  const what = wide ? 'replicas and the client' : 'replica CPU of quota, client';
+  return { title: `${groupTitle(g, wide)} · ${what}`, head, rows };
 }
 
 /**
  * Failures heard of per replica and phase, by cause, as `unreachable/overloaded/slow`; null when
  * there were none (or the runs predate the classification).
  */
-export function failureTable(g: RunGroup): TableModel | null {
+export function failureTable(g: RunGroup, opts: TableOptions = {}): TableModel | null {
+  const wide = opts.wide ?? true;
   const ids = [...new Set(g.phases.flatMap((p) => Object.keys(p.replicas)))].sort(compareReplicaIds);
   const any = g.phases.some((p) =>
     ids.some((id) => {
@@ -127,37 +185,60 @@ export function failureTable(g: RunGroup): TableModel | null {
     p.name,
     ...ids.map((id) => {
       const r = p.replicas[id];
-      return r ? [r.unreachable, r.overloaded, r.slow].map((s) => fmtStat(s, int)).join('/') : '-';
+      return r ? [r.unreachable, r.overloaded, r.slow].map((s) => fmtStat(s, int, wide)).join('/') : '-';
     }),
   ]);
   return {
-    title: `${groupTitle(g)} · failures heard of (unreachable/overloaded/slow; only unreachable counts toward fall)`,
+    title: `${groupTitle(g, wide)} · failures heard of (unreachable/overloaded/slow; only unreachable counts toward fall)`,
     head: ['Phase', ...ids],
     rows,
   };
 }
 
-export function detectionTable(g: RunGroup): TableModel | null {
+export function detectionTable(g: RunGroup, opts: TableOptions = {}): TableModel | null {
   if (g.detection.length === 0) return null;
+  const wide = opts.wide ?? true;
   const d = g.detections;
   const counts =
     d.down.median === null
       ? ''
-      : ` (detections: ${fmtStat(d.down, int)} down, ${fmtStat(d.up, int)} up, ${fmtStat(d.unexplained, int)} false)`;
+      : ` (detections: ${fmtStat(d.down, int, wide)} down, ${fmtStat(d.up, int, wide)} up, ${fmtStat(d.unexplained, int, wide)} false)`;
   return {
-    title: `${groupTitle(g)} · detection delay${counts}`,
+    title: `${groupTitle(g, wide)} · detection delay${counts}`,
     head: ['Replica', 'Action', '#', 'Delay ms', 'Missed'],
     rows: g.detection.map((d) => [
       d.replica,
       d.action,
       String(d.occurrence),
-      fmtStat(d.delayMs, int),
+      fmtStat(d.delayMs, int, wide),
       String(d.missed),
     ]),
   };
 }
 
-export function comparisonTable(cmp: Comparison): TableModel {
+export function comparisonTable(cmp: Comparison, opts: TableOptions = {}): TableModel {
+  const title = `Change vs ${cmp.baseline}. ${SIGN_CONVENTION}`;
+  if (opts.wide === false) {
+    // Compact: the plan goes into the title when there is one, the baseline's values go.
+    const plans = [...new Set(cmp.entries.map((e) => e.plan))];
+    const onePlan = plans.length === 1;
+    const head = [...(onePlan ? [] : ['Plan']), 'Mix', 'Strategy', 'Phase', 'Class', 'p95 ms', 'p95 Δ'];
+    head.push('Goodput', 'Goodput Δ');
+    const rows = cmp.entries.flatMap((e) =>
+      e.rows.map((r) => [
+        ...(onePlan ? [] : [e.plan]),
+        e.mixLabel,
+        e.strategy,
+        r.phase,
+        r.cls,
+        fmtValue(r.p95, fixed(1)),
+        fmtValue(r.p95Change, signedPct),
+        fmtValue(r.goodput, fixed(1)),
+        fmtValue(r.goodputChange, signedPct),
+      ]),
+    );
+    return { title: onePlan ? `${plans[0]} · ${title}` : title, head, rows };
+  }
   const head = ['Plan', 'Mix', 'Strategy', 'Phase', 'Class', 'p95 ms', `p95 ${cmp.baseline}`, 'p95 Δ'];
   head.push('Goodput', `Goodput ${cmp.baseline}`, 'Goodput Δ');
   const rows: string[][] = [];
@@ -178,7 +259,7 @@ export function comparisonTable(cmp: Comparison): TableModel {
       ]);
     }
   }
-  return { title: `Change vs ${cmp.baseline} (positive = better than ${cmp.baseline})`, head, rows };
+  return { title, head, rows };
 }
 
 export function renderTable(t: TableModel): string {
@@ -212,10 +293,15 @@ export function groupNotes(g: RunGroup): string[] {
   return out.length > 0 ? [`${groupTitle(g)}\n${out.map((l) => `  ${l}`).join('\n')}`] : [];
 }
 
+/** Every table of a group, wide (HTML). */
 export function groupTables(g: RunGroup): TableModel[] {
-  const d = detectionTable(g);
-  const f = failureTable(g);
-  return [phaseTable(g), replicaTable(g), ...(f ? [f] : []), ...(d ? [d] : [])];
+  return tablesOf(g, { wide: true });
+}
+
+export function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
+  const d = detectionTable(g, opts);
+  const f = failureTable(g, opts);
+  return [phaseTable(g, opts), replicaTable(g, opts), ...(f ? [f] : []), ...(d ? [d] : [])];
 }
 
 const CSV_HEAD = [
@@ -267,8 +353,77 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): 
   return stringify(rows);
 }
 
+const PER_RUN_HEAD = [
+  'run',
+  'plan',
+  'strategy',
+  'mix',
+  'seed',
+  'complete',
+  'phase',
+  'invalid',
+  'survivors',
+  'class',
+  'goodput',
+  'p50',
+  'p95',
+  'p99',
+  'goodputRetention',
+  'p95Inflation',
+  'errors',
+  'sessionsFailed',
+  'sessionsCut',
+  'admissionFailures',
+  'lifetimeP50Ms',
+  'lifetimeP95Ms',
+  'connectP95Ms',
+  'cpuMean',
+  'cpuCv',
+];
+
+/** `plb report --csv --per-run`: one row per run, phase and class, the run's own numbers (no medians). */
+export function renderCsvPerRun(summaries: readonly RunSummary[]): string {
+  const rows: (string | number | null)[][] = [PER_RUN_HEAD];
+  for (const s of summaries) {
+    for (const p of s.phases) {
+      for (const c of SERVICE_CLASSES) {
+        const k = p.classes[c];
+        rows.push([
+          s.runId,
+          s.plan,
+          s.strategy,
+          `${s.mix.premium}:${s.mix.freemium}`,
+          s.seed,
+          String(s.complete),
+          p.name,
+          p.invalid ?? null,
+          p.survivors,
+          c,
+          k.goodput,
+          k.p50,
+          k.p95,
+          k.p99,
+          k.goodputRetention,
+          k.p95Inflation,
+          k.errors,
+          k.sessionsFailed,
+          k.sessionsCut ?? null,
+          k.admissionFailures,
+          k.lifetimeP50Ms,
+          k.lifetimeP95Ms,
+          k.connectP95Ms ?? null,
+          p.cpuMean,
+          p.cpuCv,
+        ]);
+      }
+    }
+  }
+  return stringify(rows);
+}
+
+/** plb-report/2: comparison p95Change is (p95 - base) / base (plb-report/1 had the opposite sign). */
 export interface ReportJson {
-  schema: 'plb-report/1';
+  schema: 'plb-report/2';
   quantileMethod: string;
   baseline: string;
   groups: RunGroup[];
@@ -276,13 +431,13 @@ export interface ReportJson {
 }
 
 export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline: string): ReportJson {
-  return { schema: 'plb-report/1', quantileMethod: QUANTILE_METHOD, baseline, groups, comparison: cmp };
+  return { schema: 'plb-report/2', quantileMethod: QUANTILE_METHOD, baseline, groups, comparison: cmp };
 }
 
 /** The whole report of some groups in one format (what `plb report` prints). */
 export function renderReport(
   groups: RunGroup[],
-  opts: { format?: ReportFormat; baseline?: string } = {},
+  opts: { format?: ReportFormat; baseline?: string; wide?: boolean } = {},
 ): string {
   const baseline = opts.baseline ?? 'rr';
   const format = opts.format ?? 'table';
@@ -291,8 +446,10 @@ export function renderReport(
   if (format === 'json')
     return JSON.stringify(reportJson(groups, hasCmp ? cmp : null, baseline), null, 2) + '\n';
   if (format === 'csv') return renderCsv(groups, hasCmp ? cmp : null);
-  const tables = groups.flatMap(groupTables);
-  if (hasCmp) tables.push(comparisonTable(cmp));
+  // Markdown is for documents, not terminals: every column.
+  const wide = format === 'markdown' || (opts.wide ?? false);
+  const tables = groups.flatMap((g) => tablesOf(g, { wide }));
+  if (hasCmp) tables.push(comparisonTable(cmp, { wide }));
   const render = format === 'markdown' ? renderMarkdown : renderTable;
   const notes = [
     ...groups.flatMap(groupNotes),
@@ -300,7 +457,12 @@ export function renderReport(
       escapeControl(`note: no ${baseline} runs for ${k}, so no comparison there`),
     ),
   ];
-  const footer = groups.some((g) => g.runIds.length > 1) ? [`quantiles: ${QUANTILE_METHOD}`] : [];
+  const footer = [
+    // The comparison's title states the convention; without one, the footer does (p95 Δref).
+    ...(hasCmp ? [] : [`p95 Δref: change against ref. ${SIGN_CONVENTION}`]),
+    ...(wide ? [] : ['--wide: every column (lifetimes, sessions cut, admission, connect time) and IQRs']),
+    ...(groups.some((g) => g.runIds.length > 1) ? [`quantiles: ${QUANTILE_METHOD}`] : []),
+  ];
   return [...tables.map(render), ...notes, ...footer].join('\n\n') + '\n';
 }
 
@@ -310,7 +472,7 @@ export function renderReport(
  */
 export function renderComparison(
   input: readonly RunSummary[] | readonly RunGroup[],
-  opts: { baseline?: string; format?: ReportFormat } = {},
+  opts: { baseline?: string; format?: ReportFormat; wide?: boolean } = {},
 ): string {
   const groups = isGroups(input) ? [...input] : aggregateRuns(input as readonly RunSummary[]);
   const baseline = opts.baseline ?? 'rr';
@@ -318,7 +480,7 @@ export function renderComparison(
   const format = opts.format ?? 'table';
   if (format === 'json') return JSON.stringify(cmp, null, 2) + '\n';
   if (format === 'csv') return renderCsv([], cmp);
-  const t = comparisonTable(cmp);
+  const t = comparisonTable(cmp, { wide: format === 'markdown' || (opts.wide ?? false) });
   const notes = cmp.missingBaseline.map((k) => escapeControl(`note: no ${baseline} runs for ${k}`));
   return [format === 'markdown' ? renderMarkdown(t) : renderTable(t), ...notes].join('\n') + '\n';
 }

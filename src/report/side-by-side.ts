@@ -2,6 +2,7 @@ import Table from 'cli-table3';
 import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
 import { SERVICE_CLASSES } from '../router/types.js';
 import { tableStyle } from '../table-style.js';
+import { SIGN_CONVENTION, type TableOptions } from './render.js';
 import type { BenchResult } from '../bench/run.js';
 
 const ms = (v: number | null): string => (v === null ? '-' : v < 10 ? v.toFixed(2) : v.toFixed(1));
@@ -10,14 +11,21 @@ const num = (v: number): string => v.toFixed(1);
 
 /**
  * The phase tables of the runs side by side: one row per phase and class, one column group per
- * run (p95 ms, its inflation against ref, goodput q/s, its retention, failed sessions).
+ * run. Wide: p95 ms, its change against ref, goodput q/s, its change against ref, failed sessions.
+ * Compact (the default, 100 columns for three runs): p95 ms and the two changes; the failed
+ * sessions are in each run's measurement line below.
  */
-export function renderSideBySide(summaries: readonly RunSummary[]): string {
+export function renderSideBySide(summaries: readonly RunSummary[], opts: TableOptions = {}): string {
   if (summaries.length === 0) return 'no runs';
+  const wide = opts.wide ?? false;
   const labels = summaries.map((s) => label(s, summaries));
   const head = ['phase', 'K+', 'class'];
   for (const l of labels)
-    head.push(`${l}\np95 ms`, `${l}\nΔp95`, `${l}\nq/s`, `${l}\nretain`, `${l}\nfailed`);
+    head.push(
+      ...(wide
+        ? [`${l}\np95 ms`, `${l}\nΔp95`, `${l}\nq/s`, `${l}\nΔq/s`, `${l}\nfailed`]
+        : [`${l}\np95`, `${l}\nΔp95`, `${l}\nΔq/s`]),
+    );
   const table = new Table({ head, style: { ...tableStyle(), compact: true } });
   const phases = summaries[0]?.phases ?? [];
   for (const phase of phases) {
@@ -25,21 +33,23 @@ export function renderSideBySide(summaries: readonly RunSummary[]): string {
       const row = [phase.invalid ? `${phase.name} (invalid)` : phase.name, String(phase.survivors), cls];
       for (const s of summaries) {
         const c: ClassPhaseStats | undefined = s.phases.find((p) => p.name === phase.name)?.classes[cls];
-        if (!c) row.push('-', '-', '-', '-', '-');
-        else
+        const goodputChange = c?.goodputRetention == null ? null : c.goodputRetention - 1;
+        if (!c) row.push(...(wide ? ['-', '-', '-', '-', '-'] : ['-', '-', '-']));
+        else if (wide)
           row.push(
             ms(c.p95),
             pct(c.p95Inflation),
             num(c.goodput),
-            pct(c.goodputRetention === null ? null : c.goodputRetention - 1),
+            pct(goodputChange),
             String(c.sessionsFailed),
           );
+        else row.push(ms(c.p95), pct(c.p95Inflation), pct(goodputChange));
       }
       table.push(row);
     }
   }
   const lines = [table.toString()];
-  lines.push('Δp95: p95 change against ref (lower is better); retain: goodput change against ref.');
+  lines.push(`${wide ? '' : 'p95 in ms; '}Δp95, Δq/s: change against ref.`, SIGN_CONVENTION);
   for (const s of summaries) {
     const cpu = s.phases.map(
       (p) =>
@@ -82,12 +92,18 @@ function label(s: RunSummary, all: readonly RunSummary[]): string {
     : s.strategy;
 }
 
-export function renderBenchResults(results: readonly BenchResult[], opts: { json: boolean }): string {
+export function renderBenchResults(
+  results: readonly BenchResult[],
+  opts: { json: boolean; wide?: boolean },
+): string {
   if (opts.json)
     return JSON.stringify(
       results.map((r) => ({ dir: r.dir, interrupted: r.interrupted, summary: r.summary })),
       null,
       2,
     );
-  return renderSideBySide(results.map((r) => r.summary));
+  return renderSideBySide(
+    results.map((r) => r.summary),
+    { wide: opts.wide ?? false },
+  );
 }

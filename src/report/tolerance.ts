@@ -4,7 +4,9 @@ import { readFileSync } from 'node:fs';
 import { PlbError } from '../errors.js';
 import { SERVICE_CLASSES } from '../router/types.js';
 import { validateSummary } from '../metrics/load-run.js';
-import { aggregateRuns, type ClassMetric, type RunGroup } from './aggregate.js';
+import { reportBaselineSchema, type BaselineGroup } from '../run-format/report.js';
+import { parseOrThrow } from '../run-format/parse.js';
+import { aggregateRuns, type ClassMetric } from './aggregate.js';
 import type { Stat } from './stats.js';
 
 /** Exit code of `plb report` when a metric moved beyond its tolerance. */
@@ -91,7 +93,7 @@ export interface ToleranceResult {
 }
 
 /** A baseline file: the JSON of `plb report --json` ({groups}), a RunSummary, or an array of them. */
-export function loadBaseline(path: string): RunGroup[] {
+export function loadBaseline(path: string): BaselineGroup[] {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
@@ -101,10 +103,11 @@ export function loadBaseline(path: string): RunGroup[] {
   return baselineGroups(raw, path);
 }
 
-export function baselineGroups(raw: unknown, where: string): RunGroup[] {
+export function baselineGroups(raw: unknown, where: string): BaselineGroup[] {
   if (Array.isArray(raw)) return aggregateRuns(raw.map((r, i) => validateSummary(r, `${where}[${i}]`)));
   const obj = raw as Record<string, unknown> | null;
-  if (obj && Array.isArray(obj.groups)) return obj.groups as RunGroup[];
+  if (obj && Array.isArray(obj.groups))
+    return parseOrThrow(reportBaselineSchema, raw, where, { code: 'BAD_INPUT' }).groups;
   if (obj && Array.isArray(obj.phases)) return aggregateRuns([validateSummary(obj, where)]);
   throw new PlbError(
     'BAD_INPUT',
@@ -114,8 +117,8 @@ export function baselineGroups(raw: unknown, where: string): RunGroup[] {
 
 /** Compares the medians of the current groups with the baseline groups of the same key. */
 export function checkTolerance(
-  current: readonly RunGroup[],
-  baseline: readonly RunGroup[],
+  current: readonly BaselineGroup[],
+  baseline: readonly BaselineGroup[],
   tol: Tolerance,
 ): ToleranceResult {
   const moved: Moved[] = [];

@@ -1,5 +1,11 @@
-/** Default slow-start window: a rejoining replica reaches full weight 30 s after markUp. */
-export const DEFAULT_SLOW_START_MS = 30_000;
+/**
+ * Default slow-start window: a rejoining replica reaches full weight 10 s after markUp. Sized for
+ * the bench's phases (the default demo plan's rejoin phases last 15 s; with a longer ramp a
+ * rejoin phase would measure only the ramp). The `plb bench --slow-start` flag reads this value.
+ * Production balancers ramp for about as long as a cold cache takes to warm (HAProxy users often
+ * give 60 s): pass slowStartMs.
+ */
+export const DEFAULT_SLOW_START_MS = 10_000;
 /** The smallest ramp, so a just-rejoined replica is dear but not infinitely so. */
 export const MIN_RAMP = 0.01;
 

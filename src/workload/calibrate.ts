@@ -19,6 +19,57 @@ import { makeQuery } from './queries.js';
 import type { Rng } from './rng.js';
 import type { QueryKind, WorkloadSpec } from './spec.js';
 
+/**
+ * The replica's cumulative CPU seconds (its cgroup counter, through the driver) as a function;
+ * CALIBRATION_FAILED with `hint` when the driver has no reading for it.
+ */
+export function replicaCpu(driver: ClusterDriver, id: string, hint: string): () => Promise<number> {
+  return async () => {
+    const v = (await driver.cpuSeconds())[id];
+    if (v === undefined) throw new PlbError('CALIBRATION_FAILED', `no CPU reading for ${id}`, { hint });
+    return v;
+  };
+}
+
+export interface ConnectSamples {
+  /** Replica CPU over all the connects (each connect, authentication and close), s. */
+  cpuS: number;
+  /** Wall time of each connect + authentication, ms. */
+  wallMs: number[];
+  /** With perSample: the replica CPU of each cycle, ms (the counter read after each close). */
+  cpuMs: number[] | null;
+}
+
+/**
+ * `count` connect + authenticate + close cycles in a row, reading the replica's CPU counter around
+ * them (and after each one with perSample): what a session's connect costs the server.
+ */
+export async function measureConnects(opts: {
+  replica: Endpoint;
+  credentials: Credentials;
+  count: number;
+  cpu: () => Promise<number>;
+  perSample?: boolean;
+  signal?: AbortSignal;
+}): Promise<ConnectSamples> {
+  const wallMs: number[] = [];
+  const cpuMs: number[] | null = opts.perSample ? [] : null;
+  const c0 = await opts.cpu();
+  let last = c0;
+  for (let i = 0; i < opts.count && !opts.signal?.aborted; i++) {
+    const w0 = performance.now();
+    const c = await connect(opts.replica, opts.credentials, { applicationName: 'plb-calibrate' });
+    wallMs.push(performance.now() - w0);
+    await c.end().catch(() => undefined);
+    if (cpuMs) {
+      const now = await opts.cpu();
+      cpuMs.push((now - last) * 1000);
+      last = now;
+    }
+  }
+  return { cpuS: (await opts.cpu()) - c0, wallMs, cpuMs };
+}
+
 /** Busy but not saturated: plb's class split loads some replicas above the mean (measured). */
 export const DEFAULT_TARGET_CPU = 0.7;
 
@@ -102,14 +153,7 @@ export async function calibrateThinkTime(opts: {
   const warmMs = opts.warmMs ?? 3000;
   const connects = opts.connects ?? 20;
   const concurrency = opts.concurrency ?? 16;
-  const cpuOf = async (): Promise<number> => {
-    const v = (await driver.cpuSeconds())[replica.id];
-    if (v === undefined)
-      throw new PlbError('CALIBRATION_FAILED', `no CPU reading for ${replica.id}`, {
-        hint: 'give --think-time a value instead of auto',
-      });
-    return v;
-  };
+  const cpuOf = replicaCpu(driver, replica.id, 'give --think-time a value instead of auto');
   const premiumShare = workload.mix.premium / (workload.mix.premium + workload.mix.freemium);
   // A deck of 100 templates in the workload's exact proportions, shuffled and dealt in turn: a
   // few hundred random draws would leave the share of costly scans (and so the result) to chance.
@@ -192,15 +236,9 @@ export async function calibrateThinkTime(opts: {
   } finally {
     await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
   }
-  const c1 = await cpuOf();
-  let connectWall = 0;
-  for (let i = 0; i < connects; i++) {
-    const w0 = performance.now();
-    const c = await connect(replica, credentials, { applicationName: 'plb-calibrate' });
-    connectWall += performance.now() - w0;
-    await c.end().catch(() => undefined);
-  }
-  const connectCpu = Math.max(0, (await cpuOf()) - c1);
+  const conn = await measureConnects({ replica, credentials, count: connects, cpu: cpuOf });
+  const connectCpu = Math.max(0, conn.cpuS);
+  const connectWall = conn.wallMs.reduce((a, b) => a + b, 0);
   if (!(queries > 0 && queryCpu > 0))
     throw new PlbError('CALIBRATION_FAILED', `no CPU measured on ${replica.id} over ${queries} queries`, {
       hint: 'give --think-time a value instead of auto',

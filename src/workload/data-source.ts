@@ -1,4 +1,4 @@
-import { PlbError } from '../errors.js';
+import { asError, PlbError } from '../errors.js';
 import type { ServiceClass } from '../router/types.js';
 import { isStatementError, type Connector, type DbConnection } from '../cluster/connector.js';
 
@@ -110,8 +110,4 @@ export class PinnedConnection {
     this.opts.router.release(this.replica, this.cls, this.opts.now());
     await this.conn?.end(this.broken ? 0 : 1000);
   }
-}
-
-export function asError(err: unknown): Error {
-  return err instanceof Error ? err : new Error(String(err));
 }

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock/index.js';
-import { isPlbError } from '../errors.js';
+import { errorText, isPlbError } from '../errors.js';
 import type { ServiceClass } from '../router/types.js';
 import type { Recorder } from '../metrics/types.js';
-import { asError, type DataSource } from './data-source.js';
+import type { DataSource } from './data-source.js';
 import { makeQuery } from './queries.js';
 import type { Rng } from './rng.js';
 import type { WorkloadSpec } from './spec.js';
@@ -43,7 +43,7 @@ export async function runSession(
   try {
     conn = await ctx.ds.getConnection({ class: cls });
   } catch (err) {
-    const reason = isPlbError(err) ? err.code : asError(err).message;
+    const reason = isPlbError(err) ? err.code : errorText(err);
     recorder.admissionFailed(cls, now(), reason);
     return isPlbError(err, 'NO_REPLICA') ? 'no-replica' : 'connect-failed';
   }
@@ -69,7 +69,7 @@ export async function runSession(
       const end = now();
       recorder.queryDone(cls, conn.replica, end, end - start);
     } catch (err) {
-      recorder.queryFailed(cls, conn.replica, now(), asError(err).message);
+      recorder.queryFailed(cls, conn.replica, now(), errorText(err));
       outcome = 'failed';
       break;
     }

@@ -364,16 +364,31 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     expect(portOf('r2')).toBe(BASE_PORT + 2);
   });
 
-  it('the command: serves both ports (class from application_name), prints stats, exits 0 on SIGTERM', async () => {
+  it('the command (plb proxy --json): serves both ports, class from application_name, stops on SIGTERM', async () => {
     const child = spawn(
       process.execPath,
       [
         '--import',
         'tsx',
-        'test/integration/helpers/proxy-cli.ts',
+        'bin/dev.js',
+        'proxy',
+        '--name',
         'plbtest-proxy',
+        '--premium-port',
         String(PREMIUM_PORT),
+        '--freemium-port',
         String(FREEMIUM_PORT),
+        '--class-from',
+        'application_name',
+        '--strategy',
+        'rr',
+        '--health-interval',
+        '500ms',
+        '--stats-every',
+        '1',
+        '--stop-timeout',
+        '10s',
+        '--json',
       ],
       { env: { ...process.env, PLB_STATE_DIR: stateDir }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -382,9 +397,10 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    for (let i = 0; i < 100 && !out.includes(`freemium: listening on 127.0.0.1:${FREEMIUM_PORT}`); i++)
+    for (let i = 0; i < 150 && !err.includes(`freemium: listening on 127.0.0.1:${FREEMIUM_PORT}`); i++)
       await sleep(100);
-    expect(out, err).toContain(`premium: listening on 127.0.0.1:${PREMIUM_PORT}`);
+    // With --json, the log goes to stderr and stdout keeps the JSON alone.
+    expect(err).toContain(`premium: listening on 127.0.0.1:${PREMIUM_PORT}`);
     const f = await psql(FREEMIUM_PORT, 'select inet_server_port()');
     expect(f.code, f.err).toBe(0);
     // application_name=premium on the freemium port: a premium session (rr: any healthy replica).
@@ -400,8 +416,16 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     child.kill('SIGTERM');
     expect((await slow).out).toBe('|done');
     expect(await exited).toBe(0);
-    expect(out).toMatch(/premium live \d+ opened [1-9]/);
-    expect(out).toMatch(/freemium live \d+ opened [1-9]/);
+    expect(err).toMatch(/premium live \d+ opened [1-9]/);
     expect(err).toMatch(/SIGTERM: stopping gracefully/);
+    const summary = JSON.parse(out) as {
+      strategy: string;
+      classes: Record<string, { opened: number; ready: number }>;
+      replicas: { id: string; opened: number }[];
+    };
+    expect(summary.strategy).toBe('rr');
+    expect(summary.classes.premium).toMatchObject({ opened: 2, ready: 2 });
+    expect(summary.classes.freemium).toMatchObject({ opened: 1, ready: 1 });
+    expect(summary.replicas.reduce((n, r) => n + r.opened, 0)).toBe(3);
   });
 });

@@ -30,8 +30,8 @@ async function run(over: Partial<BenchFlagValues>): Promise<{ code: number; erro
 
 describe('bench flags', () => {
   it.each([
-    [{ mixes: '2:x' }, /^Error: --mixes: expected premium:freemium/],
-    [{ strategies: 'plb,fast' }, /^Error: --strategies: unknown strategy "fast"/],
+    [{ mixes: '2:x' }, /^Error: --mix: expected premium:freemium/],
+    [{ strategies: 'plb,fast' }, /^Error: --strategy: unknown strategy "fast"/],
     [{ clients: 0 }, /^Error: --clients: must be a positive integer/],
     [{ 'think-time': 'soon' }, /^Error: --think-time: expected a duration/],
     [{ borrow: '1:2' }, /^Error: --borrow: the premium ratio must be > 1/],

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
-import { ensureImage, OFFICIAL_IMAGE, parseImageRef, pullByDigest } from '../../src/cluster/image.js';
+import { ensureImage, OFFICIAL_IMAGE, parseImageRef, pullByDigest } from '../../src/cluster/docker/image.js';
 
 const DIGEST = `sha256:${'ab12'.repeat(16)}`;
 

@@ -11,6 +11,7 @@ function fakeDriver(calls: string[], failOn?: string, stillUp?: string): Cluster
   };
   return {
     kind: 'local',
+    cpusEnforced: true,
     spec: {
       name: 't',
       replicas: 3,

@@ -102,7 +102,7 @@ describe('bench flag bounds', () => {
     [{ 'dataset-rows': 100_000_001 }, '--dataset-rows: must be at most 100000000 (got 100000001)'],
     [{ seed: 2 ** 32 }, '--seed: must be an integer from 0 to 4294967295 (got 4294967296)'],
     [{ seed: 1e20 }, '--seed: must be an integer from 0 to 4294967295 (got 100000000000000000000)'],
-    [{ cpus: '1000000' }, /^cpus: must be > 0 and at most \d+ \(this host's cores\), got 1000000$/],
+    [{ cpus: '1000000' }, /^--cpus: must be > 0 and at most \d+ \(this host's cores\), got 1000000$/],
     [{ out: '/proc/plb-x' }, /^--out: cannot create folder \/proc\/plb-x/],
     [{ out: '/dev/null' }, /^--out: \/dev\/null is not a folder$/],
   ] as [Partial<BenchFlagValues>, string | RegExp][])(

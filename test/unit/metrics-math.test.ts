@@ -6,6 +6,7 @@ import {
   mean,
   nearestRank,
   p95Inflation,
+  percentileMs,
   percentilesMs,
   perSecond,
   populationStddev,
@@ -63,5 +64,17 @@ describe('metric math', () => {
     expect(round(1.23456, 3)).toBe(1.235);
     expect(round(null, 3)).toBeNull();
     expect(round(Number.POSITIVE_INFINITY, 3)).toBeNull();
+  });
+
+  it('nearest rank of a list and of a histogram agree (one method for one run)', () => {
+    // 1..37 ms: exact at 3 significant digits, an odd count so ranks fall between values.
+    const xs = Array.from({ length: 37 }, (_, i) => (i + 1) * 1000);
+    const h = newLatencyHistogram();
+    for (const x of xs) h.recordValue(x);
+    // Same rank: within the histogram's resolution (3 significant digits) of the exact value.
+    for (const p of [1, 10, 25, 50, 52, 90, 95, 99, 100]) {
+      const exact = (nearestRank(xs, p) as number) / 1000;
+      expect(Math.abs((percentileMs(h, p) as number) - exact) / exact).toBeLessThan(1e-3);
+    }
   });
 });

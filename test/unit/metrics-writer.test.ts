@@ -108,6 +108,7 @@ describe('run writer: complete run', () => {
     expect(existsSync(join(w.dir, 'RUNNING'))).toBe(false);
     expect(existsSync(join(w.dir, 'INCOMPLETE'))).toBe(false);
     expect(JSON.parse(readFileSync(join(w.dir, 'config.json'), 'utf8'))).toEqual({
+      schemaVersion: 1,
       seed: 42,
       strategy: 'plb',
     });

@@ -10,6 +10,10 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   engines: { node: string };
   exports: Record<string, string | { types: string; import: string }>;
   bin: Record<string, string>;
+  scripts: Record<string, string>;
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  oclif: { plugins?: string[] };
 };
 
 /** The files src/router/index.ts reaches through its static imports (type-only ones too), and the package specifiers. */
@@ -111,5 +115,28 @@ describe('the npm package', () => {
     expect(readFileSync(join(ROOT, 'LICENSE'), 'utf8')).toMatch(
       /^MIT License\n\nCopyright \(c\) \d{4} the plb authors\n/,
     );
+  });
+});
+
+describe('oclif', () => {
+  it('loads its plugins from dependencies pinned to exact versions', () => {
+    expect(pkg.oclif.plugins).toEqual([
+      '@oclif/plugin-help',
+      '@oclif/plugin-autocomplete',
+      '@oclif/plugin-not-found',
+    ]);
+    for (const p of pkg.oclif.plugins ?? []) expect(pkg.dependencies[p]).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(pkg.devDependencies.oclif).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it('packs a manifest and a README command reference made at prepack, and no stale manifest', () => {
+    expect(pkg.scripts.prepack).toBe('npm run build && oclif manifest && oclif readme');
+    expect(pkg.scripts.postpack).toContain('oclif.manifest.json');
+    expect(pkg.files).toContain('oclif.manifest.json');
+    // A manifest left in the tree would shadow the commands as built.
+    expect(existsSync(join(ROOT, 'oclif.manifest.json'))).toBe(false);
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme.indexOf('<!-- commands -->')).toBeGreaterThan(0);
+    expect(readme.indexOf('<!-- commandsstop -->')).toBeGreaterThan(readme.indexOf('<!-- commands -->'));
   });
 });

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { FaultPlan } from '../../src/faults/types.js';
 import {
-  loadPlan,
-  parsePlan,
   phaseNameFor,
-  planPhases,
+  replicaStateAfter,
+  stateAfter,
   survivorDelta,
   survivorsAfterEvent,
-} from '../../src/faults/plan.js';
+} from '../../src/faults/actions.js';
+import { loadPlan, parsePlan, planPhases } from '../../src/faults/plan.js';
 
 const plan = (events: string[], head = 'name: t\nduration: 90\nwarmup: 10\nreference: 20\n'): FaultPlan =>
   parsePlan(head + 'events:\n' + events.map((l) => `  - { ${l} }\n`).join(''), 't.yaml');
@@ -25,6 +25,18 @@ describe('phase naming and survivors', () => {
     ).toEqual([-1, -1, -1, 1, 1, 0]);
     expect(survivorsAfterEvent(5, 'down')).toBe(4);
     expect(survivorsAfterEvent(4, 'unpause')).toBe(5);
+  });
+
+  it('maps every action to the state a health checker should see, agreeing with K+ and the plan state', () => {
+    const actions = ['down', 'stop', 'pause', 'rejoin', 'unpause', 'throttle'] as const;
+    expect(actions.map((a) => replicaStateAfter(a))).toEqual(['down', 'down', 'down', 'up', 'up', null]);
+    for (const a of actions) {
+      const healthyAfter = stateAfter(a, 'up') === 'up';
+      if (survivorDelta(a) !== 0) expect(replicaStateAfter(a) === 'up').toBe(healthyAfter);
+    }
+    // An event read back from events.jsonl may carry anything.
+    expect(replicaStateAfter('reboot')).toBeNull();
+    expect(replicaStateAfter('toString')).toBeNull();
   });
 });
 

@@ -3,7 +3,11 @@
 import { serialize } from 'pg-protocol';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import Proxy from '../../src/commands/proxy.js';
 import { CancelKeys } from '../../src/proxy/cancel-keys.js';
 import { parseProxyFlags, type ProxyFlagValues } from '../../src/proxy/options.js';
 import {
@@ -275,5 +279,64 @@ describe('parseProxyFlags', () => {
     expect(() => parseProxyFlags(flags({ fall: 0 }))).toThrow(/--fall/);
     expect(() => parseProxyFlags(flags({ borrow: '0.5:2' }))).toThrow(/--borrow/);
     expect(() => parseProxyFlags(flags({ reference: 'x' }))).toThrow(/--reference/);
+  });
+});
+
+describe('plb proxy, the command: bad input is one line (or JSON), exit 1, nothing listens', () => {
+  const ROOT = join(import.meta.dirname, '../../package.json');
+
+  async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    let stdout = '';
+    let stderr = '';
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation((c: string | Uint8Array) => {
+      stdout += String(c);
+      return true;
+    });
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => {
+      stderr += String(c);
+      return true;
+    });
+    let code = 0;
+    try {
+      await Proxy.run(argv, ROOT);
+    } catch (e) {
+      code = (e as { oclif?: { exit?: number } }).oclif?.exit ?? -1;
+    } finally {
+      out.mockRestore();
+      err.mockRestore();
+      process.exitCode = undefined;
+    }
+    return { code, stdout, stderr };
+  }
+
+  it.each([
+    [['--stop-timeout', 'soon'], /^Error: --stop-timeout: expected a duration/],
+    [['--fall', '0'], /^Error: --fall: must be a positive integer/],
+    [['--borrow', '1:2'], /^Error: --borrow: the premium ratio must be > 1/],
+    [['--strategy', 'fifo'], /^Error: Expected --strategy=fifo to be one of: plb, rr, static, lc, wlc/],
+    [
+      ['--premium-port', '0', '--freemium-port', '0'],
+      /^Error: --premium-port and --freemium-port are both 0/,
+    ],
+  ])('%j', async (argv, message) => {
+    const r = await run(argv);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('no such cluster: CLUSTER_NOT_FOUND, as JSON with --json', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plb-proxy-cmd-'));
+    const before = process.env.PLB_STATE_DIR;
+    process.env.PLB_STATE_DIR = dir;
+    try {
+      const r = await run(['--name', 'nosuch', '--json']);
+      expect(r.code).toBe(1);
+      expect(JSON.parse(r.stdout)).toMatchObject({ error: { code: 'CLUSTER_NOT_FOUND' } });
+    } finally {
+      if (before === undefined) delete process.env.PLB_STATE_DIR;
+      else process.env.PLB_STATE_DIR = before;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -67,10 +67,10 @@ describe('aggregateRuns on the fixtures', () => {
   });
 });
 
-describe('comparison sign convention (positive = better than the baseline)', () => {
+describe('comparison sign convention ((value - base) / base, as every Δ)', () => {
   it('p95: (base - p95) / base; goodput: (g - base) / base', () => {
-    expect(p95Change(8, 10)).toBeCloseTo(0.2, 12); // faster is positive
-    expect(p95Change(15, 10)).toBeCloseTo(-0.5, 12);
+    expect(p95Change(8, 10)).toBeCloseTo(-0.2, 12); // faster is negative
+    expect(p95Change(15, 10)).toBeCloseTo(0.5, 12);
     expect(goodputChange(12, 10)).toBeCloseTo(0.2, 12); // more is positive
     expect(goodputChange(5, 10)).toBeCloseTo(-0.5, 12);
     expect(p95Change(5, 0)).toBeNull();
@@ -86,11 +86,11 @@ describe('comparison sign convention (positive = better than the baseline)', () 
     // plb p95 median 14 vs rr 22; goodput 39 vs 32
     expect(row?.p95).toBe(14);
     expect(row?.baseP95).toBe(22);
-    expect(row?.p95Change).toBeCloseTo(8 / 22, 12);
+    expect(row?.p95Change).toBeCloseTo(-8 / 22, 12);
     expect(row?.goodputChange).toBeCloseTo(7 / 32, 12);
     const st = cmp.entries[1]?.rows.find((r) => r.phase === 'down-2' && r.cls === 'premium');
     // static premium lost its partition: p95 82 vs 42 is worse, so negative
-    expect(st?.p95Change).toBeCloseTo(-40 / 42, 12);
+    expect(st?.p95Change).toBeCloseTo(40 / 42, 12);
     expect(st?.goodputChange).toBeCloseTo(-4 / 24, 12);
   });
 

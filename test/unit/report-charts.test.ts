@@ -67,7 +67,7 @@ describe('rendered SVG', () => {
     expect(single).not.toContain('error bar');
     expect(single).not.toContain('q1: ');
     const cmp = await renderSvg(comparisonSpec(compareStrategies(groups)));
-    expect(cmp).toContain('Change vs rr (positive = better than rr)');
+    expect(cmp).toContain('Change vs rr (negative p95 = lower latency, positive goodput = more)');
     expect(cmp.length).toBeLessThan(200_000);
   });
 });

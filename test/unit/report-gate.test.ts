@@ -242,7 +242,7 @@ describe('plb report --gate and --baseline-out', () => {
     expect(out.candidate).toEqual({ file, warnings: [] });
     const doc = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     expect(doc).toMatchObject({
-      schema: 'plb-report/1',
+      schema: 'plb-report/2',
       baseline: 'rr',
       candidate: { runs: 9, seeds: [1000, 1001, 1002], commit: 'abc123' },
     });
@@ -293,8 +293,10 @@ describe('plb report --gate and --baseline-out', () => {
     vi.stubEnv('GITHUB_STEP_SUMMARY', summary);
     let stderr = '';
     const out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-    const err = vi.spyOn(console, 'error').mockImplementation((l: unknown) => {
-      stderr += `${String(l)}\n`;
+    // plb report writes its notes and the verdict to stderr itself (oclif would silence them with --json).
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation((l: string | Uint8Array) => {
+      stderr += String(l);
+      return true;
     });
     const args = [join(dir, 'runs'), '--skip-html', '--json', '--gate', '--github'];
     const exit = await Report.run([...args, '--compare-to', bad], ROOT).then(
@@ -305,7 +307,9 @@ describe('plb report --gate and --baseline-out', () => {
     expect(stderr).toMatch(/^::error title=plb gate::demo-cascade\|plb\|25:75 down-2 premium p95: /m);
     expect(stderr).toMatch(/^gate FAIL: 1 worse beyond tolerance/m);
     expect(readFileSync(summary, 'utf8')).toMatch(/^## plb nightly gate: ❌ FAIL/);
-    await expect(Report.run([...args, '--compare-to', good], ROOT)).resolves.toBeUndefined();
+    await expect(Report.run([...args, '--compare-to', good], ROOT)).resolves.toMatchObject({
+      schema: 'plb-report/2',
+    });
     out.mockRestore();
     err.mockRestore();
   });

@@ -9,7 +9,9 @@ import {
   renderComparison,
   renderReport,
   renderCsv,
+  renderCsvPerRun,
   replicaTable,
+  SIGN_CONVENTION,
   type ReportJson,
 } from '../../src/report/render.js';
 import { loadRun } from '../../src/metrics/load-run.js';
@@ -119,7 +121,7 @@ describe('repeats show median [q1..q3]', () => {
 
   it('renders the comparison table with signs', () => {
     const t = comparisonTable(compareStrategies(groups));
-    expect(t.title).toBe('Change vs rr (positive = better than rr)');
+    expect(t.title).toBe(`Change vs rr. ${SIGN_CONVENTION}`);
     const row = t.rows.find((r) => r[2] === 'plb' && r[3] === 'down-1' && r[4] === 'premium');
     expect(row).toEqual([
       'demo-cascade',
@@ -129,13 +131,13 @@ describe('repeats show median [q1..q3]', () => {
       'premium',
       '14.0',
       '22.0',
-      '+36.4%',
+      '-36.4%',
       '39.0',
       '32.0',
       '+21.9%',
     ]);
     const worse = t.rows.find((r) => r[2] === 'static' && r[3] === 'down-2' && r[4] === 'premium');
-    expect(worse?.[7]).toBe('-95.2%');
+    expect(worse?.[7]).toBe('+95.2%');
   });
 });
 
@@ -143,9 +145,9 @@ describe('output formats', () => {
   const groups = aggregateRuns(all);
 
   it('table: cli-table3 boxes with the comparison and the quantile method', () => {
-    const out = renderReport(groups);
+    const out = renderReport(groups, { wide: true });
     expect(out).toContain('┌');
-    expect(out).toContain('Change vs rr (positive = better than rr)');
+    expect(out).toContain(`Change vs rr. ${SIGN_CONVENTION}`);
     expect(out).toContain('quantiles: linear interpolation (Hyndman-Fan type 7)');
     expect(out).toMatch(/│ down-1 +│ 4 +│ premium +│ 32\.0 \[30\.0\.\.33\.0\] +│/);
   });
@@ -203,7 +205,7 @@ describe('output formats', () => {
 
   it('json: groups, comparison and the quantile method', () => {
     const j = JSON.parse(renderReport(groups, { format: 'json' })) as ReportJson;
-    expect(j.schema).toBe('plb-report/1');
+    expect(j.schema).toBe('plb-report/2');
     expect(j.quantileMethod).toBe('linear interpolation (Hyndman-Fan type 7)');
     expect(j.groups).toHaveLength(3);
     expect(j.groups[2]?.phases[2]?.classes.premium.p95).toEqual({ median: 82, q1: 81, q3: 84, n: 3 });
@@ -224,9 +226,51 @@ describe('output formats', () => {
     const b = renderComparison(groups, { format: 'markdown' });
     expect(a).toBe(b);
     expect(a).toContain(
-      '| demo-cascade | 25:75 | plb | down-1 | premium | 14.0 | 22.0 | +36.4% | 39.0 | 32.0 | +21.9% |',
+      '| demo-cascade | 25:75 | plb | down-1 | premium | 14.0 | 22.0 | -36.4% | 39.0 | 32.0 | +21.9% |',
     );
     const j = JSON.parse(renderComparison(all, { format: 'json', baseline: 'plb' })) as { baseline: string };
     expect(j.baseline).toBe('plb');
+  });
+});
+
+describe('compact terminal tables', () => {
+  const groups = aggregateRuns(all);
+
+  it('fit in 100 columns by default; --wide has every column', () => {
+    const width = (text: string): number => Math.max(...text.split('\n').map((l) => l.length));
+    const compact = renderReport(groups);
+    const tableLines = compact.split('\n').filter((l) => /^[┌│└├]/.test(l));
+    expect(Math.max(...tableLines.map((l) => l.length))).toBeLessThanOrEqual(100);
+    expect(compact).toContain('--wide');
+    expect(compact).not.toContain('[30.0..33.0]');
+    expect(width(renderReport(groups, { wide: true }))).toBeGreaterThan(150);
+  });
+
+  it('compact phase table: medians of the columns that tell the story', () => {
+    const t = phaseTable(groups[0]!, { wide: false });
+    expect(t.head).toEqual([
+      'Phase',
+      'K+',
+      'Class',
+      'q/s',
+      'p95 ms',
+      'p99 ms',
+      'Retain',
+      'p95 Δref',
+      'Errors',
+      'Failed',
+    ]);
+    expect(t.rows.every((r) => r.every((c) => !c.includes('[')))).toBe(true);
+  });
+});
+
+describe('--csv --per-run', () => {
+  it('one row per run, phase and class', () => {
+    const rows = parse(renderCsvPerRun(all)) as string[][];
+    const head = rows[0]!;
+    const perRun = all.reduce((n, s) => n + s.phases.length * 2, 0);
+    expect(rows).toHaveLength(1 + perRun);
+    expect(head.slice(0, 3)).toEqual(['run', 'plan', 'strategy']);
+    expect(new Set(rows.slice(1).map((r) => r[0])).size).toBe(all.length);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { meanCv, quantile, stat } from '../../src/report/stats.js';
+import { quantile } from '../../src/metrics/math.js';
+import { stat } from '../../src/report/stats.js';
 
 describe('quantile (type 7, linear interpolation)', () => {
   it('matches R quantile(type=7) on 1..4', () => {
@@ -35,15 +36,5 @@ describe('stat', () => {
     const xs = [3, 1, 2];
     stat(xs);
     expect(xs).toEqual([3, 1, 2]);
-  });
-});
-
-describe('meanCv', () => {
-  it('uses the population standard deviation', () => {
-    const { mean, cv } = meanCv([2, 4, 4, 4, 5, 5, 7, 9]); // sd = 2
-    expect(mean).toBe(5);
-    expect(cv).toBeCloseTo(0.4, 12);
-    expect(meanCv([])).toEqual({ mean: null, cv: null });
-    expect(meanCv([0, 0]).cv).toBeNull();
   });
 });

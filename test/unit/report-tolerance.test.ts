@@ -168,7 +168,9 @@ describe('plb report --compare-to', () => {
       exit = (e as { oclif?: { exit?: number } }).oclif?.exit;
     }
     expect(exit).toBe(3);
-    await expect(Report.run([...args, '--tolerance', 'p95=150%'], ROOT)).resolves.toBeUndefined();
+    await expect(Report.run([...args, '--tolerance', 'p95=150%'], ROOT)).resolves.toMatchObject({
+      schema: 'plb-report/2',
+    });
     out.mockRestore();
     errOut.mockRestore();
   });

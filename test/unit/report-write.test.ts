@@ -140,11 +140,18 @@ describe('which HTML plb report writes', () => {
     }
     expect(stdout.startsWith('plan,strategy,mix,runs,phase,')).toBe(true);
     expect(written()).toEqual([]);
+    let stderr = '';
+    const errOut = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      stderr += String(chunk);
+      return true;
+    });
     const err = (await Report.run(
       [join(dir, 'runs'), '--html', join(dir, 'cmp.html'), '--skip-html'],
       ROOT,
-    ).catch((e: unknown) => e)) as Error;
-    expect(err.message).toMatch(/cannot also be provided/);
+    ).catch((e: unknown) => e)) as Error & { oclif?: { exit?: number } };
+    errOut.mockRestore();
+    expect(err.oclif?.exit).toBe(1);
+    expect(stderr).toMatch(/^Error: [^\n]*cannot also be provided[^\n]*\n$/);
     expect(written()).toEqual([]);
   });
 });

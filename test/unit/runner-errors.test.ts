@@ -34,6 +34,7 @@ function stubbornDriver(calls: string[]): ClusterDriver {
   };
   return {
     kind: 'local',
+    cpusEnforced: true,
     spec: {
       name: 't',
       replicas: 1,

@@ -9,33 +9,26 @@
  * command line, environment or logs.
  */
 import { cpus as hostCpus } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
-import type { ClusterDriver, ClusterSpec, Credentials, Endpoint, ServerId, ServerStatus } from '../driver.js';
-import { PlbError } from '../../errors.js';
-import { ensureDataset } from '../../workload/dataset.js';
-import { pgConnector, type Connector } from '../connector.js';
-import { portFree } from '../ports.js';
-import { createReplicationSlot, currentWalLsn, replicaReplication, withClient } from '../pg-util.js';
-import { loadCredentials, validateClusterName } from '../state.js';
-import { ensureImage } from '../image.js';
+import { BaseDriver, serverSettings } from '../base-driver.js';
+import type { ClusterDriver, ClusterSpec, ServerId, ServerStatus } from '../driver.js';
+import { errorText, PlbError } from '../../errors.js';
+import { createReplicationSlot } from '../pg-util.js';
 import { entryScript, packageVersion } from '../../package-info.js';
 import { CpuReader } from './cpu.js';
+import { ensureImage, withTimeout } from './image.js';
 import { logText } from './logs.js';
 import { makeTar } from './tar.js';
 
 export const LABEL_CLUSTER = 'plb.cluster';
-export const LABEL_SERVER = 'plb.server';
-export const LABEL_VERSION = 'plb.version';
+const LABEL_SERVER = 'plb.server';
+const LABEL_VERSION = 'plb.version';
 /** The cluster instance's unique id (its record's id): down removes only what carries it. */
-export const LABEL_ID = 'plb.id';
+const LABEL_ID = 'plb.id';
 
 export function containerName(cluster: string, id: ServerId): string {
   return `plb-${cluster}-${id}`;
-}
-
-/** 'primary', 'r1'..'rK'. */
-export function serverIds(replicas: number): ServerId[] {
-  return ['primary', ...Array.from({ length: replicas }, (_, i) => `r${i + 1}`)];
 }
 
 /** True when the Docker engine answers a ping within timeoutMs. */
@@ -46,18 +39,14 @@ export async function dockerAvailable(timeoutMs = 1500, docker?: Docker): Promis
   } catch {
     return false;
   }
-  let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([
+    return await withTimeout(
+      'ping of the Docker engine',
+      timeoutMs,
       d.ping().then(() => true),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), timeoutMs);
-      }),
-    ]);
+    );
   } catch {
     return false;
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -71,31 +60,12 @@ export function createDockerDriver(spec: ClusterSpec, opts: DockerDriverOptions 
   return new DockerDriver(spec, opts);
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 function statusCode(err: unknown): number | undefined {
   return (err as { statusCode?: number } | null)?.statusCode;
 }
 
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-function validateSpec(spec: ClusterSpec): void {
-  validateClusterName(spec.name);
-  const bad = (field: string, why: string) => new PlbError('BAD_INPUT', `${field}: ${why}`);
-  if (!Number.isInteger(spec.replicas) || spec.replicas < 1 || spec.replicas > 32)
-    throw bad('replicas', `${spec.replicas} is not an integer from 1 to 32`);
-  if (!Number.isInteger(spec.basePort) || spec.basePort < 1024 || spec.basePort + spec.replicas > 65535)
-    throw bad('basePort', `${spec.basePort} is not a port from 1024 that leaves room for the replicas`);
-  if (!(spec.cpus > 0)) throw bad('cpus', `${spec.cpus} is not a positive number of cores`);
-  if (!(spec.primaryCpus > 0))
-    throw bad('primaryCpus', `${spec.primaryCpus} is not a positive number of cores`);
-  if (!Number.isInteger(spec.memoryMb) || spec.memoryMb < 64)
-    throw bad('memoryMb', `${spec.memoryMb} is not an integer of at least 64 MiB`);
-  if (!Number.isInteger(spec.maxConnections) || spec.maxConnections < 1)
-    throw bad('maxConnections', `${spec.maxConnections} is not a positive integer`);
-}
+/** Containers have their own memory limit: shared_buffers may take more of it than a local server's. */
+const SHARED_BUFFERS_MAX_MB = 128;
 
 interface ContainerView {
   id: string;
@@ -104,9 +74,10 @@ interface ContainerView {
   nanoCpus: number;
 }
 
-export class DockerDriver implements ClusterDriver {
+export class DockerDriver extends BaseDriver implements ClusterDriver {
   readonly kind = 'docker' as const;
-  readonly spec: ClusterSpec;
+  /** Docker applies --cpus (NanoCpus) itself. */
+  readonly cpusEnforced = true;
   private readonly docker: Docker;
   private readonly cpu: CpuReader;
   private readonly upTimeoutMs: number;
@@ -116,30 +87,10 @@ export class DockerDriver implements ClusterDriver {
   private readonly cpuBase = new Map<ServerId, { last: number; base: number }>();
 
   constructor(spec: ClusterSpec, opts: DockerDriverOptions = {}) {
-    validateSpec(spec);
-    this.spec = { ...spec };
+    super(spec);
     this.docker = opts.docker ?? new Docker();
     this.cpu = new CpuReader(this.docker);
     this.upTimeoutMs = opts.upTimeoutMs ?? 180_000;
-  }
-
-  endpoints(): Endpoint[] {
-    return serverIds(this.spec.replicas).map((id, i) => ({
-      id,
-      kind: i === 0 ? 'primary' : 'replica',
-      host: '127.0.0.1',
-      port: this.spec.basePort + i,
-    }));
-  }
-
-  async credentials(): Promise<Credentials> {
-    return loadCredentials(this.spec.stateDir, this.spec.name);
-  }
-
-  private endpoint(id: ServerId): Endpoint {
-    const ep = this.endpoints().find((e) => e.id === id);
-    if (!ep) throw new PlbError('BAD_INPUT', `server: "${id}" is not a server of cluster ${this.spec.name}`);
-    return ep;
   }
 
   private labels(id: ServerId): Record<string, string> {
@@ -228,16 +179,17 @@ export class DockerDriver implements ClusterDriver {
     // initdb and pg_basebackup run with the whole host (faster up); up() then sets the quota.
     const cpus = hostCpus().length;
     const memory = this.spec.memoryMb * 1024 * 1024;
+    const conf = serverSettings(this.spec, SHARED_BUFFERS_MAX_MB);
     const env = [
       `PLB_ROLE=${primary ? 'primary' : 'standby'}`,
       `PLB_ID=${id}`,
       `PLB_PORT=${ep.port}`,
       `PLB_PRIMARY_PORT=${this.spec.basePort}`,
       `PLB_SLOT=${id}`,
-      `PLB_MAX_SENDERS=${this.spec.replicas + 5}`,
-      // Capped: the dataset is small, and the limit grows with max_connections (backends' memory).
-      `PLB_SHARED_BUFFERS=${Math.max(16, Math.min(128, Math.floor(this.spec.memoryMb / 4)))}MB`,
-      `PLB_MAX_CONNECTIONS=${this.spec.maxConnections}`,
+      // The entry script also makes max_replication_slots this (more than the slots needed).
+      `PLB_MAX_SENDERS=${conf.maxWalSenders}`,
+      `PLB_SHARED_BUFFERS=${conf.sharedBuffersMb}MB`,
+      `PLB_MAX_CONNECTIONS=${conf.maxConnections}`,
       'PLB_PASSWORD_FILE=/plb/secret',
     ];
     const c = await this.docker.createContainer({
@@ -284,13 +236,7 @@ export class DockerDriver implements ClusterDriver {
         { hint: `run \`plb cluster down --name ${this.spec.name}\` first, or use another --name` },
       );
     }
-    for (const ep of this.endpoints()) {
-      if (!(await portFree(ep.port))) {
-        throw new PlbError('CLUSTER_UP_FAILED', `port ${ep.port} (for ${ep.id}) on 127.0.0.1 is in use`, {
-          hint: 'pick another --base-port or stop what listens there',
-        });
-      }
-    }
+    await this.checkPortsFree();
     const image = await ensureImage({ image: this.spec.image, docker: this.docker, log });
     log(`image ${image}`);
     const creds = await this.credentials();
@@ -299,7 +245,7 @@ export class DockerDriver implements ClusterDriver {
     const left = () => Math.max(1000, deadline - Date.now());
     try {
       await this.createServer('primary', image, creds.password, script);
-      await this.waitServer('primary', left());
+      await this.waitReady('primary', left());
       log(`primary ready on 127.0.0.1:${this.spec.basePort} (${secs()} s)`);
       const primary = this.endpoint('primary');
       const replicas = this.endpoints().filter((e) => e.kind === 'replica');
@@ -307,7 +253,7 @@ export class DockerDriver implements ClusterDriver {
       await Promise.all(
         replicas.map(async (r) => {
           await this.createServer(r.id, image, creds.password, script);
-          await this.waitServer(r.id, left());
+          await this.waitReady(r.id, left());
         }),
       );
       log(`${replicas.length} standbys streaming (${secs()} s)`);
@@ -318,7 +264,7 @@ export class DockerDriver implements ClusterDriver {
         ),
       );
     } catch (err) {
-      const reason = err instanceof PlbError ? err.message : message(err);
+      const reason = errorText(err);
       await this.down().catch(() => undefined);
       throw new PlbError('CLUSTER_UP_FAILED', `cluster ${this.spec.name} did not come up: ${reason}`, {
         hint: 'the containers it created were removed; see the reason, then retry',
@@ -327,16 +273,9 @@ export class DockerDriver implements ClusterDriver {
     }
   }
 
-  /**
-   * Waits until the server accepts connections and, for a standby, its WAL receiver streams.
-   * Fails at once (with the container's last log lines) when the container exits.
-   */
-  private async waitServer(id: ServerId, timeoutMs: number): Promise<void> {
-    const ep = this.endpoint(id);
-    const creds = await this.credentials();
-    const deadline = Date.now() + timeoutMs;
-    let last = 'not started';
-    for (;;) {
+  /** A readiness wait fails at once (with the container's last log lines) when the container exits. */
+  protected override serverCheck(id: ServerId): () => Promise<void> {
+    return async () => {
       const v = await this.view(id);
       if (!v) throw new PlbError('CLUSTER_NOT_FOUND', `${id} has no container`);
       if (v.paused) throw new PlbError('TIMEOUT', `${id} is paused`, { hint: 'unpause it first' });
@@ -344,49 +283,7 @@ export class DockerDriver implements ClusterDriver {
         const tail = await this.logTail(id);
         throw new PlbError('CLUSTER_UP_FAILED', `${id} exited${tail ? `: ${tail}` : ''}`);
       }
-      try {
-        const state = await withClient(
-          ep,
-          creds,
-          async (c) => {
-            const r = await c.query<{ rec: boolean; st: string | null }>(
-              'select pg_is_in_recovery() as rec, (select status from pg_stat_wal_receiver limit 1) as st',
-            );
-            return r.rows[0];
-          },
-          { timeoutMs: 2000, queryTimeoutMs: 2000 },
-        );
-        if (ep.kind === 'primary' || state?.st === 'streaming') return;
-        last = `replication ${state?.st ?? 'not started'}`;
-      } catch (err) {
-        last = message(err);
-      }
-      if (Date.now() >= deadline) {
-        throw new PlbError('TIMEOUT', `${id} not ready after ${Math.round(timeoutMs / 1000)} s: ${last}`);
-      }
-      await sleep(200);
-    }
-  }
-
-  connector(credentials: Credentials): Connector {
-    return pgConnector(this.endpoints(), credentials);
-  }
-
-  async prepareDataset(rows: number, log: (line: string) => void): Promise<{ loaded: boolean; ms: number }> {
-    const eps = this.endpoints();
-    const primary = eps.find((e) => e.kind === 'primary');
-    if (!primary) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no primary endpoint');
-    return ensureDataset(
-      primary,
-      eps.filter((e) => e.kind === 'replica'),
-      await this.credentials(),
-      rows,
-      log,
-    );
-  }
-
-  async waitReady(id: ServerId, timeoutMs = 60_000): Promise<void> {
-    await this.waitServer(id, timeoutMs);
+    };
   }
 
   async down(): Promise<void> {
@@ -418,44 +315,13 @@ export class DockerDriver implements ClusterDriver {
   }
 
   async status(): Promise<ServerStatus[]> {
-    const creds = await this.credentials();
-    const eps = this.endpoints();
-    const views = await Promise.all(eps.map((e) => this.view(e.id)));
-    const primaryView = views[0];
-    const primaryLsn =
-      primaryView?.running === true ? await currentWalLsn(eps[0]!, creds).catch(() => null) : null;
-    return Promise.all(
-      eps.map(async (ep, i): Promise<ServerStatus> => {
-        const v = views[i] ?? null;
-        const base: ServerStatus = {
-          id: ep.id,
-          kind: ep.kind,
-          port: ep.port,
-          up: false,
-          paused: v?.paused ?? false,
-          replication: null,
-          lagBytes: null,
-          replayLagSeconds: null,
-          cpus: v && v.nanoCpus > 0 ? v.nanoCpus / 1e9 : null,
-        };
-        // A paused server would hang the query: report it without asking.
-        if (!v?.running) return base;
-        if (ep.kind === 'primary') {
-          const up = await withClient(ep, creds, async (c) => (await c.query('select 1')).rowCount === 1, {
-            timeoutMs: 2000,
-            queryTimeoutMs: 2000,
-          }).catch(() => false);
-          return { ...base, up };
-        }
-        const r = await replicaReplication(ep, creds, primaryLsn, 2000);
-        return {
-          ...base,
-          up: r.up,
-          replication: r.replication,
-          lagBytes: r.lagBytes,
-          replayLagSeconds: r.replayLagSeconds,
-        };
-      }),
+    const views = await Promise.all(this.endpoints().map((e) => this.view(e.id)));
+    return this.statusFrom(
+      views.map((v) => ({
+        running: v?.running ?? false,
+        paused: v?.paused ?? false,
+        cpus: v && v.nanoCpus > 0 ? v.nanoCpus / 1e9 : null,
+      })),
     );
   }
 
@@ -473,7 +339,7 @@ export class DockerDriver implements ClusterDriver {
           cause: err,
         });
       }
-      throw new PlbError('INTERNAL', `cannot ${what} ${id}: ${message(err)}`, { cause: err });
+      throw new PlbError('INTERNAL', `cannot ${what} ${id}: ${errorText(err)}`, { cause: err });
     }
   }
 
@@ -487,7 +353,7 @@ export class DockerDriver implements ClusterDriver {
       throw new PlbError('CLUSTER_NOT_FOUND', `server ${id} of cluster ${this.spec.name} has no container`);
     if (v.paused) await this.op(id, 'unpause', (c) => c.unpause());
     else if (!v.running) await this.op(id, 'start', (c) => c.start());
-    await this.waitServer(id, timeoutMs);
+    await this.waitReady(id, timeoutMs);
   }
 
   async stop(id: ServerId): Promise<void> {

@@ -1,13 +1,9 @@
-// The Docker driver's public surface (select.ts loads this module lazily).
+// The Docker driver's public surface (select.ts and bench/environment.ts load this module lazily).
 export {
+  containerName,
   createDockerDriver,
   dockerAvailable,
-  DockerDriver,
-  containerName,
-  serverIds,
   LABEL_CLUSTER,
-  LABEL_SERVER,
-  LABEL_VERSION,
+  DockerDriver,
   type DockerDriverOptions,
 } from './driver.js';
-export { CpuReader, engineIsLocal } from './cpu.js';

@@ -17,26 +17,23 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { CpuLimiter } from './cgroup.js';
 import { dirname, join, resolve } from 'node:path';
-import type { ClusterDriver, ClusterSpec, Credentials, Endpoint, ServerId, ServerStatus } from '../driver.js';
-import { PlbError } from '../../errors.js';
-import { ensureDataset } from '../../workload/dataset.js';
-import { pgConnector, type Connector } from '../connector.js';
-import { portFree } from '../ports.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BaseDriver, serverSettings } from '../base-driver.js';
 import {
-  createReplicationSlot,
-  replicaReplication,
-  currentWalLsn,
-  waitAccepting,
-  waitStreaming,
-  withClient,
-} from '../pg-util.js';
+  serverIds,
+  type ClusterDriver,
+  type ClusterSpec,
+  type Endpoint,
+  type ServerId,
+  type ServerStatus,
+} from '../driver.js';
+import { errorText, PlbError } from '../../errors.js';
+import { createReplicationSlot, waitAccepting, withClient } from '../pg-util.js';
 import {
   clusterDir,
   dataDir,
   ensureClusterDir,
-  loadCredentials,
   newClusterId,
   readClusterRecord,
   removeClusterRecord,
@@ -44,6 +41,7 @@ import {
   writeClusterRecord,
 } from '../state.js';
 import { findBinDir, runTool, serverUser, type RunAs } from './binaries.js';
+import { CpuLimiter } from './cgroup.js';
 import {
   allStats,
   clearStaleLock,
@@ -56,8 +54,6 @@ import {
   treeTicks,
 } from './procfs.js';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 /** In the data folder: the id of the cluster instance that made it (down checks it). */
 const ID_FILE = '.plb-id';
 
@@ -65,30 +61,31 @@ export function slotName(id: ServerId): string {
   return `plb_${id}`;
 }
 
+/** Local servers share the host's memory with no limit of their own: shared_buffers stays small. */
+const SHARED_BUFFERS_MAX_MB = 32;
+
 /** postgresql.conf settings of every server: loopback only, small memory, room for K standbys. */
 export function serverConf(spec: ClusterSpec, port: number): string {
-  const sharedMb = Math.max(16, Math.min(32, Math.floor(spec.memoryMb / 4)));
-  // Parallel base backups each hold two senders (-X stream) next to the running standbys' one.
-  const senders = 3 * spec.replicas + 4;
+  const conf = serverSettings(spec, SHARED_BUFFERS_MAX_MB);
   return [
     '# written by plb',
     "listen_addresses = '127.0.0.1'",
     `port = ${port}`,
     // No unix socket: TCP on loopback only, and no dependence on /var/run/postgresql.
     "unix_socket_directories = ''",
-    `shared_buffers = ${sharedMb}MB`,
+    `shared_buffers = ${conf.sharedBuffersMb}MB`,
     'work_mem = 4MB',
     'maintenance_work_mem = 32MB',
     'effective_cache_size = 128MB',
-    `max_connections = ${spec.maxConnections}`,
+    `max_connections = ${conf.maxConnections}`,
     // mmap keeps dynamic shared memory inside the data dir, so a SIGKILLed server leaves nothing in /dev/shm.
     'dynamic_shared_memory_type = mmap',
     'huge_pages = off',
     'wal_level = replica',
     'min_wal_size = 8MB',
     'max_wal_size = 256MB',
-    `max_wal_senders = ${senders}`,
-    `max_replication_slots = ${spec.replicas + 4}`,
+    `max_wal_senders = ${conf.maxWalSenders}`,
+    `max_replication_slots = ${conf.maxReplicationSlots}`,
     'hot_standby = on',
     'wal_receiver_status_interval = 1s',
     "password_encryption = 'scram-sha-256'",
@@ -103,10 +100,6 @@ const HBA = [
   'host replication plb 127.0.0.1/32 scram-sha-256',
   '',
 ].join('\n');
-
-function errMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /** The first folder on the way to `dir` that `who` may not traverse, or null. */
 export function blockedAncestor(dir: string, who: RunAs): string | null {
@@ -126,15 +119,14 @@ export function blockedAncestor(dir: string, who: RunAs): string | null {
   }
 }
 
-export class LocalDriver implements ClusterDriver {
+export class LocalDriver extends BaseDriver implements ClusterDriver {
   readonly kind = 'local' as const;
-  readonly spec: ClusterSpec;
   private binDirCache: string | undefined;
   private runAsCache: { v: RunAs | undefined } | undefined;
   private readonly limiter: CpuLimiter;
 
   constructor(spec: ClusterSpec) {
-    this.spec = spec;
+    super(spec);
     this.limiter = new CpuLimiter(spec.name);
   }
 
@@ -162,26 +154,7 @@ export class LocalDriver implements ClusterDriver {
   }
 
   private ids(): ServerId[] {
-    return ['primary', ...Array.from({ length: this.spec.replicas }, (_, i) => `r${i + 1}`)];
-  }
-
-  endpoints(): Endpoint[] {
-    return this.ids().map((id, i) => ({
-      id,
-      kind: i === 0 ? 'primary' : 'replica',
-      host: '127.0.0.1',
-      port: this.spec.basePort + i,
-    }));
-  }
-
-  private endpoint(id: ServerId): Endpoint {
-    const ep = this.endpoints().find((e) => e.id === id);
-    if (!ep) throw new PlbError('BAD_INPUT', `server: "${id}" is not a server of cluster ${this.spec.name}`);
-    return ep;
-  }
-
-  async credentials(): Promise<Credentials> {
-    return loadCredentials(this.spec.stateDir, this.spec.name);
+    return serverIds(this.spec.replicas);
   }
 
   /** Files the server reads must belong to the postgres user when we run as root. */
@@ -236,7 +209,7 @@ export class LocalDriver implements ClusterDriver {
       this.applyQuota(id);
     } catch (err) {
       const tail = this.logTail(id);
-      throw new Error(`${id} did not start: ${errMessage(err)}${tail ? ` (log: ${tail})` : ''}`, {
+      throw new Error(`${id} did not start: ${errorText(err)}${tail ? ` (log: ${tail})` : ''}`, {
         cause: err,
       });
     }
@@ -262,13 +235,7 @@ export class LocalDriver implements ClusterDriver {
       }
     }
     const binDir = this.binDir; // fail with BINARIES_MISSING before creating anything
-    for (const ep of this.endpoints()) {
-      if (!(await portFree(ep.port))) {
-        throw new PlbError('CLUSTER_UP_FAILED', `port ${ep.port} on 127.0.0.1 is in use`, {
-          hint: 'choose another --base-port or stop what listens there',
-        });
-      }
-    }
+    await this.checkPortsFree();
     // The record goes first, so `down` can clean up after a crash half-way through.
     writeClusterRecord(spec.stateDir, {
       version: 1,
@@ -282,10 +249,10 @@ export class LocalDriver implements ClusterDriver {
     try {
       await this.create(log);
     } catch (err) {
-      log(`up failed, removing what was created: ${errMessage(err)}`);
+      log(`up failed, removing what was created: ${errorText(err)}`);
       await this.down().catch(() => undefined);
       if (err instanceof PlbError && err.code === 'CLUSTER_UP_FAILED') throw err;
-      throw new PlbError('CLUSTER_UP_FAILED', `cluster ${spec.name} did not come up: ${errMessage(err)}`, {
+      throw new PlbError('CLUSTER_UP_FAILED', `cluster ${spec.name} did not come up: ${errorText(err)}`, {
         hint: 'see the message above; `plb cluster up --driver local` needs free ports and PostgreSQL binaries',
         cause: err,
       });
@@ -307,7 +274,7 @@ export class LocalDriver implements ClusterDriver {
     } catch (err) {
       throw new PlbError(
         'CLUSTER_UP_FAILED',
-        `existing cluster ${this.spec.name} did not come up: ${errMessage(err)}`,
+        `existing cluster ${this.spec.name} did not come up: ${errorText(err)}`,
         {
           hint: `run \`plb cluster down --name ${this.spec.name}\` and up again`,
           cause: err,
@@ -443,31 +410,6 @@ export class LocalDriver implements ClusterDriver {
     log('ready: primary accepting, every standby streaming');
   }
 
-  connector(credentials: Credentials): Connector {
-    return pgConnector(this.endpoints(), credentials);
-  }
-
-  async prepareDataset(rows: number, log: (line: string) => void): Promise<{ loaded: boolean; ms: number }> {
-    const eps = this.endpoints();
-    const primary = eps.find((e) => e.kind === 'primary');
-    if (!primary) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no primary endpoint');
-    return ensureDataset(
-      primary,
-      eps.filter((e) => e.kind === 'replica'),
-      await this.credentials(),
-      rows,
-      log,
-    );
-  }
-
-  async waitReady(id: ServerId, timeoutMs = 60_000): Promise<void> {
-    const ep = this.endpoint(id);
-    const creds = await this.credentials();
-    const t0 = Date.now();
-    await waitAccepting(ep, creds, timeoutMs);
-    if (ep.kind === 'replica') await waitStreaming(ep, creds, Math.max(1000, timeoutMs - (Date.now() - t0)));
-  }
-
   private pid(id: ServerId): number | null {
     return postmasterPid(this.dir(id));
   }
@@ -546,6 +488,8 @@ export class LocalDriver implements ClusterDriver {
     const pid = this.pid(id);
     if (pid === null) throw new PlbError('BAD_INPUT', `server: ${id} is not running, cannot pause it`);
     this.signalServer(pid, 'SIGSTOP');
+    // Like docker pause, resolve once it took: a status read right after must see it paused.
+    for (let i = 0; i < 200 && readStat(pid)?.state !== 'T' && readStat(pid) !== null; i++) await sleep(5);
   }
 
   async unpause(id: ServerId): Promise<void> {
@@ -583,44 +527,12 @@ export class LocalDriver implements ClusterDriver {
   }
 
   async status(): Promise<ServerStatus[]> {
-    const creds = await this.credentials();
     const record = readClusterRecord(this.spec.stateDir, this.spec.name);
-    const eps = this.endpoints();
-    const running = new Map(eps.map((e) => [e.id, this.pid(e.id)]));
-    const paused = (id: ServerId) => {
-      const pid = running.get(id);
-      return pid != null && readStat(pid)?.state === 'T';
-    };
-    const primary = eps[0]!;
-    const primaryUsable = running.get('primary') != null && !paused('primary');
-    const lsn = primaryUsable ? await currentWalLsn(primary, creds).catch(() => null) : null;
-    return Promise.all(
-      eps.map(async (ep): Promise<ServerStatus> => {
-        const pid = running.get(ep.id) ?? null;
-        const isPaused = paused(ep.id);
-        const base = {
-          id: ep.id,
-          kind: ep.kind,
-          port: ep.port,
-          paused: isPaused,
-          cpus: this.cpusOf(ep.id, record?.cpus),
-        };
-        if (pid === null)
-          return { ...base, up: false, replication: null, lagBytes: null, replayLagSeconds: null };
-        // A paused server would only time out: report it paused (not accepting) without asking, as Docker's does.
-        if (isPaused)
-          return { ...base, up: false, replication: null, lagBytes: null, replayLagSeconds: null };
-        if (ep.kind === 'primary') {
-          return { ...base, up: lsn !== null, replication: null, lagBytes: null, replayLagSeconds: null };
-        }
-        const r = await replicaReplication(ep, creds, lsn);
-        return {
-          ...base,
-          up: r.up,
-          replication: r.replication,
-          lagBytes: r.lagBytes,
-          replayLagSeconds: r.replayLagSeconds,
-        };
+    return this.statusFrom(
+      this.ids().map((id) => {
+        const pid = this.pid(id);
+        const paused = pid !== null && readStat(pid)?.state === 'T';
+        return { running: pid !== null && !paused, paused, cpus: this.cpusOf(id, record?.cpus) };
       }),
     );
   }

@@ -146,7 +146,7 @@ export function signalTree(rootPid: number, signal: NodeJS.Signals): number {
 }
 
 /** nattch of a SysV shared memory segment by id, or null when it does not exist. */
-export function shmAttachCount(shmid: number): number | null {
+function shmAttachCount(shmid: number): number | null {
   try {
     const lines = readFileSync('/proc/sysvipc/shm', 'utf8').trim().split('\n').slice(1);
     for (const l of lines) {

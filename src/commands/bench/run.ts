@@ -1,8 +1,9 @@
-import { Command, Flags } from '@oclif/core';
-import { benchFlags, executeBench } from '../../bench/options.js';
+import { benchFlags, executeBench, seriesFlags } from '../../bench/options.js';
+import { errorJson, errorLine } from '../../fail.js';
+import { PlbCommand } from '../../plb-command.js';
 import { escapeLines } from '../../text.js';
 
-export default class BenchRun extends Command {
+export default class BenchRun extends PlbCommand {
   static override description =
     'Run classed sessions through the router under a fault plan and record per-phase metrics';
 
@@ -13,25 +14,43 @@ export default class BenchRun extends Command {
   ];
 
   static override flags = {
+    ...seriesFlags({
+      strategy: ['plb'],
+      repeat: 1,
+      repeatHelp: 'runs per strategy and mix (seeds seed, seed+1, ...); reported as median and IQR',
+    }),
     ...benchFlags,
-    strategy: Flags.string({
-      description: 'plb, rr, static, lc or wlc; a comma list runs each in turn and prints them side by side',
-      default: 'plb',
-    }),
-    mix: Flags.string({ description: 'premium:freemium share of clients (or sessions)', default: '25:75' }),
-    repeat: Flags.integer({
-      description: 'runs per strategy (seeds seed, seed+1, ...); reported as median and IQR',
-      default: 1,
-    }),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(BenchRun);
-    const code = await executeBench(
-      { ...flags, strategies: flags.strategy, mixes: flags.mix },
-      { log: (l) => this.log(l), warn: (l) => process.stderr.write(`${escapeLines(l)}\n`) },
-      { strategies: 'strategy', mixes: 'mix' },
-    );
+    const code = await runBench(flags, this.jsonEnabled());
     if (code !== 0) this.exit(code);
   }
+}
+
+/**
+ * Both bench commands: the lists joined back for executeBench. With --json, stdout gets the JSON
+ * of the results alone (or of the error); progress and notes go to stderr either way.
+ */
+export function runBench(
+  flags: Omit<Parameters<typeof executeBench>[0], 'strategies' | 'mixes' | 'json'> & {
+    strategy: string[];
+    mix: string[];
+  },
+  json: boolean,
+): Promise<number> {
+  const { strategy, mix, ...rest } = flags;
+  return executeBench(
+    { ...rest, strategies: strategy.join(','), mixes: mix.join(','), json },
+    {
+      // Tables escape names themselves (their colour codes must stay).
+      log: (l) => process.stdout.write(`${l}\n`),
+      warn: (l) => process.stderr.write(`${escapeLines(l)}\n`),
+      error: (err) =>
+        json
+          ? process.stdout.write(`${JSON.stringify(errorJson(err), null, 2)}\n`)
+          : process.stderr.write(`Error: ${errorLine(err)}\n`),
+    },
+  );
 }

@@ -1,10 +1,10 @@
-import { Command, Flags } from '@oclif/core';
-import { fail } from '../../fail.js';
+import { Flags } from '@oclif/core';
+import { PlbCommand } from '../../plb-command.js';
 import { downCluster } from '../../cluster/select.js';
 import { withClusterLock } from '../../cluster/lock.js';
 import { DEFAULT_CLUSTER_NAME, defaultStateDir } from '../../cluster/state.js';
 
-export default class ClusterDown extends Command {
+export default class ClusterDown extends PlbCommand {
   static override description = `Remove the cluster recorded in this state folder: servers, data, containers carrying its id.
 
 Containers of the same name that this state folder did not make (another user's, another state
@@ -17,17 +17,14 @@ then they are removed too, and listed.`;
     }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<{ name: string; lines: string[] }> {
     const { flags } = await this.parse(ClusterDown);
-    try {
-      const name = flags.name ?? DEFAULT_CLUSTER_NAME;
-      const stateDir = defaultStateDir();
-      const lines = await withClusterLock(stateDir, name, () =>
-        downCluster(name, stateDir, { explicit: flags.name !== undefined }),
-      );
-      for (const line of lines) this.log(line);
-    } catch (err) {
-      fail(this, err);
-    }
+    const name = flags.name ?? DEFAULT_CLUSTER_NAME;
+    const stateDir = defaultStateDir();
+    const lines = await withClusterLock(stateDir, name, () =>
+      downCluster(name, stateDir, { explicit: flags.name !== undefined }),
+    );
+    for (const line of lines) this.log(line);
+    return { name, lines };
   }
 }

@@ -1,63 +1,50 @@
-import { Command, Flags } from '@oclif/core';
-import { fail } from '../../fail.js';
+import { Flags } from '@oclif/core';
+import { PlbCommand } from '../../plb-command.js';
 import Table from 'cli-table3';
 import { openCluster } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
 import { tableStyle } from '../../table-style.js';
 
-export default class ClusterStatus extends Command {
+export default class ClusterStatus extends PlbCommand {
   static override description = 'Per server: role, up/down, port, replication state, replay lag';
 
   static override flags = {
     name: Flags.string({ description: 'cluster name', default: DEFAULT_CLUSTER_NAME }),
-    json: Flags.boolean({ description: 'print JSON instead of a table', default: false }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<object | void> {
     const { flags } = await this.parse(ClusterStatus);
-    try {
-      const driver = await openCluster(flags.name);
-      const servers = await driver.status();
-      if (flags.json) {
-        this.log(
-          JSON.stringify(
-            {
-              name: flags.name,
-              driver: driver.kind,
-              cpusEnforced: cpusEnforced(driver),
-              maxConnections: driver.spec.maxConnections,
-              memoryMb: driver.spec.memoryMb,
-              servers,
-            },
-            null,
-            2,
-          ),
-        );
-        return;
-      }
-      const table = new Table({
-        head: ['server', 'role', 'state', 'port', 'replication', 'lag bytes', 'replay lag s', 'cpus'],
-        style: tableStyle(),
-      });
-      for (const s of servers) {
-        table.push([
-          s.id,
-          s.kind,
-          s.paused ? 'paused' : s.up ? 'up' : 'down',
-          s.port,
-          s.replication ?? '-',
-          s.lagBytes ?? '-',
-          s.replayLagSeconds === null ? '-' : s.replayLagSeconds.toFixed(1),
-          s.cpus === null ? '-' : cpusEnforced(driver) ? s.cpus : `${s.cpus} (not enforced)`,
-        ]);
-      }
-      this.log(
-        `cluster ${flags.name} (${driver.kind} driver; max_connections ${driver.spec.maxConnections}, memory ${driver.spec.memoryMb} MiB per server)`,
-      );
-      this.log(table.toString());
-    } catch (err) {
-      fail(this, err);
+    const driver = await openCluster(flags.name);
+    const servers = await driver.status();
+    if (this.jsonEnabled())
+      return {
+        name: flags.name,
+        driver: driver.kind,
+        cpusEnforced: cpusEnforced(driver),
+        maxConnections: driver.spec.maxConnections,
+        memoryMb: driver.spec.memoryMb,
+        servers,
+      };
+    const table = new Table({
+      head: ['server', 'role', 'state', 'port', 'replication', 'lag bytes', 'replay lag s', 'cpus'],
+      style: tableStyle(),
+    });
+    for (const s of servers) {
+      table.push([
+        s.id,
+        s.kind,
+        s.paused ? 'paused' : s.up ? 'up' : 'down',
+        s.port,
+        s.replication ?? '-',
+        s.lagBytes ?? '-',
+        s.replayLagSeconds === null ? '-' : s.replayLagSeconds.toFixed(1),
+        s.cpus === null ? '-' : cpusEnforced(driver) ? s.cpus : `${s.cpus} (not enforced)`,
+      ]);
     }
+    this.log(
+      `cluster ${flags.name} (${driver.kind} driver; max_connections ${driver.spec.maxConnections}, memory ${driver.spec.memoryMb} MiB per server)`,
+    );
+    this.log(table.toString());
   }
 }
 

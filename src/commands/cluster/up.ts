@@ -1,5 +1,6 @@
-import { Command, Flags } from '@oclif/core';
-import { fail } from '../../fail.js';
+import { Flags } from '@oclif/core';
+import { checkedText } from '../../cli-flags.js';
+import { PlbCommand } from '../../plb-command.js';
 import {
   clusterSpec,
   DEFAULT_BASE_PORT,
@@ -11,7 +12,7 @@ import {
 } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
 
-export default class ClusterUp extends Command {
+export default class ClusterUp extends PlbCommand {
   static override description = 'Bring up a primary and K streaming hot standbys on 127.0.0.1';
 
   static override examples = [
@@ -26,10 +27,12 @@ export default class ClusterUp extends Command {
       options: ['auto', 'docker', 'local'],
       default: 'auto',
     }),
-    cpus: Flags.string({
+    cpus: checkedText((v, flag) => parseCpus(flag, v))({
       description: 'CPU quota per replica, cores (the local driver enforces it only as root with cgroups)',
     }),
-    'primary-cpus': Flags.string({ description: 'CPU quota of the primary, cores' }),
+    'primary-cpus': checkedText((v, flag) => parseCpus(flag, v))({
+      description: 'CPU quota of the primary, cores',
+    }),
     memory: Flags.integer({
       description: 'memory limit per server, MiB (default: sized from --max-connections, at least 512)',
     }),
@@ -46,40 +49,35 @@ export default class ClusterUp extends Command {
     name: Flags.string({ description: 'cluster name', default: DEFAULT_CLUSTER_NAME }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<{ name: string; driver: string; endpoints: unknown[] }> {
     const { flags } = await this.parse(ClusterUp);
-    try {
-      const spec = clusterSpec({
-        name: flags.name,
-        replicas: flags.replicas,
-        basePort: flags['base-port'],
-        ...(flags.cpus !== undefined ? { cpus: parseCpus('cpus', flags.cpus) } : {}),
-        ...(flags['primary-cpus'] !== undefined
-          ? { primaryCpus: parseCpus('primary-cpus', flags['primary-cpus']) }
-          : {}),
-        maxConnections: flags['max-connections'],
-        ...(flags.memory !== undefined ? { memoryMb: flags.memory } : {}),
-        ...(flags.image !== undefined ? { image: flags.image } : {}),
-      });
-      const t0 = Date.now();
-      const { driver } = await upCluster({
-        driver: parseDriverChoice(flags.driver),
-        spec,
-        log: (line) => this.log(line),
-      });
-      this.log(
-        `cluster ${spec.name} up in ${((Date.now() - t0) / 1000).toFixed(1)} s (${driver.kind} driver)`,
-      );
-      for (const ep of driver.endpoints())
-        this.log(`  ${ep.id.padEnd(8)} ${ep.kind.padEnd(8)} ${ep.host}:${ep.port}`);
-      this.log(
-        `  max_connections ${driver.spec.maxConnections} per server, memory ${driver.spec.memoryMb} MiB per server`,
-      );
-      this.log(`  user plb, database plb; password in ${spec.stateDir}/${spec.name}/password`);
-      if (driver.kind === 'local' && !(driver as { cpusEnforced?: boolean }).cpusEnforced)
-        this.log('  note: no writable cgroups here: CPU quotas are recorded but not enforced');
-    } catch (err) {
-      fail(this, err);
-    }
+    const spec = clusterSpec({
+      name: flags.name,
+      replicas: flags.replicas,
+      basePort: flags['base-port'],
+      ...(flags.cpus !== undefined ? { cpus: parseCpus('--cpus', flags.cpus) } : {}),
+      ...(flags['primary-cpus'] !== undefined
+        ? { primaryCpus: parseCpus('--primary-cpus', flags['primary-cpus']) }
+        : {}),
+      maxConnections: flags['max-connections'],
+      ...(flags.memory !== undefined ? { memoryMb: flags.memory } : {}),
+      ...(flags.image !== undefined ? { image: flags.image } : {}),
+    });
+    const t0 = Date.now();
+    const { driver } = await upCluster({
+      driver: parseDriverChoice(flags.driver),
+      spec,
+      log: (line) => this.log(line),
+    });
+    this.log(`cluster ${spec.name} up in ${((Date.now() - t0) / 1000).toFixed(1)} s (${driver.kind} driver)`);
+    for (const ep of driver.endpoints())
+      this.log(`  ${ep.id.padEnd(8)} ${ep.kind.padEnd(8)} ${ep.host}:${ep.port}`);
+    this.log(
+      `  max_connections ${driver.spec.maxConnections} per server, memory ${driver.spec.memoryMb} MiB per server`,
+    );
+    this.log(`  user plb, database plb; password in ${spec.stateDir}/${spec.name}/password`);
+    if (driver.kind === 'local' && !(driver as { cpusEnforced?: boolean }).cpusEnforced)
+      this.log('  note: no writable cgroups here: CPU quotas are recorded but not enforced');
+    return { name: spec.name, driver: driver.kind, endpoints: driver.endpoints() };
   }
 }

@@ -1,8 +1,8 @@
-import { Command, Flags } from '@oclif/core';
-import { fail } from '../../fail.js';
-import { buildImage, OFFLINE_IMAGE } from '../../cluster/image.js';
+import { Flags } from '@oclif/core';
+import { PlbCommand } from '../../plb-command.js';
+import { buildImage, OFFLINE_IMAGE } from '../../cluster/docker/image.js';
 
-export default class ImageBuild extends Command {
+export default class ImageBuild extends PlbCommand {
   static override description =
     'Build the offline PostgreSQL 15 image (debootstrap Debian bookworm + docker import); needs root';
 
@@ -18,22 +18,19 @@ export default class ImageBuild extends Command {
     verbose: Flags.boolean({ description: "show debootstrap's per-package lines", default: false }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<{ name: string; built: boolean; seconds: number }> {
     const { flags } = await this.parse(ImageBuild);
-    try {
-      const r = await buildImage({
-        name: flags.name,
-        force: flags.force,
-        verbose: flags.verbose,
-        log: (line) => this.log(line),
-      });
-      this.log(
-        r.built
-          ? `built ${r.name} in ${r.seconds.toFixed(0)} s`
-          : `${r.name} is already present (use --force to rebuild)`,
-      );
-    } catch (err) {
-      fail(this, err);
-    }
+    const r = await buildImage({
+      name: flags.name,
+      force: flags.force,
+      verbose: flags.verbose,
+      log: (line) => this.log(line),
+    });
+    this.log(
+      r.built
+        ? `built ${r.name} in ${r.seconds.toFixed(0)} s`
+        : `${r.name} is already present (use --force to rebuild)`,
+    );
+    return { name: r.name, built: r.built, seconds: r.seconds };
   }
 }

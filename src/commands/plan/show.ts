@@ -1,55 +1,60 @@
-import { Args, Command, Flags } from '@oclif/core';
-import { fail } from '../../fail.js';
+import { Args, Flags } from '@oclif/core';
+import { defaultPlanPath } from '../../bench/series.js';
+import { checkedText } from '../../cli-flags.js';
+import { PlbCommand } from '../../plb-command.js';
 import { PlbError } from '../../errors.js';
 import { loadPlan } from '../../faults/plan.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';
 import { parsePartition, parseRoleVector, STRATEGY_NAMES, type StrategyName } from '../../router/index.js';
 
-export default class PlanShow extends Command {
+export default class PlanShow extends PlbCommand {
   static override description =
     'Dry-run a fault plan through the router (no cluster): survivors, target role vector and every role after each event';
 
   static override examples = [
+    '<%= config.bin %> plan show',
     '<%= config.bin %> plan show plans/demo-cascade.yaml --strategy plb',
     '<%= config.bin %> plan show plans/cascade.yaml --strategy plb --reference 2:1:2 --json',
   ];
 
   static override args = {
-    file: Args.string({ description: 'fault plan (YAML)', required: true }),
+    file: Args.string({ description: 'fault plan (YAML); default: the embedded demo cascade' }),
   };
 
   static override flags = {
     strategy: Flags.string({ description: 'router strategy', options: [...STRATEGY_NAMES], default: 'plb' }),
-    reference: Flags.string({ description: 'plb: premium:mixed:freemium reference split (default 2:1:2)' }),
-    partition: Flags.string({ description: 'static: premium:freemium partition (default 3:2)' }),
-    json: Flags.boolean({ description: 'print JSON instead of a table', default: false }),
+    reference: checkedText((v, flag) => parseRoleVector(v, flag))({
+      description: 'plb: premium:mixed:freemium reference split (default 2:1:2)',
+      helpGroup: 'PLB ROUTER',
+    }),
+    partition: checkedText((v, flag) => parsePartition(v, flag))({
+      description: 'static: premium:freemium partition (default 3:2)',
+      helpGroup: 'PLB ROUTER',
+    }),
   };
 
-  async run(): Promise<void> {
+  async run(): Promise<ReturnType<typeof dryRunPlan> | void> {
     const { args, flags } = await this.parse(PlanShow);
-    try {
-      const plan = loadPlan(args.file);
-      const strategy = flags.strategy as StrategyName;
-      if (flags.reference !== undefined && strategy !== 'plb') {
-        throw new PlbError(
-          'BAD_INPUT',
-          `--reference applies to --strategy plb only (got --strategy ${strategy})`,
-        );
-      }
-      if (flags.partition !== undefined && strategy !== 'static') {
-        throw new PlbError(
-          'BAD_INPUT',
-          `--partition applies to --strategy static only (got --strategy ${strategy})`,
-        );
-      }
-      const show = dryRunPlan(plan, {
-        strategy,
-        ...(flags.reference !== undefined ? { reference: parseRoleVector(flags.reference) } : {}),
-        ...(flags.partition !== undefined ? { partition: parsePartition(flags.partition) } : {}),
-      });
-      this.log(flags.json ? JSON.stringify(show, null, 2) : renderPlanShow(show, plan));
-    } catch (err) {
-      fail(this, err);
+    const plan = loadPlan(args.file ?? defaultPlanPath());
+    const strategy = flags.strategy as StrategyName;
+    if (flags.reference !== undefined && strategy !== 'plb') {
+      throw new PlbError(
+        'BAD_INPUT',
+        `--reference applies to --strategy plb only (got --strategy ${strategy})`,
+      );
     }
+    if (flags.partition !== undefined && strategy !== 'static') {
+      throw new PlbError(
+        'BAD_INPUT',
+        `--partition applies to --strategy static only (got --strategy ${strategy})`,
+      );
+    }
+    const show = dryRunPlan(plan, {
+      strategy,
+      ...(flags.reference !== undefined ? { reference: parseRoleVector(flags.reference) } : {}),
+      ...(flags.partition !== undefined ? { partition: parsePartition(flags.partition) } : {}),
+    });
+    if (this.jsonEnabled()) return show;
+    this.log(renderPlanShow(show, plan));
   }
 }

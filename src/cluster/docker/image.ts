@@ -8,8 +8,8 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import Docker from 'dockerode';
-import { PlbError } from '../errors.js';
-import { composeFile } from '../package-info.js';
+import { errorText, PlbError } from '../../errors.js';
+import { composeFile } from '../../package-info.js';
 
 /** Name of the image `plb image build` makes. */
 export const OFFLINE_IMAGE = 'plb-postgres:15-bookworm';
@@ -27,7 +27,7 @@ export interface EnsureImageOptions {
   pullTimeoutMs?: number;
 }
 
-export async function imagePresent(docker: Docker, name: string): Promise<boolean> {
+async function imagePresent(docker: Docker, name: string): Promise<boolean> {
   try {
     await docker.getImage(name).inspect();
     return true;
@@ -59,21 +59,26 @@ export function parseImageRef(name: string): { repo: string; tag: string; digest
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
-/** Rejects after timeoutMs. */
-async function withTimeout<T>(what: string, timeoutMs: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+/**
+ * The work's result, or a rejection after timeoutMs. The Docker engine answers over a socket in
+ * real time; AbortSignal.timeout's timer does not keep the process alive.
+ */
+export async function withTimeout<T>(what: string, timeoutMs: number, work: Promise<T>): Promise<T> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  let onAbort = (): void => undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took over ${timeoutMs} ms`)), timeoutMs);
+    onAbort = () => reject(new Error(`${what} took over ${timeoutMs} ms`));
+    signal.addEventListener('abort', onAbort, { once: true });
   });
   try {
     return await Promise.race([work, timeout]);
   } finally {
-    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
   }
 }
 
 /** Pulls exactly the reference given; rejects on any error or after timeoutMs. */
-export async function pullImage(docker: Docker, name: string, timeoutMs = 20_000): Promise<void> {
+async function pullImage(docker: Docker, name: string, timeoutMs = 20_000): Promise<void> {
   const pull = (async () => {
     const stream = await docker.pull(name);
     await new Promise<void>((resolve, reject) => {
@@ -184,7 +189,7 @@ function onPath(cmd: string, extra: string[] = []): boolean {
 }
 
 /** Why the offline build cannot run here, or null when it can. */
-export function buildPrerequisiteProblem(): PlbError | null {
+function buildPrerequisiteProblem(): PlbError | null {
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
     return new PlbError('IMAGE_BUILD_FAILED', 'building the offline image needs root (debootstrap)', {
       hint: 'run `sudo plb image build` (or sudo compose/build-image.sh) once; the image is reused after',
@@ -250,6 +255,5 @@ export async function buildImage(opts: BuildImageOptions = {}): Promise<BuildIma
 }
 
 function firstLine(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
-  return (msg.split('\n')[0] ?? '').trim();
+  return (errorText(err).split('\n')[0] ?? '').trim();
 }

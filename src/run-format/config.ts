@@ -1,0 +1,107 @@
+/**
+ * config.json: the resolved configuration of one run, its seed and the versions and machine it
+ * ran on. Every field is optional to a reader: plb of earlier versions wrote fewer of them, and a
+ * run can be written by a library caller with only some; what is there must have its type.
+ */
+import { z } from 'zod';
+import type { HealthOptions } from '../cluster/health.js';
+import type { BorrowThresholds, RoleVector } from '../router/types.js';
+import type { ClassWorkload, WorkloadSpec } from '../workload/spec.js';
+import { clusterSpecSchema } from './cluster-record.js';
+import { mixSchema, serviceClassRecord } from './common.js';
+import { faultPlanSchema } from './plan.js';
+import type { SameType } from './type-check.js';
+
+/** Version of the config.json format; stamped by the run writer. */
+export const CONFIG_SCHEMA_VERSION = 1;
+
+export const environmentSchema = z
+  .object({
+    node: z.string().describe('process.version of the client'),
+    platform: z.string(),
+    arch: z.string(),
+    kernel: z.string().describe('os.release() of the machine that ran the client'),
+    cpu: z.object({ model: z.string(), count: z.number() }),
+    postgres: z.string().nullable().describe('server_version of the primary (null: not known)'),
+    image: z
+      .object({ ref: z.string(), id: z.string().nullable(), digests: z.array(z.string()) })
+      .nullable()
+      .describe('docker driver: the image the primary runs, its id and repo digests'),
+    gitCommit: z.string().nullable().describe('HEAD of the plb checkout (null: not a git checkout)'),
+  })
+  .describe('Where the run ran');
+export type RunEnvironment = z.infer<typeof environmentSchema>;
+
+const classWorkloadSchema = z.object({
+  queriesPerSession: z.number(),
+  thinkTimeMs: z.number(),
+  queryWeights: z.object({ point: z.number(), range: z.number(), scan: z.number() }),
+});
+
+export const workloadSpecSchema = z.object({
+  model: z.enum(['closed', 'open']),
+  clients: z.number(),
+  rate: z.number(),
+  mix: mixSchema,
+  rampUpS: z.number().nullable(),
+  datasetRows: z.number(),
+  queryTimeoutMs: z.number(),
+  connectTimeoutMs: z.number(),
+  maxOpenSessions: z.number(),
+  classes: serviceClassRecord(classWorkloadSchema),
+});
+
+export const healthOptionsSchema = z.object({
+  intervalMs: z.number(),
+  timeoutMs: z.number(),
+  fall: z.number(),
+  rise: z.number(),
+  hangMs: z.number(),
+});
+
+const roleVectorSchema = z.object({ premium: z.number(), mixed: z.number(), freemium: z.number() });
+const borrowThresholdsSchema = z.object({
+  enabled: z.boolean(),
+  pressureRatio: z.number(),
+  returnRatio: z.number(),
+  minLoad: z.number(),
+});
+
+// Loose: a run keeps whatever else its writer recorded (calibration, fixture marks...).
+export const configSchema = z
+  .looseObject({
+    schemaVersion: z.literal(CONFIG_SCHEMA_VERSION).optional().describe('absent in older runs'),
+    plbVersion: z.string().optional().describe('version of plb that made the run'),
+    environment: environmentSchema.optional(),
+    node: z.string().optional().describe('older runs: Node version (now environment.node)'),
+    driver: z.enum(['docker', 'local']).optional(),
+    strategy: z.string().optional(),
+    seed: z.number().optional(),
+    plan: faultPlanSchema.extend({ path: z.string().optional() }).optional(),
+    mix: mixSchema.optional(),
+    clients: z.number().optional(),
+    workload: workloadSpecSchema.optional(),
+    health: healthOptionsSchema.optional(),
+    oracle: z.boolean().optional(),
+    reference: roleVectorSchema.optional(),
+    partition: mixSchema.optional(),
+    slowStartMs: z.number().optional(),
+    borrowing: serviceClassRecord(borrowThresholdsSchema).optional(),
+    replicaCpus: z.number().optional(),
+    replicas: z.array(z.string()).optional(),
+    repeat: z.number().optional(),
+    cluster: clusterSpecSchema.optional(),
+    calibration: z.looseObject({ thinkTimeMs: z.number() }).optional(),
+  })
+  .meta({
+    title: 'plb config.json',
+    description: 'The resolved configuration, seed and environment of one run (runs/<id>/config.json).',
+  });
+
+export type RunConfig = z.infer<typeof configSchema>;
+
+const _workload: SameType<z.infer<typeof workloadSpecSchema>, WorkloadSpec> = true;
+const _class: SameType<z.infer<typeof classWorkloadSchema>, ClassWorkload> = true;
+const _health: SameType<z.infer<typeof healthOptionsSchema>, HealthOptions> = true;
+const _roles: SameType<z.infer<typeof roleVectorSchema>, RoleVector> = true;
+const _borrow: SameType<z.infer<typeof borrowThresholdsSchema>, BorrowThresholds> = true;

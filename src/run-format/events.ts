@@ -1,0 +1,76 @@
+// events.jsonl: one JSON object a line, one schema per `type` (metrics/types.ts RunEvent documents them).
+import { z } from 'zod';
+import type { RunEvent } from '../metrics/types.js';
+import type { Assignable } from './type-check.js';
+import { faultActionSchema } from './plan.js';
+
+const tMs = z.number().describe('ms since the start of the run (t=0: the first client starts)');
+
+// Loose objects: an event keeps whatever else its writer put in it; only the named fields are checked.
+export const faultEventSchema = z.looseObject({
+  type: z.literal('fault'),
+  tMs: tMs.describe('when the fault took effect (a phase boundary)'),
+  issuedMs: z.number().optional(),
+  doneMs: z.number().optional(),
+  replica: z.string(),
+  action: faultActionSchema,
+  cpus: z.number().optional(),
+  /** Set when the action failed. */
+  error: z.string().optional(),
+});
+
+export const detectEventSchema = z.looseObject({
+  type: z.literal('detect'),
+  tMs,
+  replica: z.string(),
+  state: z.enum(['up', 'down']),
+  via: z.string().describe("'health' | 'connect' | 'session' | 'oracle'"),
+  cause: z.string().optional(),
+});
+
+export const failuresEventSchema = z.looseObject({
+  type: z.literal('failures'),
+  tMs,
+  replica: z.string(),
+  unreachable: z.number(),
+  overloaded: z.number(),
+  slow: z.number(),
+});
+
+export const roleEventSchema = z.looseObject({
+  type: z.literal('role'),
+  tMs,
+  replica: z.string(),
+  from: z.string(),
+  to: z.string(),
+  reason: z.string().optional(),
+});
+
+export const runStateEventSchema = z.looseObject({
+  type: z.literal('run'),
+  tMs,
+  state: z.enum(['started', 'finished', 'interrupted', 'failed']),
+});
+
+export const noteEventSchema = z.looseObject({
+  type: z.literal('note'),
+  tMs,
+  what: z.string().optional().describe("'error' | 'fault-not-taken' | 'schedule-lag' | ..."),
+});
+
+export const runEventSchema = z
+  .discriminatedUnion('type', [
+    faultEventSchema,
+    detectEventSchema,
+    failuresEventSchema,
+    roleEventSchema,
+    runStateEventSchema,
+    noteEventSchema,
+  ])
+  .meta({ title: 'plb events.jsonl line', description: 'One line of runs/<id>/events.jsonl.' });
+
+export type RunEventRecord = z.infer<typeof runEventSchema>;
+
+// RunEvent is deliberately loose (an index signature); every schema-valid event must still be one.
+const _event: Assignable<RunEventRecord, RunEvent> = true;
+const _types: Assignable<RunEvent['type'], RunEventRecord['type']> = true;

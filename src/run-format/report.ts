@@ -1,0 +1,177 @@
+// `plb report --json`: aggregated groups (median and IQR over repeats) and the strategy comparison.
+import { z } from 'zod';
+import type {
+  AggregatedDetection,
+  AggregatedPhase,
+  AggregatedReplica,
+  RunGroup,
+} from '../report/aggregate.js';
+import type { Comparison, ComparisonRow, StrategyComparison } from '../report/compare.js';
+import type { ReportJson } from '../report/render.js';
+import type { Stat } from '../report/stats.js';
+import type { Assignable, SameType } from './type-check.js';
+import { mixSchema, serviceClassRecord, serviceClassSchema } from './common.js';
+
+/** /2: the comparison's p95Change is (p95 - base) / base, negative = lower latency (/1 had it the other way). */
+export const REPORT_SCHEMA_ID = 'plb-report/2';
+
+export const statSchema = z
+  .object({
+    median: z.number().nullable(),
+    q1: z.number().nullable(),
+    q3: z.number().nullable(),
+    n: z.number().describe('non-null values the stat is made of'),
+  })
+  // An id: the JSON Schema defines it once and refers to it (it is used ~60 times).
+  .meta({ id: 'Stat', description: 'Median and interquartile range over the repeats' });
+
+// Keep in step with CLASS_METRICS (report/aggregate.ts); the type checks below say when not.
+const CLASS_METRICS = [
+  'goodput',
+  'p50',
+  'p95',
+  'p99',
+  'goodputRetention',
+  'p95Inflation',
+  'lifetimeP50Ms',
+  'lifetimeP95Ms',
+  'queries',
+  'errors',
+  'sessionsOpened',
+  'sessionsFailed',
+  'sessionsCut',
+  'admissionFailures',
+  'connectP50Ms',
+  'connectP95Ms',
+] as const;
+
+const classMetricsSchema = z.object(
+  Object.fromEntries(CLASS_METRICS.map((m) => [m, statSchema])) as Record<
+    (typeof CLASS_METRICS)[number],
+    typeof statSchema
+  >,
+);
+
+export const aggregatedReplicaSchema = z.object({
+  cpuMean: statSchema,
+  unreachable: statSchema,
+  overloaded: statSchema,
+  slow: statSchema,
+});
+
+export const aggregatedPhaseSchema = z.object({
+  name: z.string(),
+  runs: z.number(),
+  startS: statSchema,
+  endS: statSchema,
+  survivors: statSchema,
+  classes: serviceClassRecord(classMetricsSchema),
+  replicas: z.record(z.string(), aggregatedReplicaSchema),
+  cpuMean: statSchema,
+  cpuCv: statSchema,
+  harnessCpu: statSchema,
+  harnessLoopP99Ms: statSchema,
+  invalid: z.array(z.string()),
+});
+
+export const aggregatedDetectionSchema = z.object({
+  replica: z.string(),
+  action: z.string(),
+  occurrence: z.number(),
+  delayMs: statSchema,
+  missed: z.number(),
+});
+
+export const runGroupSchema = z.object({
+  key: z.string(),
+  plan: z.string(),
+  strategy: z.string(),
+  mix: mixSchema,
+  mixLabel: z.string(),
+  runIds: z.array(z.string()),
+  complete: z.boolean(),
+  problems: z.array(z.string()),
+  excluded: z.array(z.string()),
+  phases: z.array(aggregatedPhaseSchema),
+  detection: z.array(aggregatedDetectionSchema),
+  detections: z.object({ down: statSchema, up: statSchema, unexplained: statSchema }),
+});
+
+export const comparisonRowSchema = z.object({
+  phase: z.string(),
+  cls: serviceClassSchema,
+  p95: z.number().nullable(),
+  baseP95: z.number().nullable(),
+  p95Change: z.number().nullable().describe('(p95 - base) / base: negative = lower latency'),
+  goodput: z.number().nullable(),
+  baseGoodput: z.number().nullable(),
+  goodputChange: z.number().nullable().describe('(goodput - base) / base: positive = more goodput'),
+});
+
+export const strategyComparisonSchema = z.object({
+  plan: z.string(),
+  mixLabel: z.string(),
+  strategy: z.string(),
+  baseline: z.string(),
+  runs: z.number(),
+  baselineRuns: z.number(),
+  rows: z.array(comparisonRowSchema),
+});
+
+export const comparisonSchema = z.object({
+  baseline: z.string(),
+  entries: z.array(strategyComparisonSchema),
+  missingBaseline: z.array(z.string()),
+});
+
+export const reportJsonSchema = z
+  .object({
+    schema: z.literal(REPORT_SCHEMA_ID),
+    quantileMethod: z.string(),
+    baseline: z.string(),
+    groups: z.array(runGroupSchema),
+    comparison: comparisonSchema.nullable(),
+  })
+  .meta({ title: 'plb report JSON', description: 'What plb report --json prints.' });
+
+const _stat: SameType<z.infer<typeof statSchema>, Stat> = true;
+const _replica: SameType<z.infer<typeof aggregatedReplicaSchema>, AggregatedReplica> = true;
+const _phase: SameType<z.infer<typeof aggregatedPhaseSchema>, AggregatedPhase> = true;
+const _detection: SameType<z.infer<typeof aggregatedDetectionSchema>, AggregatedDetection> = true;
+const _group: SameType<z.infer<typeof runGroupSchema>, RunGroup> = true;
+const _row: SameType<z.infer<typeof comparisonRowSchema>, ComparisonRow> = true;
+const _strategy: SameType<z.infer<typeof strategyComparisonSchema>, StrategyComparison> = true;
+const _comparison: SameType<z.infer<typeof comparisonSchema>, Comparison> = true;
+const _report: SameType<z.infer<typeof reportJsonSchema>, ReportJson> = true;
+const _id: Assignable<ReportJson['schema'], typeof REPORT_SCHEMA_ID> = true;
+
+/**
+ * A report JSON read back as a `--compare-to` baseline: only what the comparison reads, so a
+ * plb-report/1 file written before later fields were added (the committed nightly baseline) still
+ * loads, while a file whose groups, phases or stats are malformed is refused naming the field.
+ */
+export const reportBaselineSchema = z.object({
+  // The groups read here mean the same in /1 and /2 (only the comparison's sign changed).
+  schema: z.enum(['plb-report/1', REPORT_SCHEMA_ID]),
+  groups: z.array(
+    z.object({
+      key: z.string(),
+      runIds: z.array(z.string()),
+      phases: z.array(
+        z.object({
+          name: z.string(),
+          classes: z.object({
+            premium: z.record(z.string(), statSchema).optional(),
+            freemium: z.record(z.string(), statSchema).optional(),
+          }),
+          cpuMean: statSchema.optional(),
+          cpuCv: statSchema.optional(),
+        }),
+      ),
+    }),
+  ),
+});
+
+/** A group of a baseline: every RunGroup is one. */
+export type BaselineGroup = z.infer<typeof reportBaselineSchema>['groups'][number];
+const _baselineGroup: Assignable<RunGroup, BaselineGroup> = true;

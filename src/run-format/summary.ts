@@ -1,0 +1,111 @@
+// summary.json: the phase tables of one run (src/metrics/types.ts RunSummary is the type the code uses).
+import { z } from 'zod';
+import {
+  SUMMARY_SCHEMA_VERSION,
+  type ClassPhaseStats,
+  type DetectionCounts,
+  type DetectionRecord,
+  type HarnessPhaseStats,
+  type PhaseSummary,
+  type ReplicaPhaseStats,
+  type RunSummary,
+} from '../metrics/types.js';
+import type { SameType } from './type-check.js';
+import { mixSchema, serviceClassRecord } from './common.js';
+
+const ms = z.number().nullable();
+
+export const classPhaseStatsSchema = z.object({
+  p50: ms,
+  p95: ms,
+  p99: ms,
+  queries: z.number(),
+  errors: z.number(),
+  goodput: z.number(),
+  goodputRetention: z.number().nullable(),
+  p95Inflation: z.number().nullable(),
+  sessionsOpened: z.number(),
+  sessionsClosed: z.number(),
+  sessionsFailed: z.number(),
+  sessionsCut: z.number().optional().describe('absent in older runs'),
+  admissionFailures: z.number(),
+  lifetimeP50Ms: ms,
+  lifetimeP95Ms: ms,
+  connectP50Ms: ms.optional().describe('absent in older runs'),
+  connectP95Ms: ms.optional().describe('absent in older runs'),
+});
+
+export const replicaPhaseStatsSchema = z.object({
+  up: z.boolean(),
+  cpuMean: z.number().nullable(),
+  sessionsOpened: z.number(),
+  queries: z.number(),
+  unreachable: z.number().optional(),
+  overloaded: z.number().optional(),
+  slow: z.number().optional(),
+});
+
+export const harnessPhaseStatsSchema = z.object({
+  cpuMean: z.number().nullable(),
+  cpuMax: z.number().nullable(),
+  loopP50Ms: ms,
+  loopP99Ms: ms,
+  loopMaxMs: ms,
+  saturated: z.boolean(),
+});
+
+export const phaseSummarySchema = z.object({
+  name: z.string(),
+  startS: z.number(),
+  endS: z.number(),
+  survivors: z.number(),
+  classes: serviceClassRecord(classPhaseStatsSchema),
+  replicas: z.record(z.string(), replicaPhaseStatsSchema),
+  cpuMean: z.number().nullable(),
+  cpuCv: z.number().nullable(),
+  harness: harnessPhaseStatsSchema.optional(),
+  invalid: z.string().optional(),
+});
+
+export const detectionRecordSchema = z.object({
+  replica: z.string(),
+  action: z.string(),
+  injectedMs: z.number(),
+  detectedMs: z.number().nullable(),
+  delayMs: z.number().nullable(),
+});
+
+export const detectionCountsSchema = z.object({
+  down: z.number(),
+  up: z.number(),
+  unexplained: z.number(),
+});
+
+export const summarySchema = z
+  .object({
+    schemaVersion: z.literal(SUMMARY_SCHEMA_VERSION),
+    runId: z.string(),
+    strategy: z.string(),
+    plan: z.string(),
+    mix: mixSchema,
+    clients: z.number(),
+    seed: z.number(),
+    complete: z.boolean(),
+    startedAt: z.string(),
+    durationS: z.number(),
+    phases: z.array(phaseSummarySchema),
+    detection: z.array(detectionRecordSchema),
+    detectionCounts: detectionCountsSchema.optional(),
+    errors: z.array(z.string()).optional(),
+    rebuilt: z.boolean().optional(),
+  })
+  .meta({ title: 'plb summary.json', description: 'The phase tables of one run (runs/<id>/summary.json).' });
+
+// The interfaces in metrics/types.ts stay the types the code uses; these fail to compile on drift.
+const _class: SameType<z.infer<typeof classPhaseStatsSchema>, ClassPhaseStats> = true;
+const _replica: SameType<z.infer<typeof replicaPhaseStatsSchema>, ReplicaPhaseStats> = true;
+const _harness: SameType<z.infer<typeof harnessPhaseStatsSchema>, HarnessPhaseStats> = true;
+const _phase: SameType<z.infer<typeof phaseSummarySchema>, PhaseSummary> = true;
+const _detection: SameType<z.infer<typeof detectionRecordSchema>, DetectionRecord> = true;
+const _counts: SameType<z.infer<typeof detectionCountsSchema>, DetectionCounts> = true;
+const _summary: SameType<z.infer<typeof summarySchema>, RunSummary> = true;
