@@ -27,3 +27,4 @@ export {
   writeReports,
 } from './report/index.js';
 export * from './run-format/index.js';
+export { startProxy, type ProxyHandle, type ProxyOptions } from './proxy/proxy-server.js';

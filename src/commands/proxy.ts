@@ -1,0 +1,25 @@
+import { PlbCommand } from '../plb-command.js';
+import { proxyFlags } from '../proxy/options.js';
+import { executeProxy, type ProxySummary } from '../proxy/run.js';
+import { escapeLines } from '../text.js';
+
+export default class Proxy extends PlbCommand {
+  static override description =
+    'Session-level PostgreSQL wire-protocol proxy in front of a cluster: one listener per class, the router picks the replica when a client connects and the session stays there';
+
+  static override examples = [
+    '<%= config.bin %> proxy',
+    '<%= config.bin %> proxy --premium-port 6432 --freemium-port 6433 --strategy plb --stats-every 5',
+    '<%= config.bin %> proxy --class-from option   # psql "options=-c plb.class=premium"',
+  ];
+
+  static override flags = proxyFlags;
+
+  /** Runs until SIGINT/SIGTERM; --json: what it counted, printed on stdout when it stops. */
+  async run(): Promise<ProxySummary> {
+    const { flags } = await this.parse(Proxy);
+    const json = this.jsonEnabled();
+    const toStderr = (l: string): void => void process.stderr.write(`${escapeLines(l)}\n`);
+    return executeProxy(flags, { log: json ? toStderr : (l) => this.log(l), warn: toStderr });
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * `plb proxy` flags and their validation. The router and health flags mean what they mean in
+ * `plb bench run` and are parsed by the same functions (router/, bench/options.ts, faults/plan.ts).
+ */
+import { Flags } from '@oclif/core';
+import { benchFlags, checkBenchValue, HELP_GROUPS } from '../bench/options.js';
+import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
+import { checkedText } from '../cli-flags.js';
+import { PlbError } from '../errors.js';
+import { parseDuration } from '../faults/plan.js';
+import { isStrategyName, STRATEGY_NAMES } from '../router/index.js';
+import type { BorrowingOptions, Partition, RoleVector, StrategyName } from '../router/types.js';
+import { CLASS_FROM, type ClassFrom } from './startup-packet.js';
+
+export const DEFAULT_PREMIUM_PORT = 6432;
+export const DEFAULT_FREEMIUM_PORT = 6433;
+const PROXY_GROUP = 'PROXY';
+
+/**
+ * `plb proxy` flags: its own (listeners, class, stats, stop) and the bench's router, health and
+ * cluster flags as they are (same names, checks and help groups); each checked as it is read.
+ */
+export const proxyFlags = {
+  host: Flags.string({
+    description: 'address the listeners bind',
+    default: '127.0.0.1',
+    helpGroup: PROXY_GROUP,
+  }),
+  'premium-port': Flags.integer({
+    description: 'listener for premium sessions (0: none)',
+    default: DEFAULT_PREMIUM_PORT,
+    min: 0,
+    max: 65535,
+    helpGroup: PROXY_GROUP,
+  }),
+  'freemium-port': Flags.integer({
+    description: 'listener for freemium sessions (0: none)',
+    default: DEFAULT_FREEMIUM_PORT,
+    min: 0,
+    max: 65535,
+    helpGroup: PROXY_GROUP,
+  }),
+  'class-from': Flags.string({
+    description:
+      'also take the class from the startup packet: application_name (premium|freemium), option (options=-c plb.class=premium), or off (the port decides)',
+    options: [...CLASS_FROM],
+    default: 'off',
+    helpGroup: PROXY_GROUP,
+  }),
+  'stats-every': Flags.integer({
+    description: 'seconds between stats lines (0: none)',
+    default: 5,
+    min: 0,
+    helpGroup: PROXY_GROUP,
+  }),
+  'stop-timeout': checkedText((v, flag) => durationMs(flag, v, false))({
+    description: 'on SIGINT/SIGTERM: how long open sessions may go on before they are closed',
+    default: '30s',
+    helpGroup: PROXY_GROUP,
+  }),
+  strategy: Flags.string({
+    description: 'the router: plb, rr, static, lc or wlc',
+    options: [...STRATEGY_NAMES],
+    default: 'plb',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  reference: benchFlags.reference,
+  partition: benchFlags.partition,
+  borrow: benchFlags.borrow,
+  'slow-start': benchFlags['slow-start'],
+  'health-interval': benchFlags['health-interval'],
+  fall: benchFlags.fall,
+  rise: benchFlags.rise,
+  'hang-timeout': benchFlags['hang-timeout'],
+  name: Flags.string({
+    description: 'cluster name (brought up by `plb cluster up`)',
+    default: benchFlags.name.default as string,
+    helpGroup: HELP_GROUPS.cluster,
+  }),
+};
+
+export interface ProxyFlagValues {
+  name: string;
+  host: string;
+  'premium-port': number;
+  'freemium-port': number;
+  'class-from': string;
+  strategy: string;
+  reference: string;
+  partition: string;
+  borrow: string;
+  'slow-start': string;
+  'health-interval': string;
+  fall: number;
+  rise: number;
+  'hang-timeout': string;
+  'stats-every': number;
+  'stop-timeout': string;
+}
+
+export interface ProxyConfig {
+  name: string;
+  host: string;
+  ports: { premium?: number; freemium?: number };
+  classFrom: ClassFrom;
+  strategy: StrategyName;
+  reference: RoleVector;
+  partition: Partition;
+  borrowing: BorrowingOptions | false;
+  slowStartMs: number;
+  health: HealthOptions;
+  statsEveryS: number;
+  stopTimeoutMs: number;
+}
+
+function durationMs(flag: string, value: string, positive: boolean): number {
+  const name = flag.replace(/^--/, '');
+  const s = parseDuration(value);
+  if (s === undefined || !(positive ? s > 0 : s >= 0))
+    throw new PlbError('BAD_INPUT', `--${name}: expected a duration like 10s or 500ms (got "${value}")`);
+  return s * 1000;
+}
+
+function port(flag: string, n: number): number | undefined {
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new PlbError('BAD_INPUT', `--${flag}: must be a port 1..65535, or 0 for no listener (got ${n})`);
+  return n === 0 ? undefined : n;
+}
+
+/**
+ * Every value checked before anything starts (the command line was checked as it was read; a
+ * direct caller is checked here, by the same functions); one-line errors naming the flag.
+ */
+export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
+  if (!isStrategyName(f.strategy))
+    throw new PlbError(
+      'BAD_INPUT',
+      `--strategy: unknown strategy "${f.strategy}" (plb, rr, static, lc, wlc)`,
+    );
+  if (!(CLASS_FROM as readonly string[]).includes(f['class-from']))
+    throw new PlbError(
+      'BAD_INPUT',
+      `--class-from: must be application_name, option or off (got "${f['class-from']}")`,
+    );
+  const premium = port('premium-port', f['premium-port']);
+  const freemium = port('freemium-port', f['freemium-port']);
+  if (premium === undefined && freemium === undefined)
+    throw new PlbError('BAD_INPUT', '--premium-port and --freemium-port are both 0: nothing to listen on');
+  if (premium !== undefined && premium === freemium)
+    throw new PlbError('BAD_INPUT', `--premium-port and --freemium-port are both ${premium}`);
+  if (!Number.isInteger(f['stats-every']) || f['stats-every'] < 0)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--stats-every: must be a whole number of seconds >= 0 (got ${f['stats-every']})`,
+    );
+  const health: HealthOptions = {
+    ...DEFAULT_HEALTH,
+    intervalMs: checkBenchValue('health-interval', f['health-interval']) as number,
+    fall: checkBenchValue('fall', f.fall) as number,
+    rise: checkBenchValue('rise', f.rise) as number,
+    hangMs: checkBenchValue('hang-timeout', f['hang-timeout']) as number,
+  };
+  health.timeoutMs = health.intervalMs;
+  return {
+    name: f.name,
+    host: f.host,
+    ports: {
+      ...(premium !== undefined ? { premium } : {}),
+      ...(freemium !== undefined ? { freemium } : {}),
+    },
+    classFrom: f['class-from'] as ClassFrom,
+    strategy: f.strategy,
+    reference: checkBenchValue('reference', f.reference) as RoleVector,
+    partition: checkBenchValue('partition', f.partition) as Partition,
+    borrowing: checkBenchValue('borrow', f.borrow) as BorrowingOptions | false,
+    slowStartMs: checkBenchValue('slow-start', f['slow-start']) as number,
+    health,
+    statsEveryS: f['stats-every'],
+    stopTimeoutMs: durationMs('stop-timeout', f['stop-timeout'], false),
+  };
+}

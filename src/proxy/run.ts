@@ -1,0 +1,78 @@
+/** `plb proxy` as the command runs it: flags -> the cluster's replicas -> listeners, until a stop signal. */
+import { handleStopSignals, type StopSignalDeps } from '../bench/stop-signals.js';
+import { openCluster } from '../cluster/select.js';
+import type { ReplicaSnapshot } from '../router/types.js';
+import { parseProxyFlags, type ProxyFlagValues } from './options.js';
+import { startProxy } from './proxy-server.js';
+import type { ClassCounters, ReplicaCounters } from './stats.js';
+
+export interface ProxyIo {
+  log: (line: string) => void;
+  warn: (line: string) => void;
+}
+
+/** What a stopped proxy reports (the command's --json output). */
+export interface ProxySummary {
+  uptimeS: number;
+  strategy: string;
+  classes: Record<'premium' | 'freemium', ClassCounters>;
+  replicas: (ReplicaSnapshot & ReplicaCounters)[];
+  cancels: number;
+}
+
+/**
+ * Runs the proxy in front of the named cluster's replicas until SIGINT/SIGTERM/SIGHUP; then stops
+ * gracefully (a second signal exits at once) and returns what it counted. Bad input, a missing
+ * cluster or a port in use throw (PlbError, one line) before anything listens.
+ */
+export async function executeProxy(
+  flags: ProxyFlagValues,
+  io: ProxyIo,
+  signalDeps: Pick<StopSignalDeps, 'exit' | 'target'> = {},
+): Promise<ProxySummary> {
+  const config = parseProxyFlags(flags);
+  const driver = await openCluster(config.name);
+  const replicas = driver.endpoints().filter((e) => e.kind === 'replica');
+  const creds = await driver.credentials();
+  const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
+  try {
+    const t0 = Date.now();
+    const proxy = await startProxy({
+      replicas,
+      connector: driver.connector(creds),
+      host: config.host,
+      ports: config.ports,
+      classFrom: config.classFrom,
+      strategy: config.strategy,
+      reference: config.reference,
+      partition: config.partition,
+      slowStartMs: config.slowStartMs,
+      borrowing: config.borrowing,
+      health: config.health,
+      statsEveryS: config.statsEveryS,
+      log: io.log,
+    });
+    for (const cls of ['premium', 'freemium'] as const) {
+      const port = proxy.ports[cls];
+      if (port !== undefined) io.log(`${cls}: listening on ${config.host}:${port}`);
+    }
+    io.log(
+      `cluster ${config.name} (${driver.kind}): ${replicas.map((r) => `${r.id}:${r.port}`).join(' ')}; ` +
+        `strategy ${config.strategy}; class from ${config.classFrom === 'off' ? 'the port' : `the port or ${config.classFrom}`}`,
+    );
+    await new Promise<void>((resolve) =>
+      stop.signal.addEventListener('abort', () => resolve(), { once: true }),
+    );
+    await proxy.stop(config.stopTimeoutMs);
+    io.log(proxy.statsLine());
+    return {
+      uptimeS: Math.round((Date.now() - t0) / 100) / 10,
+      strategy: config.strategy,
+      classes: proxy.stats.classes,
+      replicas: proxy.router.snapshot().map((r) => ({ ...r, ...proxy.stats.replica(r.id) })),
+      cancels: proxy.stats.cancels,
+    };
+  } finally {
+    stop.dispose();
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * The few backend messages the proxy writes itself (ErrorResponse, BackendKeyData), the
+ * CancelRequest it forwards, and a framer that follows message boundaries on the backend stream
+ * without decoding it (decoding, where needed, is pg-protocol's).
+ */
+import { serialize } from 'pg-protocol';
+import { CANCEL_REQUEST_CODE } from './startup-packet.js';
+
+/** ErrorResponse ('E'): severity (S and V), SQLSTATE (C), message (M). */
+export function errorResponse(severity: 'FATAL' | 'ERROR', code: string, message: string): Buffer {
+  const fields = Buffer.from(`S${severity}\0V${severity}\0C${code}\0M${message}\0\0`, 'utf8');
+  const out = Buffer.alloc(5 + fields.length);
+  out[0] = 0x45; // 'E'
+  out.writeInt32BE(4 + fields.length, 1);
+  fields.copy(out, 5);
+  return out;
+}
+
+/** BackendKeyData ('K'): the key a client sends back in a CancelRequest. */
+export function backendKeyData(pid: number, secret: Buffer): Buffer {
+  const out = Buffer.alloc(9 + secret.length);
+  out[0] = 0x4b; // 'K'
+  out.writeInt32BE(8 + secret.length, 1);
+  out.writeInt32BE(pid, 5);
+  secret.copy(out, 9);
+  return out;
+}
+
+/** CancelRequest for a backend's key (pg-protocol's serializer for the usual 4-byte secret). */
+export function cancelRequest(pid: number, secret: Buffer): Buffer {
+  if (secret.length === 4) return serialize.cancel(pid, secret.readInt32BE(0));
+  const out = Buffer.alloc(12 + secret.length);
+  out.writeInt32BE(12 + secret.length, 0);
+  out.writeInt32BE(CANCEL_REQUEST_CODE, 4);
+  out.writeInt32BE(pid, 8);
+  secret.copy(out, 12);
+  return out;
+}
+
+export const MSG_ERROR = 0x45; // 'E'
+export const MSG_BACKEND_KEY = 0x4b; // 'K'
+export const MSG_READY = 0x5a; // 'Z'
+
+/**
+ * Called for a whole message of a watched type; returns what to forward in its place (the same
+ * buffer, a replacement, or undefined to drop it).
+ */
+export type MessageHook = (type: number, msg: Buffer) => Buffer | undefined;
+
+/**
+ * Follows message boundaries (type byte + Int32 length) on the backend's byte stream. Forwards
+ * only whole messages, holding back the unfinished tail of a chunk, so the proxy can always add
+ * an ErrorResponse at a boundary when the backend goes away mid-message. A message longer than
+ * `maxHeld` is passed through as it arrives instead (then `atBoundary` is false until it ends).
+ */
+export class BackendFramer {
+  private held: Buffer | undefined;
+  /** Bytes still to come of an oversize message passed through as it arrives. */
+  private passing = 0;
+  /** Type of the last message forwarded (whole or started), -1 before any. */
+  lastType = -1;
+  /** Transaction status of the last ReadyForQuery: I (idle), T, E; undefined before one. */
+  txStatus: string | undefined;
+
+  constructor(
+    /** Types the hook sees (by type byte); none when undefined. */
+    public hook: { types: ReadonlySet<number>; fn: MessageHook } | undefined = undefined,
+    private readonly maxHeld = 1 << 20,
+  ) {}
+
+  /** False while an oversize message is partly forwarded. */
+  get atBoundary(): boolean {
+    return this.passing === 0;
+  }
+
+  /** Bytes held back (part of an unfinished message). */
+  get heldBytes(): number {
+    return this.held?.length ?? 0;
+  }
+
+  /** Takes a chunk from the backend; returns the buffers to forward to the client, in order. */
+  push(chunk: Buffer): Buffer[] {
+    const out: Buffer[] = [];
+    let buf = chunk;
+    if (this.passing > 0) {
+      const n = Math.min(this.passing, buf.length);
+      out.push(buf.subarray(0, n));
+      this.passing -= n;
+      buf = buf.subarray(n);
+      if (buf.length === 0) return out;
+    }
+    if (this.held !== undefined) {
+      buf = Buffer.concat([this.held, buf]);
+      this.held = undefined;
+    }
+    let pos = 0;
+    let start = 0;
+    while (buf.length - pos >= 5) {
+      const type = buf[pos] as number;
+      const len = buf.readInt32BE(pos + 1);
+      if (len < 4) throw new Error(`backend protocol error: message length ${len}`);
+      const total = 1 + len;
+      if (buf.length - pos < total) {
+        if (total <= this.maxHeld) break;
+        // Oversize: forward what there is and let the rest through as it comes.
+        this.lastType = type;
+        this.passing = total - (buf.length - pos);
+        out.push(buf.subarray(start));
+        return out;
+      }
+      this.lastType = type;
+      if (type === MSG_READY && len >= 5) this.txStatus = String.fromCharCode(buf[pos + 5] as number);
+      const hook = this.hook;
+      if (hook !== undefined && hook.types.has(type)) {
+        const msg = buf.subarray(pos, pos + total);
+        const repl = hook.fn(type, msg);
+        if (repl !== msg) {
+          if (pos > start) out.push(buf.subarray(start, pos));
+          if (repl !== undefined) out.push(repl);
+          start = pos + total;
+        }
+      }
+      pos += total;
+    }
+    if (pos > start) out.push(buf.subarray(start, pos));
+    if (pos < buf.length) this.held = Buffer.from(buf.subarray(pos));
+    return out;
+  }
+}
