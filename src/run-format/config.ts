@@ -75,7 +75,7 @@ export const configSchema = z
     environment: environmentSchema.optional(),
     node: z.string().optional().describe('older runs: Node version (now environment.node)'),
     driver: z.enum(['docker', 'local', 'sim']).optional(),
-    cpusEnforced: z.boolean().optional().describe('whether the driver enforced the replicas\' CPU quotas'),
+    cpusEnforced: z.boolean().optional().describe("whether the driver enforced the replicas' CPU quotas"),
     simCalibration: z
       .looseObject({ path: z.string(), contents: z.looseObject({ version: z.literal(1) }) })
       .optional()
