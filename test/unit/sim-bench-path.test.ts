@@ -11,7 +11,7 @@ import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import { createSimCluster } from '../../src/cluster/sim/index.js';
 import { loadPlan } from '../../src/faults/plan.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';
-import { createRouter } from '../../src/router/index.js';
+import { createRouter, type StrategyName } from '../../src/router/index.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-sim-path-'));
@@ -20,7 +20,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const plan = loadPlan('plans/demo-cascade.yaml');
 
 /** One simulated demo-cascade run through runBench, with a router that reports what it admits. */
-async function simulate(opts: { abortAtMs?: number; strategy?: 'plb' | 'rr' } = {}) {
+async function simulate(opts: { abortAtMs?: number; strategy?: StrategyName } = {}) {
   const sim = createSimCluster({ name: 'path', replicas: 5, sessions: 32, over: {}, stateDir: root });
   sim.driver.beginRun(5);
   const down = new Set<string>();
@@ -64,7 +64,7 @@ async function simulate(opts: { abortAtMs?: number; strategy?: 'plb' | 'rr' } = 
         }),
       createRouter: (ids, onRoleChange) => {
         const inner = createRouter({
-          strategy: config.strategy as 'plb',
+          strategy: config.strategy as StrategyName,
           replicas: ids,
           reference: config.reference,
           partition: config.partition,
@@ -131,10 +131,11 @@ describe('the bench path on simulated replicas', () => {
   });
 
   it('admits no session to a replica the router holds down, and uses every replica it holds up', async () => {
-    for (const strategy of ['plb', 'rr'] as const) {
+    for (const strategy of ['plb', 'rr', 'static', 'lc', 'wlc'] as const) {
       const { admittedWhileDown, admitted } = await simulate({ strategy });
       expect(admittedWhileDown, strategy).toEqual([]);
       expect([...admitted.keys()].sort(), strategy).toEqual(['r1', 'r2', 'r3', 'r4', 'r5']);
+      // static routes each class only inside its partition; every replica still serves one class.
     }
   });
 
