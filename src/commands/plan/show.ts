@@ -3,7 +3,7 @@ import { defaultPlanPath } from '../../bench/series.js';
 import { checkedText } from '../../cli-flags.js';
 import { PlbCommand } from '../../plb-command.js';
 import { PlbError } from '../../errors.js';
-import { loadPlan } from '../../faults/plan.js';
+import { loadPlan, MAX_SIM_REPLICAS } from '../../faults/plan.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';
 import { parsePartition, parseRoleVector, STRATEGY_NAMES, type StrategyName } from '../../router/index.js';
 
@@ -35,7 +35,7 @@ export default class PlanShow extends PlbCommand {
 
   async run(): Promise<ReturnType<typeof dryRunPlan> | void> {
     const { args, flags } = await this.parse(PlanShow);
-    const plan = loadPlan(args.file ?? defaultPlanPath());
+    const plan = loadPlan(args.file ?? defaultPlanPath(), { maxReplicas: MAX_SIM_REPLICAS });
     const strategy = flags.strategy as StrategyName;
     if (flags.reference !== undefined && strategy !== 'plb') {
       throw new PlbError(
