@@ -7,43 +7,25 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
 import { bringUp, chooseDriverKind, clusterSpec, parseDriverChoice } from '../../src/cluster/select.js';
 import { loadPlan } from '../../src/faults/plan.js';
+import { benchFlagValues } from '../helpers/fixtures.js';
 import type { RunSummary } from '../../src/metrics/types.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-sim-bench-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
+/** The demo cascade at its defaults (32 clients, 100k rows) on the simulator. */
 function flags(out: string, over: Partial<BenchFlagValues> = {}): BenchFlagValues {
-  return {
+  return benchFlagValues(out, 'plb-sim-test', 25432, {
     plan: 'plans/demo-cascade.yaml',
-    strategies: 'plb',
-    mixes: '25:75',
-    repeat: 1,
     clients: 32,
-    model: 'closed',
-    rate: '20',
     seed: 11,
-    out,
     'dataset-rows': 100_000,
     'queries-per-session': 10,
     'think-time': '250ms',
-    'target-cpu': '0.7',
-    'hang-timeout': '5s',
-    reference: '2:1:2',
-    partition: '3:2',
-    'slow-start': '10s',
-    borrow: '1.5:2',
-    'health-interval': '1s',
-    fall: 2,
-    rise: 2,
-    oracle: false,
-    progress: 0,
-    name: 'plb-sim-test',
     driver: 'sim',
-    'base-port': 25432,
-    'keep-cluster': false,
     json: true,
     ...over,
-  };
+  });
 }
 
 async function bench(
