@@ -65,4 +65,16 @@ describe('VirtualClock', () => {
     expect(fired).toBe(false);
     expect(clock.now()).toBe(200);
   });
+
+  it('a positive wait below the resolution still moves time on', async () => {
+    const clock = new VirtualClock();
+    await clock.run(async () => {
+      await clock.sleep(262240.33917307097);
+      // A run-relative clock far from its origin: target - now is below the ulp of now.
+      const t0 = 182240.33917307097 + 1e-11;
+      let steps = 0;
+      while (clock.now() - t0 < 80000 && steps++ < 10) await clock.sleep(80000 - (clock.now() - t0));
+      expect(steps).toBeLessThan(10);
+    });
+  });
 });
