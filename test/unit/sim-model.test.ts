@@ -173,12 +173,16 @@ describe('CFS bandwidth control', () => {
   });
 
   it('accounts CPU equal to the demand served', async () => {
-    const jobs = Array.from({ length: 500 }, (_, i) => ({ at: (i * 13) % 997, ms: 0.1 + ((i * 37) % 101) / 10 }));
+    const jobs = Array.from({ length: 500 }, (_, i) => ({
+      at: (i * 13) % 997,
+      ms: 0.1 + ((i * 37) % 101) / 10,
+    }));
     const { done, cpu } = await finishTimes(0.25, jobs);
     const total = jobs.reduce((s, j) => s + j.ms, 0);
     expect(cpu.cpuMs()).toBeCloseTo(total, 6);
     // Nobody leaves before its demand at full speed.
-    for (let i = 0; i < jobs.length; i++) expect(done[i]!).toBeGreaterThanOrEqual(jobs[i]!.at + jobs[i]!.ms - 1e-9);
+    for (let i = 0; i < jobs.length; i++)
+      expect(done[i]!).toBeGreaterThanOrEqual(jobs[i]!.at + jobs[i]!.ms - 1e-9);
   });
 
   it('serves thousands of jobs in order of their finish level', async () => {
