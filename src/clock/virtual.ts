@@ -32,7 +32,11 @@ export class VirtualClock implements Clock {
   }
 
   timer(ms: number, fn: () => void): Cancel {
-    const due: Due = { at: this.t + Math.max(0, ms), seq: this.seq++, fn, cancelled: false };
+    // A positive wait below the clock's resolution (a run-relative clock's `target - now` far
+    // from the origin) must still move time on, or a loop waiting for time to pass never ends.
+    let at = this.t + Math.max(0, ms);
+    if (ms > 0 && at === this.t) at = this.t + Math.abs(this.t) * Number.EPSILON;
+    const due: Due = { at, seq: this.seq++, fn, cancelled: false };
     this.push(due);
     return () => {
       due.cancelled = true;

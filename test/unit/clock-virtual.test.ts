@@ -65,4 +65,15 @@ describe('VirtualClock', () => {
     expect(fired).toBe(false);
     expect(clock.now()).toBe(200);
   });
+
+  it('a positive wait below the resolution still moves time on', async () => {
+    const clock = new VirtualClock();
+    await clock.run(async () => {
+      await clock.sleep(262240.33917307097);
+      const t = clock.now();
+      // A run-relative clock far from its origin asks for less than the ulp of now (5.8e-11).
+      await clock.sleep(2.9e-11);
+      expect(clock.now()).toBeGreaterThan(t);
+    });
+  });
 });

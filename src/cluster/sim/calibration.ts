@@ -6,9 +6,9 @@ import type { QueryKind } from '../../workload/spec.js';
 
 /**
  * What the simulator knows of a real replica, measured by `plb calibrate` on a real cluster
- * under its CPU quota. Service demands are in ms of ONE core: a replica with a quota of C cores
- * serves a demand d alone in d / C ms, and shares its C cores among what it runs (processor
- * sharing).
+ * under its CPU quota. Service demands are in ms of ONE core: a query alone runs its demand d in
+ * d ms on one core. A quota of C cores is CFS bandwidth control (see CfsCpu): C × cfsPeriodMs ms
+ * of CPU per period on up to hostCores cores at once, then nothing until the next period.
  */
 export interface SimCalibration {
   version: 1;
@@ -33,6 +33,10 @@ export interface SimCalibration {
   /** After start(): ms until the server accepts connections, then ms until it streams again. */
   restartMs: number;
   catchUpMs: number;
+  /** Host cores a replica's cgroup may run on at once (absent: 2, the calibration machine's). */
+  hostCores?: number;
+  /** CFS bandwidth period, ms (absent: 100, Linux's default). */
+  cfsPeriodMs?: number;
 }
 
 /** The calibration plb ships, measured on this machine type. */
@@ -73,6 +77,13 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
     return { meanMs: num(x.meanMs, `templates.${k}.meanMs`), cv: num(x.cv, `templates.${k}.cv`) };
   };
   const conn = obj(c.connect, 'connect');
+  if (c.hostCores !== undefined && !(Number.isInteger(c.hostCores) && (c.hostCores as number) >= 1))
+    bad('hostCores', 'an integer >= 1');
+  // Linux accepts periods of 1 ms to 1 s.
+  if (c.cfsPeriodMs !== undefined) {
+    const p = num(c.cfsPeriodMs, 'cfsPeriodMs', 1);
+    if (p > 1000) bad('cfsPeriodMs', 'a number from 1 to 1000');
+  }
   return {
     version: 1,
     measured: {
@@ -88,5 +99,7 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
     healthCpuMs: num(c.healthCpuMs, 'healthCpuMs'),
     restartMs: num(c.restartMs, 'restartMs'),
     catchUpMs: num(c.catchUpMs, 'catchUpMs'),
+    ...(c.hostCores !== undefined ? { hostCores: c.hostCores as number } : {}),
+    ...(c.cfsPeriodMs !== undefined ? { cfsPeriodMs: c.cfsPeriodMs as number } : {}),
   };
 }

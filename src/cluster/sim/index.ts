@@ -9,7 +9,7 @@ import { SimDriver } from './driver.js';
 
 export { SimDriver } from './driver.js';
 export { DemandModel, meanQueryCpuMs } from './demand.js';
-export { PsCpu } from './ps-cpu.js';
+export { CfsCpu } from './cfs-cpu.js';
 
 export { MAX_SIM_REPLICAS };
 

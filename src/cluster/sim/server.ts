@@ -12,7 +12,7 @@ import {
   socketError,
   tooManyClients,
 } from './pg-errors.js';
-import { PsCpu } from './ps-cpu.js';
+import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES } from './cfs-cpu.js';
 
 /** What every simulated server shares: the clock, the calibration, demands, timeout queues. */
 export class SimWorld {
@@ -39,7 +39,7 @@ export class SimWorld {
 export type SimState = 'up' | 'down' | 'starting';
 
 /**
- * One simulated PostgreSQL server: a CPU quota shared by its backends (PsCpu), max_connections,
+ * One simulated PostgreSQL server: a CFS CPU quota shared by its backends (CfsCpu), max_connections,
  * and the states the fault actions put it in. Its connections keep pg's behaviour: a killed
  * server resets every socket, a paused one answers nothing (connects and queries hang until their
  * timeouts), a full one refuses with 53300.
@@ -54,7 +54,7 @@ export class SimServer {
   /** Bumped when the server dies: work of an earlier life is dropped. */
   epoch = 0;
   cpus: number;
-  readonly cpu: PsCpu;
+  readonly cpu: CfsCpu;
   readonly conns = new Set<SimConnection>();
   /** Connection starts that arrived while paused: the postmaster runs them on unpause. */
   private parked: (() => void)[] = [];
@@ -68,7 +68,13 @@ export class SimServer {
     readonly maxConnections: number,
   ) {
     this.cpus = cpus;
-    this.cpu = new PsCpu(world.clock, cpus);
+    const cal = world.cal;
+    this.cpu = new CfsCpu(
+      world.clock,
+      cpus,
+      cal.hostCores ?? DEFAULT_HOST_CORES,
+      cal.cfsPeriodMs ?? DEFAULT_CFS_PERIOD_MS,
+    );
   }
 
   /** Opens a connection: connect latency, then a backend's start (a slot and CPU), or an error. */

@@ -1,0 +1,278 @@
+import type { Cancel, Clock } from '../../clock/index.js';
+
+interface Job {
+  /** Attained-service level (ms of one core) at which the job departs. */
+  level: number;
+  seq: number;
+  onDone: () => void;
+}
+
+/**
+ * Below this much remaining service or budget (ms of one core: a nanosecond) it counts as used
+ * up: floating-point timer arithmetic must not leave a job or a budget a rounding error short.
+ */
+const EPS_MS = 1e-6;
+
+/** The machine calibration/default.json was measured on: 2 cores; Linux's default CFS period. */
+export const DEFAULT_HOST_CORES = 2;
+export const DEFAULT_CFS_PERIOD_MS = 100;
+
+/**
+ * One replica's CPU under Linux CFS bandwidth control (a container's `--cpus C`): a quota of
+ * q = C × period ms of CPU per period. While budget is left, the n backends share min(n, H) host
+ * cores egalitarianly (each at min(1, H / n) cores: a backend uses one core at most) and the
+ * budget drains at min(n, H); once it is used up nothing runs until the next period boundary,
+ * which refills it to q (no carry-over: cpu.max.burst is 0 by default). So a lone short query runs
+ * at full core speed and only bursts that exhaust the quota wait, as on the real cluster.
+ *
+ * Period boundaries fall at origin + k × period, origin being the clock's time when this CPU was
+ * made (a cgroup's period timer keeps the phase of its first start). An idle or frozen replica
+ * arms no timer: the budget is refilled lazily from the time when work comes.
+ *
+ * Since every job runs at the same rate, V (the service each job has received since an arbitrary
+ * origin) stands for all of them: a job arriving at V with demand d departs when V reaches V + d.
+ * Jobs sit in a min-heap on that level; one clock timer stands for the earliest of the next
+ * departure, the budget's exhaustion and, while throttled with work waiting, the next boundary.
+ * O(log n) per arrival and departure.
+ */
+export class CfsCpu {
+  private v = 0;
+  /** Clock time that v, usedMs and the budget were advanced to. */
+  private at: number;
+  private usedMs = 0;
+  private seq = 0;
+  private readonly heap: Job[] = [];
+  private frozen = false;
+  private cancel: Cancel | undefined;
+  private armedAt = Number.POSITIVE_INFINITY;
+  private readonly origin: number;
+  /** Index of the period `at` lies in, and the budget (ms of CPU) left in it. */
+  private period: number;
+  private budget: number;
+
+  constructor(
+    private readonly clock: Clock,
+    private cores: number,
+    private readonly hostCores = DEFAULT_HOST_CORES,
+    private readonly periodMs = DEFAULT_CFS_PERIOD_MS,
+  ) {
+    this.at = clock.now();
+    this.origin = this.at;
+    this.period = 0;
+    this.budget = this.quota();
+  }
+
+  /** Jobs being served. */
+  get running(): number {
+    return this.heap.length;
+  }
+
+  /** Adds a job of `demandMs` (ms of one core); `onDone` runs when it has been served. */
+  submit(demandMs: number, onDone: () => void): void {
+    this.advance();
+    this.push({ level: this.v + Math.max(0, demandMs), seq: this.seq++, onDone });
+    this.arm();
+  }
+
+  /**
+   * A throttle takes effect at once: as Linux does on a write to cpu.max, the current period's
+   * budget is refilled to the new quota (and a throttled replica runs again); boundaries keep
+   * their phase.
+   */
+  setCores(cores: number): void {
+    this.advance();
+    this.cores = cores;
+    this.budget = this.quota();
+    this.arm();
+  }
+
+  /** Paused (frozen cgroup): nothing is served and no CPU is used until unfrozen. */
+  setFrozen(frozen: boolean): void {
+    this.advance();
+    this.frozen = frozen;
+    this.arm();
+  }
+
+  /** Drops every job without calling it back (the server died; its owners are told apart). */
+  clear(): void {
+    this.advance();
+    this.heap.length = 0;
+    this.disarm();
+  }
+
+  /** Cumulative CPU used, ms of one core. */
+  cpuMs(): number {
+    this.advance();
+    return this.usedMs;
+  }
+
+  private quota(): number {
+    return this.cores * this.periodMs;
+  }
+
+  private periodEnd(): number {
+    return this.origin + (this.period + 1) * this.periodMs;
+  }
+
+  /** Cores in use (the budget's drain) while it runs: min(n, H); 0 when idle or frozen. */
+  private drain(): number {
+    const n = this.heap.length;
+    return n === 0 || this.frozen ? 0 : Math.min(n, this.hostCores);
+  }
+
+  /** Service rate of each job right now (0 while throttled). */
+  private rate(): number {
+    return this.budget > 0 ? this.drain() / Math.max(1, this.heap.length) : 0;
+  }
+
+  /** Moves to period `k` with a fresh budget. */
+  private refill(k: number): void {
+    this.period = k;
+    this.budget = this.quota();
+  }
+
+  private advance(): void {
+    const t = this.clock.now();
+    while (this.at < t) {
+      const drain = this.drain();
+      const end = this.periodEnd();
+      if (drain === 0) {
+        // Nothing runs: jump straight to t's period, no step per period.
+        if (t >= end) this.refill(Math.floor((t - this.origin) / this.periodMs));
+        this.at = t;
+        return;
+      }
+      if (this.budget <= 0) {
+        // Throttled with work waiting: nothing until the boundary.
+        if (t < end) {
+          this.at = t;
+          return;
+        }
+        this.at = end;
+        this.refill(this.period + 1);
+        continue;
+      }
+      const per = drain / this.heap.length;
+      const dt = Math.min(t, end) - this.at;
+      if (drain * dt >= this.budget - EPS_MS) {
+        const run = this.budget / drain;
+        this.serve(run, drain, per);
+        this.budget = 0;
+        this.at = Math.min(t, this.at + run);
+        if (this.at >= end) this.refill(this.period + 1);
+        continue;
+      }
+      this.serve(dt, drain, per);
+      this.budget -= drain * dt;
+      this.at = Math.min(t, end);
+      if (this.at < end) return;
+      this.refill(this.period + 1);
+      // A quota that covers the drain never runs out: skip whole periods at once.
+      const full = Math.floor((t - this.at) / this.periodMs);
+      if (full > 0 && drain * this.periodMs <= this.quota()) {
+        this.serve(full * this.periodMs, drain, per);
+        this.at = this.origin + (this.period + full) * this.periodMs;
+        this.refill(this.period + full);
+      }
+    }
+  }
+
+  private serve(dt: number, drain: number, per: number): void {
+    this.v += dt * per;
+    this.usedMs += dt * drain;
+  }
+
+  /** When the budget runs out from `at` on at the current drain (Infinity: never). */
+  private exhaustion(drain: number): number {
+    const end = this.periodEnd();
+    const out = this.at + this.budget / drain;
+    if (out <= end) return out;
+    // Refilled first: the next period's quota runs out within it, or never does.
+    return drain * this.periodMs > this.quota() ? end + this.quota() / drain : Number.POSITIVE_INFINITY;
+  }
+
+  /** Keeps one timer at (or before) the next event; an early one just re-arms when it fires. */
+  private arm(): void {
+    const top = this.heap[0];
+    const drain = this.drain();
+    if (top === undefined || drain === 0) {
+      this.disarm();
+      return;
+    }
+    let due: number;
+    if (this.budget <= 0) due = this.periodEnd();
+    else {
+      const per = drain / this.heap.length;
+      due = Math.min(this.at + Math.max(0, (top.level - this.v) / per), this.exhaustion(drain));
+    }
+    if (this.cancel !== undefined && this.armedAt <= due) return;
+    this.disarm();
+    this.armedAt = due;
+    this.cancel = this.clock.timer(due - this.clock.now(), () => {
+      this.cancel = undefined;
+      this.armedAt = Number.POSITIVE_INFINITY;
+      this.fire();
+    });
+  }
+
+  private disarm(): void {
+    this.cancel?.();
+    this.cancel = undefined;
+    this.armedAt = Number.POSITIVE_INFINITY;
+  }
+
+  private fire(): void {
+    this.advance();
+    const done: Job[] = [];
+    for (let top = this.heap[0]; top !== undefined && !this.frozen; top = this.heap[0]) {
+      const left = top.level - this.v;
+      if (left > EPS_MS) {
+        const r = this.rate();
+        // Served, or so nearly that the clock could not represent the rest of the wait.
+        if (r === 0 || this.at + left / r > this.at) break;
+      }
+      done.push(this.pop());
+    }
+    this.arm();
+    for (const j of done) j.onDone();
+  }
+
+  private less(a: Job, b: Job): boolean {
+    return a.level < b.level || (a.level === b.level && a.seq < b.seq);
+  }
+
+  private push(j: Job): void {
+    const h = this.heap;
+    h.push(j);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      const parent = h[p] as Job;
+      if (!this.less(j, parent)) break;
+      h[i] = parent;
+      i = p;
+    }
+    h[i] = j;
+  }
+
+  private pop(): Job {
+    const h = this.heap;
+    const top = h[0] as Job;
+    const last = h.pop() as Job;
+    const n = h.length;
+    if (n > 0) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= n) break;
+        const r = l + 1;
+        const c = r < n && this.less(h[r] as Job, h[l] as Job) ? r : l;
+        if (!this.less(h[c] as Job, last)) break;
+        h[i] = h[c] as Job;
+        i = c;
+      }
+      h[i] = last;
+    }
+    return top;
+  }
+}
