@@ -189,6 +189,10 @@ export function summariseCalibration(
     healthCpuMs: r3(perItemMs(m.health.cpuS, m.health.spanMs, m.idleCpuMsPerS, m.health.count)),
     restartMs: Math.round(median(accept)),
     catchUpMs: Math.round(median(catchUp)),
+    // The simulator's CFS model: how many host cores a replica's backends can run on at once, and
+    // the quota period (Docker's and the kernel's default).
+    hostCores: m.load.cores,
+    cfsPeriodMs: 100,
   };
   // The file plb writes must be one plb reads.
   return checkCalibration(cal, 'measured');
