@@ -5,6 +5,7 @@ import { SERVICE_CLASSES } from '../router/types.js';
 import { aggregateRuns, CLASS_METRICS, compareReplicaIds, type RunGroup } from './aggregate.js';
 import { compareStrategies, type Comparison } from './compare.js';
 import { QUANTILE_METHOD, type Stat } from './stats.js';
+import { quantile } from '../metrics/math.js';
 import type { RunSummary } from '../metrics/types.js';
 import { tableStyle } from '../table-style.js';
 import { escapeControl } from '../text.js';
@@ -146,25 +147,54 @@ export function phaseTable(g: RunGroup, opts: TableOptions = {}): TableModel {
   return { title: groupTitle(g), head, rows };
 }
 
+/** Past this many replicas a table shows their spread (min/median/max), not a column each. */
+const MAX_REPLICA_COLUMNS = 12;
+
 export function replicaTable(g: RunGroup, opts: TableOptions = {}): TableModel {
   const wide = opts.wide ?? true;
   const ids = [...new Set(g.phases.flatMap((p) => Object.keys(p.replicas)))].sort(compareReplicaIds);
+  const spread = ids.length > MAX_REPLICA_COLUMNS;
+  const perReplica = spread
+    ? wide
+      ? ['CPU min', 'CPU median', 'CPU max']
+      : ['min', 'median', 'max']
+    : wide
+      ? ids.map((id) => `${id} CPU`)
+      : ids;
   const head = wide
-    ? ['Phase', 'CPU mean', 'CPU CV', ...ids.map((id) => `${id} CPU`), 'Client CPU', 'Loop p99 ms']
-    : ['Phase', 'CPU', 'CV', ...ids, 'Client', 'Loop p99'];
-  const rows = g.phases.map((p) => [
-    p.name,
-    fmtStat(p.cpuMean, pct, wide),
-    fmtStat(p.cpuCv, fixed(2), wide),
-    ...ids.map((id) => {
-      const r = p.replicas[id];
-      return r ? fmtStat(r.cpuMean, pct, wide) : '-';
-    }),
-    fmtStat(p.harnessCpu, pct, wide),
-    fmtStat(p.harnessLoopP99Ms, fixed(1), wide),
-  ]);
+    ? ['Phase', 'CPU mean', 'CPU CV', ...perReplica, 'Client CPU', 'Loop p99 ms']
+    : ['Phase', 'CPU', 'CV', ...perReplica, 'Client', 'Loop p99'];
+  const rows = g.phases.map((p) => {
+    let cells: string[];
+    if (spread) {
+      // The replicas' own (median) CPU in the phase, spread across replicas.
+      const xs = ids
+        .map((id) => p.replicas[id]?.cpuMean.median)
+        .filter((x): x is number => typeof x === 'number')
+        .sort((a, b) => a - b);
+      const at = (q: number): string => {
+        const v = quantile(xs, q);
+        return v === null ? '-' : pct(v);
+      };
+      cells = [at(0), at(0.5), at(1)];
+    } else {
+      cells = ids.map((id) => {
+        const r = p.replicas[id];
+        return r ? fmtStat(r.cpuMean, pct, wide) : '-';
+      });
+    }
+    return [
+      p.name,
+      fmtStat(p.cpuMean, pct, wide),
+      fmtStat(p.cpuCv, fixed(2), wide),
+      ...cells,
+      fmtStat(p.harnessCpu, pct, wide),
+      fmtStat(p.harnessLoopP99Ms, fixed(1), wide),
+    ];
+  });
   const what = wide ? 'replicas and the client' : 'replica CPU of quota, client';
-  return { title: `${groupTitle(g, wide)} · ${what}`, head, rows };
+  const across = spread ? ` (${ids.length} replicas: their CPU across replicas)` : '';
+  return { title: `${groupTitle(g, wide)} · ${what}${across}`, head, rows };
 }
 
 /**
@@ -181,16 +211,26 @@ export function failureTable(g: RunGroup, opts: TableOptions = {}): TableModel |
     }),
   );
   if (!any) return null;
+  // Many replicas: only those that had failures get a column.
+  const shown =
+    ids.length > MAX_REPLICA_COLUMNS
+      ? ids.filter((id) =>
+          g.phases.some((p) => {
+            const r = p.replicas[id];
+            return r && [r.unreachable, r.overloaded, r.slow].some((s) => (s.median ?? 0) > 0);
+          }),
+        )
+      : ids;
   const rows = g.phases.map((p) => [
     p.name,
-    ...ids.map((id) => {
+    ...shown.map((id) => {
       const r = p.replicas[id];
       return r ? [r.unreachable, r.overloaded, r.slow].map((s) => fmtStat(s, int, wide)).join('/') : '-';
     }),
   ]);
   return {
     title: `${groupTitle(g, wide)} · failures heard of (unreachable/overloaded/slow; only unreachable counts toward fall)`,
-    head: ['Phase', ...ids],
+    head: ['Phase', ...shown],
     rows,
   };
 }
