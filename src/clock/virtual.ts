@@ -1,4 +1,5 @@
 import { PlbError } from '../errors.js';
+import { MinHeap } from '../min-heap.js';
 import { sleepWith, type Cancel, type Clock } from './index.js';
 
 interface Due {
@@ -19,7 +20,8 @@ export class VirtualClock implements Clock {
   readonly kind = 'virtual' as const;
   private t = 0;
   private seq = 0;
-  private readonly heap: Due[] = [];
+  // Due time, then the order set: timers for one instant fire in the order they were set.
+  private readonly heap = new MinHeap<Due>((a, b) => a.at < b.at || (a.at === b.at && a.seq < b.seq));
   /** Timers fired so far (a measure of the work a simulation did). */
   fired = 0;
 
@@ -37,7 +39,7 @@ export class VirtualClock implements Clock {
     let at = this.t + Math.max(0, ms);
     if (ms > 0 && at === this.t) at = this.t + Math.abs(this.t) * Number.EPSILON;
     const due: Due = { at, seq: this.seq++, fn, cancelled: false };
-    this.push(due);
+    this.heap.push(due);
     return () => {
       due.cancelled = true;
     };
@@ -61,7 +63,7 @@ export class VirtualClock implements Clock {
         );
       this.t = first.at;
       this.fire(first);
-      while (this.heap.length > 0 && (this.heap[0] as Due).at === first.at) this.fire(this.popTop() as Due);
+      while (this.heap.peek()?.at === first.at) this.fire(this.heap.pop() as Due);
     }
   }
 
@@ -71,50 +73,11 @@ export class VirtualClock implements Clock {
     d.fn();
   }
 
-  // A binary min-heap on (at, seq): seq keeps timers set for one instant in the order they were set.
-  private less(a: Due, b: Due): boolean {
-    return a.at < b.at || (a.at === b.at && a.seq < b.seq);
-  }
-
-  private push(d: Due): void {
-    const h = this.heap;
-    h.push(d);
-    let i = h.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!this.less(h[i] as Due, h[parent] as Due)) break;
-      [h[i], h[parent]] = [h[parent] as Due, h[i] as Due];
-      i = parent;
-    }
-  }
-
   /** The earliest live timer (cancelled ones are dropped as they surface). */
   private pop(): Due | undefined {
     for (;;) {
-      const top = this.popTop();
+      const top = this.heap.pop();
       if (top === undefined || !top.cancelled) return top;
     }
-  }
-
-  private popTop(): Due | undefined {
-    const h = this.heap;
-    const top = h[0];
-    if (top === undefined) return undefined;
-    const last = h.pop() as Due;
-    if (h.length > 0) {
-      h[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && this.less(h[l] as Due, h[m] as Due)) m = l;
-        if (r < h.length && this.less(h[r] as Due, h[m] as Due)) m = r;
-        if (m === i) break;
-        [h[i], h[m]] = [h[m] as Due, h[i] as Due];
-        i = m;
-      }
-    }
-    return top;
   }
 }

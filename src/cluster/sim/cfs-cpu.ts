@@ -1,3 +1,4 @@
+import { MinHeap } from '../../min-heap.js';
 import type { Cancel, Clock } from '../../clock/index.js';
 
 interface Job {
@@ -41,7 +42,9 @@ export class CfsCpu {
   private at: number;
   private usedMs = 0;
   private seq = 0;
-  private readonly heap: Job[] = [];
+  private readonly heap = new MinHeap<Job>(
+    (a, b) => a.level < b.level || (a.level === b.level && a.seq < b.seq),
+  );
   private frozen = false;
   private cancel: Cancel | undefined;
   private armedAt = Number.POSITIVE_INFINITY;
@@ -64,13 +67,13 @@ export class CfsCpu {
 
   /** Jobs being served. */
   get running(): number {
-    return this.heap.length;
+    return this.heap.size;
   }
 
   /** Adds a job of `demandMs` (ms of one core); `onDone` runs when it has been served. */
   submit(demandMs: number, onDone: () => void): void {
     this.advance();
-    this.push({ level: this.v + Math.max(0, demandMs), seq: this.seq++, onDone });
+    this.heap.push({ level: this.v + Math.max(0, demandMs), seq: this.seq++, onDone });
     this.arm();
   }
 
@@ -96,7 +99,7 @@ export class CfsCpu {
   /** Drops every job without calling it back (the server died; its owners are told apart). */
   clear(): void {
     this.advance();
-    this.heap.length = 0;
+    this.heap.clear();
     this.disarm();
   }
 
@@ -116,13 +119,13 @@ export class CfsCpu {
 
   /** Cores in use (the budget's drain) while it runs: min(n, H); 0 when idle or frozen. */
   private drain(): number {
-    const n = this.heap.length;
+    const n = this.heap.size;
     return n === 0 || this.frozen ? 0 : Math.min(n, this.hostCores);
   }
 
   /** Service rate of each job right now (0 while throttled). */
   private rate(): number {
-    return this.budget > 0 ? this.drain() / Math.max(1, this.heap.length) : 0;
+    return this.budget > 0 ? this.drain() / Math.max(1, this.heap.size) : 0;
   }
 
   /** Moves to period `k` with a fresh budget. */
@@ -152,7 +155,7 @@ export class CfsCpu {
         this.refill(this.period + 1);
         continue;
       }
-      const per = drain / this.heap.length;
+      const per = drain / this.heap.size;
       const dt = Math.min(t, end) - this.at;
       if (drain * dt >= this.budget - EPS_MS) {
         const run = this.budget / drain;
@@ -193,7 +196,7 @@ export class CfsCpu {
 
   /** Keeps one timer at (or before) the next event; an early one just re-arms when it fires. */
   private arm(): void {
-    const top = this.heap[0];
+    const top = this.heap.peek();
     const drain = this.drain();
     if (top === undefined || drain === 0) {
       this.disarm();
@@ -202,7 +205,7 @@ export class CfsCpu {
     let due: number;
     if (this.budget <= 0) due = this.periodEnd();
     else {
-      const per = drain / this.heap.length;
+      const per = drain / this.heap.size;
       due = Math.min(this.at + Math.max(0, (top.level - this.v) / per), this.exhaustion(drain));
     }
     if (this.cancel !== undefined && this.armedAt <= due) return;
@@ -224,55 +227,16 @@ export class CfsCpu {
   private fire(): void {
     this.advance();
     const done: Job[] = [];
-    for (let top = this.heap[0]; top !== undefined && !this.frozen; top = this.heap[0]) {
+    for (let top = this.heap.peek(); top !== undefined && !this.frozen; top = this.heap.peek()) {
       const left = top.level - this.v;
       if (left > EPS_MS) {
         const r = this.rate();
         // Served, or so nearly that the clock could not represent the rest of the wait.
         if (r === 0 || this.at + left / r > this.at) break;
       }
-      done.push(this.pop());
+      done.push(this.heap.pop() as Job);
     }
     this.arm();
     for (const j of done) j.onDone();
-  }
-
-  private less(a: Job, b: Job): boolean {
-    return a.level < b.level || (a.level === b.level && a.seq < b.seq);
-  }
-
-  private push(j: Job): void {
-    const h = this.heap;
-    h.push(j);
-    let i = h.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      const parent = h[p] as Job;
-      if (!this.less(j, parent)) break;
-      h[i] = parent;
-      i = p;
-    }
-    h[i] = j;
-  }
-
-  private pop(): Job {
-    const h = this.heap;
-    const top = h[0] as Job;
-    const last = h.pop() as Job;
-    const n = h.length;
-    if (n > 0) {
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        if (l >= n) break;
-        const r = l + 1;
-        const c = r < n && this.less(h[r] as Job, h[l] as Job) ? r : l;
-        if (!this.less(h[c] as Job, last)) break;
-        h[i] = h[c] as Job;
-        i = c;
-      }
-      h[i] = last;
-    }
-    return top;
   }
 }
