@@ -1,10 +1,11 @@
 // `plb report --json`: aggregated groups (median and IQR over repeats) and the strategy comparison.
 import { z } from 'zod';
-import type {
-  AggregatedDetection,
-  AggregatedPhase,
-  AggregatedReplica,
-  RunGroup,
+import {
+  CLASS_METRICS,
+  type AggregatedDetection,
+  type AggregatedPhase,
+  type AggregatedReplica,
+  type RunGroup,
 } from '../report/aggregate.js';
 import type { Comparison, ComparisonRow, StrategyComparison } from '../report/compare.js';
 import type { ReportJson } from '../report/render.js';
@@ -25,26 +26,7 @@ export const statSchema = z
   // An id: the JSON Schema defines it once and refers to it (it is used ~60 times).
   .meta({ id: 'Stat', description: 'Median and interquartile range over the repeats' });
 
-// Keep in step with CLASS_METRICS (report/aggregate.ts); the type checks below say when not.
-const CLASS_METRICS = [
-  'goodput',
-  'p50',
-  'p95',
-  'p99',
-  'goodputRetention',
-  'p95Inflation',
-  'lifetimeP50Ms',
-  'lifetimeP95Ms',
-  'queries',
-  'errors',
-  'sessionsOpened',
-  'sessionsFailed',
-  'sessionsCut',
-  'admissionFailures',
-  'connectP50Ms',
-  'connectP95Ms',
-] as const;
-
+// The metrics the report aggregates, one Stat each (the list is the report's own).
 const classMetricsSchema = z.object(
   Object.fromEntries(CLASS_METRICS.map((m) => [m, statSchema])) as Record<
     (typeof CLASS_METRICS)[number],
