@@ -1,6 +1,44 @@
-// Shared by the test files: what the machine has, and bench flags with test-sized defaults.
+// Shared by the test files: what the machine has, bench flags with test-sized defaults, and a
+// command run in-process with its output captured.
+import { join } from 'node:path';
+import { vi } from 'vitest';
 import type { BenchFlagValues } from '../../src/bench/options.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
+
+const PACKAGE_JSON = join(import.meta.dirname, '../../package.json');
+
+/**
+ * Runs an oclif command in this process, capturing stdout and stderr (and silencing Node's
+ * warnings, e.g. oclif's deprecations); returns its exit code (0 when it returned).
+ */
+export async function runCommand(
+  cmd: { run(argv: string[], root: string): Promise<unknown> },
+  argv: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation((c: string | Uint8Array) => {
+    stdout += String(c);
+    return true;
+  });
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => {
+    stderr += String(c);
+    return true;
+  });
+  const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+  let code = 0;
+  try {
+    await cmd.run(argv, PACKAGE_JSON);
+  } catch (e) {
+    code = (e as { oclif?: { exit?: number } }).oclif?.exit ?? -1;
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+    warn.mockRestore();
+    process.exitCode = undefined;
+  }
+  return { code, stdout, stderr };
+}
 
 /** True when the PostgreSQL server binaries are installed (local-driver suites skip otherwise). */
 export const haveServerBinaries: boolean = (() => {

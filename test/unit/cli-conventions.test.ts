@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import BenchMatrix from '../../src/commands/bench/matrix.js';
 import BenchRun from '../../src/commands/bench/run.js';
 import Report from '../../src/commands/report.js';
@@ -18,38 +18,11 @@ import {
   seriesProgressLine,
   trackSeries,
 } from '../../src/bench/series-progress.js';
+import { runCommand } from '../helpers/fixtures.js';
 
-const ROOT = join(import.meta.dirname, '../../package.json');
 const README = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
 
-/** Runs a command, capturing stdout and stderr; returns its exit code (0 when it returned). */
-async function run(
-  cmd: { run(argv: string[], root: string): Promise<unknown> },
-  argv: string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((c: string | Uint8Array) => {
-    stdout += String(c);
-    return true;
-  });
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => {
-    stderr += String(c);
-    return true;
-  });
-  const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-  let code = 0;
-  try {
-    await cmd.run(argv, ROOT);
-  } catch (e) {
-    code = (e as { oclif?: { exit?: number } }).oclif?.exit ?? -1;
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-    warn.mockRestore();
-  }
-  return { code, stdout, stderr };
-}
+const run = runCommand;
 
 afterEach(() => {
   process.exitCode = undefined;

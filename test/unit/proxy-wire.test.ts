@@ -6,8 +6,9 @@ import type { BackendMessage } from 'pg-protocol/dist/messages.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import Proxy from '../../src/commands/proxy.js';
+import { runCommand } from '../helpers/fixtures.js';
 import { CancelKeys } from '../../src/proxy/cancel-keys.js';
 import { parseProxyFlags, type ProxyFlagValues } from '../../src/proxy/options.js';
 import {
@@ -283,31 +284,7 @@ describe('parseProxyFlags', () => {
 });
 
 describe('plb proxy, the command: bad input is one line (or JSON), exit 1, nothing listens', () => {
-  const ROOT = join(import.meta.dirname, '../../package.json');
-
-  async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    let stdout = '';
-    let stderr = '';
-    const out = vi.spyOn(process.stdout, 'write').mockImplementation((c: string | Uint8Array) => {
-      stdout += String(c);
-      return true;
-    });
-    const err = vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => {
-      stderr += String(c);
-      return true;
-    });
-    let code = 0;
-    try {
-      await Proxy.run(argv, ROOT);
-    } catch (e) {
-      code = (e as { oclif?: { exit?: number } }).oclif?.exit ?? -1;
-    } finally {
-      out.mockRestore();
-      err.mockRestore();
-      process.exitCode = undefined;
-    }
-    return { code, stdout, stderr };
-  }
+  const run = (argv: string[]) => runCommand(Proxy, argv);
 
   it.each([
     [['--stop-timeout', 'soon'], /^Error: --stop-timeout: expected a duration/],
