@@ -95,6 +95,33 @@ export function seriesFlags(defaults: { strategy: string[]; repeat: number; repe
   };
 }
 
+/**
+ * The series flags of a preset (`plb paper run`): no defaults, so the preset fills in what the
+ * command line leaves out and a value given there always wins.
+ */
+export function presetSeriesFlags() {
+  return {
+    strategy: listFlag({
+      description: "strategies, a comma list (default: the experiment's)",
+      helpGroup: HELP_GROUPS.router,
+    }),
+    mix: listFlag({
+      description: "premium:freemium mixes, a comma list (default: the experiment's)",
+      helpGroup: HELP_GROUPS.workload,
+    }),
+    clients: checkedNumber({
+      description: "closed model: concurrent clients T (default: the experiment's)",
+      helpGroup: HELP_GROUPS.workload,
+    }),
+    'think-time': checkedString({
+      description:
+        'mean think time between queries, e.g. 250ms; auto: calibrated so the reference phase sits at --target-cpu',
+      default: 'auto',
+      helpGroup: HELP_GROUPS.workload,
+    }),
+  };
+}
+
 const STRATEGY_LIST = 'plb, rr, static, lc or wlc';
 
 /** Flags shared by `bench run` and `bench matrix` (and seriesFlags). --json comes with enableJsonFlag. */
