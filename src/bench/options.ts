@@ -16,8 +16,7 @@ import {
   parseRoleVector,
   resolveBorrowing,
 } from '../router/index.js';
-import type { BorrowingOptions } from '../router/types.js';
-import type { StrategyName } from '../router/types.js';
+import type { BorrowingOptions, ServiceClass, StrategyName } from '../router/types.js';
 import { renderComparison, renderReport, writeReports } from '../report/index.js';
 import { colourEnabled } from '../table-style.js';
 import { trackSeries } from './series-progress.js';
@@ -29,7 +28,17 @@ import type { BenchResult } from './run.js';
 import { packageVersion } from '../package-info.js';
 import { leaseCluster } from './cluster-lease.js';
 import { collectEnvironment } from './environment.js';
-import { DEFAULT_WORKLOAD, parseMix, type WorkloadSpec } from '../workload/spec.js';
+import {
+  DEFAULT_WORKLOAD,
+  parseMix,
+  parsePerClass,
+  parseQueryWeights,
+  queryWeightsLabel,
+  type ClassWorkload,
+  type PerClass,
+  type WorkloadSpec,
+} from '../workload/spec.js';
+import { loadWorkloadFile } from '../workload/workload-file.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
 
 /** Help sections of the bench flags (oclif `helpGroup`). */
@@ -155,15 +164,21 @@ export const benchFlags = {
     default: DEFAULT_WORKLOAD.datasetRows,
     helpGroup: HELP_GROUPS.workload,
   }),
-  'queries-per-session': checkedNumber({
-    description: 'mean queries per session (both classes)',
-    default: DEFAULT_WORKLOAD.classes.premium.queriesPerSession,
+  'queries-per-session': checkedString({
+    description: `mean queries per session: one value for both classes, or premium=5,freemium=40 (default ${DEFAULT_WORKLOAD.classes.premium.queriesPerSession}, or --workload's)`,
     helpGroup: HELP_GROUPS.workload,
   }),
   'think-time': checkedString({
+    description: `mean think time between queries: 250ms, or premium=250ms,freemium=1s (default ${DEFAULT_WORKLOAD.classes.premium.thinkTimeMs}ms, or --workload's); auto: scaled so the reference phase sits at --target-cpu (both classes by one factor)`,
+    helpGroup: HELP_GROUPS.workload,
+  }),
+  'query-mix': checkedString({
+    description: `weights of the point:range:scan queries: 0.5:0.3:0.2, or premium=0.7:0.3:0,freemium=0.1:0.3:0.6 (default ${queryWeightsLabel(DEFAULT_WORKLOAD.classes.premium.queryWeights)}, or --workload's)`,
+    helpGroup: HELP_GROUPS.workload,
+  }),
+  workload: checkedString({
     description:
-      'mean think time between queries, e.g. 250ms; auto: calibrated so the reference phase sits at --target-cpu',
-    default: `${DEFAULT_WORKLOAD.classes.premium.thinkTimeMs}ms`,
+      'workload file (YAML): per-class queriesPerSession, thinkTime and queryWeights; flags given override it',
     helpGroup: HELP_GROUPS.workload,
   }),
   'target-cpu': checkedString({
@@ -277,8 +292,12 @@ export interface BenchFlagValues {
   seed?: number | undefined;
   out: string;
   'dataset-rows': number;
-  'queries-per-session': number;
-  'think-time': string;
+  /** One value for both classes or `premium=..,freemium=..`; absent: --workload's, else the default. */
+  'queries-per-session'?: string | number | undefined;
+  'think-time'?: string | undefined;
+  'query-mix'?: string | undefined;
+  /** Workload file (YAML), overridden by the three above. */
+  workload?: string | undefined;
   'target-cpu': string;
   'hang-timeout': string;
   reference: string;
@@ -376,6 +395,51 @@ function targetCpu(text: string): number {
   return t;
 }
 
+function parseQueriesPerSession(text: string): PerClass<number> {
+  return parsePerClass(text, '--queries-per-session', (v) =>
+    positive('queries-per-session', v === '' ? NaN : Number(v)),
+  );
+}
+
+function parseThinkTime(text: string): PerClass<number> | 'auto' {
+  return text.trim() === 'auto'
+    ? 'auto'
+    : parsePerClass(text, '--think-time', (v) => durationMsFlag('think-time', v));
+}
+
+/**
+ * Each class's session shape: the defaults, then --workload's file, then the flags given (a flag
+ * naming one class leaves the other as it was). `auto` keeps the think times as the ratio the
+ * calibration scales.
+ */
+export function resolveClasses(
+  flags: Pick<BenchFlagValues, 'queries-per-session' | 'think-time' | 'query-mix' | 'workload'>,
+): {
+  classes: WorkloadSpec['classes'];
+  autoThink: boolean;
+} {
+  const file = flags.workload === undefined ? {} : loadWorkloadFile(flags.workload);
+  const qps =
+    flags['queries-per-session'] === undefined
+      ? {}
+      : parseQueriesPerSession(String(flags['queries-per-session']));
+  const think = flags['think-time'] === undefined ? {} : parseThinkTime(flags['think-time']);
+  const weights =
+    flags['query-mix'] === undefined
+      ? {}
+      : parsePerClass(flags['query-mix'], '--query-mix', (w) => parseQueryWeights(w, '--query-mix'));
+  const one = (cls: ServiceClass): ClassWorkload => {
+    const d = DEFAULT_WORKLOAD.classes[cls];
+    const f = file[cls] ?? {};
+    return {
+      queriesPerSession: qps[cls] ?? f.queriesPerSession ?? d.queriesPerSession,
+      thinkTimeMs: (think === 'auto' ? undefined : think[cls]) ?? f.thinkTimeMs ?? d.thinkTimeMs,
+      queryWeights: { ...(weights[cls] ?? f.queryWeights ?? d.queryWeights) },
+    };
+  };
+  return { classes: { premium: one('premium'), freemium: one('freemium') }, autoThink: think === 'auto' };
+}
+
 /** The one check of every bench value that has one, by flag name; throws BAD_INPUT naming the flag. */
 const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   strategy: (v) => parseStrategies(String(v), 'strategy'),
@@ -385,8 +449,10 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   rate: (v) => positive('rate', Number(v), false, LIMITS.rate),
   seed: (v) => checkSeed(Number(v), '--seed'),
   'dataset-rows': (v) => positive('dataset-rows', Number(v), true, LIMITS.datasetRows),
-  'queries-per-session': (v) => positive('queries-per-session', Number(v)),
-  'think-time': (v) => (String(v).trim() === 'auto' ? 'auto' : durationMsFlag('think-time', String(v))),
+  'queries-per-session': (v) => parseQueriesPerSession(String(v)),
+  'think-time': (v) => parseThinkTime(String(v)),
+  'query-mix': (v) => parsePerClass(String(v), '--query-mix', (w) => parseQueryWeights(w, '--query-mix')),
+  workload: (v) => loadWorkloadFile(String(v)),
   'target-cpu': (v) => targetCpu(String(v)),
   reference: (v) => parseRoleVector(String(v), '--reference'),
   partition: (v) => parsePartition(String(v), '--partition'),
@@ -427,17 +493,13 @@ export async function executeBench(
       'repeat',
       'clients',
       'dataset-rows',
-      'queries-per-session',
       'fall',
       'rise',
       'base-port',
       'progress',
     ] as const)
       checkBenchValue(name, flags[name]);
-    const autoThink = flags['think-time'].trim() === 'auto';
-    const thinkTimeMs = autoThink
-      ? DEFAULT_WORKLOAD.classes.premium.thinkTimeMs
-      : durationMsFlag('think-time', flags['think-time']);
+    const { classes, autoThink } = resolveClasses(flags);
     const targetCpuValue = targetCpu(flags['target-cpu']);
     const rate = positive('rate', Number(flags.rate), false, LIMITS.rate);
     const reference = parseRoleVector(flags.reference, '--reference');
@@ -467,21 +529,13 @@ export async function executeBench(
     const seed = flags.seed ?? newSeed();
     // Last check, the only one that creates something: the folder the run directories go into.
     ensureWritableDir(flags.out, '--out');
-    const cls = (c: WorkloadSpec['classes']['premium']): WorkloadSpec['classes']['premium'] => ({
-      ...c,
-      queriesPerSession: flags['queries-per-session'],
-      thinkTimeMs,
-    });
     const workload: WorkloadSpec = {
       ...DEFAULT_WORKLOAD,
       model: flags.model === 'open' ? 'open' : 'closed',
       clients: flags.clients,
       rate,
       datasetRows: flags['dataset-rows'],
-      classes: {
-        premium: cls(DEFAULT_WORKLOAD.classes.premium),
-        freemium: cls(DEFAULT_WORKLOAD.classes.freemium),
-      },
+      classes,
     };
     const runs = expandSeries(strategies, mixes, flags.repeat, seed);
     // With --json, stdout holds the JSON alone.
@@ -565,6 +619,7 @@ export async function executeBench(
             driver: lease.driver.kind,
             cpusEnforced: lease.driver.cpusEnforced,
             borrowing: resolveBorrowing(borrowing),
+            ...(flags.workload !== undefined ? { workloadFile: flags.workload } : {}),
           },
         });
       } finally {

@@ -6,13 +6,13 @@ import type { ClusterDriver, ClusterSpec } from '../cluster/driver.js';
 import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
 import { PlbError } from '../errors.js';
 import type { FaultPlan } from '../faults/types.js';
-import type { RoleVector } from '../router/types.js';
+import type { RoleVector, ServiceClass } from '../router/types.js';
 import { VirtualClock } from '../clock/virtual.js';
-import { meanQueryCpuMs, simDriverOf, type SimDriver } from '../cluster/sim/index.js';
-import { calibrateThinkTime, thinkTimeFor } from '../workload/calibrate.js';
+import { classQueryCpuMs, meanQueryCpuMs, simDriverOf, type SimDriver } from '../cluster/sim/index.js';
+import { calibrateThinkTime, thinkTimesFor, type ClassThinkInputs } from '../workload/calibrate.js';
 import { MAX_SEED, Rng } from '../workload/rng.js';
 import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './run.js';
-import type { WorkloadSpec } from '../workload/spec.js';
+import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
 
 /** The embedded default plan: the short cascade. */
 export function defaultPlanPath(): string {
@@ -97,18 +97,20 @@ async function withCalibratedThinkTime(
     rng: new Rng(opts.runs[0]?.seed ?? 1).fork(7),
   });
   opts.log(
-    `think time auto: ${cal.thinkTimeMs} ms for ${opts.workload.clients} clients at ${Math.round(cal.targetCpu * 100)}% replica CPU (${first.id}: ${cal.cpuPerQueryMs} ms CPU a query, ${cal.cpuPerConnectMs} ms a connect; target ${cal.targetQps} q/s; calibration ${(cal.tookMs / 1000).toFixed(1)} s)`,
+    `think time auto: ${thinkLabel(cal.classThinkTimeMs)} for ${opts.workload.clients} clients at ${Math.round(cal.targetCpu * 100)}% replica CPU (${first.id}: ${cal.cpuPerQueryMs} ms CPU a query, ${cal.cpuPerConnectMs} ms a connect; target ${cal.targetQps} q/s; calibration ${(cal.tookMs / 1000).toFixed(1)} s)`,
   );
   if (cal.shortfall) opts.log(`warning: ${cal.shortfall}`);
-  return { workload: withThinkTime(opts.workload, cal.thinkTimeMs), extras: { calibration: cal } };
+  return { workload: withThinkTime(opts.workload, cal.classThinkTimeMs), extras: { calibration: cal } };
 }
 
-function withThinkTime(workload: WorkloadSpec, thinkTimeMs: number): WorkloadSpec {
-  const think = (c: WorkloadSpec['classes']['premium']) => ({ ...c, thinkTimeMs });
-  return {
-    ...workload,
-    classes: { premium: think(workload.classes.premium), freemium: think(workload.classes.freemium) },
-  };
+function withThinkTime(workload: WorkloadSpec, thinkTimeMs: Record<ServiceClass, number>): WorkloadSpec {
+  const think = (c: ServiceClass) => ({ ...workload.classes[c], thinkTimeMs: thinkTimeMs[c] });
+  return { ...workload, classes: { premium: think('premium'), freemium: think('freemium') } };
+}
+
+/** `250 ms`, or `premium 100 ms, freemium 400 ms` when the classes differ. */
+function thinkLabel(t: Record<ServiceClass, number>): string {
+  return t.premium === t.freemium ? `${t.premium} ms` : `premium ${t.premium} ms, freemium ${t.freemium} ms`;
 }
 
 /**
@@ -124,22 +126,30 @@ function simulatedThinkTime(
   const cal = sim.calibration;
   const { workload } = opts;
   const cpus = opts.spec.cpus;
-  const n = Math.max(1, workload.classes.premium.queriesPerSession);
   const u = Math.min(0.99, Math.max(0.01, targetCpu));
   const cpuPerQueryMs = meanQueryCpuMs(cal, workload);
   const connectWallMs = cal.connect.latencyMs + cal.connect.cpuMs / cpus / (1 - u);
-  const result = thinkTimeFor({
-    clients: workload.clients,
+  const split = splitByMix(workload.clients, workload.mix);
+  // Each class its own cost a query (its template weights) and fixed wall time.
+  const cls = (c: ServiceClass): ClassThinkInputs => {
+    const w = workload.classes[c];
+    return {
+      clients: split[c],
+      queriesPerSession: w.queriesPerSession,
+      cpuPerQueryS: classQueryCpuMs(cal, w.queryWeights) / 1000,
+      fixedWallS: (connectWallMs + Math.max(1, w.queriesPerSession) * cal.queryOverheadMs) / 1000,
+      baseThinkMs: w.thinkTimeMs,
+    };
+  };
+  const result = thinkTimesFor({
+    classes: { premium: cls('premium'), freemium: cls('freemium') },
     replicas: opts.plan.replicas,
     cpusPerReplica: cpus,
     targetCpu,
-    queriesPerSession: n,
-    cpuPerQueryS: cpuPerQueryMs / 1000,
     cpuPerConnectS: cal.connect.cpuMs / 1000,
-    connectWallS: (connectWallMs + n * cal.queryOverheadMs) / 1000,
   });
   opts.log(
-    `think time auto (simulated): ${result.thinkTimeMs} ms for ${workload.clients} clients at ${Math.round(u * 100)}% replica CPU (${cpuPerQueryMs.toFixed(3)} ms CPU a query, ${cal.connect.cpuMs} ms a connect, from the calibration; target ${result.targetQps} q/s)`,
+    `think time auto (simulated): ${thinkLabel(result.thinkTimeMs)} for ${workload.clients} clients at ${Math.round(u * 100)}% replica CPU (${cpuPerQueryMs.toFixed(3)} ms CPU a query, ${cal.connect.cpuMs} ms a connect, from the calibration; target ${result.targetQps} q/s)`,
   );
   if (result.shortfall) opts.log(`warning: ${result.shortfall}`);
   return {
@@ -147,6 +157,8 @@ function simulatedThinkTime(
     extras: {
       calibration: {
         ...result,
+        thinkTimeMs: result.thinkTimeMs.premium,
+        classThinkTimeMs: result.thinkTimeMs,
         targetCpu,
         source: 'simulator calibration',
         cpuPerQueryMs: Math.round(cpuPerQueryMs * 1000) / 1000,

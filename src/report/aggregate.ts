@@ -1,8 +1,18 @@
-// Groups runs of one strategy+plan+mix (repeats) and reduces every metric to median and IQR.
+// Groups runs of one strategy+plan+mix and settings (repeats) and reduces every metric to median and IQR.
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
 import { compareReplicaIds } from '../cluster/driver.js';
+import type { RunConfig } from '../run-format/config.js';
 import { stat, type Stat } from './stats.js';
+import {
+  runSettings,
+  SETTING_NAMES,
+  settingsKeyOf,
+  shortHash,
+  type SettingName,
+  type SettingsDiff,
+  type SettingValue,
+} from './settings.js';
 
 /** Per phase and class metrics the report shows, in display order. */
 export const CLASS_METRICS = [
@@ -62,8 +72,17 @@ export interface AggregatedDetection {
 }
 
 export interface RunGroup {
-  /** `plan|strategy|mix` */
+  /**
+   * `plan|strategy|mix`; when groups of the report share that but differ in settings,
+   * `plan|strategy|mix|<settingsLabel>` (a baseline of runs alike keeps matching).
+   */
   key: string;
+  /** Every setting (settings.ts) readable, e.g. `{'think time': '250ms', ...}`; `unknown` when not recorded. */
+  settings: Record<string, string>;
+  /** Canonical text of the settings: the runs of a group have the same. */
+  settingsKey: string;
+  /** The settings this group differs in from others of the report, e.g. `think time 1s · readings paper` ('' when none). */
+  settingsLabel: string;
   plan: string;
   strategy: string;
   mix: { premium: number; freemium: number };
@@ -95,6 +114,12 @@ export function groupKey(s: Pick<RunSummary, 'plan' | 'strategy' | 'mix'>): stri
   return `${s.plan}|${s.strategy}|${mixLabel(s.mix)}`;
 }
 
+/** The mix as shares of 100: 1:1, 50:50 and 0.5:0.5 are one mix. */
+function normalMix(mix: { premium: number; freemium: number }): string {
+  const sum = mix.premium + mix.freemium || 1;
+  return `${Math.round((mix.premium / sum) * 1e4) / 100}:${Math.round((mix.freemium / sum) * 1e4) / 100}`;
+}
+
 function strategyRank(s: string): number {
   const i = STRATEGY_ORDER.indexOf(s);
   return i === -1 ? STRATEGY_ORDER.length : i;
@@ -108,30 +133,97 @@ function strategyRank(s: string): number {
  */
 export function aggregateRuns(
   summaries: readonly RunSummary[],
-  opts: { includeIncomplete?: boolean } = {},
+  opts: {
+    includeIncomplete?: boolean;
+    /** Each run's config.json: runs are repeats only when all their settings match. */
+    configs?: ReadonlyMap<RunSummary, RunConfig>;
+  } = {},
 ): RunGroup[] {
-  const byKey = new Map<string, RunSummary[]>();
+  const byKey = new Map<string, { runs: RunSummary[]; settings: Record<SettingName, SettingValue> }>();
   for (const s of [...summaries].sort((a, b) => a.runId.localeCompare(b.runId))) {
-    const k = groupKey(s);
-    const list = byKey.get(k);
-    if (list) list.push(s);
-    else byKey.set(k, [s]);
+    const settings = runSettings(opts.configs?.get(s), s.plan);
+    const k = `${s.plan}|${s.strategy}|${normalMix(s.mix)}\n${settingsKeyOf(settings)}`;
+    const entry = byKey.get(k);
+    if (entry) entry.runs.push(s);
+    else byKey.set(k, { runs: [s], settings });
   }
-  const groups = [...byKey.values()].map((runs) => {
+  const entries = [...byKey.values()];
+  const labels = settingLabels(entries.map((e) => e.settings));
+  const groups = entries.map(({ runs, settings }, i) => {
     // An incomplete run never moves a median of complete ones unless asked; alone it still shows.
     const complete = runs.filter((r) => r.complete);
     const keep = opts.includeIncomplete || complete.length === 0 ? runs : complete;
     const excluded = runs.filter((r) => !keep.includes(r)).map((r) => r.runId);
-    return { ...aggregateGroup(keep), problems: runs.flatMap(problemsOf), excluded };
+    return {
+      ...aggregateGroup(keep),
+      settings: labels[i] as Record<string, string>,
+      settingsKey: settingsKeyOf(settings),
+      problems: runs.flatMap(problemsOf),
+      excluded,
+    };
   });
+  const diff = settingsDiff(groups);
+  const differing = new Set(diff.differ.map((d) => d.name));
+  for (const g of groups)
+    g.settingsLabel = SETTING_NAMES.filter((n) => differing.has(n))
+      .map((n) => `${n} ${g.settings[n]}`)
+      .join(' · ');
+  // Groups that share plan, strategy and mix are told apart by their settings.
+  const keyCount = new Map<string, number>();
+  for (const g of groups) keyCount.set(g.key, (keyCount.get(g.key) ?? 0) + 1);
+  for (const g of groups) if ((keyCount.get(g.key) ?? 0) > 1) g.key = `${g.key}|${g.settingsLabel}`;
   return groups.sort(
     (a, b) =>
       a.plan.localeCompare(b.plan) ||
       b.mix.premium / (b.mix.premium + b.mix.freemium || 1) -
         a.mix.premium / (a.mix.premium + a.mix.freemium || 1) ||
+      a.settingsLabel.localeCompare(b.settingsLabel) ||
       strategyRank(a.strategy) - strategyRank(b.strategy) ||
       a.strategy.localeCompare(b.strategy),
   );
+}
+
+/**
+ * Each group's readable settings; where two groups show the same text for values that differ
+ * (a plan of the same name with other events), the text gets a short hash of the value.
+ */
+function settingLabels(all: readonly Record<SettingName, SettingValue>[]): Record<SettingName, string>[] {
+  const out = all.map(() => ({}) as Record<SettingName, string>);
+  for (const name of SETTING_NAMES) {
+    const canonicalOf = new Map<string, Set<string>>();
+    for (const s of all) {
+      const v = s[name];
+      const set = canonicalOf.get(v.label) ?? new Set<string>();
+      set.add(v.canonical);
+      canonicalOf.set(v.label, set);
+    }
+    const clash = [...canonicalOf.values()].some((set) => set.size > 1);
+    all.forEach((s, i) => {
+      const v = s[name];
+      out[i]![name] = clash ? `${v.label} #${shortHash(v.canonical)}` : v.label;
+    });
+  }
+  return out;
+}
+
+/**
+ * What the groups of a report differ in and share. Plan names (and mixes, and strategies) are in
+ * every title already: a plan counts only when groups of one plan name ran other events.
+ */
+export function settingsDiff(groups: readonly Pick<RunGroup, 'plan' | 'settings'>[]): SettingsDiff {
+  const diff: SettingsDiff = { differ: [], shared: [] };
+  if (groups.length === 0) return diff;
+  for (const name of SETTING_NAMES) {
+    const values = [...new Set(groups.map((g) => g.settings[name] ?? 'unknown'))];
+    const differs =
+      name === 'plan'
+        ? groups.some((a) => groups.some((b) => a.plan === b.plan && a.settings.plan !== b.settings.plan))
+        : values.length > 1;
+    if (differs)
+      diff.differ.push({ name, values: name === 'plan' ? values.filter((v) => v.includes(' #')) : values });
+    else if (values.length === 1 && values[0] !== 'unknown') diff.shared.push({ name, value: values[0]! });
+  }
+  return diff;
 }
 
 function aggregateGroup(runs: RunSummary[]): RunGroup {
@@ -200,6 +292,9 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
 
   return {
     key: groupKey(first),
+    settings: {},
+    settingsKey: '',
+    settingsLabel: '',
     plan: first.plan,
     strategy: first.strategy,
     mix: { premium: first.mix.premium, freemium: first.mix.freemium },

@@ -389,14 +389,17 @@ export function phaseBarsSpec(groups: readonly RunGroup[], metric: 'p95' | 'good
 /** A group's name in a chart: its strategy, plus the mix when several mixes are shown. */
 function seriesLabel(g: RunGroup, all: readonly RunGroup[]): string {
   const mixes = new Set(all.map((x) => `${x.plan} ${x.mixLabel}`));
-  return mixes.size > 1 ? `${g.strategy} ${g.mixLabel}` : g.strategy;
+  const name = mixes.size > 1 ? `${g.strategy} ${g.mixLabel}` : g.strategy;
+  return g.settingsLabel ? `${name} · ${g.settingsLabel}` : name;
 }
 
 /** The change against the baseline, per phase, class and strategy ((value - base) / base). */
 export function comparisonSpec(cmp: Comparison): TopLevelSpec {
   const several = new Set(cmp.entries.map((e) => `${e.plan} ${e.mixLabel}`)).size > 1;
-  const label = (e: Comparison['entries'][number]): string =>
-    several ? `${e.strategy} ${e.mixLabel}` : e.strategy;
+  const label = (e: Comparison['entries'][number]): string => {
+    const name = several ? `${e.strategy} ${e.mixLabel}` : e.strategy;
+    return e.settingsLabel ? `${name} · ${e.settingsLabel}` : name;
+  };
   const values = cmp.entries
     .flatMap((e) =>
       e.rows.flatMap((r) => [

@@ -31,6 +31,8 @@ export interface ComparisonRow {
 export interface StrategyComparison {
   plan: string;
   mixLabel: string;
+  /** The settings the compared groups differ in from other groups ('' when none). */
+  settingsLabel: string;
   strategy: string;
   baseline: string;
   runs: number;
@@ -52,7 +54,8 @@ export interface Comparison {
 export function compareStrategies(groups: readonly RunGroup[], baseline = 'rr'): Comparison {
   const sets = new Map<string, RunGroup[]>();
   for (const g of groups) {
-    const k = `${g.plan} ${g.mixLabel}`;
+    // Strategies compare only under the same settings.
+    const k = `${g.plan} ${g.mixLabel}${g.settingsLabel ? ` ${g.settingsLabel}` : ''}\n${g.settingsKey}`;
     const list = sets.get(k);
     if (list) list.push(g);
     else sets.set(k, [g]);
@@ -63,7 +66,7 @@ export function compareStrategies(groups: readonly RunGroup[], baseline = 'rr'):
     if (set.length < 2) continue;
     const base = set.find((g) => g.strategy === baseline);
     if (!base) {
-      missingBaseline.push(k);
+      missingBaseline.push(k.split('\n')[0] ?? k);
       continue;
     }
     for (const g of set) {
@@ -92,6 +95,7 @@ export function compareStrategies(groups: readonly RunGroup[], baseline = 'rr'):
       entries.push({
         plan: g.plan,
         mixLabel: g.mixLabel,
+        settingsLabel: g.settingsLabel,
         strategy: g.strategy,
         baseline,
         runs: g.runIds.length,

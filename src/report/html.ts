@@ -11,7 +11,7 @@ import {
   roleTimelineSpec,
 } from './charts.js';
 import { compareStrategies } from './compare.js';
-import { comparisonTable, groupTables, type TableModel } from './render.js';
+import { comparisonTable, groupTables, settingsLines, type TableModel } from './render.js';
 import { QUANTILE_METHOD } from '../metrics/math.js';
 
 const CSS = `
@@ -119,9 +119,10 @@ export async function renderComparisonHtml(groups: readonly RunGroup[], baseline
   const plans = [...new Set(groups.map((g) => g.plan))].join(', ');
   const parts = [
     `<h1>plb comparison: ${escapeHtml(plans)}</h1>`,
-    `<div class="meta">${runs} runs in ${groups.length} groups (strategy+plan+mix) · baseline <b>${escapeHtml(
+    `<div class="meta">${runs} runs in ${groups.length} groups (strategy, plan, mix and settings) · baseline <b>${escapeHtml(
       baseline,
     )}</b> · repeats as median and IQR, quantiles by ${escapeHtml(QUANTILE_METHOD)}</div>`,
+    ...settingsLines(groups).map((l) => `<div class="meta">${escapeHtml(l)}</div>`),
   ];
   if (cmp.entries.length > 0) {
     parts.push(`<h2>Against ${escapeHtml(baseline)}</h2>`);

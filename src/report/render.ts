@@ -2,7 +2,8 @@
 import Table from 'cli-table3';
 import { stringify } from 'csv-stringify/sync';
 import { SERVICE_CLASSES } from '../router/types.js';
-import { aggregateRuns, CLASS_METRICS, compareReplicaIds, type RunGroup } from './aggregate.js';
+import { aggregateRuns, CLASS_METRICS, compareReplicaIds, settingsDiff, type RunGroup } from './aggregate.js';
+import { differLine, sharedLine, type SettingsDiff } from './settings.js';
 import { compareStrategies, type Comparison } from './compare.js';
 import { QUANTILE_METHOD, type Stat } from './stats.js';
 import { quantile } from '../metrics/math.js';
@@ -63,7 +64,19 @@ export function groupTitle(g: RunGroup, iqr = true): string {
     g.runIds.length === 1
       ? `run ${g.runIds[0]}`
       : `${g.runIds.length} runs, median${iqr ? ' [q1..q3]' : 's'}`;
-  return `${g.plan} · ${g.strategy} · mix ${g.mixLabel} · ${runs}${g.complete ? '' : ' · INCOMPLETE'}`;
+  const settings = g.settingsLabel ? ` · ${g.settingsLabel}` : '';
+  return `${g.plan} · ${g.strategy} · mix ${g.mixLabel}${settings} · ${runs}${g.complete ? '' : ' · INCOMPLETE'}`;
+}
+
+/** A comparison entry's mix cell: the mix, and the settings its groups differ in. */
+function mixCell(e: { mixLabel: string; settingsLabel?: string }): string {
+  return e.settingsLabel ? `${e.mixLabel} · ${e.settingsLabel}` : e.mixLabel;
+}
+
+/** The report's header: the settings every group shares, and those the groups differ in. */
+export function settingsLines(groups: readonly RunGroup[]): string[] {
+  const diff = settingsDiff(groups);
+  return [sharedLine(diff), differLine(diff)].filter((l): l is string => l !== null);
 }
 
 /** Compact: the medians of phase, K+, class, goodput, p95, p99, retention, p95 Δ, errors, failed sessions. */
@@ -267,7 +280,7 @@ export function comparisonTable(cmp: Comparison, opts: TableOptions = {}): Table
     const rows = cmp.entries.flatMap((e) =>
       e.rows.map((r) => [
         ...(onePlan ? [] : [e.plan]),
-        e.mixLabel,
+        mixCell(e),
         e.strategy,
         r.phase,
         r.cls,
@@ -286,7 +299,7 @@ export function comparisonTable(cmp: Comparison, opts: TableOptions = {}): Table
     for (const r of e.rows) {
       rows.push([
         e.plan,
-        e.mixLabel,
+        mixCell(e),
         e.strategy,
         r.phase,
         r.cls,
@@ -357,6 +370,7 @@ const CSV_HEAD = [
   'q3',
   'n',
   'baseline',
+  'settings',
 ];
 
 /** Long format: one row per group, phase, subject (class, replica or `all`) and metric. */
@@ -365,7 +379,7 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): 
   for (const g of groups) {
     const pre = [g.plan, g.strategy, g.mixLabel, g.runIds.length];
     const push = (phase: string, subject: string, metric: string, s: Stat): void => {
-      rows.push([...pre, phase, subject, metric, s.median, s.q1, s.q3, s.n, null]);
+      rows.push([...pre, phase, subject, metric, s.median, s.q1, s.q3, s.n, null, g.settingsLabel]);
     };
     for (const p of g.phases) {
       push(p.name, 'all', 'survivors', p.survivors);
@@ -385,8 +399,8 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): 
   for (const e of cmp?.entries ?? []) {
     for (const r of e.rows) {
       const pre = [e.plan, e.strategy, e.mixLabel, e.runs, r.phase, r.cls];
-      rows.push([...pre, 'p95Change', r.p95Change, null, null, null, e.baseline]);
-      rows.push([...pre, 'goodputChange', r.goodputChange, null, null, null, e.baseline]);
+      rows.push([...pre, 'p95Change', r.p95Change, null, null, null, e.baseline, e.settingsLabel]);
+      rows.push([...pre, 'goodputChange', r.goodputChange, null, null, null, e.baseline, e.settingsLabel]);
     }
   }
   // null cells are empty; cells holding commas, quotes or newlines are quoted (RFC 4180).
@@ -467,11 +481,20 @@ export interface ReportJson {
   quantileMethod: string;
   baseline: string;
   groups: RunGroup[];
+  /** What the groups differ in and share. */
+  settings: SettingsDiff;
   comparison: Comparison | null;
 }
 
 export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline: string): ReportJson {
-  return { schema: 'plb-report/2', quantileMethod: QUANTILE_METHOD, baseline, groups, comparison: cmp };
+  return {
+    schema: 'plb-report/2',
+    quantileMethod: QUANTILE_METHOD,
+    baseline,
+    groups,
+    settings: settingsDiff(groups),
+    comparison: cmp,
+  };
 }
 
 /** The whole report of some groups in one format (what `plb report` prints). */
@@ -503,7 +526,8 @@ export function renderReport(
     ...(wide ? [] : ['--wide: every column (lifetimes, sessions cut, admission, connect time) and IQRs']),
     ...(groups.some((g) => g.runIds.length > 1) ? [`quantiles: ${QUANTILE_METHOD}`] : []),
   ];
-  return [...tables.map(render), ...notes, ...footer].join('\n\n') + '\n';
+  const header = settingsLines(groups).map(escapeControl);
+  return [...header, ...tables.map(render), ...notes, ...footer].join('\n\n') + '\n';
 }
 
 /**

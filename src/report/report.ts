@@ -75,7 +75,10 @@ export async function writeReports(
   const baselineGroups = opts.compareTo !== undefined ? loadBaseline(opts.compareTo) : null;
   const groups = aggregateRuns(
     runs.map((r) => r.summary),
-    { includeIncomplete: opts.includeIncomplete ?? false },
+    {
+      includeIncomplete: opts.includeIncomplete ?? false,
+      configs: new Map(runs.map((r) => [r.summary, r.config])),
+    },
   );
   const format = opts.format ?? 'table';
   const text = renderReport(groups, { format, baseline });

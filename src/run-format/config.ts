@@ -97,6 +97,7 @@ export const configSchema = z
     repeat: z.number().optional(),
     cluster: clusterSpecSchema.optional(),
     calibration: z.looseObject({ thinkTimeMs: z.number() }).optional(),
+    workloadFile: z.string().optional().describe('--workload: the workload file the classes came from'),
   })
   .meta({
     title: 'plb config.json',

@@ -8,3 +8,4 @@ export { REPORT_SCHEMA_ID, reportJsonSchema, reportBaselineSchema } from './repo
 export { faultPlanSchema, planFileSchema, type PlanFile } from './plan.js';
 export { jsonSchemaText, PUBLISHED_SCHEMAS, type PublishedSchemaName } from './json-schema.js';
 export { parseOrThrow } from './parse.js';
+export { workloadFileSchema, type WorkloadFile } from './workload-file.js';

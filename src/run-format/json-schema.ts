@@ -9,6 +9,7 @@ import { runEventSchema } from './events.js';
 import { planFileSchema } from './plan.js';
 import { reportJsonSchema } from './report.js';
 import { summarySchema } from './summary.js';
+import { workloadFileSchema } from './workload-file.js';
 
 /** schemas/<name>.schema.json -> the schema it is made from. */
 export const PUBLISHED_SCHEMAS = {
@@ -18,6 +19,7 @@ export const PUBLISHED_SCHEMAS = {
   events: runEventSchema,
   'cluster-record': clusterRecordSchema,
   report: reportJsonSchema,
+  workload: workloadFileSchema,
 } as const satisfies Record<string, z.ZodType>;
 
 export type PublishedSchemaName = keyof typeof PUBLISHED_SCHEMAS;

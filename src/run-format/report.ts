@@ -66,6 +66,13 @@ export const aggregatedDetectionSchema = z.object({
 
 export const runGroupSchema = z.object({
   key: z.string(),
+  settings: z
+    .record(z.string(), z.string())
+    .describe("the runs' settings (clients, think time, readings...), readable; unknown when not recorded"),
+  settingsKey: z.string().describe('canonical text of the settings: runs are repeats only when it is equal'),
+  settingsLabel: z
+    .string()
+    .describe("the settings this group differs in from the report's other groups ('' when none)"),
   plan: z.string(),
   strategy: z.string(),
   mix: mixSchema,
@@ -93,11 +100,17 @@ export const comparisonRowSchema = z.object({
 export const strategyComparisonSchema = z.object({
   plan: z.string(),
   mixLabel: z.string(),
+  settingsLabel: z.string().describe("the compared groups' differing settings ('' when none)"),
   strategy: z.string(),
   baseline: z.string(),
   runs: z.number(),
   baselineRuns: z.number(),
   rows: z.array(comparisonRowSchema),
+});
+
+export const settingsDiffSchema = z.object({
+  differ: z.array(z.object({ name: z.string(), values: z.array(z.string()) })),
+  shared: z.array(z.object({ name: z.string(), value: z.string() })),
 });
 
 export const comparisonSchema = z.object({
@@ -112,6 +125,7 @@ export const reportJsonSchema = z
     quantileMethod: z.string(),
     baseline: z.string(),
     groups: z.array(runGroupSchema),
+    settings: settingsDiffSchema.describe('the settings the groups differ in, and those they share'),
     comparison: comparisonSchema.nullable(),
   })
   .meta({ title: 'plb report JSON', description: 'What plb report --json prints.' });

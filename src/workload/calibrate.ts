@@ -17,7 +17,7 @@ import { PlbError } from '../errors.js';
 import type { ServiceClass } from '../router/types.js';
 import { makeQuery } from './queries.js';
 import type { Rng } from './rng.js';
-import type { QueryKind, WorkloadSpec } from './spec.js';
+import { splitByMix, type QueryKind, type WorkloadSpec } from './spec.js';
 
 /**
  * The replica's cumulative CPU seconds (its cgroup counter, through the driver) as a function;
@@ -116,7 +116,97 @@ export function thinkTimeFor(x: ThinkTimeInputs): ThinkTimeResult {
   };
 }
 
-export interface Calibration extends ThinkTimeResult {
+export interface ClassThinkInputs {
+  /** Clients of the class (closed model). */
+  clients: number;
+  queriesPerSession: number;
+  /** CPU-seconds a query of the class costs (its template weights). */
+  cpuPerQueryS: number;
+  /** Wall time of a session beyond its queries and think times (connect, fixed overheads), s. */
+  fixedWallS: number;
+  /** The class's think time before scaling: the calibration keeps the ratio between classes. */
+  baseThinkMs: number;
+}
+
+export interface ThinkTimesResult {
+  /** Each class's think time: its base times `scale`. */
+  thinkTimeMs: Record<ServiceClass, number>;
+  scale: number;
+  targetQps: number;
+  shortfall: string | null;
+}
+
+/** Longest think time the search goes to (an hour): beyond it nothing changes the load. */
+const MAX_THINK_MS = 3_600_000;
+
+/**
+ * The model above with classes that differ (queries per session, query cost, think time): one
+ * factor k scales both classes' think times, and k solves
+ *   sum over classes of T_c (n_c q_c + c) / (fixed_c + n_c R_c + (n_c - 1) k Z_c) = u K C
+ * (the CPU the sessions offer equals the target). The offer falls as k grows, so bisection finds
+ * it. With equal classes this is thinkTimeFor's Z.
+ */
+export function thinkTimesFor(x: {
+  classes: Record<ServiceClass, ClassThinkInputs>;
+  replicas: number;
+  cpusPerReplica: number;
+  targetCpu: number;
+  cpuPerConnectS: number;
+}): ThinkTimesResult {
+  const u = Math.min(0.99, Math.max(0.01, x.targetCpu));
+  const capacity = u * x.replicas * x.cpusPerReplica;
+  const list = (['premium', 'freemium'] as const).map((cls) => ({ cls, ...x.classes[cls] }));
+  // No base at all: the classes think alike.
+  const noBase = list.every((c) => !(c.baseThinkMs > 0));
+  const base = (c: (typeof list)[number]) => (noBase ? 1 : Math.max(0, c.baseThinkMs));
+  const offer = (k: number) => {
+    let cpu = 0;
+    let qps = 0;
+    for (const c of list) {
+      const n = Math.max(1, c.queriesPerSession);
+      const cycle =
+        c.fixedWallS + (n * c.cpuPerQueryS) / x.cpusPerReplica / (1 - u) + ((n - 1) * k * base(c)) / 1000;
+      if (!(c.clients > 0 && cycle > 0)) continue;
+      cpu += (c.clients * (n * c.cpuPerQueryS + x.cpuPerConnectS)) / cycle;
+      qps += (c.clients * n) / cycle;
+    }
+    return { cpu, qps };
+  };
+  const maxBase = Math.max(...list.map(base));
+  let k = 0;
+  const at0 = offer(0);
+  if (at0.cpu > capacity && maxBase > 0) {
+    let lo = 0;
+    let hi = 1;
+    while (offer(hi).cpu > capacity && hi * maxBase < MAX_THINK_MS) hi *= 2;
+    for (let i = 0; i < 100 && hi - lo > 1e-9 * hi; i++) {
+      const mid = (lo + hi) / 2;
+      if (offer(mid).cpu > capacity) lo = mid;
+      else hi = mid;
+    }
+    k = hi;
+  }
+  const at = offer(k);
+  const targetQps = at.cpu > 0 ? (at.qps * capacity) / at.cpu : 0;
+  const clients = list.reduce((s, c) => s + c.clients, 0);
+  const shortfall =
+    at0.cpu < capacity * (1 - 1e-9)
+      ? `${clients} clients cannot reach ${Math.round(u * 100)}% replica CPU even with no think time (about ${Math.round(at0.qps)} q/s of ${Math.round(targetQps)} needed)`
+      : null;
+  const think = (c: (typeof list)[number]) => Math.min(MAX_THINK_MS, Math.round(k * base(c)));
+  return {
+    thinkTimeMs: { premium: think(list[0]!), freemium: think(list[1]!) },
+    scale: noBase ? k : Math.round(k * 1e6) / 1e6,
+    targetQps: Math.round(targetQps * 10) / 10,
+    shortfall,
+  };
+}
+
+export interface Calibration extends Omit<ThinkTimesResult, 'thinkTimeMs'> {
+  /** Premium's think time (both classes' when they think alike). */
+  thinkTimeMs: number;
+  /** Each class's think time. */
+  classThinkTimeMs: Record<ServiceClass, number>;
   targetCpu: number;
   replica: string;
   queries: number;
@@ -154,7 +244,9 @@ export async function calibrateThinkTime(opts: {
   const connects = opts.connects ?? 20;
   const concurrency = opts.concurrency ?? 16;
   const cpuOf = replicaCpu(driver, replica.id, 'give --think-time a value instead of auto');
-  const premiumShare = workload.mix.premium / (workload.mix.premium + workload.mix.freemium);
+  // The classes' shares of the queries: clients times queries per session.
+  const qOf = (cls: ServiceClass) => workload.mix[cls] * Math.max(1, workload.classes[cls].queriesPerSession);
+  const premiumShare = qOf('premium') / (qOf('premium') + qOf('freemium'));
   // A deck of 100 templates in the workload's exact proportions, shuffled and dealt in turn: a
   // few hundred random draws would leave the share of costly scans (and so the result) to chance.
   const deck: QueryKind[] = [];
@@ -243,26 +335,37 @@ export async function calibrateThinkTime(opts: {
     throw new PlbError('CALIBRATION_FAILED', `no CPU measured on ${replica.id} over ${queries} queries`, {
       hint: 'give --think-time a value instead of auto',
     });
-  const inputs: ThinkTimeInputs = {
-    clients: workload.clients,
+  const cpuPerQueryS = queryCpu / queries;
+  const cpuPerConnectS = connectCpu / connects;
+  const connectWallS = connectWall / connects / 1000;
+  const split = splitByMix(workload.clients, workload.mix);
+  // One measured cost a query for both classes (the deck mixes their templates).
+  const cls = (c: ServiceClass): ClassThinkInputs => ({
+    clients: split[c],
+    queriesPerSession: workload.classes[c].queriesPerSession,
+    cpuPerQueryS,
+    fixedWallS: connectWallS,
+    baseThinkMs: workload.classes[c].thinkTimeMs,
+  });
+  const result = thinkTimesFor({
+    classes: { premium: cls('premium'), freemium: cls('freemium') },
     replicas: opts.replicas,
     cpusPerReplica: opts.cpusPerReplica,
     targetCpu: opts.targetCpu,
-    queriesPerSession: workload.classes.premium.queriesPerSession,
-    cpuPerQueryS: queryCpu / queries,
-    cpuPerConnectS: connectCpu / connects,
-    connectWallS: connectWall / connects / 1000,
-  };
+    cpuPerConnectS,
+  });
   const r3 = (v: number) => Math.round(v * 1000) / 1000;
   return {
-    ...thinkTimeFor(inputs),
+    ...result,
+    thinkTimeMs: result.thinkTimeMs.premium,
+    classThinkTimeMs: result.thinkTimeMs,
     targetCpu: opts.targetCpu,
     replica: replica.id,
     queries,
-    cpuPerQueryMs: r3(inputs.cpuPerQueryS * 1000),
+    cpuPerQueryMs: r3(cpuPerQueryS * 1000),
     connects,
-    cpuPerConnectMs: r3(inputs.cpuPerConnectS * 1000),
-    connectWallMs: r3(inputs.connectWallS * 1000),
+    cpuPerConnectMs: r3(cpuPerConnectS * 1000),
+    connectWallMs: r3(connectWallS * 1000),
     tookMs: Date.now() - t0,
   };
 }

@@ -165,7 +165,7 @@ describe('errors', () => {
     expect(checkBenchValue('clients', 10)).toBe(10);
     expect(() => checkBenchValue('clients', 0)).toThrow(/--clients/);
     expect(checkBenchValue('think-time', 'auto')).toBe('auto');
-    expect(checkBenchValue('think-time', '250ms')).toBe(250);
+    expect(checkBenchValue('think-time', '250ms')).toEqual({ premium: 250, freemium: 250 });
   });
 });
 

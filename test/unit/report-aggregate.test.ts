@@ -1,7 +1,9 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { aggregateRuns, mixLabel } from '../../src/report/aggregate.js';
+import { aggregateRuns, mixLabel, settingsDiff } from '../../src/report/aggregate.js';
+import { differLine, sharedLine } from '../../src/report/settings.js';
+import type { RunConfig } from '../../src/run-format/config.js';
 import { compareStrategies, goodputChange, p95Change } from '../../src/report/compare.js';
 import { loadRun } from '../../src/metrics/load-run.js';
 import type { RunSummary } from '../../src/metrics/types.js';
@@ -101,5 +103,126 @@ describe('comparison sign convention ((value - base) / base, as every Δ)', () =
     const none = compareStrategies(groups, 'wlc');
     expect(none.entries).toEqual([]);
     expect(none.missingBaseline).toEqual(['demo-cascade 25:75']);
+  });
+});
+
+describe('repeats are runs alike in every setting but the seed', () => {
+  const loaded = readdirSync(FIXTURES)
+    .sort()
+    .map((d) => loadRun(join(FIXTURES, d)));
+  const cls = (thinkTimeMs: number) => ({
+    queriesPerSession: 10,
+    thinkTimeMs,
+    queryWeights: { point: 0.5, range: 0.3, scan: 0.2 },
+  });
+  const workload = (thinkTimeMs: number) => ({
+    model: 'closed' as const,
+    clients: 40,
+    rate: 20,
+    mix: { premium: 25, freemium: 75 },
+    rampUpS: null,
+    datasetRows: 1000,
+    queryTimeoutMs: 15000,
+    connectTimeoutMs: 10000,
+    maxOpenSessions: 400,
+    classes: { premium: cls(thinkTimeMs), freemium: cls(thinkTimeMs) },
+  });
+  /** The fixtures' configs, each changed by `edit` (run id -> config). */
+  const withConfigs = (
+    edit: (runId: string, cfg: RunConfig) => RunConfig,
+    summaries = loaded.map((r) => r.summary),
+  ) =>
+    aggregateRuns(summaries, {
+      configs: new Map(summaries.map((s, i) => [s, edit(s.runId, structuredClone(loaded[i]!.config))])),
+    });
+
+  it('keeps the keys of groups alike (older runs: missing fields are unknown)', () => {
+    const groups = withConfigs((_, c) => c);
+    expect(groups.map((g) => g.key)).toEqual([
+      'demo-cascade|plb|25:75',
+      'demo-cascade|rr|25:75',
+      'demo-cascade|static|25:75',
+    ]);
+    expect(groups[0]?.settingsLabel).toBe('');
+    expect(groups[0]?.settings).toMatchObject({
+      clients: '40',
+      'think time': 'unknown',
+      plan: 'demo-cascade',
+    });
+    expect(settingsDiff(groups)).toEqual({
+      differ: [],
+      shared: [
+        { name: 'clients', value: '40' },
+        { name: 'plan', value: 'demo-cascade' },
+      ],
+    });
+  });
+
+  it('splits groups whose settings differ, and names the settings', () => {
+    const groups = withConfigs((id, c) => {
+      const slow = id.endsWith('-3');
+      return {
+        ...c,
+        driver: 'sim',
+        workload: workload(slow ? 1000 : 250),
+        readings: { name: slow ? 'paper' : 'plb', window: 3 },
+      } as RunConfig;
+    });
+    expect(groups.map((g) => [g.key, g.runIds.length])).toEqual([
+      ['demo-cascade|plb|25:75|think time 1s · readings paper', 1],
+      ['demo-cascade|rr|25:75|think time 1s · readings paper', 1],
+      ['demo-cascade|static|25:75|think time 1s · readings paper', 1],
+      ['demo-cascade|plb|25:75|think time 250ms · readings plb', 2],
+      ['demo-cascade|rr|25:75|think time 250ms · readings plb', 2],
+      ['demo-cascade|static|25:75|think time 250ms · readings plb', 2],
+    ]);
+    const diff = settingsDiff(groups);
+    expect(differLine(diff)).toBe('groups differ in: think time (1s vs 250ms), readings (paper vs plb)');
+    expect(sharedLine(diff)).toBe(
+      'settings: driver sim · model closed · clients 40 · queries/session 10 · query mix 0.5:0.3:0.2',
+    );
+    // Strategies are compared under the same settings only.
+    const cmp = compareStrategies(groups, 'rr');
+    expect(cmp.entries.map((e) => [e.strategy, e.settingsLabel, e.runs, e.baselineRuns])).toEqual([
+      ['plb', 'think time 1s · readings paper', 1, 1],
+      ['static', 'think time 1s · readings paper', 1, 1],
+      ['plb', 'think time 250ms · readings plb', 2, 2],
+      ['static', 'think time 250ms · readings plb', 2, 2],
+    ]);
+  });
+
+  it('compares readings canonically, mixes normalised, a missing field only with a missing one', () => {
+    const summaries = loaded.map((r) =>
+      r.summary.runId === 'demo-cascade-plb-2'
+        ? { ...r.summary, mix: { premium: 1, freemium: 3 } }
+        : r.summary,
+    );
+    const same = withConfigs(
+      (id, c) =>
+        ({ ...c, readings: id.endsWith('-1') ? { a: 1, b: [1, 2] } : { b: [1, 2], a: 1 } }) as RunConfig,
+      summaries,
+    );
+    expect(same.map((g) => g.runIds.length)).toEqual([3, 3, 3]);
+    const split = withConfigs((id, c) => (id.endsWith('-1') ? { ...c, oracle: false } : c));
+    expect(split).toHaveLength(6);
+    expect(differLine(settingsDiff(split))).toBe('groups differ in: oracle (off vs unknown)');
+  });
+
+  it('tells plans of one name apart by their events', () => {
+    const groups = withConfigs((id, c) =>
+      id.endsWith('-1') ? { ...c, plan: { ...c.plan!, events: c.plan!.events.slice(0, 2) } } : c,
+    );
+    expect(groups).toHaveLength(6);
+    const line = differLine(settingsDiff(groups));
+    expect(line).toMatch(
+      /^groups differ in: plan \(demo-cascade #[0-9a-f]{6} vs demo-cascade #[0-9a-f]{6}\)$/,
+    );
+    // The event's line in the file is not part of the plan.
+    const moved = withConfigs((id, c) =>
+      id.endsWith('-1')
+        ? { ...c, plan: { ...c.plan!, events: c.plan!.events.map((e) => ({ ...e, line: 99 })) } }
+        : c,
+    );
+    expect(moved).toHaveLength(3);
   });
 });

@@ -16,6 +16,8 @@ import {
 } from '../../src/report/render.js';
 import { loadRun } from '../../src/metrics/load-run.js';
 import { compareStrategies } from '../../src/report/compare.js';
+import { renderComparisonHtml } from '../../src/report/html.js';
+import type { RunConfig } from '../../src/run-format/config.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
 const all = readdirSync(FIXTURES)
@@ -167,10 +169,10 @@ describe('output formats', () => {
 
   it('csv: long format with raw numbers', () => {
     const lines = renderReport(groups, { format: 'csv' }).trim().split('\n');
-    expect(lines[0]).toBe('plan,strategy,mix,runs,phase,subject,metric,median,q1,q3,n,baseline');
-    expect(lines).toContain('demo-cascade,rr,25:75,3,down-1,premium,p95,22,21,24,3,');
-    expect(lines).toContain('demo-cascade,rr,25:75,3,ref,premium,goodputRetention,,,,0,');
-    expect(lines).toContain('demo-cascade,plb,25:75,3,down-1,premium,goodputChange,0.21875,,,,rr');
+    expect(lines[0]).toBe('plan,strategy,mix,runs,phase,subject,metric,median,q1,q3,n,baseline,settings');
+    expect(lines).toContain('demo-cascade,rr,25:75,3,down-1,premium,p95,22,21,24,3,,');
+    expect(lines).toContain('demo-cascade,rr,25:75,3,ref,premium,goodputRetention,,,,0,,');
+    expect(lines).toContain('demo-cascade,plb,25:75,3,down-1,premium,goodputChange,0.21875,,,,rr,');
   });
 
   it('csv: any name reads back as written (commas, quotes, newlines)', () => {
@@ -195,12 +197,13 @@ describe('output formats', () => {
       'q3',
       'n',
       'baseline',
+      'settings',
     ]);
     expect(new Set(body.map((r) => r[0]))).toEqual(new Set(renamed.map((g) => g.plan)));
     expect(new Set(body.map((r) => r[4]))).toEqual(
       new Set(renamed.flatMap((g) => g.phases.map((p) => p.name))),
     );
-    expect(body.every((r) => r.length === 12)).toBe(true);
+    expect(body.every((r) => r.length === 13)).toBe(true);
   });
 
   it('json: groups, comparison and the quantile method', () => {
@@ -272,5 +275,67 @@ describe('--csv --per-run', () => {
     expect(rows).toHaveLength(1 + perRun);
     expect(head.slice(0, 3)).toEqual(['run', 'plan', 'strategy']);
     expect(new Set(rows.slice(1).map((r) => r[0])).size).toBe(all.length);
+  });
+});
+
+describe('groups of different settings', () => {
+  const runs = readdirSync(FIXTURES)
+    .sort()
+    .map((d) => loadRun(join(FIXTURES, d)));
+  // Runs *-3 were taken with other readings and a second driver.
+  const groups = aggregateRuns(
+    runs.map((r) => r.summary),
+    {
+      configs: new Map(
+        runs.map((r) => [
+          r.summary,
+          {
+            ...r.config,
+            driver: r.summary.runId.endsWith('-3') ? 'local' : 'sim',
+            readings: { name: r.summary.runId.endsWith('-3') ? 'paper' : 'plb' },
+          } as RunConfig,
+        ]),
+      ),
+    },
+  );
+
+  it('says in the header what the groups share and differ in, and labels each group', () => {
+    const out = renderReport(groups, { format: 'table' });
+    const lines = out.split('\n');
+    expect(lines[0]).toBe('settings: clients 40');
+    expect(lines[2]).toBe('groups differ in: driver (local vs sim), readings (paper vs plb)');
+    expect(out).toContain(
+      'demo-cascade · plb · mix 25:75 · driver local · readings paper · run demo-cascade-plb-3',
+    );
+    expect(out).toContain('demo-cascade · rr · mix 25:75 · driver sim · readings plb · 2 runs, medians');
+    // The comparison pairs strategies of the same settings, and says which.
+    expect(out).toContain('25:75 · driver sim · readings plb');
+    const md = renderReport(groups, { format: 'markdown' });
+    expect(md).toContain('groups differ in: driver (local vs sim), readings (paper vs plb)');
+    expect(md).toContain('### demo-cascade · static · mix 25:75 · driver sim · readings plb · 2 runs');
+  });
+
+  it('carries the settings in the JSON and the HTML', async () => {
+    const j = JSON.parse(renderReport(groups, { format: 'json' })) as ReportJson;
+    expect(j.settings.differ).toEqual([
+      { name: 'driver', values: ['local', 'sim'] },
+      { name: 'readings', values: ['paper', 'plb'] },
+    ]);
+    expect(j.groups[0]).toMatchObject({
+      key: 'demo-cascade|plb|25:75|driver local · readings paper',
+      settingsLabel: 'driver local · readings paper',
+      settings: { driver: 'local', readings: 'paper', clients: '40' },
+    });
+    expect(j.comparison?.entries.map((e) => e.settingsLabel)).toEqual([
+      'driver local · readings paper',
+      'driver local · readings paper',
+      'driver sim · readings plb',
+      'driver sim · readings plb',
+    ]);
+    const html = await renderComparisonHtml(groups);
+    expect(html).toContain(
+      '<div class="meta">groups differ in: driver (local vs sim), readings (paper vs plb)</div>',
+    );
+    expect(html).toContain('mix 25:75 · driver sim · readings plb · 2 runs');
   });
 });

@@ -72,17 +72,24 @@ export class DemandModel {
   }
 }
 
-/** Mean CPU of one query of the workload (ms of one core), over its class mix and template weights. */
+/** Mean CPU of one query of a class with these template weights (ms of one core). */
+export function classQueryCpuMs(cal: SimCalibration, weights: Record<QueryKind, number>): number {
+  const total = KINDS.reduce((s, k) => s + weights[k], 0);
+  return total > 0 ? KINDS.reduce((s, k) => s + (weights[k] * cal.templates[k].meanMs) / total, 0) : 0;
+}
+
+/**
+ * Mean CPU of one query of the workload (ms of one core): each class's by its template weights,
+ * weighted by the class's share of the queries (clients times queries per session).
+ */
 export function meanQueryCpuMs(cal: SimCalibration, workload: WorkloadSpec): number {
-  const share = workload.mix.premium / (workload.mix.premium + workload.mix.freemium);
-  let sum = 0;
-  for (const [cls, w] of [
-    ['premium', share],
-    ['freemium', 1 - share],
-  ] as const) {
-    const weights = workload.classes[cls].queryWeights;
-    const total = KINDS.reduce((s, k) => s + weights[k], 0);
-    if (total > 0) for (const k of KINDS) sum += (w * weights[k] * cal.templates[k].meanMs) / total;
-  }
-  return sum;
+  const q = (c: 'premium' | 'freemium') =>
+    workload.mix[c] * Math.max(1, workload.classes[c].queriesPerSession);
+  const total = q('premium') + q('freemium');
+  if (!(total > 0)) return 0;
+  return (
+    (q('premium') * classQueryCpuMs(cal, workload.classes.premium.queryWeights) +
+      q('freemium') * classQueryCpuMs(cal, workload.classes.freemium.queryWeights)) /
+    total
+  );
 }
