@@ -9,6 +9,8 @@ import { quantile } from '../metrics/math.js';
 import type { RunSummary } from '../metrics/types.js';
 import { tableStyle } from '../table-style.js';
 import { escapeControl } from '../text.js';
+import { paperFigures, type PaperReport } from './paper-figures.js';
+import { paperSection } from './paper-render.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -468,10 +470,20 @@ export interface ReportJson {
   baseline: string;
   groups: RunGroup[];
   comparison: Comparison | null;
+  /** The PLB paper's figures and paper vs measured, when some groups are paper experiments. */
+  paper?: PaperReport;
 }
 
 export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline: string): ReportJson {
-  return { schema: 'plb-report/2', quantileMethod: QUANTILE_METHOD, baseline, groups, comparison: cmp };
+  const paper = paperFigures(groups);
+  return {
+    schema: 'plb-report/2',
+    quantileMethod: QUANTILE_METHOD,
+    baseline,
+    groups,
+    comparison: cmp,
+    ...(paper ? { paper } : {}),
+  };
 }
 
 /** The whole report of some groups in one format (what `plb report` prints). */
@@ -503,7 +515,8 @@ export function renderReport(
     ...(wide ? [] : ['--wide: every column (lifetimes, sessions cut, admission, connect time) and IQRs']),
     ...(groups.some((g) => g.runIds.length > 1) ? [`quantiles: ${QUANTILE_METHOD}`] : []),
   ];
-  return [...tables.map(render), ...notes, ...footer].join('\n\n') + '\n';
+  const paper = paperSection(paperFigures(groups), format === 'markdown' ? 'markdown' : 'table', wide);
+  return [...tables.map(render), ...paper, ...notes, ...footer].join('\n\n') + '\n';
 }
 
 /**

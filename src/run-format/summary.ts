@@ -94,6 +94,9 @@ export const summarySchema = z
     startedAt: z.string(),
     durationS: z.number(),
     phases: z.array(phaseSummarySchema),
+    faultInterval: phaseSummarySchema
+      .optional()
+      .describe('first down until every replica is back (or the end), as a phase named fault; absent without a down'),
     detection: z.array(detectionRecordSchema),
     detectionCounts: detectionCountsSchema.optional(),
     errors: z.array(z.string()).optional(),
