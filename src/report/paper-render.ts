@@ -120,8 +120,13 @@ export function paperSection(
   for (const f of report.experiments) {
     out.push(...paperTables(f, wide).map(render));
     if (f.experiment === 'rq1') out.push('RQ1: the paper publishes no number for it (measured values only).');
-    const sources = [...new Map(f.claims.map((c) => [c.source, c.id])).entries()];
-    if (sources.length > 0) out.push(sources.map(([s, id]) => `${id}: "${s}"`).join('\n'));
+    const ids = new Map<string, string[]>();
+    for (const c of f.claims) {
+      const list = ids.get(c.source) ?? [];
+      if (!list.includes(c.id)) list.push(c.id);
+      ids.set(c.source, list);
+    }
+    if (ids.size > 0) out.push([...ids].map(([s, id]) => `${id.join(', ')}: "${s}"`).join('\n'));
   }
   out.push(
     [
