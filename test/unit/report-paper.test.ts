@@ -6,6 +6,7 @@ import { aggregateRuns } from '../../src/report/aggregate.js';
 import { paperExperimentOf, paperFigures } from '../../src/report/paper-figures.js';
 import { PUBLISHED_CLAIMS, verdictOf, REPRODUCE_RULE } from '../../src/report/paper-published.js';
 import { renderReport } from '../../src/report/render.js';
+import { renderComparisonHtml } from '../../src/report/html.js';
 import { reportJsonSchema } from '../../src/run-format/report.js';
 
 /** Class stats with p95 (ms), goodput (q/s) and, outside ref, inflation against refP95. */
@@ -192,6 +193,16 @@ describe('RQ2: Fig. 4, Fig. 5 and the published claims', () => {
     expect(parsed.paper?.experiments[0]?.plan).toBe('paper-rq2');
     expect(parsed.groups[0]?.faultInterval?.name).toBe('fault');
     expect(renderReport(aggregateRuns(runs), { format: 'markdown' })).toContain('## Paper figures');
+  });
+
+  it('the comparison page draws Fig. 4 and Fig. 5 as SVG, with the tables', async () => {
+    const html = await renderComparisonHtml(aggregateRuns(runs));
+    const paper = html.slice(html.indexOf('<h2>Paper figures</h2>'), html.indexOf('<h2>Tables</h2>'));
+    expect(paper).toContain('<h3>paper-rq2 (RQ2)</h3>');
+    expect(paper.match(/<svg/g)).toHaveLength(2);
+    expect(paper).toContain('Fig. 4 (paper-rq2, mix 25:75)');
+    expect(paper).toContain('positive = plb better');
+    expect(paper).toContain('paper vs measured');
   });
 });
 
