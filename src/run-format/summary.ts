@@ -96,7 +96,9 @@ export const summarySchema = z
     phases: z.array(phaseSummarySchema),
     faultInterval: phaseSummarySchema
       .optional()
-      .describe('first down until every replica is back (or the end), as a phase named fault; absent without a down'),
+      .describe(
+        'first down until every replica is back (or the end), as a phase named fault; absent without a down',
+      ),
     detection: z.array(detectionRecordSchema),
     detectionCounts: detectionCountsSchema.optional(),
     errors: z.array(z.string()).optional(),
