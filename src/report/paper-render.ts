@@ -120,6 +120,8 @@ export function paperSection(
   for (const f of report.experiments) {
     out.push(...paperTables(f, wide).map(render));
     if (f.experiment === 'rq1') out.push('RQ1: the paper publishes no number for it (measured values only).');
+    if (f.plan.endsWith('-quick'))
+      out.push(`${f.plan}: the --quick variant (scaled timings); the paper's numbers are for the full plan.`);
     const ids = new Map<string, string[]>();
     for (const c of f.claims) {
       const list = ids.get(c.source) ?? [];

@@ -125,6 +125,8 @@ describe('paper experiments', () => {
   it('are known by plan name, quick variants too', () => {
     expect(paperExperimentOf('paper-rq1')).toBe('rq1');
     expect(paperExperimentOf('paper-rq3-quick')).toBe('rq3');
+    const quick = renderReport(aggregateRuns([{ ...rq3(25), plan: 'paper-rq3-quick' }]));
+    expect(quick).toContain('paper-rq3-quick: the --quick variant (scaled timings)');
     expect(['cascade', 'paper-rq4', 'paper-rq2-slow'].map(paperExperimentOf)).toEqual([null, null, null]);
     expect(paperFigures(aggregateRuns([{ ...rq3(25), plan: 'cascade' }]))).toBeNull();
   });
