@@ -42,20 +42,23 @@ export const aggregatedReplicaSchema = z.object({
   slow: statSchema,
 });
 
-export const aggregatedPhaseSchema = z.object({
-  name: z.string(),
-  runs: z.number(),
-  startS: statSchema,
-  endS: statSchema,
-  survivors: statSchema,
-  classes: serviceClassRecord(classMetricsSchema),
-  replicas: z.record(z.string(), aggregatedReplicaSchema),
-  cpuMean: statSchema,
-  cpuCv: statSchema,
-  harnessCpu: statSchema,
-  harnessLoopP99Ms: statSchema,
-  invalid: z.array(z.string()),
-});
+export const aggregatedPhaseSchema = z
+  .object({
+    name: z.string(),
+    runs: z.number(),
+    startS: statSchema,
+    endS: statSchema,
+    survivors: statSchema,
+    classes: serviceClassRecord(classMetricsSchema),
+    replicas: z.record(z.string(), aggregatedReplicaSchema),
+    cpuMean: statSchema,
+    cpuCv: statSchema,
+    harnessCpu: statSchema,
+    harnessLoopP99Ms: statSchema,
+    invalid: z.array(z.string()),
+  })
+  // An id: defined once, referred to by phases and faultInterval.
+  .meta({ id: 'AggregatedPhase' });
 
 export const aggregatedDetectionSchema = z.object({
   replica: z.string(),

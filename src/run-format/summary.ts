@@ -54,18 +54,21 @@ export const harnessPhaseStatsSchema = z.object({
   saturated: z.boolean(),
 });
 
-export const phaseSummarySchema = z.object({
-  name: z.string(),
-  startS: z.number(),
-  endS: z.number(),
-  survivors: z.number(),
-  classes: serviceClassRecord(classPhaseStatsSchema),
-  replicas: z.record(z.string(), replicaPhaseStatsSchema),
-  cpuMean: z.number().nullable(),
-  cpuCv: z.number().nullable(),
-  harness: harnessPhaseStatsSchema.optional(),
-  invalid: z.string().optional(),
-});
+export const phaseSummarySchema = z
+  .object({
+    name: z.string(),
+    startS: z.number(),
+    endS: z.number(),
+    survivors: z.number(),
+    classes: serviceClassRecord(classPhaseStatsSchema),
+    replicas: z.record(z.string(), replicaPhaseStatsSchema),
+    cpuMean: z.number().nullable(),
+    cpuCv: z.number().nullable(),
+    harness: harnessPhaseStatsSchema.optional(),
+    invalid: z.string().optional(),
+  })
+  // An id: defined once, referred to by phases and faultInterval.
+  .meta({ id: 'PhaseSummary' });
 
 export const detectionRecordSchema = z.object({
   replica: z.string(),
