@@ -4,7 +4,7 @@ import type { Histogram } from 'hdr-histogram-js';
 import { PlbError } from '../errors.js';
 import type { ServiceClass } from '../router/types.js';
 import { readHistogramLog } from './histogram.js';
-import { pidAlive, rebuildSummary, runFacts } from './rebuild.js';
+import { pidAlive, rebuildFaultInterval, rebuildSummary, runFacts } from './rebuild.js';
 import { RUN_FILES, histogramFiles } from './run-writer.js';
 import { parseTimeline, type TimelineRow } from './timeline.js';
 import type { RunEvent, RunSummary } from './types.js';
@@ -119,6 +119,11 @@ export function loadRun(dir: string): LoadedRun {
   const events = parseFile(dir, RUN_FILES.events, parseEvents);
   const timeline = parseFile(dir, RUN_FILES.timeline, parseTimeline);
   const marked = existsSync(join(dir, RUN_FILES.incomplete));
+  // A summary written before the fault-interval entry existed gets it from the per-second files.
+  if (summary.faultInterval === undefined) {
+    const fault = rebuildFaultInterval(dir, summary, timeline, events);
+    if (fault) summary.faultInterval = fault;
+  }
   return {
     dir,
     config,

@@ -22,14 +22,18 @@ import {
   assemblePhases,
   detectionCounts,
   detectionRecords,
+  faultIntervalPhases,
   harnessPhaseStats,
   markInvalidPhases,
+  phasesOfSummary,
 } from './summary.js';
 import type { TimelineRow } from './timeline.js';
 import {
   SUMMARY_SCHEMA_VERSION,
   type ClassPhaseStats,
   type HarnessPhaseStats,
+  type Phase,
+  type PhaseSummary,
   type ReplicaPhaseStats,
   type RunEvent,
   type RunSummary,
@@ -121,6 +125,73 @@ export function rebuildSummary(input: RebuildInput): RunSummary {
     warmupMs: facts.warmupS * 1000,
     replicas,
   });
+  const { perClass, replicaStats, harness } = secondsStats(dir, phases, timeline, replicas);
+  const fault = faultIntervalPhases(phases);
+  const summaries = assemblePhases(phases, perClass, replicaStats, harness);
+  const errors = [input.reason, ...markInvalidPhases(summaries, events)];
+  return {
+    schemaVersion: SUMMARY_SCHEMA_VERSION,
+    runId: facts.runId,
+    strategy: facts.strategy,
+    plan: facts.plan,
+    mix: { ...facts.mix },
+    clients: facts.clients,
+    seed: facts.seed,
+    complete: false,
+    startedAt: facts.startedAt,
+    durationS: round(endMs / 1000, 3) ?? 0,
+    phases: summaries,
+    ...(fault ? { faultInterval: faultIntervalFrom(dir, fault, timeline, replicas, events) } : {}),
+    detection: detectionRecords(events),
+    detectionCounts: detectionCounts(events),
+    errors,
+    rebuilt: true,
+  };
+}
+
+/** The fault-interval entry over [ref, interval] from the per-second files (seconds resolution). */
+function faultIntervalFrom(
+  dir: string,
+  fault: Phase[],
+  timeline: readonly TimelineRow[],
+  replicas: readonly string[],
+  events: readonly RunEvent[],
+): PhaseSummary | undefined {
+  const s = secondsStats(dir, fault, timeline, replicas);
+  const both = assemblePhases(fault, s.perClass, s.replicaStats, s.harness);
+  markInvalidPhases(both, events);
+  return both[both.length - 1];
+}
+
+/**
+ * The fault-interval entry of a summary written before it existed, from the run's per-second
+ * files and its own phase bounds; undefined without a down phase.
+ */
+export function rebuildFaultInterval(
+  dir: string,
+  summary: RunSummary,
+  timeline: readonly TimelineRow[],
+  events: readonly RunEvent[],
+): PhaseSummary | undefined {
+  const fault = faultIntervalPhases(phasesOfSummary(summary.phases));
+  // Without the per-second latency logs there is nothing to compute it from (zeros would lie).
+  const logs = SERVICE_CLASSES.some((c) => existsSync(join(dir, RUN_FILES.histograms, intervalLogName(c))));
+  if (!fault || !logs) return undefined;
+  const replicas = Object.keys(timeline[0]?.replicas ?? summary.phases[0]?.replicas ?? {});
+  return faultIntervalFrom(dir, fault, timeline, replicas, events);
+}
+
+/** Per phase, class, replica and harness stats from the per-second files (each second in the phase holding its middle). */
+function secondsStats(
+  dir: string,
+  phases: readonly Phase[],
+  timeline: readonly TimelineRow[],
+  replicas: readonly string[],
+): {
+  perClass: Record<ServiceClass, ClassPhaseStats[]>;
+  replicaStats: Record<string, ReplicaPhaseStats>[];
+  harness: (HarnessPhaseStats | undefined)[];
+} {
   const seconds = parseSeconds(readOr(join(dir, RUN_FILES.seconds)));
   const latency = new Map(
     SERVICE_CLASSES.map((c) => [
@@ -212,23 +283,5 @@ export function rebuildSummary(input: RebuildInput): RunSummary {
     return harnessPhaseStats(cpu, loop);
   });
 
-  const summaries = assemblePhases(phases, perClass, replicaStats, harness);
-  const errors = [input.reason, ...markInvalidPhases(summaries, events)];
-  return {
-    schemaVersion: SUMMARY_SCHEMA_VERSION,
-    runId: facts.runId,
-    strategy: facts.strategy,
-    plan: facts.plan,
-    mix: { ...facts.mix },
-    clients: facts.clients,
-    seed: facts.seed,
-    complete: false,
-    startedAt: facts.startedAt,
-    durationS: round(endMs / 1000, 3) ?? 0,
-    phases: summaries,
-    detection: detectionRecords(events),
-    detectionCounts: detectionCounts(events),
-    errors,
-    rebuilt: true,
-  };
+  return { perClass, replicaStats, harness };
 }

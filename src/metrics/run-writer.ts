@@ -331,6 +331,8 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         ...markInvalidPhases(stats.phases, events),
         ...runErrors,
       ];
+      // Its failed faults are those of the phases (already counted above).
+      if (stats.faultInterval) markInvalidPhases([stats.faultInterval], events);
       const complete = errors.length === 0;
       summary = {
         schemaVersion: SUMMARY_SCHEMA_VERSION,
@@ -344,6 +346,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         startedAt: startedAt.toISOString(),
         durationS: round(endMs / 1000, 3) ?? 0,
         phases: stats.phases,
+        ...(stats.faultInterval ? { faultInterval: stats.faultInterval } : {}),
         detection: detectionRecords(events),
         detectionCounts: detectionCounts(events),
         ...(complete ? {} : { errors }),

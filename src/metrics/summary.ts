@@ -168,7 +168,7 @@ function replicaStats(store: MetricsStore, phases: readonly Phase[]): Record<str
 export function summarizePhases(
   store: MetricsStore,
   phases: readonly Phase[],
-): { phases: PhaseSummary[]; histograms: PhaseHistogram[] } {
+): { phases: PhaseSummary[]; histograms: PhaseHistogram[]; faultInterval?: PhaseSummary } {
   const histograms: PhaseHistogram[] = [];
   const perClass = {} as Record<ServiceClass, ClassPhaseStats[]>;
   for (const cls of SERVICE_CLASSES) {
@@ -185,7 +185,63 @@ export function summarizePhases(
     replicaStats(store, phases),
     harnessStats(store, phases),
   );
-  return { phases: summaries, histograms };
+  const fault = faultIntervalPhases(phases);
+  if (!fault) return { phases: summaries, histograms };
+  // The same stats over [ref, fault interval]: a second pass keeps the phase pass one-owner-per-sample.
+  const faultClasses = {} as Record<ServiceClass, ClassPhaseStats[]>;
+  for (const cls of SERVICE_CLASSES) {
+    faultClasses[cls] = classStats(
+      store.logs[cls],
+      fault,
+      fault.map(() => newLatencyHistogram()),
+    );
+  }
+  const both = assemblePhases(fault, faultClasses, replicaStats(store, fault), harnessStats(store, fault));
+  return { phases: summaries, histograms, faultInterval: both[both.length - 1] };
+}
+
+/** Name of the summary's fault-interval entry (never a phase name: phases are ref, steady, <action>-<n>). */
+export const FAULT_INTERVAL = 'fault';
+
+/**
+ * The paper's fault interval: from the first phase with a replica down until every replica is up
+ * again (the last rejoin) or the end of the run. Down = every replica down at some point in it,
+ * survivors = the fewest replicas up. Undefined without a down phase.
+ */
+export function faultIntervalOf(phases: readonly Phase[]): Phase | undefined {
+  const first = phases.findIndex((p) => p.down.length > 0);
+  if (first < 0) return undefined;
+  let last = first;
+  while ((phases[last + 1]?.down.length ?? 0) > 0) last++;
+  const span = phases.slice(first, last + 1);
+  return {
+    name: FAULT_INTERVAL,
+    startMs: span[0]?.startMs ?? 0,
+    endMs: span[span.length - 1]?.endMs ?? 0,
+    survivors: Math.min(...span.map((p) => p.survivors)),
+    down: [...new Set(span.flatMap((p) => p.down))],
+  };
+}
+
+/** [ref, fault interval] (or just the interval without ref) for a second pass; undefined without a fault. */
+export function faultIntervalPhases(phases: readonly Phase[]): Phase[] | undefined {
+  const fault = faultIntervalOf(phases);
+  if (!fault) return undefined;
+  const ref = phases.find((p) => p.name === REF_PHASE);
+  return ref ? [ref, fault] : [fault];
+}
+
+/** The phases a summary describes, back as phases (down = the replicas not up in it). */
+export function phasesOfSummary(phases: readonly PhaseSummary[]): Phase[] {
+  return phases.map((p) => ({
+    name: p.name,
+    startMs: Math.round(p.startS * 1000),
+    endMs: Math.round(p.endS * 1000),
+    survivors: p.survivors,
+    down: Object.entries(p.replicas)
+      .filter(([, r]) => !r.up)
+      .map(([id]) => id),
+  }));
 }
 
 /**

@@ -200,6 +200,12 @@ export interface RunSummary {
   startedAt: string;
   durationS: number;
   phases: PhaseSummary[];
+  /**
+   * The whole fault interval (first down until every replica is back, or the end) with the stats
+   * of a phase, named `fault`; retention and inflation against ref. Absent without a down fault
+   * and in older runs (the report computes it from their per-second files).
+   */
+  faultInterval?: PhaseSummary;
   detection: DetectionRecord[];
   /** Absent in older runs. */
   detectionCounts?: DetectionCounts;

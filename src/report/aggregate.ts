@@ -1,6 +1,7 @@
 // Groups runs of one strategy+plan+mix and settings (repeats) and reduces every metric to median and IQR.
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
-import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
+import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../metrics/types.js';
+import { FAULT_INTERVAL } from '../metrics/summary.js';
 import { compareReplicaIds } from '../cluster/driver.js';
 import type { RunConfig } from '../run-format/config.js';
 import { stat, type Stat } from './stats.js';
@@ -96,6 +97,8 @@ export interface RunGroup {
   /** Incomplete runs left out of the medians because complete ones exist (includeIncomplete adds them). */
   excluded: string[];
   phases: AggregatedPhase[];
+  /** The runs' fault-interval entries (summary faultInterval, named `fault`); absent when no run has one. */
+  faultInterval?: AggregatedPhase;
   detection: AggregatedDetection[];
   /** All detections, and those no injected fault explains (false ones). */
   detections: { down: Stat; up: Stat; unexplained: Stat };
@@ -231,44 +234,16 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
   const phaseNames: string[] = [];
   for (const r of runs) for (const p of r.phases) if (!phaseNames.includes(p.name)) phaseNames.push(p.name);
 
-  const phases = phaseNames.map((name): AggregatedPhase => {
-    const ps = runs.flatMap((r) => r.phases.filter((p) => p.name === name));
-    const classes = {} as Record<ServiceClass, Record<ClassMetric, Stat>>;
-    for (const c of SERVICE_CLASSES) {
-      classes[c] = Object.fromEntries(
-        CLASS_METRICS.map((m) => [m, stat(ps.map((p) => p.classes[c]?.[m] ?? null))]),
-      ) as Record<ClassMetric, Stat>;
-    }
-    const replicaIds = [...new Set(ps.flatMap((p) => Object.keys(p.replicas ?? {})))].sort(compareReplicaIds);
-    const replicas: Record<string, AggregatedReplica> = {};
-    for (const id of replicaIds) {
-      const of = (m: 'cpuMean' | 'unreachable' | 'overloaded' | 'slow') =>
-        stat(ps.map((p) => p.replicas?.[id]?.[m] ?? null));
-      replicas[id] = {
-        cpuMean: of('cpuMean'),
-        unreachable: of('unreachable'),
-        overloaded: of('overloaded'),
-        slow: of('slow'),
-      };
-    }
-    return {
+  const phases = phaseNames.map((name) =>
+    aggregatePhase(
       name,
-      runs: ps.length,
-      startS: stat(ps.map((p) => p.startS)),
-      endS: stat(ps.map((p) => p.endS)),
-      survivors: stat(ps.map((p) => p.survivors)),
-      classes,
-      replicas,
-      cpuMean: stat(ps.map((p) => p.cpuMean)),
-      cpuCv: stat(ps.map((p) => p.cpuCv)),
-      harnessCpu: stat(ps.map((p) => p.harness?.cpuMean ?? null)),
-      harnessLoopP99Ms: stat(ps.map((p) => p.harness?.loopP99Ms ?? null)),
-      invalid: runs.flatMap((r) =>
-        r.phases.filter((p) => p.name === name && p.invalid).map((p) => `${r.runId}: ${p.invalid}`),
-      ),
-    };
-  });
-
+      runs.map((r) => ({ runId: r.runId, phases: r.phases.filter((p) => p.name === name) })),
+    ),
+  );
+  const faults = runs.map((r) => ({ runId: r.runId, phases: r.faultInterval ? [r.faultInterval] : [] }));
+  const faultInterval = faults.some((f) => f.phases.length > 0)
+    ? aggregatePhase(FAULT_INTERVAL, faults)
+    : undefined;
   const detKeys: { replica: string; action: string; occurrence: number }[] = [];
   const delays = new Map<string, (number | null)[]>();
   for (const r of runs) {
@@ -304,12 +279,50 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
     problems: [],
     excluded: [],
     phases,
+    ...(faultInterval ? { faultInterval } : {}),
     detection,
     detections: {
       down: stat(runs.map((r) => r.detectionCounts?.down ?? null)),
       up: stat(runs.map((r) => r.detectionCounts?.up ?? null)),
       unexplained: stat(runs.map((r) => r.detectionCounts?.unexplained ?? null)),
     },
+  };
+}
+
+/** One phase (matched by name, or the fault interval) over the runs that have it. */
+function aggregatePhase(name: string, perRun: { runId: string; phases: PhaseSummary[] }[]): AggregatedPhase {
+  const ps = perRun.flatMap((r) => r.phases);
+  const classes = {} as Record<ServiceClass, Record<ClassMetric, Stat>>;
+  for (const c of SERVICE_CLASSES) {
+    classes[c] = Object.fromEntries(
+      CLASS_METRICS.map((m) => [m, stat(ps.map((p) => p.classes[c]?.[m] ?? null))]),
+    ) as Record<ClassMetric, Stat>;
+  }
+  const replicaIds = [...new Set(ps.flatMap((p) => Object.keys(p.replicas ?? {})))].sort(compareReplicaIds);
+  const replicas: Record<string, AggregatedReplica> = {};
+  for (const id of replicaIds) {
+    const of = (m: 'cpuMean' | 'unreachable' | 'overloaded' | 'slow') =>
+      stat(ps.map((p) => p.replicas?.[id]?.[m] ?? null));
+    replicas[id] = {
+      cpuMean: of('cpuMean'),
+      unreachable: of('unreachable'),
+      overloaded: of('overloaded'),
+      slow: of('slow'),
+    };
+  }
+  return {
+    name,
+    runs: ps.length,
+    startS: stat(ps.map((p) => p.startS)),
+    endS: stat(ps.map((p) => p.endS)),
+    survivors: stat(ps.map((p) => p.survivors)),
+    classes,
+    replicas,
+    cpuMean: stat(ps.map((p) => p.cpuMean)),
+    cpuCv: stat(ps.map((p) => p.cpuCv)),
+    harnessCpu: stat(ps.map((p) => p.harness?.cpuMean ?? null)),
+    harnessLoopP99Ms: stat(ps.map((p) => p.harness?.loopP99Ms ?? null)),
+    invalid: perRun.flatMap((r) => r.phases.filter((p) => p.invalid).map((p) => `${r.runId}: ${p.invalid}`)),
   };
 }
 

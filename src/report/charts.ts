@@ -10,7 +10,7 @@ import type { RunGroup } from './aggregate.js';
 import type { Comparison } from './compare.js';
 
 const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };
-const STRATEGY_COLORS: Record<string, string> = {
+export const STRATEGY_COLORS: Record<string, string> = {
   plb: '#2a9d3a',
   rr: '#7a7a7a',
   static: '#8e5cc4',

@@ -11,6 +11,7 @@ import {
   roleTimelineSpec,
 } from './charts.js';
 import { compareStrategies } from './compare.js';
+import { paperHtml } from './paper-charts.js';
 import { comparisonTable, groupTables, settingsLines, type TableModel } from './render.js';
 import { QUANTILE_METHOD } from '../metrics/math.js';
 
@@ -134,6 +135,9 @@ export async function renderComparisonHtml(groups: readonly RunGroup[], baseline
   parts.push('<h2>Per phase</h2>');
   parts.push(chart(await renderSvg(phaseBarsSpec(groups, 'p95'))));
   parts.push(chart(await renderSvg(phaseBarsSpec(groups, 'goodput'))));
+  parts.push(
+    ...(await paperHtml(groups, async (spec) => chart(await renderSvg(spec)), tableHtml, escapeHtml)),
+  );
   parts.push('<h2>Tables</h2>');
   parts.push(...groups.flatMap(groupTables).map(tableHtml));
   return page(`plb comparison: ${plans}`, parts.join('\n'));

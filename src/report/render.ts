@@ -10,6 +10,8 @@ import { quantile } from '../metrics/math.js';
 import type { RunSummary } from '../metrics/types.js';
 import { tableStyle } from '../table-style.js';
 import { escapeControl } from '../text.js';
+import { paperFigures, type PaperReport } from './paper-figures.js';
+import { paperSection } from './paper-render.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -484,9 +486,12 @@ export interface ReportJson {
   /** What the groups differ in and share. */
   settings: SettingsDiff;
   comparison: Comparison | null;
+  /** The PLB paper's figures and paper vs measured, when some groups are paper experiments. */
+  paper?: PaperReport;
 }
 
 export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline: string): ReportJson {
+  const paper = paperFigures(groups);
   return {
     schema: 'plb-report/2',
     quantileMethod: QUANTILE_METHOD,
@@ -494,6 +499,7 @@ export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline:
     groups,
     settings: settingsDiff(groups),
     comparison: cmp,
+    ...(paper ? { paper } : {}),
   };
 }
 
@@ -527,7 +533,8 @@ export function renderReport(
     ...(groups.some((g) => g.runIds.length > 1) ? [`quantiles: ${QUANTILE_METHOD}`] : []),
   ];
   const header = settingsLines(groups).map(escapeControl);
-  return [...header, ...tables.map(render), ...notes, ...footer].join('\n\n') + '\n';
+  const paper = paperSection(paperFigures(groups), format === 'markdown' ? 'markdown' : 'table', wide);
+  return [...header, ...tables.map(render), ...paper, ...notes, ...footer].join('\n\n') + '\n';
 }
 
 /**

@@ -9,6 +9,7 @@ import {
 } from '../report/aggregate.js';
 import type { Comparison, ComparisonRow, StrategyComparison } from '../report/compare.js';
 import type { ReportJson } from '../report/render.js';
+import { FIG4_METRICS, type PaperReport } from '../report/paper-figures.js';
 import type { Stat } from '../report/stats.js';
 import type { Assignable, SameType } from './type-check.js';
 import { mixSchema, serviceClassRecord, serviceClassSchema } from './common.js';
@@ -41,20 +42,23 @@ export const aggregatedReplicaSchema = z.object({
   slow: statSchema,
 });
 
-export const aggregatedPhaseSchema = z.object({
-  name: z.string(),
-  runs: z.number(),
-  startS: statSchema,
-  endS: statSchema,
-  survivors: statSchema,
-  classes: serviceClassRecord(classMetricsSchema),
-  replicas: z.record(z.string(), aggregatedReplicaSchema),
-  cpuMean: statSchema,
-  cpuCv: statSchema,
-  harnessCpu: statSchema,
-  harnessLoopP99Ms: statSchema,
-  invalid: z.array(z.string()),
-});
+export const aggregatedPhaseSchema = z
+  .object({
+    name: z.string(),
+    runs: z.number(),
+    startS: statSchema,
+    endS: statSchema,
+    survivors: statSchema,
+    classes: serviceClassRecord(classMetricsSchema),
+    replicas: z.record(z.string(), aggregatedReplicaSchema),
+    cpuMean: statSchema,
+    cpuCv: statSchema,
+    harnessCpu: statSchema,
+    harnessLoopP99Ms: statSchema,
+    invalid: z.array(z.string()),
+  })
+  // An id: defined once, referred to by phases and faultInterval.
+  .meta({ id: 'AggregatedPhase' });
 
 export const aggregatedDetectionSchema = z.object({
   replica: z.string(),
@@ -82,6 +86,7 @@ export const runGroupSchema = z.object({
   problems: z.array(z.string()),
   excluded: z.array(z.string()),
   phases: z.array(aggregatedPhaseSchema),
+  faultInterval: aggregatedPhaseSchema.optional().describe("the runs' fault intervals (phase named fault)"),
   detection: z.array(aggregatedDetectionSchema),
   detections: z.object({ down: statSchema, up: statSchema, unexplained: statSchema }),
 });
@@ -119,6 +124,71 @@ export const comparisonSchema = z.object({
   missingBaseline: z.array(z.string()),
 });
 
+const nullNum = z.number().nullable();
+
+export const paperFiguresSchema = z.object({
+  plan: z.string(),
+  experiment: z.enum(['rq1', 'rq2', 'rq3']),
+  phases: z.array(z.string()),
+  rq1: z.array(
+    z.object({
+      mix: z.string(),
+      strategy: z.string(),
+      retention: statSchema,
+      cpuMean: statSchema,
+      cpuCv: statSchema,
+    }),
+  ),
+  fig4: z
+    .object({
+      mix: z.string(),
+      bars: z.array(
+        z.object({
+          phase: z.string(),
+          cls: serviceClassSchema,
+          metric: z.enum(FIG4_METRICS),
+          strategy: z.string(),
+          value: statSchema,
+        }),
+      ),
+    })
+    .nullable(),
+  fig5: z.array(
+    z.object({
+      mix: z.string(),
+      cls: serviceClassSchema,
+      phase: z.string(),
+      plbP95: nullNum,
+      rrP95: nullNum,
+      change: nullNum.describe('(rr - plb) / rr: positive = plb has the lower p95'),
+    }),
+  ),
+  fig6: z.array(
+    z.object({
+      mix: z.string(),
+      phase: z.string(),
+      premium: nullNum.describe('(p95 - ref) / ref: positive = degradation'),
+      freemium: nullNum,
+      gapPp: nullNum.describe('freemium - premium, percentage points'),
+    }),
+  ),
+  claims: z.array(
+    z.object({
+      id: z.string(),
+      phase: z.string(),
+      mix: z.string(),
+      cls: z.enum(['premium', 'freemium', 'gap']),
+      measure: z.enum(['goodputRatio', 'p95VsRr', 'p95VsRef', 'gapPp']),
+      published: z.string(),
+      measured: nullNum,
+      verdict: z.enum(['reproduced', 'not reproduced', 'not measured']),
+      source: z.string().describe("the paper's sentence"),
+    }),
+  ),
+});
+
+export const paperReportSchema = z.object({ rule: z.string(), experiments: z.array(paperFiguresSchema) });
+
 export const reportJsonSchema = z
   .object({
     schema: z.literal(REPORT_SCHEMA_ID),
@@ -127,6 +197,7 @@ export const reportJsonSchema = z
     groups: z.array(runGroupSchema),
     settings: settingsDiffSchema.describe('the settings the groups differ in, and those they share'),
     comparison: comparisonSchema.nullable(),
+    paper: paperReportSchema.optional().describe('the PLB paper figures, when some plans are paper-rq1/2/3'),
   })
   .meta({ title: 'plb report JSON', description: 'What plb report --json prints.' });
 
@@ -138,6 +209,7 @@ const _group: SameType<z.infer<typeof runGroupSchema>, RunGroup> = true;
 const _row: SameType<z.infer<typeof comparisonRowSchema>, ComparisonRow> = true;
 const _strategy: SameType<z.infer<typeof strategyComparisonSchema>, StrategyComparison> = true;
 const _comparison: SameType<z.infer<typeof comparisonSchema>, Comparison> = true;
+const _paper: SameType<z.infer<typeof paperReportSchema>, PaperReport> = true;
 const _report: SameType<z.infer<typeof reportJsonSchema>, ReportJson> = true;
 const _id: Assignable<ReportJson['schema'], typeof REPORT_SCHEMA_ID> = true;
 

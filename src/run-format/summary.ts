@@ -54,18 +54,21 @@ export const harnessPhaseStatsSchema = z.object({
   saturated: z.boolean(),
 });
 
-export const phaseSummarySchema = z.object({
-  name: z.string(),
-  startS: z.number(),
-  endS: z.number(),
-  survivors: z.number(),
-  classes: serviceClassRecord(classPhaseStatsSchema),
-  replicas: z.record(z.string(), replicaPhaseStatsSchema),
-  cpuMean: z.number().nullable(),
-  cpuCv: z.number().nullable(),
-  harness: harnessPhaseStatsSchema.optional(),
-  invalid: z.string().optional(),
-});
+export const phaseSummarySchema = z
+  .object({
+    name: z.string(),
+    startS: z.number(),
+    endS: z.number(),
+    survivors: z.number(),
+    classes: serviceClassRecord(classPhaseStatsSchema),
+    replicas: z.record(z.string(), replicaPhaseStatsSchema),
+    cpuMean: z.number().nullable(),
+    cpuCv: z.number().nullable(),
+    harness: harnessPhaseStatsSchema.optional(),
+    invalid: z.string().optional(),
+  })
+  // An id: defined once, referred to by phases and faultInterval.
+  .meta({ id: 'PhaseSummary' });
 
 export const detectionRecordSchema = z.object({
   replica: z.string(),
@@ -94,6 +97,11 @@ export const summarySchema = z
     startedAt: z.string(),
     durationS: z.number(),
     phases: z.array(phaseSummarySchema),
+    faultInterval: phaseSummarySchema
+      .optional()
+      .describe(
+        'first down until every replica is back (or the end), as a phase named fault; absent without a down',
+      ),
     detection: z.array(detectionRecordSchema),
     detectionCounts: detectionCountsSchema.optional(),
     errors: z.array(z.string()).optional(),

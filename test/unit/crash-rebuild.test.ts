@@ -130,6 +130,34 @@ describe('a run killed before finish()', () => {
     });
   });
 
+  it('rebuilds the fault interval too, and adds it to a summary written before it existed', () => {
+    const rebuilt = loadRun(killed.dir).summary.faultInterval!;
+    const want = exact.faultInterval!;
+    expect([rebuilt.name, rebuilt.startS, rebuilt.endS]).toEqual(['fault', 20, 35]);
+    for (const cls of ['premium', 'freemium'] as const) {
+      const a = rebuilt.classes[cls];
+      const b = want.classes[cls];
+      expect([a.queries, a.goodput, a.p95, a.goodputRetention]).toEqual([
+        b.queries,
+        b.goodput,
+        b.p95,
+        b.goodputRetention,
+      ]);
+    }
+    // An older summary.json without the entry: loadRun computes it from the per-second files.
+    const file = join(exactWriter.dir, RUN_FILES.summary);
+    const { faultInterval: _gone, ...older } = JSON.parse(readFileSync(file, 'utf8')) as typeof exact;
+    writeFileSync(file, JSON.stringify(older));
+    const again = loadRun(exactWriter.dir).summary.faultInterval!;
+    expect([again.startS, again.endS, again.classes.premium.queries, again.classes.premium.p95]).toEqual([
+      20,
+      35,
+      want.classes.premium.queries,
+      want.classes.premium.p95,
+    ]);
+    expect(again.cpuMean).toEqual(want.cpuMean);
+  });
+
   it('plb report lists it (rendered, incomplete, reason given) and keeps it out of the medians', async () => {
     const done = createRunWriter(options('finished'));
     done.writeConfig({});

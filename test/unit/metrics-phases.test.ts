@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { computePhases, livePhaseName, phaseIndexAt, type FaultMark } from '../../src/metrics/phases.js';
+import { faultIntervalOf, faultIntervalPhases } from '../../src/metrics/summary.js';
 
 const R = ['r1', 'r2', 'r3', 'r4', 'r5'];
 const base = { refWindowMs: 30_000, warmupMs: 10_000, replicas: R };
@@ -128,5 +129,43 @@ describe('live phase name and lookup', () => {
     expect(phaseIndexAt(phases, 60_000)).toBe(1);
     expect(phaseIndexAt(phases, 119_999)).toBe(2);
     expect(phaseIndexAt(phases, 120_000)).toBe(-1);
+  });
+});
+
+describe("faultIntervalOf (the paper's whole fault interval)", () => {
+  const rq3 = computePhases({
+    ...base,
+    endMs: 360_000,
+    faults: [
+      f(120_000, 'r1', 'down'),
+      f(180_000, 'r2', 'down'),
+      f(240_000, 'r1', 'rejoin'),
+      f(300_000, 'r2', 'rejoin'),
+    ],
+  });
+
+  it('runs from the first down until every replica is back', () => {
+    expect(rq3.map((p) => p.name)).toEqual(['ref', 'down-1', 'down-2', 'rejoin-1', 'rejoin-2']);
+    expect(faultIntervalOf(rq3)).toEqual({
+      name: 'fault',
+      startMs: 120_000,
+      endMs: 300_000,
+      survivors: 3,
+      down: ['r1', 'r2'],
+    });
+    expect(faultIntervalPhases(rq3)?.map((p) => [p.name, p.startMs, p.endMs])).toEqual([
+      ['ref', 90_000, 120_000],
+      ['fault', 120_000, 300_000],
+    ]);
+  });
+
+  it('to the end of the run when a replica never rejoins; none without a down', () => {
+    const rq2 = computePhases({
+      ...base,
+      endMs: 300_000,
+      faults: [f(120_000, 'r1', 'down'), f(180_000, 'r2', 'down'), f(240_000, 'r1', 'rejoin')],
+    });
+    expect(faultIntervalOf(rq2)).toMatchObject({ startMs: 120_000, endMs: 300_000, survivors: 3 });
+    expect(faultIntervalOf(computePhases({ ...base, faults: [], endMs: 60_000 }))).toBeUndefined();
   });
 });

@@ -299,6 +299,17 @@ describe('run writer: complete run', () => {
     expect(JSON.parse(readFileSync(join(w.dir, 'summary.json'), 'utf8'))).toEqual(summary);
   });
 
+  it('summary: the fault interval (first down to the end here) has the stats of a phase', () => {
+    const down = summary.phases[1]!;
+    const fault = summary.faultInterval!;
+    expect([fault.name, fault.startS, fault.endS, fault.survivors]).toEqual(['fault', 30, 60, 2]);
+    // One down phase to the end: the interval is that phase, counted from the same raw columns.
+    expect(fault.classes).toEqual(down.classes);
+    expect(fault.classes.premium.goodputRetention).toBe(down.classes.premium.goodputRetention);
+    expect([fault.cpuMean, fault.cpuCv]).toEqual([down.cpuMean, down.cpuCv]);
+    expect(fault.replicas['r1']?.up).toBe(false);
+  });
+
   it('histograms: one HdrHistogram log per class and phase', () => {
     expect(histogramFiles(w.dir)).toEqual([
       'freemium-down-1.hlog',

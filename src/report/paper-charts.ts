@@ -1,0 +1,169 @@
+// The PLB paper's figures as charts of the comparison page (vega-lite, rendered to SVG by charts.ts).
+import type { TopLevelSpec } from 'vega-lite';
+import { SERVICE_CLASSES } from '../router/types.js';
+import { STRATEGY_COLORS } from './charts.js';
+import type { RunGroup } from './aggregate.js';
+import { FIG4_METRICS, paperFigures, type PaperFigures } from './paper-figures.js';
+import { paperTables } from './paper-render.js';
+import type { TableModel } from './render.js';
+
+const SCHEMA = 'https://vega.github.io/schema/vega-lite/v5.json';
+const METRIC_TITLE = {
+  goodput: 'goodput (q/s)',
+  p95: 'p95 (ms)',
+  lifetimeP50Ms: 'session lifetime p50 (s)',
+} as const;
+const MIX_COLORS = ['#d9a441', '#6aa84f', '#3d85c6'];
+
+const xPhase = (order: string[]) => ({
+  field: 'phase',
+  type: 'nominal',
+  sort: order,
+  title: null,
+  axis: { labelAngle: 0 },
+});
+
+/** Fig. 4: per phase (and the fault interval), plb vs rr median bars with IQR whiskers; a panel per metric and class. */
+export function fig4Spec(f: PaperFigures): TopLevelSpec | null {
+  if (!f.fig4) return null;
+  const values = f.fig4.bars
+    .filter((b) => b.value.median !== null)
+    .map((b) => {
+      // Lifetimes in seconds, like the text table.
+      const k = b.metric === 'lifetimeP50Ms' ? 1 / 1000 : 1;
+      const v = (x: number | null): number | null => (x === null ? null : x * k);
+      return {
+        phase: b.phase,
+        cls: b.cls,
+        metric: METRIC_TITLE[b.metric],
+        strategy: b.strategy,
+        median: v(b.value.median),
+        q1: v(b.value.q1),
+        q3: v(b.value.q3),
+      };
+    });
+  const strategies = ['plb', 'rr'];
+  const x = xPhase(f.phases);
+  const xOffset = { field: 'strategy', sort: strategies };
+  return {
+    $schema: SCHEMA,
+    title: `Fig. 4 (${f.plan}, mix ${f.fig4.mix}): median per phase, error bar = IQR`,
+    data: { values },
+    facet: {
+      row: { field: 'metric', type: 'nominal', title: null, sort: FIG4_METRICS.map((m) => METRIC_TITLE[m]) },
+      column: { field: 'cls', type: 'nominal', title: null, sort: [...SERVICE_CLASSES] },
+    },
+    spec: {
+      width: Math.min(340, 60 * f.phases.length + 40),
+      height: 120,
+      layer: [
+        {
+          mark: { type: 'bar' },
+          encoding: {
+            x,
+            xOffset,
+            y: { field: 'median', type: 'quantitative', title: null },
+            color: {
+              field: 'strategy',
+              type: 'nominal',
+              scale: { domain: strategies, range: strategies.map((s) => STRATEGY_COLORS[s] ?? '#333') },
+            },
+          },
+        },
+        {
+          mark: { type: 'rule', color: '#222', strokeWidth: 1.5 },
+          encoding: { x, xOffset, y: { field: 'q1', type: 'quantitative' }, y2: { field: 'q3' } },
+        },
+      ],
+    },
+    resolve: { scale: { y: 'independent' } },
+  } as TopLevelSpec;
+}
+
+/** Bars of a signed change per phase, one bar per mix, a panel per class, a rule at 0. */
+function changeSpec(
+  title: string,
+  order: string[],
+  values: { phase: string; cls: string; mix: string; value: number | null }[],
+): TopLevelSpec | null {
+  const shown = values.filter((v) => v.value !== null);
+  if (shown.length === 0) return null;
+  const mixes = [...new Set(shown.map((v) => v.mix))].sort(
+    (a, b) => Number(a.split(':')[0]) - Number(b.split(':')[0]),
+  );
+  const x = xPhase(order);
+  return {
+    $schema: SCHEMA,
+    title,
+    data: { values: shown },
+    facet: { column: { field: 'cls', type: 'nominal', title: null, sort: [...SERVICE_CLASSES] } },
+    spec: {
+      width: Math.min(340, 60 * order.length + 40),
+      height: 150,
+      layer: [
+        {
+          mark: { type: 'bar' },
+          encoding: {
+            x,
+            xOffset: { field: 'mix', sort: mixes },
+            y: { field: 'value', type: 'quantitative', title: null, axis: { format: '+.0%' } },
+            color: {
+              field: 'mix',
+              type: 'nominal',
+              title: 'mix P:F',
+              scale: {
+                domain: mixes,
+                range: mixes.map((_, i) => MIX_COLORS[i % MIX_COLORS.length] ?? '#333'),
+              },
+            },
+          },
+        },
+        { mark: { type: 'rule', color: '#000' }, encoding: { y: { datum: 0 } } },
+      ],
+    },
+  } as TopLevelSpec;
+}
+
+/** Fig. 5: (rr - plb) / rr p95 per class, mix and fault phase; positive = plb better. */
+export function fig5Spec(f: PaperFigures): TopLevelSpec | null {
+  const order = [...new Set(f.fig5.map((c) => c.phase))];
+  return changeSpec(
+    `Fig. 5 (${f.plan}): p95 change vs rr, (rr - plb) / rr, positive = plb better`,
+    order,
+    f.fig5.map((c) => ({ phase: c.phase, cls: c.cls, mix: c.mix, value: c.change })),
+  );
+}
+
+/** Fig. 6: plb's p95 change vs each class's own ref per phase and mix; positive = degradation. */
+export function fig6Spec(f: PaperFigures): TopLevelSpec | null {
+  const order = [...new Set(f.fig6.map((c) => c.phase))];
+  return changeSpec(
+    `Fig. 6 (${f.plan}): plb p95 change vs its own ref, positive = degradation`,
+    order,
+    f.fig6.flatMap((c) => [
+      { phase: c.phase, cls: 'premium', mix: c.mix, value: c.premium },
+      { phase: c.phase, cls: 'freemium', mix: c.mix, value: c.freemium },
+    ]),
+  );
+}
+
+/** The "Paper figures" part of the comparison page: per experiment its charts (SVG) and tables. */
+export async function paperHtml(
+  groups: readonly RunGroup[],
+  chart: (spec: TopLevelSpec) => Promise<string>,
+  table: (t: TableModel) => string,
+  escape: (s: string) => string,
+): Promise<string[]> {
+  const report = paperFigures(groups);
+  if (!report) return [];
+  const parts = ['<h2>Paper figures</h2>'];
+  for (const f of report.experiments) {
+    parts.push(`<h3>${escape(f.plan)} (${f.experiment.toUpperCase()})</h3>`);
+    for (const spec of [fig4Spec(f), fig5Spec(f), fig6Spec(f)]) if (spec) parts.push(await chart(spec));
+    parts.push(...paperTables(f, true).map(table));
+  }
+  parts.push(
+    `<p class="note">${escape(report.rule)} fault = the whole fault interval (first down until every replica is back, or the end of the run).</p>`,
+  );
+  return parts;
+}
