@@ -21,6 +21,8 @@ import { renderComparison, renderReport, writeReports } from '../report/index.js
 import { colourEnabled } from '../table-style.js';
 import { trackSeries } from './series-progress.js';
 import { renderBenchResults } from '../report/side-by-side.js';
+import { paperFigures } from '../report/paper-figures.js';
+import { paperSection } from '../report/paper-render.js';
 import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from './stop-signals.js';
 import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
 import { checkSeed, MAX_SEED } from '../workload/rng.js';
@@ -676,6 +678,11 @@ async function renderOutcome(
     if (!json && !onePerStrategy) {
       io.log(wide ? renderReport(report.groups, { baseline, wide }) : report.text);
       if (compare) io.log(renderComparison(report.groups, { baseline, wide }));
+    }
+    // The side-by-side tables above leave out the paper's figures: a paper experiment gets them here.
+    if (!json && onePerStrategy) {
+      const paper = paperSection(paperFigures(report.groups), 'table', wide);
+      if (paper.length > 0) io.log(paper.join('\n\n'));
     }
     for (const f of report.htmlFiles) io.warn(`html: ${f}`);
   } catch (err) {

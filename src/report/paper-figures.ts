@@ -15,8 +15,8 @@ import {
   type Verdict,
 } from './paper-published.js';
 
-export type PaperExperiment = 'rq1' | 'rq2' | 'rq3';
-export const PAPER_EXPERIMENTS: readonly PaperExperiment[] = ['rq1', 'rq2', 'rq3'];
+export type PaperQuestion = 'rq1' | 'rq2' | 'rq3';
+export const PAPER_QUESTIONS: readonly PaperQuestion[] = ['rq1', 'rq2', 'rq3'];
 
 /** The strategies of the paper: PLB, 5RR (rr) and 3RR+2RR (static with partition 3:2). */
 const PLB = 'plb';
@@ -31,9 +31,9 @@ export const FIG4_METRICS = ['goodput', 'p95', 'lifetimeP50Ms'] as const;
 export type Fig4Metric = (typeof FIG4_METRICS)[number];
 
 /** The experiment a plan name is (`paper-rq2`, `paper-rq2-quick`), or null. */
-export function paperExperimentOf(plan: string): PaperExperiment | null {
+export function paperQuestionOf(plan: string): PaperQuestion | null {
   const m = /^paper-(rq[123])(-quick)?$/.exec(plan);
-  return m ? (m[1] as PaperExperiment) : null;
+  return m ? (m[1] as PaperQuestion) : null;
 }
 
 export interface Rq1Row {
@@ -89,7 +89,7 @@ export interface ClaimResult {
 
 export interface PaperFigures {
   plan: string;
-  experiment: PaperExperiment;
+  experiment: PaperQuestion;
   /** Phases in run order, then `fault` (the whole fault interval) when the runs have it. */
   phases: string[];
   rq1: Rq1Row[];
@@ -118,21 +118,21 @@ function mixOrder(a: string, b: string): number {
 
 /** The paper figures of every paper experiment among the groups; null when there is none. */
 export function paperFigures(groups: readonly RunGroup[]): PaperReport | null {
-  const plans = [...new Set(groups.map((g) => g.plan))].filter((p) => paperExperimentOf(p) !== null).sort();
+  const plans = [...new Set(groups.map((g) => g.plan))].filter((p) => paperQuestionOf(p) !== null).sort();
   if (plans.length === 0) return null;
   return {
     rule: REPRODUCE_RULE,
     experiments: plans.map((plan) =>
       experimentFigures(
         plan,
-        paperExperimentOf(plan) as PaperExperiment,
+        paperQuestionOf(plan) as PaperQuestion,
         groups.filter((g) => g.plan === plan),
       ),
     ),
   };
 }
 
-function experimentFigures(plan: string, experiment: PaperExperiment, groups: RunGroup[]): PaperFigures {
+function experimentFigures(plan: string, experiment: PaperQuestion, groups: RunGroup[]): PaperFigures {
   const find = (strategy: string, mix: string): RunGroup | undefined =>
     groups.find((g) => g.strategy === strategy && g.mixLabel === mix);
   const mixes = [...new Set(groups.map((g) => g.mixLabel))].sort(mixOrder);
