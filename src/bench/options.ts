@@ -13,6 +13,7 @@ import {
   DEFAULT_SLOW_START_MS,
   isStrategyName,
   parsePartition,
+  parseReadings,
   parseRoleVector,
   resolveBorrowing,
 } from '../router/index.js';
@@ -161,6 +162,12 @@ export const benchFlags = {
     default: '1.5:2',
     helpGroup: HELP_GROUPS.router,
   }),
+  readings: checkedString({
+    description:
+      "plb readings of the paper's repair rules: a preset (plb, paper) and/or key=value over it: donors=above-target|mixed-first, canonicalize=borrowed|all, reference=literal|floored, repair=target|none|shared (none and shared: ablations); borrowing is --borrow",
+    default: 'plb',
+    helpGroup: HELP_GROUPS.router,
+  }),
   'slow-start': checkedString({
     description: 'plb/wlc slow-start ramp of a rejoining replica',
     default: `${DEFAULT_SLOW_START_MS / 1000}s`,
@@ -258,6 +265,8 @@ export interface BenchFlagValues {
   partition: string;
   'slow-start': string;
   borrow: string;
+  /** plb readings (parseReadings); default 'plb'. */
+  readings?: string | undefined;
   'health-interval': string;
   fall: number;
   rise: number;
@@ -364,6 +373,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   reference: (v) => parseRoleVector(String(v), '--reference'),
   partition: (v) => parsePartition(String(v), '--partition'),
   borrow: (v) => parseBorrowing(String(v)),
+  readings: (v) => parseReadings(String(v), '--readings'),
   'slow-start': (v) => durationMsFlag('slow-start', String(v)),
   'health-interval': (v) => positive('health-interval', durationMsFlag('health-interval', String(v)), false),
   fall: (v) => positive('fall', Number(v)),
@@ -417,6 +427,7 @@ export async function executeBench(
     const partition = parsePartition(flags.partition, '--partition');
     const slowStartMs = durationMsFlag('slow-start', flags['slow-start']);
     const borrowing = parseBorrowing(flags.borrow);
+    const readings = parseReadings(flags.readings ?? 'plb', '--readings');
     const health: HealthOptions = {
       ...DEFAULT_HEALTH,
       intervalMs: positive(
@@ -510,6 +521,7 @@ export async function executeBench(
               partition,
               slowStartMs,
               borrowing,
+              readings,
               onRoleChange,
             }),
           createWriter: (run, index) => {
@@ -538,6 +550,7 @@ export async function executeBench(
             driver: lease.driver.kind,
             cpusEnforced: lease.driver.cpusEnforced,
             borrowing: resolveBorrowing(borrowing),
+            readings,
           },
         });
       } finally {
