@@ -139,9 +139,8 @@ export function repairToTarget(
     const deficit = ROLES.find((r) => counts[r] < target[r]);
     if (deficit === undefined) return moves;
     const donor = chooseRepairDonor(work, deficit, counts, target, donors);
-    if (donor === undefined || moves.length >= 2 * healthy) {
-      throw new PlbError('INTERNAL', `no repair donor for role ${deficit}`);
-    }
+    if (donor === undefined) throw new PlbError('INTERNAL', `no repair donor for role ${deficit}`);
+    if (moves.length >= 2 * healthy) throw new PlbError('INTERNAL', 'repair did not reach its target');
     moves.push({ index: donor.index, from: donor.role, to: deficit });
     counts[donor.role] -= 1;
     counts[deficit] += 1;

@@ -342,8 +342,16 @@ describe('repair reading', () => {
 });
 
 describe("the paper's RQ3 cascade (K=5, 2:1:2; r1 down, r2 down, r1 back, r2 back) under each reading", () => {
-  const run = (readings: Partial<PlbReadings>) => {
+  /**
+   * The layout after each event. loaded: 20 sessions (25:75) before the first fault and 8 more after
+   * each event, none ending except those on a replica that goes down; borrowing off.
+   */
+  const run = (readings: Partial<PlbReadings>, loaded: boolean) => {
     const r = createRouter({ strategy: 'plb', replicas: ids5, readings, borrowing: false });
+    const admit = (n: number) => {
+      for (let i = 0; i < n; i++) r.admit(i % 4 === 0 ? 'premium' : 'freemium', 0);
+    };
+    if (loaded) admit(20);
     const rows = [layout(r).join('')];
     for (const [id, up] of [
       ['r1', false],
@@ -352,19 +360,37 @@ describe("the paper's RQ3 cascade (K=5, 2:1:2; r1 down, r2 down, r1 back, r2 bac
       ['r2', true],
     ] as const) {
       if (up) r.markUp(id, 1);
-      else r.markDown(id, 1);
+      else {
+        r.markDown(id, 1);
+        const s = r.snapshot().find((x) => x.id === id)!.sessions;
+        for (let i = 0; i < s.premium; i++) r.release(id, 'premium', 1);
+        for (let i = 0; i < s.freemium; i++) r.release(id, 'freemium', 1);
+      }
       rows.push(layout(r).join(''));
+      if (loaded) admit(8);
     }
     return rows;
   };
   it.each([
     ['plb', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
     ['donors=mixed-first', ['PPMFF', '-PPMF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['canonicalize=all', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
     ['reference=floored', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
     ['repair=none', ['PPMFF', '-PMFF', '--MFF', 'P-MFF', 'PPMFF']],
     ['repair=shared', ['PPMFF', '-MMMM', '--MMM', 'M-MMM', 'PPFFM']],
     ['paper', ['PPMFF', '-PPMF', '--PPF', 'M-PPF', 'FMPPF']],
-  ])('%s (no sessions)', (text, rows) => {
-    expect(run(parseReadings(text))).toEqual(rows);
+  ])('%s, no sessions', (text, rows) => {
+    expect(run(parseReadings(text), false)).toEqual(rows);
+  });
+  it.each([
+    ['plb', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['donors=mixed-first', ['PPMFF', '-PPMF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['canonicalize=all', ['PPMFF', '-PPMF', '--PPF', 'P-MPF', 'PPMFF']],
+    ['reference=floored', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['repair=none', ['PPMFF', '-PMFF', '--MFF', 'P-MFF', 'PPMFF']],
+    ['repair=shared', ['PPMFF', '-MMMM', '--MMM', 'M-MMM', 'PPMFF']],
+    ['paper', ['PPMFF', '-PPMF', '--PPF', 'P-PMF', 'PPMFF']],
+  ])('%s, loaded', (text, rows) => {
+    expect(run(parseReadings(text), true)).toEqual(rows);
   });
 });
