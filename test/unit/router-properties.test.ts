@@ -170,12 +170,16 @@ function check(strategy: StrategyName, sc: Scenario, setup?: PlbSetup): void {
     } else {
       const before = router.snapshot();
       const views: PlbReplicaView[] = before.map((s, index) => ({ ...s, index, upSinceMs: upSince[index] }));
+      // plb: a class takes its own role or mixed, or borrows any other replica when borrowing is on
+      // (with no own replica its pressure is infinite); only without repair can a class lose both.
       const mayTake = before.map((s, i) =>
         !s.healthy
           ? false
           : strategy === 'static'
             ? (i < part.premium ? 'premium' : 'freemium') === op.cls
-            : true,
+            : strategy === 'plb'
+              ? eligiblePlb(s, op.cls) || borrowing[op.cls].enabled
+              : true,
       );
       let chosen: number;
       try {
