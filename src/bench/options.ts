@@ -13,6 +13,7 @@ import {
   DEFAULT_SLOW_START_MS,
   isStrategyName,
   parsePartition,
+  parseReadings,
   parseRoleVector,
   resolveBorrowing,
 } from '../router/index.js';
@@ -205,6 +206,12 @@ export const benchFlags = {
     default: '1.5:2',
     helpGroup: HELP_GROUPS.router,
   }),
+  readings: checkedString({
+    description:
+      "plb readings of the paper's repair rules: a preset (plb, paper) and/or key=value over it: donors=above-target|mixed-first, canonicalize=borrowed|all, reference=literal|floored, repair=target|none|shared (none and shared: ablations); borrowing is --borrow",
+    default: 'plb',
+    helpGroup: HELP_GROUPS.router,
+  }),
   'slow-start': checkedString({
     description: 'plb/wlc slow-start ramp of a rejoining replica',
     default: `${DEFAULT_SLOW_START_MS / 1000}s`,
@@ -306,6 +313,8 @@ export interface BenchFlagValues {
   partition: string;
   'slow-start': string;
   borrow: string;
+  /** plb readings (parseReadings); default 'plb'. */
+  readings?: string | undefined;
   'health-interval': string;
   fall: number;
   rise: number;
@@ -459,6 +468,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   reference: (v) => parseRoleVector(String(v), '--reference'),
   partition: (v) => parsePartition(String(v), '--partition'),
   borrow: (v) => parseBorrowing(String(v)),
+  readings: (v) => parseReadings(String(v), '--readings'),
   'slow-start': (v) => durationMsFlag('slow-start', String(v)),
   'health-interval': (v) => positive('health-interval', durationMsFlag('health-interval', String(v)), false),
   fall: (v) => positive('fall', Number(v)),
@@ -508,6 +518,7 @@ export async function executeBench(
     const partition = parsePartition(flags.partition, '--partition');
     const slowStartMs = durationMsFlag('slow-start', flags['slow-start']);
     const borrowing = parseBorrowing(flags.borrow);
+    const readings = parseReadings(flags.readings ?? 'plb', '--readings');
     const health: HealthOptions = {
       ...DEFAULT_HEALTH,
       intervalMs: positive(
@@ -593,6 +604,7 @@ export async function executeBench(
               partition,
               slowStartMs,
               borrowing,
+              readings,
               onRoleChange,
             }),
           createWriter: (run, index) => {
@@ -622,6 +634,7 @@ export async function executeBench(
             cpusEnforced: lease.driver.cpusEnforced,
             borrowing: resolveBorrowing(borrowing),
             ...(flags.workload !== undefined ? { workloadFile: flags.workload } : {}),
+            readings,
           },
         });
       } finally {

@@ -3,8 +3,26 @@
  * reports, after each event, K+, the target role vector and the role of every replica.
  */
 import Table from 'cli-table3';
-import { createRouter, formatRoleVector, fullReference, targetRoleVector } from '../router/index.js';
-import type { Partition, Role, RoleChange, RoleVector, StrategyName } from '../router/index.js';
+import {
+  createRouter,
+  formatReadings,
+  formatRoleVector,
+  fullReference,
+  repairTarget,
+  resolveBorrowing,
+  resolveReadings,
+} from '../router/index.js';
+import type {
+  BorrowingOptions,
+  BorrowThresholds,
+  Partition,
+  PlbReadings,
+  Role,
+  RoleChange,
+  RoleVector,
+  ServiceClass,
+  StrategyName,
+} from '../router/index.js';
 import { tableStyle } from '../table-style.js';
 import { compareReplicaIds, replicaIds } from '../cluster/driver.js';
 import {
@@ -23,6 +41,10 @@ export interface PlanShowOptions {
   reference?: RoleVector;
   /** static: premium:freemium partition (router default 3:2 when absent). */
   partition?: Partition;
+  /** plb: the readings of the repair rules (DEFAULT_READINGS when absent). */
+  readings?: Partial<PlbReadings>;
+  /** plb: borrowing (shown only: a dry run opens no sessions, so nothing is borrowed). */
+  borrowing?: BorrowingOptions | false;
 }
 
 export interface PlanShowReplica {
@@ -44,7 +66,7 @@ export interface PlanShowRow {
   /** The phase that starts here; null for an event followed by another at the same time. */
   phase: string | null;
   survivors: number;
-  /** plb only: the target role vector for K+. */
+  /** plb only: the target role vector for K+ (null also with repair=none: the roles are kept). */
   target: RoleVector | null;
   replicas: PlanShowReplica[];
   /** Role changes the router made for this event (canonicalize, repair, ...). */
@@ -57,6 +79,9 @@ export interface PlanShow {
   replicas: number;
   /** plb only: the reference scaled to K, the full-capacity role vector. */
   reference: RoleVector | null;
+  /** plb only: the readings and borrowing thresholds a run would use. */
+  readings: PlbReadings | null;
+  borrowing: Record<ServiceClass, BorrowThresholds> | null;
   rows: PlanShowRow[];
 }
 
@@ -68,9 +93,11 @@ export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
     replicas: ids.map((id) => ({ id })),
     ...(opts.reference ? { reference: opts.reference } : {}),
     ...(opts.partition ? { partition: opts.partition } : {}),
+    ...(opts.readings ? { readings: opts.readings } : {}),
   });
   const isPlb = opts.strategy === 'plb';
-  const full = isPlb ? fullReference(plan.replicas, opts.reference) : null;
+  const readings = isPlb ? resolveReadings(opts.readings) : null;
+  const full = readings ? fullReference(plan.replicas, opts.reference, readings.reference) : null;
   const states = new Map<string, PlanReplicaState>(ids.map((id) => [id, 'up']));
   const cpus = new Map<string, number>();
   // Phase names come from planPhases so show and the metrics agree on naming.
@@ -86,7 +113,7 @@ export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
     event,
     phase,
     survivors,
-    target: full ? targetRoleVector(survivors, full) : null,
+    target: full && readings ? repairTarget(survivors, plan.replicas, full, readings) : null,
     replicas: router
       .snapshot()
       .slice()
@@ -126,7 +153,15 @@ export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
     rows.push(row(ev.at, event, phase, survivors));
   });
 
-  return { plan: plan.name, strategy: opts.strategy, replicas: plan.replicas, reference: full, rows };
+  return {
+    plan: plan.name,
+    strategy: opts.strategy,
+    replicas: plan.replicas,
+    reference: full,
+    readings,
+    borrowing: isPlb ? resolveBorrowing(opts.borrowing) : null,
+    rows,
+  };
 }
 
 /** The dry run as a terminal table: one row per event, one column per replica. */
@@ -158,7 +193,9 @@ export function renderPlanShow(show: PlanShow, plan: FaultPlan): string {
   const phases = planPhases(plan)
     .map((p) => `${p.name} ${p.startS}..${p.endS}s K+=${p.survivors}`)
     .join(' | ');
-  return `${header}\n${table.toString()}\nphases: ${phases}`;
+  const readings =
+    show.readings && show.borrowing ? `\nreadings: ${formatReadings(show.readings, show.borrowing)}` : '';
+  return `${header}${readings}\n${table.toString()}\nphases: ${phases}`;
 }
 
 function replicaCell(r: PlanShowReplica): string {

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { RunConfig } from '../run-format/config.js';
 import type { ClassWorkload } from '../workload/spec.js';
+import { readingsName } from '../router/readings.js';
 
 /** Setting names in display order (the report's words). */
 export const SETTING_NAMES = [
@@ -83,18 +84,6 @@ function weightsLabel(c: ClassWorkload): string {
   return [w.point, w.range, w.scan].map((v) => num(v / sum)).join(':');
 }
 
-/** A value another plb helper writes (readings): its name when it has one, else its JSON. */
-function opaque(v: unknown): SettingValue {
-  if (v === undefined) return missing;
-  const canonical = canonicalJson(v);
-  if (typeof v === 'string') return { label: v, canonical };
-  const rec = (v ?? {}) as Record<string, unknown>;
-  const name = ['name', 'source', 'kind', 'mode'].map((k) => rec[k]).find((x) => typeof x === 'string');
-  const label =
-    typeof name === 'string' ? name : canonical.length <= 40 ? canonical : `#${shortHash(canonical)}`;
-  return { label, canonical };
-}
-
 /** A run's settings from its config.json (all unknown without one). */
 export function runSettings(cfg: RunConfig | undefined, planName: string): Record<SettingName, SettingValue> {
   const c = cfg ?? {};
@@ -116,7 +105,9 @@ export function runSettings(cfg: RunConfig | undefined, planName: string): Recor
       : perClass(w?.classes, (x) => fmtMs(x.thinkTimeMs)),
     'queries/session': perClass(w?.classes, (x) => num(x.queriesPerSession)),
     'query mix': perClass(w?.classes, weightsLabel),
-    readings: opaque((c as Record<string, unknown>).readings),
+    readings: c.readings
+      ? { label: readingsName(c.readings), canonical: canonicalJson(c.readings) }
+      : missing,
     reference: c.reference
       ? of(`${c.reference.premium}:${c.reference.mixed}:${c.reference.freemium}`)
       : missing,

@@ -10,6 +10,7 @@ export {
   parsePartition,
   parseRoleVector,
   partitionFor,
+  referenceTarget,
   roleVectorTotal,
   targetRoleTable,
   targetRoleVector,
@@ -23,6 +24,8 @@ export {
   DEFAULT_BORROWING,
   otherClass,
   plbEligible,
+  rebalanceSteps,
+  repairTarget,
   repairToTarget,
   resolveBorrowing,
   ROLES,
@@ -30,8 +33,18 @@ export {
   shouldReturn,
   type PlbAdmissionDecision,
   type PlbReplicaView,
+  type RebalanceStep,
   type RoleMove,
 } from './plb-rules.js';
+export {
+  DEFAULT_READINGS,
+  formatReadings,
+  readingsName,
+  parseReadings,
+  READING_CHOICES,
+  READING_PRESETS,
+  resolveReadings,
+} from './readings.js';
 export { admissionKey, DEFAULT_SLOW_START_MS, MIN_RAMP, replicaLoad, slowStartRamp } from './slow-start.js';
 export {
   describeStrategies,

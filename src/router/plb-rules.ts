@@ -1,7 +1,15 @@
 // The PLB decisions of DESIGN.md as small pure functions. The router applies them with indexed heaps;
 // decidePlbAdmission is the plain specification the property tests hold the fast path to.
 import { PlbError } from '../errors.js';
-import type { BorrowingOptions, BorrowThresholds, Role, RoleVector, ServiceClass } from './types.js';
+import type {
+  BorrowingOptions,
+  BorrowThresholds,
+  PlbReadings,
+  Role,
+  RoleVector,
+  ServiceClass,
+} from './types.js';
+import { referenceTarget } from './role-vector.js';
 import { admissionKey, replicaLoad, slowStartRamp } from './slow-start.js';
 
 export const ROLES: readonly Role[] = ['premium', 'mixed', 'freemium'];
@@ -26,12 +34,30 @@ export function totalSessions(v: { sessions: { premium: number; freemium: number
 }
 
 /**
- * Canonicalization before repair. Only borrowed replicas are in a transient state: one with no
- * borrower sessions returns to its role; one carrying both classes becomes mixed; one carrying only
- * the borrower's class joins that class. A non-borrowed replica keeps its role even when it still
- * carries pinned sessions of a class it no longer admits (repair moved it; only new sessions follow).
+ * Canonicalization before repair, under the `canonicalize` reading.
+ * 'borrowed': only borrowed replicas are in a transient state: one with no borrower sessions returns
+ * to its role; one carrying both classes becomes mixed; one carrying only the borrower's class joins
+ * that class. A non-borrowed replica keeps its role even when it still carries pinned sessions of a
+ * class it no longer admits (repair moved it; only new sessions follow). It can undo a repair only
+ * through borrowing in between: a replica repair made freemium, then borrowed by premium and carrying
+ * both classes at the next event, becomes mixed, and repair then moves some replica again. With no
+ * borrowing between two events it changes nothing, so repeated repairs stay put.
+ * 'all': every healthy replica by the classes it carries: both -> mixed, only premium -> premium,
+ * only freemium -> freemium, none -> its role. It can undo a repair by itself: pinned sessions
+ * outlive the repair that moved their replica, so a replica repaired from mixed to premium that still
+ * carries freemium sessions is put back to mixed at the next event, and repair moves a replica to
+ * premium again (often another one). Roles can so flip back and forth at every event until the
+ * sessions opened before a repair have drained.
  */
-export function canonicalRole(v: Pick<PlbReplicaView, 'role' | 'borrowedBy' | 'sessions'>): Role {
+export function canonicalRole(
+  v: Pick<PlbReplicaView, 'role' | 'borrowedBy' | 'sessions'>,
+  mode: PlbReadings['canonicalize'] = 'borrowed',
+): Role {
+  if (mode === 'all') {
+    const { premium, freemium } = v.sessions;
+    if (premium > 0) return freemium > 0 ? 'mixed' : 'premium';
+    return freemium > 0 ? 'freemium' : v.role;
+  }
   const borrower = v.borrowedBy;
   if (borrower === undefined || v.sessions[borrower] === 0) return v.role;
   return v.sessions[otherClass(borrower)] > 0 ? 'mixed' : borrower;
@@ -49,22 +75,28 @@ export function countRoles(views: readonly PlbReplicaView[]): RoleVector {
 }
 
 /**
- * The donor for a role below target: a healthy replica of another role that is above its own target
- * (so no role, and in particular no floor, drops below target); mixed donors first; among those
- * eligible the least loaded (sessions / weight), then the lowest index.
+ * The donor for a role below target, under the `donors` reading.
+ * 'above-target': a healthy replica of another role that is above its own target (so no role, and in
+ * particular no floor, drops below target); mixed donors first.
+ * 'mixed-first': for a premium or freemium deficit, any mixed replica first, even with mixed at its
+ * target (mixed is then short and refilled by a role above target); otherwise as 'above-target'.
+ * Among those eligible the least loaded (sessions / weight), then the lowest index.
  */
 export function chooseRepairDonor(
   views: readonly PlbReplicaView[],
   deficit: Role,
   counts: RoleVector,
   target: RoleVector,
+  donors: PlbReadings['donors'] = 'above-target',
 ): PlbReplicaView | undefined {
+  const mixedAlways = donors === 'mixed-first' && deficit !== 'mixed';
   let best: PlbReplicaView | undefined;
   let bestRank = Number.POSITIVE_INFINITY;
   let bestLoad = Number.POSITIVE_INFINITY;
   for (const v of views) {
-    if (!v.healthy || v.role === deficit || counts[v.role] <= target[v.role]) continue;
+    if (!v.healthy || v.role === deficit) continue;
     const rank = v.role === 'mixed' ? 0 : 1;
+    if (counts[v.role] <= target[v.role] && !(mixedAlways && rank === 0)) continue;
     const load = replicaLoad(totalSessions(v), v.weight);
     if (rank < bestRank || (rank === bestRank && load < bestLoad)) {
       best = v;
@@ -84,8 +116,15 @@ export interface RoleMove {
 /**
  * Repair-to-target: while a role is below target (premium first, then mixed, then freemium), move
  * the chosen donor into it. Returns the moves in order; `views` is not modified.
+ * It ends: with Φ = 2 x (premium and freemium short) + mixed short, every move lowers Φ by at least
+ * one (a mixed donor at target: -2 +1; any donor above target: -1 or -2), so there are at most
+ * 2 x the replicas short: as many as are short with 'above-target', up to twice that with 'mixed-first'.
  */
-export function repairToTarget(views: readonly PlbReplicaView[], target: RoleVector): RoleMove[] {
+export function repairToTarget(
+  views: readonly PlbReplicaView[],
+  target: RoleVector,
+  donors: PlbReadings['donors'] = 'above-target',
+): RoleMove[] {
   const work = views.map((v) => ({ ...v }));
   const counts = countRoles(work);
   const healthy = counts.premium + counts.mixed + counts.freemium;
@@ -99,13 +138,59 @@ export function repairToTarget(views: readonly PlbReplicaView[], target: RoleVec
   for (;;) {
     const deficit = ROLES.find((r) => counts[r] < target[r]);
     if (deficit === undefined) return moves;
-    const donor = chooseRepairDonor(work, deficit, counts, target);
+    const donor = chooseRepairDonor(work, deficit, counts, target, donors);
     if (donor === undefined) throw new PlbError('INTERNAL', `no repair donor for role ${deficit}`);
+    if (moves.length >= 2 * healthy) throw new PlbError('INTERNAL', 'repair did not reach its target');
     moves.push({ index: donor.index, from: donor.role, to: deficit });
     counts[donor.role] -= 1;
     counts[deficit] += 1;
     donor.role = deficit;
   }
+}
+
+/**
+ * The roles to repair toward with `survivors` of `replicas` healthy, under the `repair` and
+ * `reference` readings; null with repair 'none' (the surviving roles are kept). `full` is
+ * fullReference(replicas, reference, readings.reference).
+ */
+export function repairTarget(
+  survivors: number,
+  replicas: number,
+  full: RoleVector,
+  readings: Pick<PlbReadings, 'repair' | 'reference'>,
+): RoleVector | null {
+  if (readings.repair === 'none') return null;
+  if (readings.repair === 'shared' && survivors < replicas) {
+    return { premium: 0, mixed: survivors, freemium: 0 };
+  }
+  return referenceTarget(survivors, replicas, full, readings.reference);
+}
+
+export interface RebalanceStep extends RoleMove {
+  reason: 'canonicalize' | 'repair';
+}
+
+/**
+ * What a down or rejoin event does to the roles (Algorithm 1): canonicalize, then repair toward
+ * `target` (repairTarget; null: nothing). A canonicalize step also ends the replica's borrowed state,
+ * so there is one for every borrowed healthy replica even when its role stays. `views` is not modified.
+ */
+export function rebalanceSteps(
+  views: readonly PlbReplicaView[],
+  target: RoleVector | null,
+  readings: Pick<PlbReadings, 'canonicalize' | 'donors'>,
+): RebalanceStep[] {
+  if (target === null) return [];
+  const steps: RebalanceStep[] = [];
+  const work = views.map((v) => {
+    if (!v.healthy) return v;
+    const role = canonicalRole(v, readings.canonicalize);
+    if (role === v.role && v.borrowedBy === undefined) return v;
+    steps.push({ index: v.index, from: v.role, to: role, reason: 'canonicalize' });
+    return { ...v, role, borrowedBy: undefined };
+  });
+  for (const move of repairToTarget(work, target, readings.donors)) steps.push({ ...move, reason: 'repair' });
+  return steps;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { PlbError } from '../errors.js';
-import type { Partition, RoleVector } from './types.js';
+import type { Partition, PlbReadings, RoleVector } from './types.js';
 
 /** The paper's reference split for five replicas: premium 2, mixed 1, freemium 2. */
 export const DEFAULT_REFERENCE: Readonly<RoleVector> = Object.freeze({ premium: 2, mixed: 1, freemium: 2 });
@@ -40,12 +40,35 @@ export function targetRoleVector(survivors: number, reference: RoleVector): Role
 }
 
 /**
- * The full-capacity allocation for `replicas` replicas: the reference scaled to K with the same
- * rule as after a fault, so 2:1:2 stays 2:1:2 at K=5 and becomes 4:2:4 at K=10. The router repairs
- * toward targetRoleVector(K+, fullReference(K, reference)).
+ * The full-capacity allocation for `replicas` replicas. 'literal' (the default): a reference that
+ * sums to K is the allocation as given, even when it breaks a floor (3:0:2 stays 3:0:2), since the
+ * paper's reference "is not modified by individual faults". Otherwise, and always with 'floored', the
+ * reference is scaled to K with the rule used after a fault, so 2:1:2 becomes 4:2:4 at K=10 and
+ * 3:0:2 becomes 3:1:1 at K=5.
  */
-export function fullReference(replicas: number, reference: RoleVector = DEFAULT_REFERENCE): RoleVector {
+export function fullReference(
+  replicas: number,
+  reference: RoleVector = DEFAULT_REFERENCE,
+  reading: PlbReadings['reference'] = 'literal',
+): RoleVector {
+  assertCount(replicas, 'replicas');
+  assertReference(reference);
+  if (reading === 'literal' && roleVectorTotal(reference) === replicas) return { ...reference };
   return targetRoleVector(replicas, reference);
+}
+
+/**
+ * The target for `survivors` of `replicas` against the full allocation `full`: the full allocation
+ * itself at K+=K with the literal reading, targetRoleVector(K+, full) otherwise.
+ */
+export function referenceTarget(
+  survivors: number,
+  replicas: number,
+  full: RoleVector,
+  reading: PlbReadings['reference'] = 'literal',
+): RoleVector {
+  if (reading === 'literal' && survivors === replicas) return { ...full };
+  return targetRoleVector(survivors, full);
 }
 
 /**
@@ -123,9 +146,14 @@ export interface TargetRow extends RoleVector {
 }
 
 /** The target vector for every K+ from K down to 0, against the reference scaled to K. */
-export function targetRoleTable(replicas: number, reference: RoleVector = DEFAULT_REFERENCE): TargetRow[] {
-  const full = fullReference(replicas, reference);
+export function targetRoleTable(
+  replicas: number,
+  reference: RoleVector = DEFAULT_REFERENCE,
+  reading: PlbReadings['reference'] = 'literal',
+): TargetRow[] {
+  const full = fullReference(replicas, reference, reading);
   const rows: TargetRow[] = [];
-  for (let k = replicas; k >= 0; k--) rows.push({ survivors: k, ...targetRoleVector(k, full) });
+  for (let k = replicas; k >= 0; k--)
+    rows.push({ survivors: k, ...referenceTarget(k, replicas, full, reading) });
   return rows;
 }

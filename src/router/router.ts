@@ -1,19 +1,21 @@
 import { PlbError } from '../errors.js';
 import { GroupedLeastLoaded, NO_GROUP } from './least-loaded.js';
 import {
-  canonicalRole,
-  repairToTarget,
+  rebalanceSteps,
+  repairTarget,
   resolveBorrowing,
   shouldBorrow,
   shouldReturn,
   type PlbReplicaView,
 } from './plb-rules.js';
-import { DEFAULT_REFERENCE, fullReference, partitionFor, targetRoleVector } from './role-vector.js';
+import { resolveReadings } from './readings.js';
+import { DEFAULT_REFERENCE, fullReference, partitionFor } from './role-vector.js';
 import { admissionKey, DEFAULT_SLOW_START_MS, slowStartRamp } from './slow-start.js';
 import { STRATEGY_NAMES } from './strategies.js';
 import type {
   Admission,
   BorrowThresholds,
+  PlbReadings,
   ReplicaSnapshot,
   ReplicaSpec,
   Role,
@@ -331,10 +333,15 @@ function plbGroup(role: Role, borrowedBy: ServiceClass | undefined): number {
   return borrowedBy === 'premium' ? G_FB : G_F;
 }
 
-/** plb: roles, repair-to-target on every markDown/markUp, class-aware least-loaded admission, borrowing. */
+/**
+ * plb: roles, repair-to-target on every markDown/markUp (as the readings say), class-aware
+ * least-loaded admission, borrowing. The readings change only what events do to the roles;
+ * admission and borrowing are the same under all of them.
+ */
 class PlbRouter extends BaseRouter {
   private readonly pool: GroupedLeastLoaded;
   private readonly full: RoleVector;
+  private readonly readings: PlbReadings;
   private readonly premiumT: BorrowThresholds;
   private readonly freemiumT: BorrowThresholds;
 
@@ -343,7 +350,12 @@ class PlbRouter extends BaseRouter {
     private readonly slowStartMs: number,
   ) {
     super('plb', options);
-    this.full = fullReference(this.replicas.length, options.reference ?? DEFAULT_REFERENCE);
+    this.readings = resolveReadings(options.readings);
+    this.full = fullReference(
+      this.replicas.length,
+      options.reference ?? DEFAULT_REFERENCE,
+      this.readings.reference,
+    );
     const borrowing = resolveBorrowing(options.borrowing);
     this.premiumT = borrowing.premium;
     this.freemiumT = borrowing.freemium;
@@ -372,11 +384,6 @@ class PlbRouter extends BaseRouter {
             : 'freemium';
       this.pool.place(r.index, plbGroup(r.role, undefined), 0);
     }
-  }
-
-  /** The current target: targetRoleVector of the survivors against the full-capacity reference. */
-  target(): RoleVector {
-    return targetRoleVector(this.healthyCount, this.full);
   }
 
   // admit and release are the per-session hot path: overridden so they stay monomorphic, branch on the
@@ -489,25 +496,21 @@ class PlbRouter extends BaseRouter {
   }
 
   protected onUp(r: ReplicaState, nowMs: number): void {
-    // A rejoining replica enters as shared capacity, then repair runs.
-    this.setState(r, 'mixed', undefined, nowMs);
-    this.record(r, 'down', 'mixed', 'rejoin', nowMs);
+    // Without repair a rejoining replica takes back its old role; otherwise it enters as shared
+    // capacity, then repair runs.
+    const role = this.readings.repair === 'none' ? r.role : 'mixed';
+    this.setState(r, role, undefined, nowMs);
+    this.record(r, 'down', role, 'rejoin', nowMs);
     this.rebalance(nowMs);
   }
 
-  /** Canonicalize borrowed replicas, then repair toward the target of the current survivors. */
+  /** Canonicalize, then repair toward the target of the current survivors (rebalanceSteps). */
   private rebalance(nowMs: number): void {
-    for (const r of this.replicas) {
-      if (!r.healthy || r.borrowedBy === undefined) continue;
-      const role = canonicalRole(r);
-      const from = r.role;
-      this.setState(r, role, undefined, nowMs);
-      this.record(r, from, role, 'canonicalize', nowMs);
-    }
-    for (const move of repairToTarget(this.replicas, this.target())) {
-      const r = this.replicas[move.index] as ReplicaState;
-      this.setState(r, move.to, undefined, nowMs);
-      this.record(r, move.from, move.to, 'repair', nowMs);
+    const target = repairTarget(this.healthyCount, this.replicas.length, this.full, this.readings);
+    for (const step of rebalanceSteps(this.replicas, target, this.readings)) {
+      const r = this.replicas[step.index] as ReplicaState;
+      this.setState(r, step.to, undefined, nowMs);
+      this.record(r, step.from, step.to, step.reason, nowMs);
     }
   }
 }

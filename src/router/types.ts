@@ -40,6 +40,21 @@ export interface BorrowingOptions {
   freemium?: Partial<BorrowThresholds>;
 }
 
+/**
+ * Where the PLB paper allows more than one reading of a rule, the one the router applies
+ * (src/router/readings.ts describes each; DEFAULT_READINGS is plb's choice).
+ */
+export interface PlbReadings {
+  /** Who donates to a role below target: only a role above its target, or Mixed first always. */
+  donors: 'above-target' | 'mixed-first';
+  /** Which replicas canonicalization re-roles before repair: borrowed ones, or every healthy one. */
+  canonicalize: 'borrowed' | 'all';
+  /** A reference that sums to K: used as given at K+=K, or passed through the floor rules too. */
+  reference: 'literal' | 'floored';
+  /** What an event does to the roles: repair to target, nothing (ablation), or a shared pool (ablation). */
+  repair: 'target' | 'none' | 'shared';
+}
+
 export interface RouterOptions {
   strategy: StrategyName;
   replicas: ReadonlyArray<string | ReplicaSpec>;
@@ -51,6 +66,8 @@ export interface RouterOptions {
   slowStartMs?: number;
   /** plb: borrowing thresholds per borrowing class, or false to disable borrowing. */
   borrowing?: BorrowingOptions | false;
+  /** plb: the readings of the paper's rules; unset keys take DEFAULT_READINGS. */
+  readings?: Partial<PlbReadings>;
   /** Called synchronously for every role change; when given, drainChanges() stays empty. */
   onRoleChange?: (change: RoleChange) => void;
 }

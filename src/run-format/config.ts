@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { HealthOptions } from '../cluster/health.js';
-import type { BorrowThresholds, RoleVector } from '../router/types.js';
+import type { BorrowThresholds, PlbReadings, RoleVector } from '../router/types.js';
 import type { ClassWorkload, WorkloadSpec } from '../workload/spec.js';
 import { clusterSpecSchema } from './cluster-record.js';
 import { mixSchema, serviceClassRecord } from './common.js';
@@ -67,6 +67,15 @@ const borrowThresholdsSchema = z.object({
   minLoad: z.number(),
 });
 
+const readingsSchema = z
+  .object({
+    donors: z.enum(['above-target', 'mixed-first']),
+    canonicalize: z.enum(['borrowed', 'all']),
+    reference: z.enum(['literal', 'floored']),
+    repair: z.enum(['target', 'none', 'shared']),
+  })
+  .describe("plb: the readings of the paper's repair rules the router applied (--readings)");
+
 // Loose: a run keeps whatever else its writer recorded (calibration, fixture marks...).
 export const configSchema = z
   .looseObject({
@@ -92,6 +101,11 @@ export const configSchema = z
     partition: mixSchema.optional(),
     slowStartMs: z.number().optional(),
     borrowing: serviceClassRecord(borrowThresholdsSchema).optional(),
+    readings: readingsSchema
+      .optional()
+      .describe(
+        'absent in older runs: they used donors=above-target canonicalize=borrowed reference=floored repair=target',
+      ),
     replicaCpus: z.number().optional(),
     replicas: z.array(z.string()).optional(),
     repeat: z.number().optional(),
@@ -110,4 +124,5 @@ const _workload: SameType<z.infer<typeof workloadSpecSchema>, WorkloadSpec> = tr
 const _class: SameType<z.infer<typeof classWorkloadSchema>, ClassWorkload> = true;
 const _health: SameType<z.infer<typeof healthOptionsSchema>, HealthOptions> = true;
 const _roles: SameType<z.infer<typeof roleVectorSchema>, RoleVector> = true;
+const _readings: SameType<z.infer<typeof readingsSchema>, PlbReadings> = true;
 const _borrow: SameType<z.infer<typeof borrowThresholdsSchema>, BorrowThresholds> = true;

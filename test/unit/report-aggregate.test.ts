@@ -1,3 +1,4 @@
+import { DEFAULT_READINGS, READING_PRESETS } from '../../src/router/readings.js';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -165,7 +166,7 @@ describe('repeats are runs alike in every setting but the seed', () => {
         ...c,
         driver: 'sim',
         workload: workload(slow ? 1000 : 250),
-        readings: { name: slow ? 'paper' : 'plb', window: 3 },
+        readings: { ...(slow ? READING_PRESETS.paper : DEFAULT_READINGS) },
       } as RunConfig;
     });
     expect(groups.map((g) => [g.key, g.runIds.length])).toEqual([
@@ -199,7 +200,12 @@ describe('repeats are runs alike in every setting but the seed', () => {
     );
     const same = withConfigs(
       (id, c) =>
-        ({ ...c, readings: id.endsWith('-1') ? { a: 1, b: [1, 2] } : { b: [1, 2], a: 1 } }) as RunConfig,
+        ({
+          ...c,
+          readings: id.endsWith('-1')
+            ? { donors: 'above-target', canonicalize: 'borrowed', reference: 'literal', repair: 'target' }
+            : { repair: 'target', reference: 'literal', canonicalize: 'borrowed', donors: 'above-target' },
+        }) as RunConfig,
       summaries,
     );
     expect(same.map((g) => g.runIds.length)).toEqual([3, 3, 3]);

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../../src/metrics/types.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
-import { paperExperimentOf, paperFigures } from '../../src/report/paper-figures.js';
+import { paperQuestionOf, paperFigures } from '../../src/report/paper-figures.js';
 import { PUBLISHED_CLAIMS, verdictOf, REPRODUCE_RULE } from '../../src/report/paper-published.js';
 import { renderReport } from '../../src/report/render.js';
 import { renderComparisonHtml } from '../../src/report/html.js';
@@ -123,11 +123,11 @@ function rq3(premium: number): RunSummary {
 
 describe('paper experiments', () => {
   it('are known by plan name, quick variants too', () => {
-    expect(paperExperimentOf('paper-rq1')).toBe('rq1');
-    expect(paperExperimentOf('paper-rq3-quick')).toBe('rq3');
+    expect(paperQuestionOf('paper-rq1')).toBe('rq1');
+    expect(paperQuestionOf('paper-rq3-quick')).toBe('rq3');
     const quick = renderReport(aggregateRuns([{ ...rq3(25), plan: 'paper-rq3-quick' }]));
     expect(quick).toContain('paper-rq3-quick: the --quick variant (scaled timings)');
-    expect(['cascade', 'paper-rq4', 'paper-rq2-slow'].map(paperExperimentOf)).toEqual([null, null, null]);
+    expect(['cascade', 'paper-rq4', 'paper-rq2-slow'].map(paperQuestionOf)).toEqual([null, null, null]);
     expect(paperFigures(aggregateRuns([{ ...rq3(25), plan: 'cascade' }]))).toBeNull();
   });
 });

@@ -7,12 +7,18 @@ import {
   decidePlbAdmission,
   fullReference,
   partitionFor,
+  READING_CHOICES,
+  rebalanceSteps,
+  repairTarget,
   resolveBorrowing,
+  resolveReadings,
   slowStartRamp,
   STRATEGY_NAMES,
-  targetRoleVector,
+  type PlbReadings,
   type PlbReplicaView,
   type ReplicaSnapshot,
+  type Role,
+  type RoleVector,
   type ServiceClass,
   type StrategyName,
 } from '../../src/router/index.js';
@@ -43,6 +49,22 @@ const scenarioArb = fc.record({
   ops: fc.array(opArb, { minLength: 1, maxLength: 150 }),
 });
 
+/** plb: the readings and the reference of a scenario (the references include ones that break a floor). */
+type PlbSetup = { readings: Partial<PlbReadings>; reference: RoleVector };
+const referenceArb = fc.constantFrom<RoleVector>(
+  { premium: 2, mixed: 1, freemium: 2 },
+  { premium: 3, mixed: 0, freemium: 2 },
+  { premium: 1, mixed: 0, freemium: 1 },
+  { premium: 0, mixed: 3, freemium: 1 },
+  { premium: 4, mixed: 1, freemium: 1 },
+);
+const readingsArb: fc.Arbitrary<PlbReadings> = fc.record({
+  donors: fc.constantFrom(...READING_CHOICES.donors),
+  canonicalize: fc.constantFrom(...READING_CHOICES.canonicalize),
+  reference: fc.constantFrom(...READING_CHOICES.reference),
+  repair: fc.constantFrom(...READING_CHOICES.repair),
+});
+
 const EAGER = {
   premium: { minLoad: 1, pressureRatio: 1.2, returnRatio: 1 },
   freemium: { minLoad: 1, pressureRatio: 1.5, returnRatio: 0.8 },
@@ -54,7 +76,7 @@ const eligiblePlb = (s: ReplicaSnapshot, cls: ServiceClass) =>
 
 const seen = new Set<string>();
 
-function check(strategy: StrategyName, sc: Scenario): void {
+function check(strategy: StrategyName, sc: Scenario, setup?: PlbSetup): void {
   const ids = Array.from({ length: sc.k }, (_, i) => `r${i + 1}`);
   const weights = sc.weights.slice(0, sc.k);
   const router = createRouter({
@@ -62,8 +84,11 @@ function check(strategy: StrategyName, sc: Scenario): void {
     replicas: ids.map((id, i) => ({ id, weight: weights[i] })),
     slowStartMs: sc.slowStartMs,
     borrowing: borrowOption(sc.borrowing),
+    ...(setup ? { readings: setup.readings, reference: setup.reference } : {}),
   });
-  const full = fullReference(sc.k);
+  const readings = resolveReadings(setup?.readings);
+  const full = fullReference(sc.k, setup?.reference, readings.reference);
+  const initialRoles = router.snapshot().map((s) => s.role);
   const part = partitionFor(sc.k);
   const healthy = ids.map(() => true);
   const upSince: (number | undefined)[] = ids.map(() => undefined);
@@ -87,14 +112,35 @@ function check(strategy: StrategyName, sc: Scenario): void {
       got[s.role] += 1;
       if (s.borrowedBy !== undefined)
         expect(s.role).toBe(s.borrowedBy === 'premium' ? 'freemium' : 'premium');
-      if (afterEvent) expect(s.borrowedBy).toBeUndefined(); // canonicalized
+      // canonicalized (repair 'none' has no canonicalization: borrowing goes on across events)
+      if (afterEvent && readings.repair !== 'none') expect(s.borrowedBy).toBeUndefined();
     }
-    // Borrowing never changes roles, so the target holds at all times, not only after events.
-    expect(got).toEqual(targetRoleVector(live.length, full));
-    if (live.length >= 4) {
-      expect(Math.min(got.premium, got.mixed, got.freemium)).toBeGreaterThanOrEqual(1);
+    // Borrowing never changes roles, so what the readings promise holds at all times, not only after events.
+    if (readings.repair === 'none') {
+      expect(snap.map((s) => s.role)).toEqual(initialRoles);
+    } else if (readings.repair === 'shared' && live.length < sc.k) {
+      expect(got).toEqual({ premium: 0, mixed: live.length, freemium: 0 });
+    } else {
+      expect(got).toEqual(repairTarget(live.length, sc.k, full, readings));
+      // The floors hold at every K+ >= 4, except a literal reference at K+=K (used as given).
+      if (live.length >= 4 && !(readings.reference === 'literal' && live.length === sc.k)) {
+        expect(Math.min(got.premium, got.mixed, got.freemium)).toBeGreaterThanOrEqual(1);
+      }
     }
     for (const s of snap.filter((x) => !x.healthy)) expect(s.borrowedBy).toBeUndefined();
+  };
+
+  /** What the plain rules say a down or rejoin event does to the roles (the router applies them). */
+  const expectedAfterEvent = (before: ReplicaSnapshot[], i: number, up: boolean): Role[] => {
+    const views: PlbReplicaView[] = before.map((s, index) => ({ ...s, index }));
+    const r = views[i]!;
+    r.healthy = up;
+    r.borrowedBy = undefined;
+    if (up && readings.repair !== 'none') r.role = 'mixed';
+    const live = views.filter((x) => x.healthy).length;
+    for (const step of rebalanceSteps(views, repairTarget(live, sc.k, full, readings), readings))
+      views[step.index]!.role = step.to;
+    return views.map((x) => x.role);
   };
 
   for (const op of sc.ops) {
@@ -103,6 +149,7 @@ function check(strategy: StrategyName, sc: Scenario): void {
     else if (op.t === 'down' || op.t === 'up') {
       const i = op.r % sc.k;
       afterEvent = healthy[i] !== (op.t === 'up'); // a repeated markDown/markUp is a no-op
+      const expected = afterEvent ? expectedAfterEvent(router.snapshot(), i, op.t === 'up') : null;
       if (op.t === 'down') healthy[i] = false;
       else if (!healthy[i]) {
         healthy[i] = true;
@@ -110,6 +157,7 @@ function check(strategy: StrategyName, sc: Scenario): void {
       }
       if (op.t === 'down') router.markDown(ids[i]!, now);
       else router.markUp(ids[i]!, now);
+      if (strategy === 'plb' && expected) expect(router.snapshot().map((s) => s.role)).toEqual(expected);
     } else if (op.t === 'release') {
       if (open.length === 0) continue;
       const [s] = open.splice(op.pick % open.length, 1);
@@ -122,12 +170,16 @@ function check(strategy: StrategyName, sc: Scenario): void {
     } else {
       const before = router.snapshot();
       const views: PlbReplicaView[] = before.map((s, index) => ({ ...s, index, upSinceMs: upSince[index] }));
+      // plb: a class takes its own role or mixed, or borrows any other replica when borrowing is on
+      // (with no own replica its pressure is infinite); only without repair can a class lose both.
       const mayTake = before.map((s, i) =>
         !s.healthy
           ? false
           : strategy === 'static'
             ? (i < part.premium ? 'premium' : 'freemium') === op.cls
-            : true,
+            : strategy === 'plb'
+              ? eligiblePlb(s, op.cls) || borrowing[op.cls].enabled
+              : true,
       );
       let chosen: number;
       try {
@@ -196,6 +248,28 @@ describe('router invariants over random event sequences', () => {
       }
     });
   }
+});
+
+describe('plb invariants under each reading', () => {
+  const each = Object.entries(READING_CHOICES).flatMap(([key, values]) =>
+    (values as readonly string[]).map((value) => [key, value] as const),
+  );
+  it.each(each)('%s=%s', (key, value) => {
+    fc.assert(
+      fc.property(scenarioArb, referenceArb, (sc, reference) =>
+        check('plb', sc, { readings: { [key]: value }, reference }),
+      ),
+      { numRuns: 60 },
+    );
+  });
+  it('any combination of readings', () => {
+    fc.assert(
+      fc.property(scenarioArb, readingsArb, referenceArb, (sc, readings, reference) =>
+        check('plb', sc, { readings, reference }),
+      ),
+      { numRuns: 200 },
+    );
+  });
 });
 
 describe('slow start (plb and wlc)', () => {

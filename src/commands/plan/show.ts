@@ -5,7 +5,14 @@ import { PlbCommand } from '../../plb-command.js';
 import { PlbError } from '../../errors.js';
 import { loadPlan, MAX_SIM_REPLICAS } from '../../faults/plan.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';
-import { parsePartition, parseRoleVector, STRATEGY_NAMES, type StrategyName } from '../../router/index.js';
+import { parseBorrowing } from '../../bench/options.js';
+import {
+  parsePartition,
+  parseReadings,
+  parseRoleVector,
+  STRATEGY_NAMES,
+  type StrategyName,
+} from '../../router/index.js';
 
 export default class PlanShow extends PlbCommand {
   static override description =
@@ -15,6 +22,7 @@ export default class PlanShow extends PlbCommand {
     '<%= config.bin %> plan show',
     '<%= config.bin %> plan show plans/demo-cascade.yaml --strategy plb',
     '<%= config.bin %> plan show plans/cascade.yaml --strategy plb --reference 2:1:2 --json',
+    '<%= config.bin %> plan show --readings paper,repair=shared',
   ];
 
   static override args = {
@@ -27,6 +35,16 @@ export default class PlanShow extends PlbCommand {
       description: 'plb: premium:mixed:freemium reference split (default 2:1:2)',
       helpGroup: 'PLB ROUTER',
     }),
+    readings: checkedText((v, flag) => parseReadings(v, flag))({
+      description:
+        'plb: readings of the repair rules, as for bench run: a preset (plb, paper) and/or key=value pairs (default plb)',
+      helpGroup: 'PLB ROUTER',
+    }),
+    borrow: checkedText((v) => parseBorrowing(v))({
+      description:
+        'plb: borrowing ratios premium:freemium or off, as for bench run (default 1.5:2; shown only)',
+      helpGroup: 'PLB ROUTER',
+    }),
     partition: checkedText((v, flag) => parsePartition(v, flag))({
       description: 'static: premium:freemium partition (default 3:2)',
       helpGroup: 'PLB ROUTER',
@@ -37,11 +55,13 @@ export default class PlanShow extends PlbCommand {
     const { args, flags } = await this.parse(PlanShow);
     const plan = loadPlan(args.file ?? defaultPlanPath(), { maxReplicas: MAX_SIM_REPLICAS });
     const strategy = flags.strategy as StrategyName;
-    if (flags.reference !== undefined && strategy !== 'plb') {
-      throw new PlbError(
-        'BAD_INPUT',
-        `--reference applies to --strategy plb only (got --strategy ${strategy})`,
-      );
+    for (const name of ['reference', 'readings', 'borrow'] as const) {
+      if (flags[name] !== undefined && strategy !== 'plb') {
+        throw new PlbError(
+          'BAD_INPUT',
+          `--${name} applies to --strategy plb only (got --strategy ${strategy})`,
+        );
+      }
     }
     if (flags.partition !== undefined && strategy !== 'static') {
       throw new PlbError(
@@ -53,6 +73,8 @@ export default class PlanShow extends PlbCommand {
       strategy,
       ...(flags.reference !== undefined ? { reference: parseRoleVector(flags.reference) } : {}),
       ...(flags.partition !== undefined ? { partition: parsePartition(flags.partition) } : {}),
+      ...(flags.readings !== undefined ? { readings: parseReadings(flags.readings) } : {}),
+      ...(flags.borrow !== undefined ? { borrowing: parseBorrowing(flags.borrow) } : {}),
     });
     if (this.jsonEnabled()) return show;
     this.log(renderPlanShow(show, plan));

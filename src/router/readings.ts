@@ -1,0 +1,156 @@
+// The readings of the PLB paper's repair rules (types.ts PlbReadings): names, presets, parsing.
+import { PlbError } from '../errors.js';
+import type { BorrowThresholds, PlbReadings, ServiceClass } from './types.js';
+
+/**
+ * Each reading and what it means (the paper's section on repair-to-target and canonicalization).
+ *
+ * donors: a role below target takes a replica from a donor role.
+ *   above-target: only a role above its own target donates, Mixed first among those (one move per
+ *     missing replica; a role at target is never touched).
+ *   mixed-first: "donors from Mixed first", literally: a Mixed replica donates even when Mixed is
+ *     at its target, and Mixed is then refilled from a role above target (two moves instead of one;
+ *     the replica serving both classes takes the short role, a class replica becomes the shared one).
+ *     Premium and freemium are never taken below their target (so never below their floor).
+ * canonicalize: before repair, which replicas are re-roled by the classes they carry.
+ *   borrowed: only borrowed replicas (the paper's "transient borrowed states").
+ *   all: every healthy replica: both classes -> mixed, only premium -> premium, only freemium ->
+ *     freemium, no sessions -> its role.
+ * reference: the full-capacity split.
+ *   literal: a reference that sums to K is used as given at K+=K ("not modified by individual
+ *     faults"); the floors apply to the targets at K+<K only.
+ *   floored: the reference goes through the same floor rules as a post-fault target (3:0:2 -> 3:1:1).
+ *   Either way a reference that does not sum to K is scaled to K with those rules.
+ * repair: what a down or rejoin event does to the roles.
+ *   target: canonicalize, then repair to the target of the survivors (the paper's policy).
+ *   none (ablation): keep the surviving composition; no canonicalization, no repair. A rejoining
+ *     replica gets back the role it had when it left, so a full recovery restores the deployment.
+ *   shared (ablation): while any replica is down every healthy replica is mixed (a shared pool,
+ *     admission still least loaded); once all K are back, repair to the reference resumes.
+ * Borrowing thresholds (--borrow) are the remaining PLB knob; formatReadings shows them alongside.
+ */
+export const READING_CHOICES: { readonly [K in keyof PlbReadings]: readonly PlbReadings[K][] } = {
+  donors: ['above-target', 'mixed-first'],
+  canonicalize: ['borrowed', 'all'],
+  reference: ['literal', 'floored'],
+  repair: ['target', 'none', 'shared'],
+};
+
+const READING_KEYS = Object.keys(READING_CHOICES) as (keyof PlbReadings)[];
+
+/** plb's readings: today's repair rules, with the reference taken literally. */
+export const DEFAULT_READINGS: Readonly<PlbReadings> = Object.freeze({
+  donors: 'above-target',
+  canonicalize: 'borrowed',
+  reference: 'literal',
+  repair: 'target',
+});
+
+export const READING_PRESETS: Readonly<Record<string, Readonly<PlbReadings>>> = Object.freeze({
+  plb: DEFAULT_READINGS,
+  /** The paper read literally. */
+  paper: Object.freeze({
+    donors: 'mixed-first',
+    canonicalize: 'all',
+    reference: 'literal',
+    repair: 'target',
+  }),
+});
+
+/** DEFAULT_READINGS with `partial` over it, each value checked (a direct caller's options). */
+export function resolveReadings(partial: Partial<PlbReadings> | undefined, field = 'readings'): PlbReadings {
+  const out: PlbReadings = { ...DEFAULT_READINGS };
+  for (const [key, value] of Object.entries(partial ?? {})) {
+    if (value === undefined) continue;
+    setReading(out, key, String(value), field);
+  }
+  return out;
+}
+
+function setReading(out: PlbReadings, key: string, value: string, field: string): void {
+  if (!(READING_KEYS as string[]).includes(key)) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `${field}: unknown reading '${key}' (readings: ${READING_KEYS.join(', ')}; presets: ${presetNames()})`,
+    );
+  }
+  const k = key as keyof PlbReadings;
+  const allowed = READING_CHOICES[k] as readonly string[];
+  if (!allowed.includes(value)) {
+    throw new PlbError('BAD_INPUT', `${field}: ${k} must be ${allowed.join(' or ')}, got '${value}'`);
+  }
+  (out as unknown as Record<string, string>)[k] = value;
+}
+
+function presetNames(): string {
+  return Object.keys(READING_PRESETS).join(', ');
+}
+
+/**
+ * '--readings paper', '--readings donors=mixed-first,canonicalize=all', '--readings paper,repair=none':
+ * an optional preset first, then key=value pairs over it (over DEFAULT_READINGS without a preset).
+ * Throws BAD_INPUT naming `flag`, the bad key or value and the allowed ones.
+ */
+export function parseReadings(text: string, flag = '--readings'): PlbReadings {
+  const items = text.split(',').map((s) => s.trim());
+  if (items.some((s) => s === '')) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `${flag}: expected a preset (${presetNames()}) and/or key=value pairs like donors=mixed-first, got '${text}'`,
+    );
+  }
+  let out: PlbReadings = { ...DEFAULT_READINGS };
+  const seen = new Set<string>();
+  items.forEach((item, i) => {
+    const eq = item.indexOf('=');
+    if (eq < 0) {
+      const preset = Object.hasOwn(READING_PRESETS, item) ? READING_PRESETS[item] : undefined;
+      if (preset === undefined) {
+        throw new PlbError(
+          'BAD_INPUT',
+          `${flag}: unknown preset '${item}' (presets: ${presetNames()}; or key=value with ${READING_KEYS.join(', ')})`,
+        );
+      }
+      if (i > 0) throw new PlbError('BAD_INPUT', `${flag}: the preset '${item}' must come first`);
+      out = { ...preset };
+      return;
+    }
+    const key = item.slice(0, eq).trim();
+    if (seen.has(key)) throw new PlbError('BAD_INPUT', `${flag}: ${key} given twice`);
+    seen.add(key);
+    setReading(out, key, item.slice(eq + 1).trim(), flag);
+  });
+  return out;
+}
+
+/**
+ * The shortest `--readings` value that gives `readings`: a preset's name, or the nearer preset
+ * with the keys that differ ('plb,repair=none'). Reports label runs with it.
+ */
+export function readingsName(readings: PlbReadings): string {
+  let best = '';
+  for (const [name, preset] of Object.entries(READING_PRESETS)) {
+    const diff = READING_KEYS.filter((k) => preset[k] !== readings[k]).map((k) => `${k}=${readings[k]}`);
+    const text = [name, ...diff].join(',');
+    if (best === '' || text.length < best.length) best = text;
+  }
+  return best;
+}
+
+/**
+ * One line: 'donors=above-target canonicalize=borrowed reference=literal repair=target', and with
+ * the resolved borrowing thresholds '; borrow 1.5:2' (premium:freemium pressure ratios) or '; borrow off'.
+ */
+export function formatReadings(
+  readings: PlbReadings,
+  borrowing?: Record<ServiceClass, BorrowThresholds>,
+): string {
+  const text = READING_KEYS.map((k) => `${k}=${readings[k]}`).join(' ');
+  if (borrowing === undefined) return text;
+  const { premium, freemium } = borrowing;
+  const borrow =
+    premium.enabled || freemium.enabled
+      ? `${premium.enabled ? premium.pressureRatio : 'off'}:${freemium.enabled ? freemium.pressureRatio : 'off'}`
+      : 'off';
+  return `${text}; borrow ${borrow}`;
+}
