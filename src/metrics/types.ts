@@ -61,7 +61,7 @@ export interface ReplicaState {
  *   a fault whose action returned but did not take)
  */
 export interface RunEvent {
-  type: 'fault' | 'detect' | 'failures' | 'role' | 'run' | 'note';
+  type: 'fault' | 'detect' | 'failures' | 'role' | 'run' | 'note' | 'hook';
   tMs: number;
   replica?: string;
   action?: string;
