@@ -3,7 +3,7 @@
  * redaction of everything recorded, the plan's hooks, and running hooks (exit code, timeout,
  * output). test/integration/external-driver.test.ts runs it against real postgres.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -20,6 +20,8 @@ import { parseDriverChoice, upCluster, clusterSpec } from '../../src/cluster/sel
 import { isPlbError } from '../../src/errors.js';
 import { parsePlan } from '../../src/faults/plan.js';
 import { externalConfigSchema } from '../../src/run-format/cluster-file.js';
+import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
+import { benchFlagValues } from '../helpers/fixtures.js';
 
 const SECRET = 's3cr3t-Pa55';
 const ENV = { PLB_TEST_PW: SECRET };
@@ -285,5 +287,49 @@ describe('driver choice', () => {
     await expect(
       upCluster({ driver: 'external', spec: clusterSpec({ stateDir: tmp }), log: () => undefined }),
     ).rejects.toThrow(/^driver: plb never creates or removes anything on an external cluster/);
+  });
+});
+
+describe('bench flags', () => {
+  async function bench(over: Partial<BenchFlagValues>): Promise<{ code: number; text: string }> {
+    const lines: string[] = [];
+    const code = await executeBench(benchFlagValues(join(tmp, 'runs'), 'plbtest-ext-unit', 32459, over), {
+      log: (l) => lines.push(l),
+      warn: (l) => lines.push(l),
+    });
+    return { code, text: lines.join('\n') };
+  }
+
+  it('--driver external needs --cluster-file, and --cluster-file needs --driver external', async () => {
+    expect(await bench({ driver: 'external' })).toEqual({
+      code: 1,
+      text: 'Error: --cluster-file: required with --driver external',
+    });
+    expect(await bench({ 'cluster-file': 'c.yaml' })).toEqual({
+      code: 1,
+      text: 'Error: --cluster-file: only with --driver external',
+    });
+  });
+
+  it('a bad cluster file is one line naming file, line and field, before anything starts', async () => {
+    const file = join(tmp, 'bad.yaml');
+    writeFileSync(file, BASE.replace('dbname: bench', 'dbname: 5'));
+    const r = await bench({ driver: 'external', 'cluster-file': file });
+    expect(r).toEqual({
+      code: 1,
+      text: `Error: ${file}:2: dbname must be a string (got 5) (hint: schemas/cluster-file.schema.json describes every field)`,
+    });
+    expect(existsSync(join(tmp, 'runs'))).toBe(false);
+  });
+});
+
+describe('examples/external', () => {
+  it.each(['k8s', 'systemd', 'ssh', 'local-pgctl'])('%s.yaml is a valid cluster file', (name) => {
+    const path = join('examples', 'external', `${name}.yaml`);
+    // The password source as a test can provide it (systemd.yaml reads /etc/plb/password).
+    const text = readFileSync(path, 'utf8').replace(/^password: .*$/m, 'password: { env: PLB_TEST_PW }');
+    const c = parseClusterFile(text, path, ENV);
+    expect(c.replicaIds.length).toBeGreaterThan(0);
+    for (const id of c.replicaIds) expect(c.hooks.get(id)?.has('down')).toBe(true);
   });
 });
