@@ -22,6 +22,10 @@ import { parsePlan } from '../../src/faults/plan.js';
 import { externalConfigSchema } from '../../src/run-format/cluster-file.js';
 import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
+import { createRunWriter } from '../../src/metrics/run-writer.js';
+import type { RunSummary } from '../../src/metrics/types.js';
+import { aggregateRuns } from '../../src/report/aggregate.js';
+import { renderReport } from '../../src/report/render.js';
 
 const SECRET = 's3cr3t-Pa55';
 const ENV = { PLB_TEST_PW: SECRET };
@@ -331,5 +335,34 @@ describe('examples/external', () => {
     const c = parseClusterFile(text, path, ENV);
     expect(c.replicaIds.length).toBeGreaterThan(0);
     for (const id of c.replicaIds) expect(c.hooks.get(id)?.has('down')).toBe(true);
+  });
+});
+
+describe('report of a run without CPU figures', () => {
+  function run(id: string, cpu: boolean): RunSummary {
+    const w = createRunWriter({
+      outDir: tmp,
+      runId: id,
+      strategy: 'plb',
+      plan: 'p',
+      seed: 1,
+      clients: 2,
+      mix: { premium: 25, freemium: 75 },
+      replicas: ['r1'],
+      refWindowS: 5,
+      warmupS: 0,
+    });
+    w.writeConfig({});
+    for (let t = 0; t < 10_000; t += 100) {
+      w.recorder.queryDone('premium', 'r1', t, 1);
+      if (cpu) w.recorder.cpu(t, { r1: 0.5 });
+      if ((t + 100) % 1000 === 0) w.tick(t + 100);
+    }
+    return w.finish(10_000, true);
+  }
+
+  it('says CPU was not measured, rather than showing idle replicas', () => {
+    expect(renderReport(aggregateRuns([run('no-cpu', false)]))).toContain('replica CPU not measured');
+    expect(renderReport(aggregateRuns([run('with-cpu', true)]))).not.toContain('not measured');
   });
 });
