@@ -452,10 +452,11 @@ export async function executeCalibrate(
     const cpus = flags.cpus === undefined ? undefined : parseCpus('--cpus', flags.cpus);
     const driverChoice = parseDriverChoice(flags.driver);
     // The simulator is what a calibration feeds: it cannot be what one measures.
-    if (driverChoice === 'sim')
+    // An external cluster is not plb's to kill and restart for a calibration.
+    if (driverChoice === 'sim' || driverChoice === 'external')
       throw new PlbError(
         'BAD_INPUT',
-        '--driver: calibrate measures a real replica: auto, docker or local (got sim)',
+        `--driver: calibrate measures a replica plb made: auto, docker or local (got ${driverChoice})`,
       );
     try {
       validateClusterName(flags.name);

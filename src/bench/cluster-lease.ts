@@ -14,6 +14,14 @@ import { checkCapacity, connectionsFor, CONNECTION_RESERVE, MAX_MAX_CONNECTIONS 
 import { defaultStateDir, readClusterRecord } from '../cluster/state.js';
 import type { VirtualClock } from '../clock/virtual.js';
 import { PlbError } from '../errors.js';
+import {
+  ExternalDriver,
+  externalConfig,
+  primaryMaxConnections,
+  type ExternalCluster,
+} from '../cluster/external/index.js';
+import { hookEvents } from '../cluster/external/hook-events.js';
+import type { RunWriter } from '../metrics/types.js';
 
 export interface ClusterLease {
   driver: ClusterDriver;
@@ -24,6 +32,23 @@ export interface ClusterLease {
   release(): Promise<void>;
   /** A simulated cluster: the virtual clock its whole series runs on, and its calibration. */
   sim?: { clock: VirtualClock; calibration: { path: string; contents: SimCalibration } };
+  /** What config.json records of this cluster beyond the driver and spec (an external cluster's). */
+  config?: Record<string, unknown>;
+  /** Lets the cluster add to each run's writer (an external cluster's hook events). */
+  observeWriter?: (writer: RunWriter) => RunWriter;
+}
+
+/** The run writers `make` creates, each passed through the lease's observeWriter (when it has one). */
+export function observeWriters<A extends unknown[]>(
+  lease: Pick<ClusterLease, 'observeWriter'>,
+  make: (...args: A) => (ids: string[]) => RunWriter,
+): (...args: A) => (ids: string[]) => RunWriter {
+  const observe = lease.observeWriter;
+  if (!observe) return make;
+  return (...args) => {
+    const create = make(...args);
+    return (ids) => observe(create(ids));
+  };
 }
 
 /**
@@ -44,9 +69,15 @@ export async function leaseCluster(opts: {
   log: (line: string) => void;
   /** --driver sim: the calibration file (default: the shipped one). */
   calibration?: string;
+  /** --driver external: the cluster file, read (and checked against the plan) by the caller. */
+  external?: ExternalCluster;
 }): Promise<ClusterLease> {
   const stateDir = opts.over.stateDir ?? defaultStateDir();
   if (opts.driver === 'sim') return leaseSimCluster({ ...opts, stateDir });
+  if (opts.driver === 'external') {
+    if (!opts.external) throw new PlbError('BAD_INPUT', '--cluster-file: required with --driver external');
+    return leaseExternalCluster({ ...opts, external: opts.external, stateDir });
+  }
   const most = MAX_MAX_CONNECTIONS - CONNECTION_RESERVE;
   if (opts.sessions > most)
     throw new PlbError(
@@ -134,4 +165,50 @@ function leaseSimCluster(opts: {
     release: () => Promise.resolve(),
     sim: { clock, calibration },
   });
+}
+
+/**
+ * An external cluster is the user's: the lease only holds the lock of its name (so two benches on
+ * this machine do not break it at once) and never brings anything up or down.
+ */
+async function leaseExternalCluster(opts: {
+  external: ExternalCluster;
+  sessions: number;
+  sessionsField: string;
+  stateDir: string;
+  log: (line: string) => void;
+}): Promise<ClusterLease> {
+  const c = opts.external;
+  const lock = acquireClusterLock(opts.stateDir, c.name);
+  try {
+    const maxConnections = await primaryMaxConnections(c);
+    const need = connectionsFor(opts.sessions);
+    if (maxConnections !== null && need > maxConnections)
+      throw new PlbError(
+        'BAD_INPUT',
+        `${opts.sessionsField}: ${opts.sessions} sessions need max_connections >= ${need} on every replica (one survivor holds them all), but the primary of ${c.name} has ${maxConnections}`,
+        { hint: 'use fewer sessions, or raise max_connections on your servers' },
+      );
+    const driver = new ExternalDriver(c, {
+      stateDir: opts.stateDir,
+      ...(maxConnections !== null ? { maxConnections } : {}),
+    });
+    const config = externalConfig(c);
+    opts.log(
+      `external cluster ${c.name} from ${c.path}: ${c.replicaIds.length} replicas; ${
+        config.cpuMeasured ? 'CPU from its cpu hooks' : 'CPU not measured (no cpu hooks)'
+      }; dataset ${c.prepare ? 'prepared by the bench (prepare: true)' : 'must exist (prepare: false)'}`,
+    );
+    return {
+      driver,
+      spec: driver.spec,
+      owned: false,
+      release: async () => lock.release(),
+      config: { external: config },
+      observeWriter: (writer) => hookEvents(driver, writer, opts.log),
+    };
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
 }

@@ -29,7 +29,7 @@ import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
 import { checkSeed, MAX_SEED } from '../workload/rng.js';
 import type { BenchResult } from './run.js';
 import { packageVersion } from '../package-info.js';
-import { leaseCluster } from './cluster-lease.js';
+import { leaseCluster, observeWriters } from './cluster-lease.js';
 import { collectEnvironment } from './environment.js';
 import {
   DEFAULT_WORKLOAD,
@@ -42,6 +42,8 @@ import {
   type WorkloadSpec,
 } from '../workload/spec.js';
 import { loadWorkloadFile } from '../workload/workload-file.js';
+import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../cluster/external/index.js';
+import type { FaultPlan } from '../faults/types.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
 
 /** Help sections of the bench flags (oclif `helpGroup`). */
@@ -249,8 +251,9 @@ export const benchFlags = {
     helpGroup: HELP_GROUPS.cluster,
   }),
   driver: Flags.string({
-    description: 'when no cluster exists: docker, local or auto; sim: simulated replicas in virtual time',
-    options: ['auto', 'docker', 'local', 'sim'],
+    description:
+      'when no cluster exists: docker, local or auto; sim: simulated replicas in virtual time; external: the cluster of --cluster-file',
+    options: ['auto', 'docker', 'local', 'sim', 'external'],
     default: 'auto',
     helpGroup: HELP_GROUPS.cluster,
   }),
@@ -286,6 +289,11 @@ export const benchFlags = {
   }),
   calibration: Flags.string({
     description: 'with --driver sim: calibration file (default: the shipped calibration/default.json)',
+    helpGroup: HELP_GROUPS.cluster,
+  }),
+  'cluster-file': Flags.string({
+    description:
+      'with --driver external: YAML file of the servers, password source and fault hooks (examples/external/)',
     helpGroup: HELP_GROUPS.cluster,
   }),
 };
@@ -329,6 +337,8 @@ export interface BenchFlagValues {
   /** Tables with every column (default compact). */
   wide?: boolean;
   calibration?: string | undefined;
+  /** --driver external: the cluster file. */
+  'cluster-file'?: string | undefined;
 }
 
 function durationMsFlag(name: string, value: string): number {
@@ -479,6 +489,25 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   progress: (v) => nonNegativeInteger('progress', Number(v), 86_400),
 };
 
+/**
+ * --driver external: the cluster file, read and checked against the plan (every hook it needs)
+ * before anything starts; --cluster-file is refused with any other driver.
+ */
+function externalClusterFor(
+  driver: string,
+  file: string | undefined,
+  plan: FaultPlan,
+): ExternalCluster | undefined {
+  if (driver !== 'external') {
+    if (file !== undefined) throw new PlbError('BAD_INPUT', '--cluster-file: only with --driver external');
+    return undefined;
+  }
+  if (file === undefined) throw new PlbError('BAD_INPUT', '--cluster-file: required with --driver external');
+  const cluster = loadClusterFile(file);
+  checkPlanHooks(cluster, plan);
+  return cluster;
+}
+
 /** Checks one bench value (as the command line gave it, or a caller passed it). */
 export function checkBenchValue(name: string, value: string | number): unknown {
   const check = BENCH_CHECKS[name];
@@ -539,6 +568,7 @@ export async function executeBench(
     if (flags.calibration !== undefined && !sim)
       throw new PlbError('BAD_INPUT', '--calibration: only with --driver sim');
     const plan = loadPlan(planPath, sim ? { maxReplicas: MAX_SIM_REPLICAS } : {});
+    const external = externalClusterFor(driverChoice, flags['cluster-file'], plan);
     const seed = flags.seed ?? newSeed();
     // Last check, the only one that creates something: the folder the run directories go into.
     ensureWritableDir(flags.out, '--out');
@@ -580,6 +610,7 @@ export async function executeBench(
         keep: flags['keep-cluster'],
         log: io.warn,
         ...(flags.calibration !== undefined ? { calibration: flags.calibration } : {}),
+        ...(external ? { external } : {}),
       });
       const simClock = lease.sim?.clock;
       try {
@@ -607,7 +638,7 @@ export async function executeBench(
               readings,
               onRoleChange,
             }),
-          createWriter: (run, index) => {
+          createWriter: observeWriters(lease, (run, index) => {
             progress?.runStarted(index);
             return (ids) =>
               createRunWriter({
@@ -623,7 +654,7 @@ export async function executeBench(
                 // Simulated: the start time is virtual (ms since the series began), so a seed repeats.
                 ...(simClock ? { clock: () => new Date(simClock.now()) } : {}),
               });
-          },
+          }),
           log: io.warn,
           signal: stop.signal,
           ...(autoThink ? { autoThink: { targetCpu: targetCpuValue } } : {}),
@@ -632,6 +663,7 @@ export async function executeBench(
             environment: await collectEnvironment(lease.driver),
             driver: lease.driver.kind,
             cpusEnforced: lease.driver.cpusEnforced,
+            ...lease.config,
             borrowing: resolveBorrowing(borrowing),
             ...(flags.workload !== undefined ? { workloadFile: flags.workload } : {}),
             readings,

@@ -40,16 +40,16 @@ export function isStatementError(err: unknown): boolean {
   return !code.startsWith('57P') && !code.startsWith('08');
 }
 
-/** Connections over pg to a cluster's loopback endpoints. */
+/** Connections over pg to a cluster's endpoints. */
 export function pgConnector(endpoints: readonly Endpoint[], creds: Credentials): Connector {
-  const ports = new Map(endpoints.map((e) => [e.id, e.port] as const));
+  const byId = new Map(endpoints.map((e) => [e.id, e] as const));
   return {
     async open(server, opts) {
-      const port = ports.get(server);
-      if (port === undefined) throw new Error(`no endpoint for ${server}`);
+      const ep = byId.get(server);
+      if (ep === undefined) throw new Error(`no endpoint for ${server}`);
       const client = new pg.Client({
-        host: '127.0.0.1',
-        port,
+        host: ep.host,
+        port: ep.port,
         user: creds.user,
         password: creds.password,
         database: creds.database,

@@ -2,7 +2,8 @@ import type { Connector } from './connector.js';
 
 /**
  * The contract between plb and a cluster. Implementations: docker/ (dockerode), local/ (postgres
- * processes) and sim/ (simulated replicas in virtual time). Server ids are 'primary' and 'r1'..'rK'.
+ * processes), sim/ (simulated replicas in virtual time) and external/ (a cluster plb did not make,
+ * driven by the user's hooks). Server ids are 'primary' and 'r1'..'rK'.
  */
 export type ServerId = string;
 
@@ -92,7 +93,8 @@ export const DEFAULT_CLUSTER: Readonly<
 export interface Endpoint {
   id: ServerId;
   kind: 'primary' | 'replica';
-  host: '127.0.0.1';
+  /** 127.0.0.1 for the clusters plb makes; any host for an external one. */
+  host: string;
   port: number;
 }
 
@@ -119,7 +121,7 @@ export interface ServerStatus {
 }
 
 export interface ClusterDriver {
-  readonly kind: 'docker' | 'local' | 'sim';
+  readonly kind: 'docker' | 'local' | 'sim' | 'external';
   readonly spec: ClusterSpec;
   /**
    * True when the servers really get no more CPU than their quota (Docker; local processes where

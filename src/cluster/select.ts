@@ -24,8 +24,11 @@ import {
 import { ephemeralWarning } from './ports.js';
 import { memoryForConnections } from './sizing.js';
 
-/** 'sim': simulated replicas in virtual time, inside a bench only (cluster/sim). */
-export type DriverChoice = 'auto' | DriverKind | 'sim';
+/**
+ * 'sim': simulated replicas in virtual time, inside a bench only (cluster/sim). 'external': a
+ * cluster plb did not make, described by a cluster file, inside a bench only (cluster/external).
+ */
+export type DriverChoice = 'auto' | DriverKind | 'sim' | 'external';
 
 // Names the commands import; the values live in DEFAULT_CLUSTER (driver.ts).
 /** @deprecated DEFAULT_CLUSTER.replicas */
@@ -72,16 +75,25 @@ export function parseCpus(name: string, value: string): number {
 }
 
 export function parseDriverChoice(value: string): DriverChoice {
-  if (value === 'auto' || value === 'docker' || value === 'local' || value === 'sim') return value;
-  throw new PlbError('BAD_INPUT', `driver: must be auto, docker, local or sim, got "${value}"`);
+  if (value === 'auto' || value === 'docker' || value === 'local' || value === 'sim' || value === 'external')
+    return value;
+  throw new PlbError('BAD_INPUT', `driver: must be auto, docker, local, sim or external, got "${value}"`);
 }
 
-/** A simulated cluster exists only inside the bench that simulates it: nothing to bring up. */
-function refuseSim(requested: DriverChoice): void {
+/**
+ * A simulated cluster exists only inside the bench that simulates it, and an external one is the
+ * user's: nothing for `cluster up` to bring up.
+ */
+function refuseSim(requested: DriverChoice): asserts requested is 'auto' | DriverKind {
   if (requested === 'sim')
     throw new PlbError(
       'BAD_INPUT',
       'driver: a simulated cluster lives only inside its bench; use plb bench run --driver sim',
+    );
+  if (requested === 'external')
+    throw new PlbError(
+      'BAD_INPUT',
+      'driver: plb never creates or removes anything on an external cluster; bring it up yourself and use plb bench run --driver external --cluster-file <file>',
     );
 }
 

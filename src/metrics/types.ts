@@ -59,9 +59,11 @@ export interface ReplicaState {
  * - 'run': {state: 'started'|'finished'|'interrupted'|'failed'}; 'note': anything else worth keeping
  *   ({what: 'error', message}: an error in the run; {what: 'fault-not-taken', replica, action, error}:
  *   a fault whose action returned but did not take)
+ * - 'hook': --driver external ran a hook of the cluster file ({replica, hook, argv, exitCode, signal,
+ *   timedOut, durationMs, stdout, stderr, error?}; the password cut out)
  */
 export interface RunEvent {
-  type: 'fault' | 'detect' | 'failures' | 'role' | 'run' | 'note';
+  type: 'fault' | 'detect' | 'failures' | 'role' | 'run' | 'note' | 'hook';
   tMs: number;
   replica?: string;
   action?: string;

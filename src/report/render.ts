@@ -341,6 +341,9 @@ export function groupNotes(g: RunGroup): string[] {
   const out: string[] = [];
   for (const p of g.phases) for (const why of p.invalid) out.push(`invalid phase ${p.name}: ${why}`);
   for (const why of g.problems) out.push(`incomplete run ${why}`);
+  // A cluster that cannot say (an external one without cpu hooks): "-" is not measured, not idle.
+  if (g.phases.length > 0 && g.phases.every((p) => p.cpuMean.n === 0))
+    out.push('replica CPU not measured (the cpu columns show -): the cluster gave no CPU figures');
   if (g.excluded.length > 0)
     out.push(
       `left out of the medians (incomplete; --include-incomplete adds them): ${g.excluded.join(', ')}`,

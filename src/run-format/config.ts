@@ -8,6 +8,7 @@ import type { HealthOptions } from '../cluster/health.js';
 import type { BorrowThresholds, PlbReadings, RoleVector } from '../router/types.js';
 import type { ClassWorkload, WorkloadSpec } from '../workload/spec.js';
 import { clusterSpecSchema } from './cluster-record.js';
+import { externalConfigSchema } from './cluster-file.js';
 import { mixSchema, serviceClassRecord } from './common.js';
 import { faultPlanSchema } from './plan.js';
 import type { SameType } from './type-check.js';
@@ -83,7 +84,8 @@ export const configSchema = z
     plbVersion: z.string().optional().describe('version of plb that made the run'),
     environment: environmentSchema.optional(),
     node: z.string().optional().describe('older runs: Node version (now environment.node)'),
-    driver: z.enum(['docker', 'local', 'sim']).optional(),
+    driver: z.enum(['docker', 'local', 'sim', 'external']).optional(),
+    external: externalConfigSchema.optional(),
     cpusEnforced: z.boolean().optional().describe("whether the driver enforced the replicas' CPU quotas"),
     simCalibration: z
       .looseObject({ path: z.string(), contents: z.looseObject({ version: z.literal(1) }) })

@@ -1,4 +1,4 @@
-// events.jsonl: one JSON object a line, one schema per `type` (metrics/types.ts RunEvent documents them).
+// events.jsonl: one JSON object a line ('hook': --driver external's fault commands), one schema per `type` (metrics/types.ts RunEvent documents them).
 import { z } from 'zod';
 import type { RunEvent } from '../metrics/types.js';
 import type { Assignable } from './type-check.js';
@@ -58,6 +58,21 @@ export const noteEventSchema = z.looseObject({
   what: z.string().optional().describe("'error' | 'fault-not-taken' | 'schedule-lag' | ..."),
 });
 
+export const hookEventSchema = z.looseObject({
+  type: z.literal('hook'),
+  tMs: tMs.describe('when the hook ended'),
+  replica: z.string(),
+  hook: z.string().describe("the cluster file's hook: down, rejoin, stop, pause, unpause, throttle or cpu"),
+  argv: z.array(z.string()).describe('the command as run (no shell), the password cut out'),
+  exitCode: z.number().nullable().describe('null: killed (timeout, signal) or never started'),
+  signal: z.string().nullable(),
+  timedOut: z.boolean(),
+  durationMs: z.number(),
+  stdout: z.string().describe('its first and last 2 KiB, the password cut out'),
+  stderr: z.string(),
+  error: z.string().optional().describe('set when the hook failed (a failed fault)'),
+});
+
 export const runEventSchema = z
   .discriminatedUnion('type', [
     faultEventSchema,
@@ -66,6 +81,7 @@ export const runEventSchema = z
     roleEventSchema,
     runStateEventSchema,
     noteEventSchema,
+    hookEventSchema,
   ])
   .meta({ title: 'plb events.jsonl line', description: 'One line of runs/<id>/events.jsonl.' });
 

@@ -3,6 +3,7 @@
  * so the two cannot drift: `npm run schemas` writes them, a unit test checks the committed ones.
  */
 import { z } from 'zod';
+import { clusterFileSchema } from './cluster-file.js';
 import { clusterRecordSchema } from './cluster-record.js';
 import { configSchema } from './config.js';
 import { runEventSchema } from './events.js';
@@ -18,6 +19,7 @@ export const PUBLISHED_SCHEMAS = {
   summary: summarySchema,
   events: runEventSchema,
   'cluster-record': clusterRecordSchema,
+  'cluster-file': clusterFileSchema,
   report: reportJsonSchema,
   workload: workloadFileSchema,
 } as const satisfies Record<string, z.ZodType>;

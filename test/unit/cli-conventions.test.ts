@@ -40,7 +40,7 @@ describe('bad input: one check when the command line is read, one line, exit 1',
     [['--base-port', '70000'], /^Error: --base-port: must be at most 65535/],
     [
       ['--driver', 'cloud'],
-      /^Error: Expected --driver=cloud to be one of: auto, docker, local, sim \(hint: see --help\)\n$/,
+      /^Error: Expected --driver=cloud to be one of: auto, docker, local, sim, external \(hint: see --help\)\n$/,
     ],
   ])('bench run %j', async (argv, message) => {
     const r = await run(BenchRun, argv);

@@ -23,8 +23,8 @@ export default class ClusterUp extends PlbCommand {
   static override flags = {
     replicas: Flags.integer({ description: 'number of streaming standbys', default: DEFAULT_REPLICAS }),
     driver: Flags.string({
-      description: 'docker, local, or auto (docker when its engine answers)',
-      options: ['auto', 'docker', 'local'],
+      description: 'docker, local, or auto (docker when its engine answers); external is refused',
+      options: ['auto', 'docker', 'local', 'external'],
       default: 'auto',
     }),
     cpus: checkedText((v, flag) => parseCpus(flag, v))({

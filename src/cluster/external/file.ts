@@ -1,0 +1,292 @@
+/**
+ * Reading a cluster file (run-format/cluster-file.ts): YAML, checked by its schema, every error one
+ * line `<file>:<line>: <field> <what>`. The password is read from where the file points (an
+ * environment variable or a file) and kept only in memory: what is shown or recorded of the
+ * cluster is its redacted form (DSNs without password, and the password cut out of any text).
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { basename, dirname, extname, resolve } from 'node:path';
+import { LineCounter, parseDocument } from 'yaml';
+import { PlbError } from '../../errors.js';
+import { firstIssue } from '../../run-format/parse.js';
+import {
+  clusterFileSchema,
+  HOOK_NAMES,
+  type ExternalConfig,
+  type ClusterFile,
+  type HookName,
+  type HookSpec,
+} from '../../run-format/cluster-file.js';
+import { parseDuration } from '../../faults/plan.js';
+import type { FaultPlan } from '../../faults/types.js';
+import { escapeControl } from '../../text.js';
+
+const MAX_FILE_BYTES = 256 * 1024;
+
+export interface ExternalServer {
+  id: string;
+  kind: 'primary' | 'replica';
+  host: string;
+  port: number;
+}
+
+/** One hook of one replica: its argv with the placeholders of that replica filled in. */
+export interface Hook {
+  argv: string[];
+  timeoutMs: number;
+}
+
+export interface ExternalCluster {
+  /** The file as given. */
+  path: string;
+  name: string;
+  user: string;
+  dbname: string;
+  /** Empty when the file names no password (trust or .pgpass-less auth). */
+  password: string;
+  servers: ExternalServer[];
+  /** r1..rK in order. */
+  replicaIds: string[];
+  prepare: boolean;
+  cpus: number;
+  /** replica -> hook name -> hook ({cpus} of throttle is filled in when it runs). */
+  hooks: Map<string, Map<HookName, Hook>>;
+}
+
+/** Reads, checks and resolves a cluster file; PlbError('BAD_INPUT') naming file, line and field. */
+export function loadClusterFile(path: string, env: NodeJS.ProcessEnv = process.env): ExternalCluster {
+  const where = escapeControl(path);
+  let text: string;
+  try {
+    const st = statSync(path);
+    if (!st.isFile()) throw new PlbError('BAD_INPUT', `${where}: --cluster-file: not a regular file`);
+    if (st.size > MAX_FILE_BYTES)
+      throw new PlbError('BAD_INPUT', `${where}: --cluster-file: at most ${MAX_FILE_BYTES} bytes`);
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if (err instanceof PlbError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new PlbError(
+      'BAD_INPUT',
+      `--cluster-file: cannot read ${where} (${code === 'ENOENT' ? 'no such file' : String(code ?? err)})`,
+      {
+        cause: err,
+      },
+    );
+  }
+  return parseClusterFile(text, path, env);
+}
+
+/** parseClusterFile without the file system (except a password file); `path` names it in errors. */
+export function parseClusterFile(
+  text: string,
+  path: string,
+  env: NodeJS.ProcessEnv = process.env,
+): ExternalCluster {
+  const where = escapeControl(path);
+  const lc = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false });
+  const syntax = doc.errors[0];
+  if (syntax) {
+    const line = lc.linePos(syntax.pos[0]).line;
+    throw new PlbError(
+      'BAD_INPUT',
+      `${where}:${line}: yaml: ${syntax.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`,
+    );
+  }
+  const raw: unknown = doc.toJSON();
+  // Checked first, and never echoed: a password written into the file would end up in messages.
+  const pw = (raw as { password?: unknown } | null)?.password;
+  if (pw !== undefined && (typeof pw !== 'object' || pw === null))
+    throw new PlbError(
+      'BAD_INPUT',
+      `${where}:${lineOf(doc, lc, ['password'])}: password must be { env: NAME } or { file: PATH }, not the password itself`,
+    );
+  const r = clusterFileSchema.safeParse(raw);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    // An unknown field: its own line, not its parent's.
+    const path =
+      issue?.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : (issue?.path ?? []);
+    const line = lineOf(doc, lc, path);
+    throw new PlbError('BAD_INPUT', `${where}:${line}: ${firstIssue(r.error, raw)}`, {
+      hint: 'schemas/cluster-file.schema.json describes every field',
+    });
+  }
+  const file = r.data;
+  const fail = (field: string, what: string): PlbError =>
+    new PlbError('BAD_INPUT', `${where}:${lineOf(doc, lc, field.split('.'))}: ${field} ${what}`);
+
+  const replicaIds = Object.keys(file.replicas);
+  if (replicaIds.length === 0) throw fail('replicas', 'must name at least r1');
+  replicaIds.forEach((id, i) => {
+    if (id !== `r${i + 1}`) throw fail(`replicas.${id}`, `must be r${i + 1} (replicas are r1..rK in order)`);
+  });
+  const defaultTimeout = durationMs(file.hookTimeout, () =>
+    fail('hookTimeout', 'must be a duration like 60s'),
+  );
+  const servers: ExternalServer[] = [
+    { id: 'primary', kind: 'primary', host: file.primary.host, port: file.primary.port },
+    ...replicaIds.map((id): ExternalServer => {
+      const s = file.replicas[id]!;
+      return { id, kind: 'replica', host: s.host, port: s.port };
+    }),
+  ];
+  const hooks = new Map<string, Map<HookName, Hook>>();
+  for (const s of servers.slice(1)) {
+    const own = file.replicas[s.id]?.hooks ?? {};
+    const mine = new Map<HookName, Hook>();
+    for (const name of HOOK_NAMES) {
+      const fromReplica = own[name] !== undefined;
+      const spec = own[name] ?? file.hooks?.[name];
+      if (spec === undefined) continue;
+      const field = fromReplica ? `replicas.${s.id}.hooks.${name}` : `hooks.${name}`;
+      mine.set(
+        name,
+        resolveHook(spec, s, defaultTimeout, () => fail(field, 'timeout must be a duration like 30s')),
+      );
+    }
+    hooks.set(s.id, mine);
+  }
+  return {
+    path,
+    name: file.name ?? defaultName(path),
+    user: file.user,
+    dbname: file.dbname,
+    password: readPassword(file, path, env, fail),
+    servers,
+    replicaIds,
+    prepare: file.prepare,
+    cpus: file.cpus,
+    hooks,
+  };
+}
+
+/** The line of the field at `path` (its key's line), or of its nearest parent that exists; 1 when none. */
+function lineOf(
+  doc: ReturnType<typeof parseDocument>,
+  lc: LineCounter,
+  path: readonly PropertyKey[],
+): number {
+  type Range = [number, number, number];
+  type Node = { range?: Range; items?: { key?: { value?: unknown; range?: Range }; range?: Range }[] };
+  for (let n = path.length; n > 0; n--) {
+    const parent = doc.getIn(path.slice(0, n - 1) as unknown[], true) as Node | undefined;
+    const k = path[n - 1];
+    // A mapping: the key's line; a list: the item's.
+    const item =
+      typeof k === 'number' ? parent?.items?.[k] : parent?.items?.find((p) => p.key?.value === k)?.key;
+    if (item?.range) return lc.linePos(item.range[0]).line;
+  }
+  return 1;
+}
+
+function defaultName(path: string): string {
+  const base = basename(path, extname(path))
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, '-')
+    .replace(/^[^a-z0-9]+/, '');
+  return base.slice(0, 40) || 'external';
+}
+
+function durationMs(v: number | string, fail: () => PlbError): number {
+  const s = parseDuration(v);
+  if (s === undefined || !(s > 0)) throw fail();
+  return s * 1000;
+}
+
+function resolveHook(spec: HookSpec, s: ExternalServer, defaultMs: number, fail: () => PlbError): Hook {
+  const argv = Array.isArray(spec) ? spec : spec.run;
+  const timeoutMs =
+    !Array.isArray(spec) && spec.timeout !== undefined ? durationMs(spec.timeout, fail) : defaultMs;
+  return {
+    argv: argv.map((a) =>
+      substitute(a, { replica: s.id, index: s.id.slice(1), host: s.host, port: String(s.port) }),
+    ),
+    timeoutMs,
+  };
+}
+
+/** Fills {name} placeholders; an unknown one is left as written (it may be the command's own). */
+export function substitute(arg: string, values: Readonly<Record<string, string>>): string {
+  return arg.replace(/\{([a-z]+)\}/g, (m, k: string) => values[k] ?? m);
+}
+
+function readPassword(
+  file: ClusterFile,
+  path: string,
+  env: NodeJS.ProcessEnv,
+  fail: (field: string, what: string) => PlbError,
+): string {
+  const p = file.password;
+  if (p === undefined) return '';
+  if ('env' in p) {
+    const v = env[p.env];
+    if (v === undefined || v === '') throw fail('password.env', `names ${p.env}, which is not set`);
+    return v;
+  }
+  const target = resolve(dirname(path), p.file);
+  try {
+    const v = readFileSync(target, 'utf8').replace(/\r?\n$/, '');
+    if (v === '') throw fail('password.file', `${escapeControl(target)} is empty`);
+    return v;
+  } catch (err) {
+    if (err instanceof PlbError) throw err;
+    // The reason, never the contents.
+    throw fail(
+      'password.file',
+      `cannot read ${escapeControl(target)} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
+}
+
+/** postgresql://user@host:port/dbname: a server's address with nothing secret in it. */
+export function redactedDsn(c: ExternalCluster, s: ExternalServer): string {
+  const host = s.host.includes(':') ? `[${s.host}]` : s.host;
+  return `postgresql://${encodeURIComponent(c.user)}@${host}:${s.port}/${encodeURIComponent(c.dbname)}`;
+}
+
+/** Text with the password cut out (hook output, argv, error messages). */
+export function redact(c: Pick<ExternalCluster, 'password'>, text: string): string {
+  return c.password === '' ? text : text.split(c.password).join('***');
+}
+
+/** The actions that undo a plan's action when a run ends early (the injector's restore). */
+const UNDO: Partial<Record<HookName, HookName>> = { down: 'rejoin', stop: 'rejoin', pause: 'unpause' };
+
+/**
+ * Every hook the plan needs, before anything starts: its actions and the ones that undo them, for
+ * each replica it names. The first missing one is a BAD_INPUT naming the action, replica and plan line.
+ */
+export function checkPlanHooks(c: ExternalCluster, plan: FaultPlan): void {
+  if (plan.replicas > c.replicaIds.length)
+    throw new PlbError(
+      'BAD_INPUT',
+      `${escapeControl(c.path)}: replicas: plan ${plan.name} needs ${plan.replicas} replicas, the file has ${c.replicaIds.length}`,
+    );
+  for (const e of plan.events) {
+    for (const action of [e.action, UNDO[e.action]]) {
+      if (action === undefined || c.hooks.get(e.replica)?.has(action)) continue;
+      const why = action === e.action ? '' : ` (it undoes the plan's ${e.action} when a run ends early)`;
+      throw new PlbError(
+        'BAD_INPUT',
+        `${escapeControl(c.path)}: hooks.${action}: no hook for ${action} of ${e.replica}, which plan ${plan.name} (line ${e.line}) needs${why}`,
+        { hint: `add hooks.${action} (or replicas.${e.replica}.hooks.${action}) to the cluster file` },
+      );
+    }
+  }
+}
+
+/** The config.json record of the cluster (run-format externalConfigSchema). */
+export function externalConfig(c: ExternalCluster): ExternalConfig {
+  const hooks: Record<string, Record<string, string[]>> = {};
+  for (const [id, m] of c.hooks)
+    hooks[id] = Object.fromEntries([...m].map(([k, h]) => [k, h.argv.map((a) => redact(c, a))]));
+  return {
+    file: c.path,
+    servers: Object.fromEntries(c.servers.map((s) => [s.id, redactedDsn(c, s)])),
+    prepare: c.prepare,
+    cpuMeasured: c.replicaIds.some((id) => c.hooks.get(id)?.has('cpu')),
+    hooks,
+  };
+}
