@@ -158,7 +158,9 @@ export async function paperHtml(
   if (!report) return [];
   const parts = ['<h2>Paper figures</h2>'];
   for (const f of report.experiments) {
-    parts.push(`<h3>${escape(f.plan)} (${f.experiment.toUpperCase()})</h3>`);
+    parts.push(
+      `<h3>${escape(f.plan)} (${f.experiment.toUpperCase()})${f.settings ? ` · ${escape(f.settings)}` : ''}</h3>`,
+    );
     for (const spec of [fig4Spec(f), fig5Spec(f), fig6Spec(f)]) if (spec) parts.push(await chart(spec));
     parts.push(...paperTables(f, true).map(table));
   }

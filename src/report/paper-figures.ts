@@ -89,6 +89,8 @@ export interface ClaimResult {
 
 export interface PaperFigures {
   plan: string;
+  /** The settings that set these runs apart from other groups of the report (absent: none). */
+  settings?: string;
   experiment: PaperQuestion;
   /** Phases in run order, then `fault` (the whole fault interval) when the runs have it. */
   phases: string[];
@@ -118,21 +120,36 @@ function mixOrder(a: string, b: string): number {
 
 /** The paper figures of every paper experiment among the groups; null when there is none. */
 export function paperFigures(groups: readonly RunGroup[]): PaperReport | null {
-  const plans = [...new Set(groups.map((g) => g.plan))].filter((p) => paperQuestionOf(p) !== null).sort();
-  if (plans.length === 0) return null;
+  // One experiment per plan and settings: runs under other readings (say) are figures of their own.
+  const variants = new Map<string, RunGroup[]>();
+  for (const g of groups) {
+    if (paperQuestionOf(g.plan) === null) continue;
+    const k = `${g.plan}\n${g.settingsLabel}`;
+    variants.set(k, [...(variants.get(k) ?? []), g]);
+  }
+  if (variants.size === 0) return null;
   return {
     rule: REPRODUCE_RULE,
-    experiments: plans.map((plan) =>
-      experimentFigures(
-        plan,
-        paperQuestionOf(plan) as PaperQuestion,
-        groups.filter((g) => g.plan === plan),
-      ),
-    ),
+    experiments: [...variants.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([, gs]) => {
+        const first = gs[0] as RunGroup;
+        return experimentFigures(
+          first.plan,
+          paperQuestionOf(first.plan) as PaperQuestion,
+          gs,
+          first.settingsLabel,
+        );
+      }),
   };
 }
 
-function experimentFigures(plan: string, experiment: PaperQuestion, groups: RunGroup[]): PaperFigures {
+function experimentFigures(
+  plan: string,
+  experiment: PaperQuestion,
+  groups: RunGroup[],
+  settings: string,
+): PaperFigures {
   const find = (strategy: string, mix: string): RunGroup | undefined =>
     groups.find((g) => g.strategy === strategy && g.mixLabel === mix);
   const mixes = [...new Set(groups.map((g) => g.mixLabel))].sort(mixOrder);
@@ -225,7 +242,7 @@ function experimentFigures(plan: string, experiment: PaperQuestion, groups: RunG
       }),
     ),
   );
-  return { plan, experiment, phases, rq1, fig4, fig5, fig6, claims };
+  return { plan, ...(settings ? { settings } : {}), experiment, phases, rq1, fig4, fig5, fig6, claims };
 }
 
 /** (base - value) / base: positive = value is lower (Fig. 5's "PLB better"). */

@@ -14,7 +14,8 @@ const METRIC_LABEL = { goodput: 'goodput q/s', p95: 'p95 ms', lifetimeP50Ms: 'li
 /** The tables of one experiment; wide adds the IQRs. */
 export function paperTables(f: PaperFigures, wide: boolean): TableModel[] {
   const t: TableModel[] = [];
-  const title = (what: string): string => `Paper figures · ${f.plan} · ${what}`;
+  const title = (what: string): string =>
+    `Paper figures · ${f.plan}${f.settings ? ` · ${f.settings}` : ''} · ${what}`;
   if (f.experiment === 'rq1') {
     t.push({
       title: title('RQ1: fault interval, median [q1..q3] (ū, CV over the replicas up)'),

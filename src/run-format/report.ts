@@ -128,6 +128,7 @@ const nullNum = z.number().nullable();
 
 export const paperFiguresSchema = z.object({
   plan: z.string(),
+  settings: z.string().optional().describe('what sets these runs apart from the other groups of the report'),
   experiment: z.enum(['rq1', 'rq2', 'rq3']),
   phases: z.array(z.string()),
   rq1: z.array(
