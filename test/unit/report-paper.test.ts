@@ -6,6 +6,8 @@ import { aggregateRuns } from '../../src/report/aggregate.js';
 import { paperQuestionOf, paperFigures } from '../../src/report/paper-figures.js';
 import { PUBLISHED_CLAIMS, verdictOf, REPRODUCE_RULE } from '../../src/report/paper-published.js';
 import { renderReport } from '../../src/report/render.js';
+import { DEFAULT_READINGS, READING_PRESETS } from '../../src/router/readings.js';
+import type { RunConfig } from '../../src/run-format/config.js';
 import { renderComparisonHtml } from '../../src/report/html.js';
 import { reportJsonSchema } from '../../src/run-format/report.js';
 
@@ -129,6 +131,21 @@ describe('paper experiments', () => {
     expect(quick).toContain('paper-rq3-quick: the --quick variant (scaled timings)');
     expect(['cascade', 'paper-rq4', 'paper-rq2-slow'].map(paperQuestionOf)).toEqual([null, null, null]);
     expect(paperFigures(aggregateRuns([{ ...rq3(25), plan: 'cascade' }]))).toBeNull();
+  });
+
+  it('runs of other settings (readings) are an experiment of their own, labelled', () => {
+    const plain = rq3(25);
+    const paper = { ...rq3(25), runId: 'rq3-25-paper' };
+    const configs = new Map<RunSummary, RunConfig>([
+      [plain, { readings: { ...DEFAULT_READINGS } }],
+      [paper, { readings: { ...READING_PRESETS.paper } }],
+    ]);
+    const report = paperFigures(aggregateRuns([plain, paper], { configs }))!;
+    expect(report.experiments.map((e) => [e.plan, e.settings])).toEqual([
+      ['paper-rq3', 'readings paper'],
+      ['paper-rq3', 'readings plb'],
+    ]);
+    for (const e of report.experiments) expect(e.fig6.length).toBeGreaterThan(0);
   });
 });
 
