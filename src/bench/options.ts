@@ -26,6 +26,7 @@ import { paperSection } from '../report/paper-render.js';
 import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from './stop-signals.js';
 import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
 import { checkSeed, MAX_SEED } from '../workload/rng.js';
+import { parseWriteRate, refuseLagWithSim } from '../workload/writer.js';
 import type { BenchResult } from './run.js';
 import { packageVersion } from '../package-info.js';
 import { leaseCluster } from './cluster-lease.js';
@@ -166,6 +167,12 @@ export const benchFlags = {
     default: DEFAULT_WORKLOAD.datasetRows,
     helpGroup: HELP_GROUPS.workload,
   }),
+  'write-rate': checkedNumber({
+    description:
+      'rows/s upserted on the primary during the run, so the standbys replay WAL and their lag is measured (0: read-only; not with --driver sim)',
+    default: 0,
+    helpGroup: HELP_GROUPS.workload,
+  }),
   'queries-per-session': checkedString({
     description: `mean queries per session: one value for both classes, or premium=5,freemium=40 (default ${DEFAULT_WORKLOAD.classes.premium.queriesPerSession}, or --workload's)`,
     helpGroup: HELP_GROUPS.workload,
@@ -294,6 +301,8 @@ export interface BenchFlagValues {
   seed?: number | undefined;
   out: string;
   'dataset-rows': number;
+  /** Rows/s written on the primary (absent or 0: read-only). */
+  'write-rate'?: number | undefined;
   /** One value for both classes or `premium=..,freemium=..`; absent: --workload's, else the default. */
   'queries-per-session'?: string | number | undefined;
   'think-time'?: string | undefined;
@@ -451,6 +460,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   rate: (v) => positive('rate', Number(v), false, LIMITS.rate),
   seed: (v) => checkSeed(Number(v), '--seed'),
   'dataset-rows': (v) => positive('dataset-rows', Number(v), true, LIMITS.datasetRows),
+  'write-rate': (v) => parseWriteRate(Number(v)),
   'queries-per-session': (v) => parseQueriesPerSession(String(v)),
   'think-time': (v) => parseThinkTime(String(v)),
   'query-mix': (v) => parsePerClass(String(v), '--query-mix', (w) => parseQueryWeights(w, '--query-mix')),
@@ -528,6 +538,8 @@ export async function executeBench(
     if (flags.calibration !== undefined && !sim)
       throw new PlbError('BAD_INPUT', '--calibration: only with --driver sim');
     const plan = loadPlan(planPath, sim ? { maxReplicas: MAX_SIM_REPLICAS } : {});
+    const writeRate = parseWriteRate(flags['write-rate'] ?? 0);
+    if (sim) refuseLagWithSim(writeRate, plan);
     const seed = flags.seed ?? newSeed();
     // Last check, the only one that creates something: the folder the run directories go into.
     ensureWritableDir(flags.out, '--out');
@@ -537,6 +549,7 @@ export async function executeBench(
       clients: flags.clients,
       rate,
       datasetRows: flags['dataset-rows'],
+      ...(writeRate > 0 ? { writeRate } : {}),
       classes,
     };
     const runs = expandSeries(strategies, mixes, flags.repeat, seed);

@@ -49,6 +49,10 @@ export const workloadSpecSchema = z.object({
   connectTimeoutMs: z.number(),
   maxOpenSessions: z.number(),
   classes: serviceClassRecord(classWorkloadSchema),
+  writeRate: z
+    .number()
+    .optional()
+    .describe('--write-rate: rows/s written on the primary (absent or 0: read-only)'),
 });
 
 export const healthOptionsSchema = z.object({
