@@ -6,7 +6,7 @@
 import { f64, type Column } from './columns.js';
 import { nearestRank, round } from './math.js';
 import { phaseIndexAt } from './phases.js';
-import type { Phase } from './types.js';
+import type { Phase, PhaseSummary } from './types.js';
 
 /** One replica's lag at a sample; null = not known (replica down, paused or not answering). */
 export interface ReplicaLag {
@@ -111,4 +111,13 @@ export function lagLine(stats: Readonly<Record<string, ReplicaLagStats>>): strin
   return Object.entries(stats)
     .map(([id, s]) => `${id} p50 ${ms(s.p50Ms)} max ${ms(s.maxMs)} ms (${kb(s.bytesMax)})`)
     .join(' | ');
+}
+
+/** The text report's lag lines, one per phase (none in a read-only run). */
+export function lagLines(phases: readonly PhaseSummary[]): string[] {
+  return phases.flatMap((p) => {
+    const stats: Record<string, ReplicaLagStats> = {};
+    for (const [id, r] of Object.entries(p.replicas)) if (r.lag) stats[id] = r.lag;
+    return Object.keys(stats).length > 0 ? [`replication lag ${p.name}: ${lagLine(stats)}`] : [];
+  });
 }

@@ -60,3 +60,17 @@ describe('replication lag per phase', () => {
     expect(out.phases[0]?.replicas['r1']?.lag?.samples).toBe(0);
   });
 });
+
+describe('lag lines of the text report', () => {
+  it('has one line per phase with lag, none for a read-only run', async () => {
+    const { lagLines } = await import('../../src/metrics/lag.js');
+    const store = new MetricsStore(['r1']);
+    expect(lagLines(summarizePhases(store, phases).phases)).toEqual([]);
+    store.lag(1000, { r1: lag(0, 0) });
+    store.lag(4000, { r1: lag(1500, 2048) });
+    expect(lagLines(summarizePhases(store, phases).phases)).toEqual([
+      'replication lag ref: r1 p50 0 max 0 ms (0.0 kB)',
+      'replication lag pause-replay-1: r1 p50 1500 max 1500 ms (2.0 kB)',
+    ]);
+  });
+});
