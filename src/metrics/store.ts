@@ -87,6 +87,8 @@ export interface SecondAgg {
   loopHist: Histogram;
   state: Record<string, ReplicaState> | undefined;
   stateAtMs: number;
+  /** Replication lag sampled in this second (write runs only; the last sample wins). */
+  lag?: Record<string, ReplicaLag>;
 }
 
 function newClassLog(): ClassLog {
@@ -134,7 +136,10 @@ export class MetricsStore implements Recorder {
   readonly lagLog: LagLog;
 
   lag(atMs: number, perReplica: Record<string, ReplicaLag>): void {
-    if (!this.sealed) this.lagLog.push(atMs, perReplica);
+    if (this.sealed) return;
+    this.lagLog.push(atMs, perReplica);
+    const sec = this.second(atMs);
+    if (sec) sec.lag = perReplica;
   }
 
   replicaIndex(id: string): number {

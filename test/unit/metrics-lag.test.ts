@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { LagLog, lagLine, lagPhaseStats } from '../../src/metrics/lag.js';
+import { LagLog, lagLine, lagLines, lagPhaseStats } from '../../src/metrics/lag.js';
 import { MetricsStore } from '../../src/metrics/store.js';
 import { summarizePhases } from '../../src/metrics/summary.js';
 import type { Phase } from '../../src/metrics/types.js';
+import { parseTimeline, timelineHeaderLine, timelineRow } from '../../src/metrics/timeline.js';
+import { SERVICE_CLASSES } from '../../src/router/types.js';
 
 const phases: Phase[] = [
   { name: 'ref', startMs: 0, endMs: 3000, survivors: 2, down: [] },
@@ -62,8 +64,7 @@ describe('replication lag per phase', () => {
 });
 
 describe('lag lines of the text report', () => {
-  it('has one line per phase with lag, none for a read-only run', async () => {
-    const { lagLines } = await import('../../src/metrics/lag.js');
+  it('has one line per phase with lag, none for a read-only run', () => {
     const store = new MetricsStore(['r1']);
     expect(lagLines(summarizePhases(store, phases).phases)).toEqual([]);
     store.lag(1000, { r1: lag(0, 0) });
@@ -72,5 +73,17 @@ describe('lag lines of the text report', () => {
       'replication lag ref: r1 p50 0 max 0 ms (0.0 kB)',
       'replication lag pause-replay-1: r1 p50 1500 max 1500 ms (2.0 kB)',
     ]);
+  });
+});
+
+describe('lag in timeline.csv', () => {
+  it('writes the second lag per replica and reads it back', () => {
+    const store = new MetricsStore(['r1', 'r2']);
+    store.lag(2500, { r1: lag(1234.56, 8192), r2: lag(null, null) });
+    const row = timelineRow(2, 'steady', store.peekSecond(2), undefined, SERVICE_CLASSES, ['r1', 'r2']);
+    const text = timelineHeaderLine(SERVICE_CLASSES, ['r1', 'r2']) + row + '\n';
+    const [parsed] = parseTimeline(text);
+    expect(parsed?.replicas['r1']).toMatchObject({ lagMs: 1234.6, lagBytes: 8192 });
+    expect(parsed?.replicas['r2']).toMatchObject({ lagMs: null, lagBytes: null });
   });
 });
