@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createRouter } from '../../src/router/index.js';
 import { DEFAULT_LAG_WEIGHTS, lagWeight, parseLagWeights } from '../../src/router/lag-weight.js';
 
 describe('lag-derived weight', () => {
@@ -41,5 +42,27 @@ describe('lag-derived weight', () => {
       '200ms:800ms:150%',
     ])
       expect(() => parseLagWeights(bad)).toThrow(/^--lag-weights: /);
+  });
+});
+
+describe('Router.setWeight', () => {
+  it('moves new wlc sessions away from a replica whose weight fell, and back when it recovers', () => {
+    const r = createRouter({ strategy: 'wlc', replicas: ['r1', 'r2'], slowStartMs: 0 });
+    r.setWeight('r1', lagWeight(790));
+    const picks = Array.from({ length: 11 }, () => r.admit('premium', 0).replica);
+    // r1 at 10 % of r2's weight: r2 takes about ten sessions for each one r1 takes.
+    expect(picks.filter((p) => p === 'r1')).toHaveLength(1);
+    r.setWeight('r1', 1);
+    expect(r.snapshot().find((s) => s.id === 'r1')?.weight).toBe(1);
+    const next = Array.from({ length: 9 }, () => r.admit('premium', 0).replica);
+    expect(next.filter((p) => p === 'r1')).toHaveLength(9);
+  });
+
+  it('takes only a finite weight > 0 of a known replica', () => {
+    const r = createRouter({ strategy: 'plb', replicas: ['r1', 'r2', 'r3', 'r4', 'r5'] });
+    expect(() => r.setWeight('r1', 0)).toThrow(/weight of r1 must be a finite number > 0/);
+    expect(() => r.setWeight('r9', 1)).toThrow();
+    r.setWeight('r1', 0.5);
+    expect(r.snapshot()[0]?.weight).toBe(0.5);
   });
 });
