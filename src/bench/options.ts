@@ -27,6 +27,7 @@ import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from './stop-sig
 import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
 import { checkSeed, MAX_SEED } from '../workload/rng.js';
 import { parseWriteRate, refuseLagWithSim } from '../workload/writer.js';
+import { parseLagWeights, type LagWeightOptions } from '../router/lag-weight.js';
 import type { BenchResult } from './run.js';
 import { packageVersion } from '../package-info.js';
 import { leaseCluster } from './cluster-lease.js';
@@ -173,6 +174,12 @@ export const benchFlags = {
     default: 0,
     helpGroup: HELP_GROUPS.workload,
   }),
+  'lag-weights': checkedString({
+    description:
+      'with --write-rate: weights follow replication lag, low:high:floor (full weight up to low, linear to floor% at high, drained above), or off',
+    default: 'off',
+    helpGroup: HELP_GROUPS.router,
+  }),
   'queries-per-session': checkedString({
     description: `mean queries per session: one value for both classes, or premium=5,freemium=40 (default ${DEFAULT_WORKLOAD.classes.premium.queriesPerSession}, or --workload's)`,
     helpGroup: HELP_GROUPS.workload,
@@ -303,6 +310,8 @@ export interface BenchFlagValues {
   'dataset-rows': number;
   /** Rows/s written on the primary (absent or 0: read-only). */
   'write-rate'?: number | undefined;
+  /** low:high:floor like 200ms:800ms:10%, or off (absent: off). */
+  'lag-weights'?: string | undefined;
   /** One value for both classes or `premium=..,freemium=..`; absent: --workload's, else the default. */
   'queries-per-session'?: string | number | undefined;
   'think-time'?: string | undefined;
@@ -329,6 +338,11 @@ export interface BenchFlagValues {
   /** Tables with every column (default compact). */
   wide?: boolean;
   calibration?: string | undefined;
+}
+
+/** `--lag-weights`: off, or low:high:floor. */
+function lagWeightsFlag(text: string): LagWeightOptions | undefined {
+  return text.trim() === 'off' ? undefined : parseLagWeights(text);
 }
 
 function durationMsFlag(name: string, value: string): number {
@@ -461,6 +475,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   seed: (v) => checkSeed(Number(v), '--seed'),
   'dataset-rows': (v) => positive('dataset-rows', Number(v), true, LIMITS.datasetRows),
   'write-rate': (v) => parseWriteRate(Number(v)),
+  'lag-weights': (v) => lagWeightsFlag(String(v)),
   'queries-per-session': (v) => parseQueriesPerSession(String(v)),
   'think-time': (v) => parseThinkTime(String(v)),
   'query-mix': (v) => parsePerClass(String(v), '--query-mix', (w) => parseQueryWeights(w, '--query-mix')),
@@ -540,6 +555,12 @@ export async function executeBench(
     const plan = loadPlan(planPath, sim ? { maxReplicas: MAX_SIM_REPLICAS } : {});
     const writeRate = parseWriteRate(flags['write-rate'] ?? 0);
     if (sim) refuseLagWithSim(writeRate, plan);
+    const lagWeights = lagWeightsFlag(flags['lag-weights'] ?? 'off');
+    if (lagWeights && !(writeRate > 0))
+      throw new PlbError(
+        'BAD_INPUT',
+        '--lag-weights: needs --write-rate (lag is measured only with writes on)',
+      );
     const seed = flags.seed ?? newSeed();
     // Last check, the only one that creates something: the folder the run directories go into.
     ensureWritableDir(flags.out, '--out');
@@ -595,6 +616,7 @@ export async function executeBench(
           reference,
           partition,
           slowStartMs,
+          ...(lagWeights ? { lagWeights } : {}),
           progressEveryS: flags.progress,
           driver: lease.driver,
           spec: lease.spec,

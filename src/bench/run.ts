@@ -18,7 +18,8 @@ import { DataSource } from '../workload/data-source.js';
 import { Rng } from '../workload/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
 import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
-import { startWriteLoad, type WriteLoad } from './write-load.js';
+import { lagWeighting, startWriteLoad, type WriteLoad } from './write-load.js';
+import type { LagWeightOptions } from '../router/lag-weight.js';
 
 /** The part of the router the runner uses (src/router createRouter()). */
 export interface RunnerRouter {
@@ -26,6 +27,8 @@ export interface RunnerRouter {
   release(replica: string, cls: ServiceClass, nowMs: number): void;
   markDown(replica: string, nowMs: number): void;
   markUp(replica: string, nowMs: number): void;
+  /** Lag-derived weights (src/router Router.setWeight); absent in routers made for tests. */
+  setWeight?(replica: string, weight: number): void;
   snapshot(): ReadonlyArray<{
     id: string;
     healthy: boolean;
@@ -46,6 +49,8 @@ export interface BenchConfig {
   reference: RoleVector;
   partition: { premium: number; freemium: number };
   slowStartMs: number;
+  /** Replica weights follow replication lag (`--lag-weights`, write runs only). */
+  lagWeights?: LagWeightOptions;
   /** Per replica CPU quota (cores), to turn CPU seconds into a fraction. */
   replicaCpus: number;
   /** Seconds between progress lines (0 = none). */
@@ -235,6 +240,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     log,
   });
   const sampler = new Sampler(config, driver, router, writer, runClock, quota, ids, log, writes);
+  if (writes && config.lagWeights) writes.onLag(lagWeighting(router, writer, config.lagWeights));
 
   const ending = new RunEnding(writer, runClock, log);
   const interrupted = await ending.guard('run', () =>
@@ -278,6 +284,7 @@ function writeRunConfig(
     reference: config.reference,
     partition: config.partition,
     slowStartMs: config.slowStartMs,
+    ...(config.lagWeights ? { lagWeights: config.lagWeights } : {}),
     replicaCpus: config.replicaCpus,
     replicas: ids,
     driver: deps.driver.kind,

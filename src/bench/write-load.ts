@@ -7,7 +7,9 @@ import type { Credentials, Endpoint } from '../cluster/driver.js';
 import { LagProbe } from '../cluster/lag-probe.js';
 import { connect } from '../cluster/pg-util.js';
 import { errorText } from '../errors.js';
+import type { ReplicaLag } from '../metrics/lag.js';
 import type { RunWriter } from '../metrics/types.js';
+import { lagWeight, type LagWeightOptions } from '../router/lag-weight.js';
 import type { Rng } from '../workload/rng.js';
 import { Writer, type WriteConnection } from '../workload/writer.js';
 
@@ -15,8 +17,10 @@ import { Writer, type WriteConnection } from '../workload/writer.js';
 const WRITE_TIMEOUT_MS = 10_000;
 
 export interface WriteLoad {
-  /** Records every replica's lag at run time `tMs`. */
+  /** Records every replica's lag at run time `tMs` and hands it to the onLag listener. */
   sampleLag(tMs: number): Promise<void>;
+  /** Called with every lag sample (the lag-derived weights). */
+  onLag(fn: (tMs: number, lag: Readonly<Record<string, ReplicaLag>>) => void): void;
   /** Stops the writer and the probe; records what was written. */
   stop(endMs: number): Promise<void>;
 }
@@ -52,10 +56,18 @@ export function startWriteLoad(x: WriteLoadInputs): WriteLoad | undefined {
   };
   const writer = new Writer({ rate: x.rate, clock: x.clock, rng: x.rng, open, onError });
   const probe = new LagProbe(x.primary, x.replicas, x.creds);
+  let listener: ((tMs: number, lag: Readonly<Record<string, ReplicaLag>>) => void) | undefined;
   writer.start();
   x.log(`write workload: ${x.rate} rows/s on the primary; replication lag sampled every second`);
   return {
-    sampleLag: async (tMs) => x.writer.recorder.lag(tMs, await probe.sample()),
+    sampleLag: async (tMs) => {
+      const lag = await probe.sample();
+      x.writer.recorder.lag(tMs, lag);
+      listener?.(tMs, lag);
+    },
+    onLag: (fn) => {
+      listener = fn;
+    },
     stop: async (endMs) => {
       const s = await writer.close();
       await probe.close();
@@ -69,5 +81,31 @@ export function startWriteLoad(x: WriteLoadInputs): WriteLoad | undefined {
       });
       x.log(`write workload: ${s.rows} rows in ${s.batches} batches, ${s.errors} failed batches`);
     },
+  };
+}
+
+/**
+ * A drained replica keeps this weight instead of 0 (the router takes weights > 0): it gets a
+ * session only when no other replica may take it, so draining never becomes an outage.
+ */
+export const DRAINED_WEIGHT = 0.001;
+
+/** The router, told each replica's lag-derived weight; a change is recorded as a 'note' event. */
+export function lagWeighting(
+  router: { setWeight?(replica: string, weight: number): void },
+  writer: RunWriter,
+  opts: LagWeightOptions,
+): (tMs: number, lag: Readonly<Record<string, ReplicaLag>>) => void {
+  const current = new Map<string, number>();
+  return (tMs, lag) => {
+    for (const [replica, l] of Object.entries(lag)) {
+      const f = lagWeight(l.lagMs ?? l.replayLagMs, opts);
+      // Two decimals: a lag that jitters by a millisecond does not re-key the router every second.
+      const weight = f > 0 ? Math.round(f * 100) / 100 : DRAINED_WEIGHT;
+      if (current.get(replica) === weight || (!current.has(replica) && weight === 1)) continue;
+      current.set(replica, weight);
+      router.setWeight?.(replica, weight);
+      writer.event({ type: 'note', tMs, what: 'lag-weight', replica, weight, lagMs: l.lagMs });
+    }
   };
 }

@@ -102,6 +102,10 @@ export const configSchema = z
     cluster: clusterSpecSchema.optional(),
     calibration: z.looseObject({ thinkTimeMs: z.number() }).optional(),
     workloadFile: z.string().optional().describe('--workload: the workload file the classes came from'),
+    lagWeights: z
+      .object({ lowMs: z.number(), highMs: z.number(), floor: z.number() })
+      .optional()
+      .describe('--lag-weights: replica weights follow replication lag (absent: off)'),
   })
   .meta({
     title: 'plb config.json',

@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { checkBenchValue } from '../../src/bench/options.js';
+import { DRAINED_WEIGHT, lagWeighting } from '../../src/bench/write-load.js';
 import { VirtualClock } from '../../src/clock/virtual.js';
 import { replicaOfSlot } from '../../src/cluster/lag-probe.js';
 import { isPlbError } from '../../src/errors.js';
 import type { FaultPlan } from '../../src/faults/types.js';
+import type { RunWriter } from '../../src/metrics/types.js';
+import { DEFAULT_LAG_WEIGHTS } from '../../src/router/lag-weight.js';
 import { Rng } from '../../src/workload/rng.js';
 import {
   batchKeys,
@@ -102,5 +106,38 @@ describe('lag probe', () => {
   it('maps both drivers slot names to replica ids', () => {
     expect(replicaOfSlot('r3')).toBe('r3');
     expect(replicaOfSlot('plb_r3')).toBe('r3');
+  });
+});
+
+describe('lag-derived weights in a run', () => {
+  it('tells the router a weight only when it changes, drained as a tiny weight, and records each change', () => {
+    const set: string[] = [];
+    const events: unknown[] = [];
+    const writer = { event: (e: unknown) => events.push(e) } as unknown as RunWriter;
+    const onLag = lagWeighting({ setWeight: (r, w) => set.push(`${r} ${w}`) }, writer, DEFAULT_LAG_WEIGHTS);
+    const l = (lagMs: number | null, replayLagMs: number | null = null) => ({
+      lagMs,
+      replayLagMs,
+      lagBytes: 0,
+    });
+    onLag(1000, { r1: l(0), r2: l(0) });
+    onLag(2000, { r1: l(500), r2: l(0) });
+    onLag(3000, { r1: l(501), r2: l(null, 5000) });
+    onLag(4000, { r1: l(0), r2: l(0) });
+    expect(set).toEqual(['r1 0.5', `r2 ${DRAINED_WEIGHT}`, 'r1 1', 'r2 1']);
+    expect(events).toHaveLength(4);
+    expect(events[0]).toMatchObject({
+      type: 'note',
+      what: 'lag-weight',
+      replica: 'r1',
+      weight: 0.5,
+      tMs: 2000,
+    });
+  });
+
+  it('checks --lag-weights and --write-rate where the command line is read', () => {
+    expect(() => checkBenchValue('lag-weights', '800ms:200ms:10%')).toThrow(/^--lag-weights: /);
+    expect(checkBenchValue('lag-weights', 'off')).toBeUndefined();
+    expect(() => checkBenchValue('write-rate', -5)).toThrow(/^--write-rate: /);
   });
 });
