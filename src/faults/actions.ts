@@ -26,8 +26,8 @@ export function stateAfter(action: FaultAction, state: PlanReplicaState): PlanRe
     case 'rejoin':
     case 'unpause':
       return 'up';
-    case 'throttle':
     // Replay paused or resumed: the replica serves reads, only staler ones (lagging, not down).
+    case 'throttle':
     case 'pause-replay':
     case 'resume-replay':
       return state;

@@ -136,7 +136,10 @@ export class SimDriver implements ClusterDriver {
   /** The model has no WAL: replication lag is not simulated (a bench refuses such plans up front). */
   setReplayPaused(_id: ServerId, _paused: boolean): Promise<void> {
     return Promise.reject(
-      new PlbError('BAD_INPUT', 'pause-replay/resume-replay: the simulated cluster does not model replication lag'),
+      new PlbError(
+        'BAD_INPUT',
+        'pause-replay/resume-replay: the simulated cluster does not model replication lag',
+      ),
     );
   }
 
