@@ -611,7 +611,10 @@ async function openArrivals(
   return lags;
 }
 
-/** Every replica up and unpaused before a run starts (the previous run may have left one down). */
+/**
+ * Every replica up, unpaused and replaying before a run starts (the previous run may have left one
+ * down, or, killed hard, with its replay paused: the dataset wait would never end).
+ */
 async function resetCluster(
   driver: ClusterDriver,
   replicas: readonly Endpoint[],
@@ -627,6 +630,8 @@ async function resetCluster(
       log(`starting ${r.id} (it was down)`);
       await driver.start(r.id);
     }
+    // Resuming a replay that runs is a no-op; the simulated cluster has no replay.
+    if (driver.kind !== 'sim') await driver.setReplayPaused(r.id, false);
   }
 }
 

@@ -77,4 +77,39 @@ describe.skipIf(!haveServerBinaries)('writes and replication lag (local driver)'
     expect(r1Resumed?.p50Ms).toBeLessThan(1000);
     expect(r1Resumed?.p50Ms).toBeLessThan(r1Paused?.maxMs ?? 0);
   }, 240_000);
+
+  it('with writes on, a throttled standby shows its replay lag in the figures (recorded, not asserted: it depends on the host)', async () => {
+    const plan = join(work, 'throttle.yaml');
+    writeFileSync(
+      plan,
+      [
+        'name: lag-throttle-it',
+        'duration: 24s',
+        'warmup: 4s',
+        'reference: 4s',
+        'replicas: 2',
+        'events:',
+        '  - { at: 10s, replica: r2, action: throttle, cpus: 0.02 }',
+        '',
+      ].join('\n'),
+    );
+    const out = join(work, 'runs-throttle');
+    const lines: string[] = [];
+    const code = await executeBench(
+      benchFlagValues(out, NAME, PORT, {
+        plan,
+        seed: 8,
+        'write-rate': 1000,
+        'lag-weights': '200ms:800ms:10%',
+      }),
+      { log: (l) => lines.push(l), warn: (l) => lines.push(l) },
+    );
+    expect(code, lines.join('\n')).toBe(0);
+    console.log(lines.filter((l) => /replication lag|write workload/.test(l)).join('\n'));
+    const dir = readdirSync(out).find((d) => !d.endsWith('.html'));
+    const summary = JSON.parse(readFileSync(join(out, dir as string, 'summary.json'), 'utf8')) as RunSummary;
+    expect(summary.phases.find((p) => p.name === 'throttle-1')?.replicas['r2']?.lag?.samples).toBeGreaterThan(
+      0,
+    );
+  }, 240_000);
 });
