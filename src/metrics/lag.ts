@@ -90,18 +90,23 @@ export function lagPhaseStats(
   return phases.map((_, p) => {
     const out: Record<string, ReplicaLagStats> = {};
     log.replicas.forEach((id, r) => {
-      const m = [...(ms[p]?.[r] ?? [])].sort((a, b) => a - b);
-      const b = [...(bytes[p]?.[r] ?? [])].sort((x, y) => x - y);
-      out[id] = {
-        p50Ms: round(nearestRank(m, 50), 1),
-        maxMs: round(m[m.length - 1] ?? null, 1),
-        bytesP50: nearestRank(b, 50) ?? null,
-        bytesMax: b[b.length - 1] ?? null,
-        samples: Math.max(m.length, b.length),
-      };
+      out[id] = lagStatsOf(ms[p]?.[r] ?? [], bytes[p]?.[r] ?? []);
     });
     return out;
   });
+}
+
+/** The figures of one replica over one phase from its samples (the summary, and a rebuilt run's timeline). */
+export function lagStatsOf(lagMs: readonly number[], lagBytes: readonly number[]): ReplicaLagStats {
+  const m = [...lagMs].sort((a, b) => a - b);
+  const b = [...lagBytes].sort((x, y) => x - y);
+  return {
+    p50Ms: round(nearestRank(m, 50), 1),
+    maxMs: round(m[m.length - 1] ?? null, 1),
+    bytesP50: nearestRank(b, 50) ?? null,
+    bytesMax: b[b.length - 1] ?? null,
+    samples: Math.max(m.length, b.length),
+  };
 }
 
 /** A compact line per phase for the text report: `lag r1 p50 12 ms max 40 ms (3.2 kB) | r2 ...`. */

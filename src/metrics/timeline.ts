@@ -93,7 +93,8 @@ export function timelineRow(
       st?.role ?? null,
       st === undefined ? null : st.healthy ? 1 : 0,
       ...COUNTED_CAUSES.map((_, c) => agg?.failures[c]?.[i] ?? 0),
-      round(agg?.lag?.[r]?.lagMs ?? null, 1),
+      // As in the summary: the standby's own figure, else the primary's replay_lag.
+      round(agg?.lag?.[r]?.lagMs ?? agg?.lag?.[r]?.replayLagMs ?? null, 1),
       agg?.lag?.[r]?.lagBytes ?? null,
     );
   });
