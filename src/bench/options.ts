@@ -27,6 +27,8 @@ import { paperSection } from '../report/paper-render.js';
 import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from './stop-signals.js';
 import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
 import { checkSeed, MAX_SEED } from '../workload/rng.js';
+import { parseWriteRate, refuseLagWithSim } from '../workload/writer.js';
+import { parseLagWeights, type LagWeightOptions } from '../router/lag-weight.js';
 import type { BenchResult } from './run.js';
 import { packageVersion } from '../package-info.js';
 import { leaseCluster, observeWriters } from './cluster-lease.js';
@@ -169,6 +171,18 @@ export const benchFlags = {
     default: DEFAULT_WORKLOAD.datasetRows,
     helpGroup: HELP_GROUPS.workload,
   }),
+  'write-rate': checkedNumber({
+    description:
+      'rows/s upserted on the primary during the run, so the standbys replay WAL and their lag is measured (0: read-only; not with --driver sim)',
+    default: 0,
+    helpGroup: HELP_GROUPS.workload,
+  }),
+  'lag-weights': checkedString({
+    description:
+      'with --write-rate: weights follow replication lag, low:high:floor (full weight up to low, linear to floor% at high, drained above), or off',
+    default: 'off',
+    helpGroup: HELP_GROUPS.router,
+  }),
   'queries-per-session': checkedString({
     description: `mean queries per session: one value for both classes, or premium=5,freemium=40 (default ${DEFAULT_WORKLOAD.classes.premium.queriesPerSession}, or --workload's)`,
     helpGroup: HELP_GROUPS.workload,
@@ -309,6 +323,10 @@ export interface BenchFlagValues {
   seed?: number | undefined;
   out: string;
   'dataset-rows': number;
+  /** Rows/s written on the primary (absent or 0: read-only). */
+  'write-rate'?: number | undefined;
+  /** low:high:floor like 200ms:800ms:10%, or off (absent: off). */
+  'lag-weights'?: string | undefined;
   /** One value for both classes or `premium=..,freemium=..`; absent: --workload's, else the default. */
   'queries-per-session'?: string | number | undefined;
   'think-time'?: string | undefined;
@@ -339,6 +357,11 @@ export interface BenchFlagValues {
   calibration?: string | undefined;
   /** --driver external: the cluster file. */
   'cluster-file'?: string | undefined;
+}
+
+/** `--lag-weights`: off, or low:high:floor. */
+function lagWeightsFlag(text: string): LagWeightOptions | undefined {
+  return text.trim() === 'off' ? undefined : parseLagWeights(text);
 }
 
 function durationMsFlag(name: string, value: string): number {
@@ -470,6 +493,8 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   rate: (v) => positive('rate', Number(v), false, LIMITS.rate),
   seed: (v) => checkSeed(Number(v), '--seed'),
   'dataset-rows': (v) => positive('dataset-rows', Number(v), true, LIMITS.datasetRows),
+  'write-rate': (v) => parseWriteRate(Number(v)),
+  'lag-weights': (v) => lagWeightsFlag(String(v)),
   'queries-per-session': (v) => parseQueriesPerSession(String(v)),
   'think-time': (v) => parseThinkTime(String(v)),
   'query-mix': (v) => parsePerClass(String(v), '--query-mix', (w) => parseQueryWeights(w, '--query-mix')),
@@ -569,6 +594,14 @@ export async function executeBench(
       throw new PlbError('BAD_INPUT', '--calibration: only with --driver sim');
     const plan = loadPlan(planPath, sim ? { maxReplicas: MAX_SIM_REPLICAS } : {});
     const external = externalClusterFor(driverChoice, flags['cluster-file'], plan);
+    const writeRate = parseWriteRate(flags['write-rate'] ?? 0);
+    if (sim) refuseLagWithSim(writeRate, plan);
+    const lagWeights = lagWeightsFlag(flags['lag-weights'] ?? 'off');
+    if (lagWeights && !(writeRate > 0))
+      throw new PlbError(
+        'BAD_INPUT',
+        '--lag-weights: needs --write-rate (lag is measured only with writes on)',
+      );
     const seed = flags.seed ?? newSeed();
     // Last check, the only one that creates something: the folder the run directories go into.
     ensureWritableDir(flags.out, '--out');
@@ -578,6 +611,7 @@ export async function executeBench(
       clients: flags.clients,
       rate,
       datasetRows: flags['dataset-rows'],
+      ...(writeRate > 0 ? { writeRate } : {}),
       classes,
     };
     const runs = expandSeries(strategies, mixes, flags.repeat, seed);
@@ -624,6 +658,7 @@ export async function executeBench(
           reference,
           partition,
           slowStartMs,
+          ...(lagWeights ? { lagWeights } : {}),
           progressEveryS: flags.progress,
           driver: lease.driver,
           spec: lease.spec,

@@ -18,6 +18,8 @@ import { DataSource } from '../workload/data-source.js';
 import { Rng } from '../workload/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
 import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
+import { lagWeighting, startWriteLoad, type WriteLoad } from './write-load.js';
+import type { LagWeightOptions } from '../router/lag-weight.js';
 
 /** The part of the router the runner uses (src/router createRouter()). */
 export interface RunnerRouter {
@@ -25,6 +27,8 @@ export interface RunnerRouter {
   release(replica: string, cls: ServiceClass, nowMs: number): void;
   markDown(replica: string, nowMs: number): void;
   markUp(replica: string, nowMs: number): void;
+  /** Lag-derived weights (src/router Router.setWeight); absent in routers made for tests. */
+  setWeight?(replica: string, weight: number): void;
   snapshot(): ReadonlyArray<{
     id: string;
     healthy: boolean;
@@ -45,6 +49,8 @@ export interface BenchConfig {
   reference: RoleVector;
   partition: { premium: number; freemium: number };
   slowStartMs: number;
+  /** Replica weights follow replication lag (`--lag-weights`, write runs only). */
+  lagWeights?: LagWeightOptions;
   /** Per replica CPU quota (cores), to turn CPU seconds into a fraction. */
   replicaCpus: number;
   /** Seconds between progress lines (0 = none). */
@@ -170,7 +176,7 @@ function onInjected(x: PartsInputs, f: InjectedFault): void {
 export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<BenchResult> {
   const { driver, log } = deps;
   const clock = deps.clock ?? realClock();
-  const { replicas, creds } = await prepareCluster(driver, config.plan, config.workload, log);
+  const { primary, replicas, creds } = await prepareCluster(driver, config.plan, config.workload, log);
   const ids = replicas.map((r) => r.id);
   const writer = deps.createWriter(ids);
   const router = deps.createRouter(ids, (c) =>
@@ -223,7 +229,18 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   parts.health.start();
   parts.injector.start();
   const clients = startClients(ctx, config, new Rng(config.seed));
-  const sampler = new Sampler(config, driver, router, writer, runClock, quota, ids, log);
+  const writes = startWriteLoad({
+    rate: config.workload.writeRate ?? 0,
+    primary,
+    replicas,
+    creds,
+    clock: runClock,
+    rng: new Rng(config.seed).fork(WRITER_STREAM),
+    writer,
+    log,
+  });
+  const sampler = new Sampler(config, driver, router, writer, runClock, quota, ids, log, writes);
+  if (writes && config.lagWeights) writes.onLag(lagWeighting(router, writer, config.lagWeights));
 
   const ending = new RunEnding(writer, runClock, log);
   const interrupted = await ending.guard('run', () =>
@@ -234,6 +251,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   await ending.guard('stopping the injector', () => parts.injector.stop());
   // Sessions finish their current query; a hung one is bounded by the query timeout.
   await within(runClock, config.workload.queryTimeoutMs + 2000, Promise.allSettled(clients.tasks));
+  await ending.guard('stopping the writer', () => writes?.stop(endMs));
   parts.health.stop();
   logScheduleLag(clients.scheduleLags(), writer, endMs, log);
   await ending.guard('restoring replicas', async () => {
@@ -266,11 +284,15 @@ function writeRunConfig(
     reference: config.reference,
     partition: config.partition,
     slowStartMs: config.slowStartMs,
+    ...(config.lagWeights ? { lagWeights: config.lagWeights } : {}),
     replicaCpus: config.replicaCpus,
     replicas: ids,
     driver: deps.driver.kind,
   });
 }
+
+/** The writer's seeded stream (the clients use forks 1-3, 100+i and 1000+n). */
+const WRITER_STREAM = 7;
 
 /** The clients: a closed population that joins over the ramp-up, or open Poisson arrivals. */
 function startClients(
@@ -387,7 +409,7 @@ class RunEnding {
   }
 }
 
-/** Once a second: replica CPU, the router's view, the harness itself, timeline flush, progress. */
+/** Once a second: replica CPU (and lag with writes on), the router's view, the harness, timeline flush, progress. */
 class Sampler {
   private lastCpu: Record<string, number> | null = null;
   private lastCpuAt: number;
@@ -404,6 +426,8 @@ class Sampler {
     private readonly quota: ReadonlyMap<string, number>,
     private readonly ids: readonly string[],
     private readonly log: (line: string) => void,
+    /** With the write workload on: replication lag, sampled alongside CPU. */
+    private readonly writes?: WriteLoad,
   ) {
     this.lastCpuAt = clock.now();
     this.harness = clock.kind === 'real' ? new HarnessMonitor(() => clock.now(), writer.recorder) : undefined;
@@ -415,11 +439,15 @@ class Sampler {
     const h = this.harness?.sampleCpu();
     if (h) writer.recorder.harnessCpu(h.midMs, h.cpu);
     let cpu: Record<string, number> = {};
+    const lag = this.writes
+      ?.sampleLag(t)
+      .catch((err: unknown) => this.log(`lag sample failed: ${errorText(err)}`));
     try {
       cpu = await this.driver.cpuSeconds();
     } catch (err) {
       this.log(`cpu sample failed: ${errorText(err)}`);
     }
+    await lag;
     const tAfter = clock.now();
     const fractions: Record<string, number | null> = {};
     const dt = (tAfter - this.lastCpuAt) / 1000;
@@ -583,7 +611,10 @@ async function openArrivals(
   return lags;
 }
 
-/** Every replica up and unpaused before a run starts (the previous run may have left one down). */
+/**
+ * Every replica up, unpaused and replaying before a run starts (the previous run may have left one
+ * down, or, killed hard, with its replay paused: the dataset wait would never end).
+ */
 async function resetCluster(
   driver: ClusterDriver,
   replicas: readonly Endpoint[],
@@ -599,6 +630,8 @@ async function resetCluster(
       log(`starting ${r.id} (it was down)`);
       await driver.start(r.id);
     }
+    // Resuming a replay that runs is a no-op; the simulated cluster has no replay.
+    if (driver.kind !== 'sim') await driver.setReplayPaused(r.id, false);
   }
 }
 

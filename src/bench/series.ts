@@ -13,6 +13,7 @@ import { calibrateThinkTime, thinkTimesFor, type ClassThinkInputs } from '../wor
 import { MAX_SEED, Rng } from '../workload/rng.js';
 import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './run.js';
 import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
+import type { LagWeightOptions } from '../router/lag-weight.js';
 
 /** The embedded default plan: the short cascade. */
 export function defaultPlanPath(): string {
@@ -61,6 +62,8 @@ export interface SeriesOptions {
   reference: RoleVector;
   partition: { premium: number; freemium: number };
   slowStartMs: number;
+  /** Replica weights follow replication lag (write runs only). */
+  lagWeights?: LagWeightOptions;
   progressEveryS: number;
   driver: ClusterDriver;
   spec: ClusterSpec;
@@ -209,6 +212,7 @@ async function series(
         reference: opts.reference,
         partition: opts.partition,
         slowStartMs: opts.slowStartMs,
+        ...(opts.lagWeights ? { lagWeights: opts.lagWeights } : {}),
         replicaCpus: opts.spec.cpus,
         progressEveryS: opts.progressEveryS,
       },

@@ -15,7 +15,7 @@ import { PlbError } from '../errors.js';
 import { ensureDataset } from '../workload/dataset.js';
 import { pgConnector, type Connector } from './connector.js';
 import { portFree } from './ports.js';
-import { currentWalLsn, replicaReplication, waitServerReady } from './pg-util.js';
+import { currentWalLsn, replicaReplication, setWalReplayPaused, waitServerReady } from './pg-util.js';
 import { MAX_MAX_CONNECTIONS, MIN_MAX_CONNECTIONS } from './sizing.js';
 import { loadCredentials, validateClusterName } from './state.js';
 
@@ -135,6 +135,13 @@ export abstract class BaseDriver {
     const [primary, ...replicas] = this.endpoints();
     if (!primary) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no primary endpoint');
     return ensureDataset(primary, replicas, await this.credentials(), rows, log);
+  }
+
+  /** WAL replay paused or resumed through SQL on the standby (the same for docker and local). */
+  async setReplayPaused(id: ServerId, paused: boolean): Promise<void> {
+    const ep = this.endpoint(id);
+    if (ep.kind !== 'replica') throw new PlbError('BAD_INPUT', `server: "${id}" is not a standby`);
+    await setWalReplayPaused(ep, await this.credentials(), paused);
   }
 
   /** Waits until the server accepts connections and, for a replica, streams. */

@@ -145,6 +145,11 @@ export interface ClusterDriver {
   pause(id: ServerId): Promise<void>;
   unpause(id: ServerId): Promise<void>;
   setCpus(id: ServerId, cpus: number): Promise<void>;
+  /**
+   * Pauses or resumes WAL replay on a standby (pg_wal_replay_pause/resume): it keeps serving reads
+   * and receiving WAL, and falls behind while paused. Refused by the simulated driver.
+   */
+  setReplayPaused(id: ServerId, paused: boolean): Promise<void>;
   /** Cumulative CPU seconds per running server (a stopped server is absent or unchanged). */
   cpuSeconds(): Promise<Record<ServerId, number>>;
   /** How the bench opens connections to the servers (pg over loopback for real clusters). */

@@ -261,3 +261,13 @@ export async function waitCaughtUp(
     timeoutMs,
   );
 }
+
+/** Pauses or resumes WAL replay on a standby (the plan's pause-replay / resume-replay). */
+export async function setWalReplayPaused(ep: Endpoint, creds: Credentials, paused: boolean): Promise<void> {
+  await withClient(
+    ep,
+    creds,
+    (c) => c.query(paused ? 'SELECT pg_wal_replay_pause()' : 'SELECT pg_wal_replay_resume()'),
+    { timeoutMs: 5000, queryTimeoutMs: 5000 },
+  );
+}

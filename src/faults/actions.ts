@@ -26,7 +26,10 @@ export function stateAfter(action: FaultAction, state: PlanReplicaState): PlanRe
     case 'rejoin':
     case 'unpause':
       return 'up';
+    // Replay paused or resumed: the replica serves reads, only staler ones (lagging, not down).
     case 'throttle':
+    case 'pause-replay':
+    case 'resume-replay':
       return state;
   }
 }
@@ -44,10 +47,16 @@ export function actionRequirement(action: FaultAction, state: PlanReplicaState):
       return state === 'paused' ? undefined : 'paused';
     case 'throttle':
       return state === 'up' || state === 'paused' ? undefined : 'running';
+    case 'pause-replay':
+    case 'resume-replay':
+      return state === 'up' ? undefined : 'up and not paused';
   }
 }
 
-/** How an event changes K+ (the number of healthy replicas): down/stop/pause -1, rejoin/unpause +1. */
+/**
+ * How an event changes K+ (the number of healthy replicas): down/stop/pause -1, rejoin/unpause +1;
+ * throttle and pause-replay/resume-replay 0 (a slow or lagging replica is still healthy).
+ */
 const SURVIVOR_DELTA: Readonly<Record<FaultAction, -1 | 0 | 1>> = {
   down: -1,
   stop: -1,
@@ -55,6 +64,8 @@ const SURVIVOR_DELTA: Readonly<Record<FaultAction, -1 | 0 | 1>> = {
   rejoin: 1,
   unpause: 1,
   throttle: 0,
+  'pause-replay': 0,
+  'resume-replay': 0,
 };
 
 export function survivorDelta(action: FaultAction): -1 | 0 | 1 {

@@ -58,6 +58,7 @@ export class Injector {
   private readonly down = new Set<string>();
   private readonly paused = new Set<string>();
   private readonly throttled = new Set<string>();
+  private readonly replayPaused = new Set<string>();
   private readonly checks = new Set<Promise<void>>();
 
   constructor(private readonly opts: InjectorOptions) {}
@@ -108,6 +109,14 @@ export class Injector {
         case 'throttle':
           await driver.setCpus(event.replica, event.cpus ?? this.opts.defaultCpus);
           this.throttled.add(event.replica);
+          break;
+        case 'pause-replay':
+          await driver.setReplayPaused(event.replica, true);
+          this.replayPaused.add(event.replica);
+          break;
+        case 'resume-replay':
+          await driver.setReplayPaused(event.replica, false);
+          this.replayPaused.delete(event.replica);
           break;
       }
     } catch (err) {
@@ -162,7 +171,7 @@ export class Injector {
     await Promise.all([...this.checks]);
   }
 
-  /** Undoes what this run did to the cluster: starts killed replicas, unpauses, restores quotas. */
+  /** Undoes what this run did to the cluster: starts killed replicas, unpauses, restores quotas and replay. */
   async restore(): Promise<string[]> {
     const { driver } = this.opts;
     const restored: string[] = [];
@@ -180,9 +189,14 @@ export class Injector {
       await driver.setCpus(id, this.opts.defaultCpus).catch(() => undefined);
       restored.push(`cpus ${id}`);
     }
+    for (const id of this.replayPaused) {
+      await driver.setReplayPaused(id, false).catch(() => undefined);
+      restored.push(`resume replay ${id}`);
+    }
     this.paused.clear();
     this.down.clear();
     this.throttled.clear();
+    this.replayPaused.clear();
     return restored;
   }
 }

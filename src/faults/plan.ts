@@ -18,6 +18,8 @@ export const FAULT_ACTIONS: readonly FaultAction[] = [
   'pause',
   'unpause',
   'throttle',
+  'pause-replay',
+  'resume-replay',
 ];
 /** What a plan gets for a header field it leaves out. */
 export const DEFAULT_PLAN: Readonly<Pick<FaultPlan, 'warmup' | 'referenceWindow' | 'replicas'>> =

@@ -1,5 +1,13 @@
 /** A fault plan as parsed and validated (times in seconds from the start of the run). */
-export type FaultAction = 'down' | 'rejoin' | 'stop' | 'pause' | 'unpause' | 'throttle';
+export type FaultAction =
+  | 'down'
+  | 'rejoin'
+  | 'stop'
+  | 'pause'
+  | 'unpause'
+  | 'throttle'
+  | 'pause-replay'
+  | 'resume-replay';
 
 export interface FaultEvent {
   /** Seconds from the start of the run (warm-up included). */

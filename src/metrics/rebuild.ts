@@ -28,6 +28,7 @@ import {
   phasesOfSummary,
 } from './summary.js';
 import type { TimelineRow } from './timeline.js';
+import { lagStatsOf } from './lag.js';
 import {
   SUMMARY_SCHEMA_VERSION,
   type ClassPhaseStats,
@@ -255,10 +256,14 @@ function secondsStats(
     });
   }
 
+  // A write run (lag in its timeline) gets lag figures, as its summary would have had.
+  const withLag = timeline.some((row) => Object.values(row.replicas).some((c) => c.lagMs !== null));
   const replicaStats = phases.map((ph, p) => {
     const out: Record<string, ReplicaPhaseStats> = {};
     const secs = inPhase(p);
     for (const id of replicas) {
+      const lagOf = (f: 'lagMs' | 'lagBytes'): number[] =>
+        secs.map(({ row }) => row.replicas[id]?.[f] ?? null).filter((v): v is number => v !== null);
       const cpu = secs.map(({ row }) => row.replicas[id]?.cpu ?? null).filter((v): v is number => v !== null);
       const total = (f: 'unreachable' | 'overloaded' | 'slow'): number =>
         secs.reduce((n, { row }) => n + (row.replicas[id]?.[f] ?? 0), 0);
@@ -270,6 +275,7 @@ function secondsStats(
         unreachable: total('unreachable'),
         overloaded: total('overloaded'),
         slow: total('slow'),
+        ...(withLag ? { lag: lagStatsOf(lagOf('lagMs'), lagOf('lagBytes')) } : {}),
       };
     }
     return out;

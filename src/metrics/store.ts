@@ -4,6 +4,7 @@ import { f32, f64, u16, u8, type Column } from './columns.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
 import type { FailureCause } from '../cluster/failure-cause.js';
 import type { Recorder, ReplicaState, SessionEnding } from './types.js';
+import { LagLog, type ReplicaLag } from './lag.js';
 
 /** Replica index stored for a replica id the run was not told about (16-bit: a simulated cluster has up to 1000). */
 export const UNKNOWN_REPLICA = 0xffff;
@@ -86,6 +87,8 @@ export interface SecondAgg {
   loopHist: Histogram;
   state: Record<string, ReplicaState> | undefined;
   stateAtMs: number;
+  /** Replication lag sampled in this second (write runs only; the last sample wins). */
+  lag?: Record<string, ReplicaLag>;
 }
 
 function newClassLog(): ClassLog {
@@ -126,6 +129,17 @@ export class MetricsStore implements Recorder {
   constructor(readonly replicas: readonly string[]) {
     replicas.forEach((r, i) => this.index.set(r, i));
     this.cpuLog = { at: f64(), values: replicas.map(() => f64()) };
+    this.lagLog = new LagLog(replicas);
+  }
+
+  /** Replication lag samples (only with the write workload on). */
+  readonly lagLog: LagLog;
+
+  lag(atMs: number, perReplica: Record<string, ReplicaLag>): void {
+    if (this.sealed) return;
+    this.lagLog.push(atMs, perReplica);
+    const sec = this.second(atMs);
+    if (sec) sec.lag = perReplica;
   }
 
   replicaIndex(id: string): number {

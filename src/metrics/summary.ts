@@ -14,6 +14,7 @@ import {
 } from './math.js';
 import { REF_PHASE, replicaStateAfter } from '../faults/actions.js';
 import { phaseIndexAt } from './phases.js';
+import { lagPhaseStats } from './lag.js';
 import { COUNTED_CAUSES, ENDING_CODE, UNKNOWN_REPLICA, type ClassLog, type MetricsStore } from './store.js';
 import {
   HARNESS_LOOP_P99_LIMIT_MS,
@@ -142,10 +143,12 @@ function replicaStats(store: MetricsStore, phases: readonly Phase[]): Record<str
       nRow[r] = (nRow[r] ?? 0) + 1;
     });
   }
+  const lag = lagPhaseStats(store.lagLog, phases);
   return phases.map((ph, p) => {
     const out: Record<string, ReplicaPhaseStats> = {};
     store.replicas.forEach((id, r) => {
       const n = cpuN[p]?.[r] ?? 0;
+      const l = lag?.[p]?.[id];
       out[id] = {
         up: !ph.down.includes(id),
         cpuMean: n > 0 ? round((cpuSum[p]?.[r] ?? 0) / n, 4) : null,
@@ -154,6 +157,7 @@ function replicaStats(store: MetricsStore, phases: readonly Phase[]): Record<str
         unreachable: failures[0]?.[p]?.[r] ?? 0,
         overloaded: failures[1]?.[p]?.[r] ?? 0,
         slow: failures[2]?.[p]?.[r] ?? 0,
+        ...(l ? { lag: l } : {}),
       };
     });
     return out;

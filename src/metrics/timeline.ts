@@ -18,8 +18,20 @@ export const CLASS_METRICS = [
   'connect_p95_ms',
 ] as const;
 
-/** Per replica columns of timeline.csv, as `<replica>_<metric>` (failures heard of, by cause). */
-export const REPLICA_METRICS = ['cpu', 'premium', 'freemium', 'role', 'healthy', ...COUNTED_CAUSES] as const;
+/**
+ * Per replica columns of timeline.csv, as `<replica>_<metric>` (failures heard of, by cause; then
+ * replication lag, empty in read-only runs: the standby's lag in ms and the primary's byte distance).
+ */
+export const REPLICA_METRICS = [
+  'cpu',
+  'premium',
+  'freemium',
+  'role',
+  'healthy',
+  ...COUNTED_CAUSES,
+  'lag_ms',
+  'lag_bytes',
+] as const;
 
 /** The client process (is the harness keeping up?), right after t_s and phase. */
 export const HARNESS_COLUMNS = ['harness_cpu', 'loop_p99_ms', 'loop_max_ms'] as const;
@@ -81,6 +93,9 @@ export function timelineRow(
       st?.role ?? null,
       st === undefined ? null : st.healthy ? 1 : 0,
       ...COUNTED_CAUSES.map((_, c) => agg?.failures[c]?.[i] ?? 0),
+      // As in the summary: the standby's own figure, else the primary's replay_lag.
+      round(agg?.lag?.[r]?.lagMs ?? agg?.lag?.[r]?.replayLagMs ?? null, 1),
+      agg?.lag?.[r]?.lagBytes ?? null,
     );
   });
   // Quoted where needed (RFC 4180), so any phase name or role reads back as written.
@@ -109,6 +124,9 @@ export interface TimelineReplicaCells {
   unreachable: number;
   overloaded: number;
   slow: number;
+  /** Replication lag (null in read-only runs and in files written before it was recorded). */
+  lagMs: number | null;
+  lagBytes: number | null;
 }
 
 export interface TimelineHarnessCells {
@@ -209,8 +227,12 @@ export function parseTimeline(text: string): TimelineRow[] {
         unreachable: 0,
         overloaded: 0,
         slow: 0,
+        lagMs: null,
+        lagBytes: null,
       });
       if (metric === 'role') r.role = cells[i] || null;
+      else if (metric === 'lag_ms') r.lagMs = num(i);
+      else if (metric === 'lag_bytes') r.lagBytes = num(i);
       else if (metric === 'healthy') r.healthy = flag(i);
       else if ((COUNTED_CAUSES as readonly string[]).includes(metric))
         r[metric as (typeof COUNTED_CAUSES)[number]] = num(i) ?? 0;

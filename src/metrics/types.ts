@@ -1,5 +1,6 @@
 import type { FailureCause } from '../cluster/failure-cause.js';
 import type { ServiceClass } from '../router/types.js';
+import type { ReplicaLag, ReplicaLagStats } from './lag.js';
 
 /** How a session ended: by finishing its queries, by an error, or cut off by the end of the run. */
 export type SessionEnding = 'finished' | 'failed' | 'cut';
@@ -38,6 +39,8 @@ export interface Recorder {
   cpu(atMs: number, fractions: Record<string, number | null>): void;
   /** The router's view of every replica at a moment (for timeline.csv): open sessions, role, health. */
   replicaState(atMs: number, perReplica: Record<string, ReplicaState>): void;
+  /** Replication lag per replica, once a second while the write workload runs (lag.ts). */
+  lag(atMs: number, perReplica: Record<string, ReplicaLag>): void;
 }
 
 export interface ReplicaState {
@@ -141,6 +144,8 @@ export interface ReplicaPhaseStats {
   unreachable?: number;
   overloaded?: number;
   slow?: number;
+  /** Replication lag over the phase; only in runs with the write workload on (`--write-rate`). */
+  lag?: ReplicaLagStats;
 }
 
 /** The client process over a phase: did the harness keep up? */

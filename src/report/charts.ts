@@ -28,7 +28,7 @@ const FALLBACK = ['#17becf', '#bcbd22', '#e377c2', '#8c564b', '#aec7e8', '#ffbb7
 const FAULT_COLOR = '#d62728';
 /** Points per series at most; longer timelines are averaged into buckets to keep the SVG small. */
 const MAX_POINTS = 600;
-const WIDTH = 720;
+export const WIDTH = 720;
 
 function colorScale(domain: string[], known: Record<string, string>): { domain: string[]; range: string[] } {
   let i = 0;
@@ -86,7 +86,7 @@ export function bucketize<T>(rows: readonly T[], value: (r: T) => number | null,
   return out;
 }
 
-function overlayLayers(o: Overlay, height: number): object[] {
+export function overlayLayers(o: Overlay, height: number): object[] {
   const x = { field: 'start', type: 'quantitative' as const };
   const layers: object[] = [
     {

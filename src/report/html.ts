@@ -14,6 +14,7 @@ import { compareStrategies } from './compare.js';
 import { paperHtml } from './paper-charts.js';
 import { comparisonTable, groupTables, settingsLines, type TableModel } from './render.js';
 import { QUANTILE_METHOD } from '../metrics/math.js';
+import { hasLag, lagTimelineSpec } from './lag-chart.js';
 
 const CSS = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d232a;max-width:1200px}
@@ -96,6 +97,7 @@ export async function renderRunHtml(run: LoadedRun): Promise<string> {
     parts.push('<h2>Replicas</h2>');
     parts.push(chart(await renderSvg(cpuTimelineSpec(run))));
     parts.push(chart(await renderSvg(roleTimelineSpec(run))));
+    if (hasLag(run)) parts.push(chart(await renderSvg(lagTimelineSpec(run))));
   }
   if (run.timeline.some((r) => r.harness.loopP99Ms !== null)) {
     parts.push('<h2>The client (harness)</h2>');

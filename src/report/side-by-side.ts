@@ -3,6 +3,7 @@ import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
 import { SERVICE_CLASSES } from '../router/types.js';
 import { tableStyle } from '../table-style.js';
 import { SIGN_CONVENTION, type TableOptions } from './render.js';
+import { lagLines } from '../metrics/lag.js';
 import type { BenchResult } from '../bench/run.js';
 
 const ms = (v: number | null): string => (v === null ? '-' : v < 10 ? v.toFixed(2) : v.toFixed(1));
@@ -57,6 +58,7 @@ export function renderSideBySide(summaries: readonly RunSummary[], opts: TableOp
     );
     lines.push(`${label(s, summaries)} replica CPU (mean of quota, cv): ${cpu.join(' | ')}`);
     lines.push(`${label(s, summaries)} ${measurementLine(s)}`);
+    for (const l of lagLines(s.phases)) lines.push(`${label(s, summaries)} ${l}`);
     for (const e of s.errors ?? []) lines.push(`${label(s, summaries)} incomplete: ${e}`);
   }
   return lines.join('\n');

@@ -139,6 +139,19 @@ abstract class BaseRouter implements Router {
     this.onUp(r, nowMs);
   }
 
+  setWeight(replica: string, weight: number): void {
+    if (!(weight > 0) || !Number.isFinite(weight))
+      throw new PlbError(
+        'BAD_INPUT',
+        `weight of ${replica} must be a finite number > 0, got ${String(weight)}`,
+      );
+    const r = this.replica(replica);
+    if (r.weight === weight) return;
+    r.weight = weight;
+    // The same re-keying as a session count change: the load key is sessions / weight.
+    this.sessionsChanged(r.index);
+  }
+
   snapshot(): ReplicaSnapshot[] {
     return this.replicas.map((r) => {
       const s: ReplicaSnapshot = {

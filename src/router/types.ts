@@ -110,4 +110,9 @@ export interface Router {
   snapshot(): ReplicaSnapshot[];
   /** Role changes since the last call, oldest first. */
   drainChanges(): RoleChange[];
+  /**
+   * Changes a replica's weight (> 0), e.g. from its replication lag (lag-weight.ts); strategies
+   * that weigh replicas (wlc, plb) use it from the next admission on, the others ignore it.
+   */
+  setWeight(replica: string, weight: number): void;
 }

@@ -50,6 +50,10 @@ export const workloadSpecSchema = z.object({
   connectTimeoutMs: z.number(),
   maxOpenSessions: z.number(),
   classes: serviceClassRecord(classWorkloadSchema),
+  writeRate: z
+    .number()
+    .optional()
+    .describe('--write-rate: rows/s written on the primary (absent or 0: read-only)'),
 });
 
 export const healthOptionsSchema = z.object({
@@ -114,6 +118,10 @@ export const configSchema = z
     cluster: clusterSpecSchema.optional(),
     calibration: z.looseObject({ thinkTimeMs: z.number() }).optional(),
     workloadFile: z.string().optional().describe('--workload: the workload file the classes came from'),
+    lagWeights: z
+      .object({ lowMs: z.number(), highMs: z.number(), floor: z.number() })
+      .optional()
+      .describe('--lag-weights: replica weights follow replication lag (absent: off)'),
   })
   .meta({
     title: 'plb config.json',

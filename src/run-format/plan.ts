@@ -8,7 +8,16 @@ import { z } from 'zod';
 import type { FaultAction, FaultEvent, FaultPlan } from '../faults/types.js';
 import type { SameType } from './type-check.js';
 
-export const faultActionSchema = z.enum(['down', 'rejoin', 'stop', 'pause', 'unpause', 'throttle']);
+export const faultActionSchema = z.enum([
+  'down',
+  'rejoin',
+  'stop',
+  'pause',
+  'unpause',
+  'throttle',
+  'pause-replay',
+  'resume-replay',
+]);
 
 export const planEventSchema = z.object({
   at: z.number(),

@@ -43,6 +43,18 @@ export const replicaPhaseStatsSchema = z.object({
   unreachable: z.number().optional(),
   overloaded: z.number().optional(),
   slow: z.number().optional(),
+  lag: z
+    .object({
+      p50Ms: z.number().nullable(),
+      maxMs: z.number().nullable(),
+      bytesP50: z.number().nullable(),
+      bytesMax: z.number().nullable(),
+      samples: z.number(),
+    })
+    .optional()
+    .describe(
+      "replication lag over the phase (--write-rate runs only): the standby's now() - last replayed commit, in ms, and the primary's WAL byte distance to its replay position",
+    ),
 });
 
 export const harnessPhaseStatsSchema = z.object({

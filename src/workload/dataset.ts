@@ -1,10 +1,12 @@
 import type { Credentials, Endpoint } from '../cluster/driver.js';
 import { currentWalLsn, waitCaughtUp, withClient } from '../cluster/pg-util.js';
+import { CREATE_WRITE_TABLE } from './writer.js';
 
 /**
  * The generated dataset: `plb_items(id, grp, val, payload)` with `rows` rows, loaded on the
  * primary and replicated. A marker row in `plb_meta` keeps a reload from happening when the
- * table already has the requested size.
+ * table already has the requested size. The write workload's table (writer.ts) is created here too,
+ * so the standbys have it before a run writes.
  */
 export async function ensureDataset(
   primary: Endpoint,
@@ -19,6 +21,7 @@ export async function ensureDataset(
     creds,
     async (c) => {
       await c.query('CREATE TABLE IF NOT EXISTS plb_meta (key text PRIMARY KEY, value text NOT NULL)');
+      await c.query(CREATE_WRITE_TABLE);
       const r = await c.query<{ value: string }>("SELECT value FROM plb_meta WHERE key = 'dataset_rows'");
       if (r.rows[0]?.value === String(rows)) return false;
       log(`loading dataset: ${rows} rows on the primary`);

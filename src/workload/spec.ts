@@ -30,6 +30,8 @@ export interface WorkloadSpec {
   /** Open model: cap on concurrently open sessions; arrivals beyond it count as admission failures. */
   maxOpenSessions: number;
   classes: Record<ServiceClass, ClassWorkload>;
+  /** Rows/s the writer upserts on the primary (`--write-rate`); absent or 0: read-only. */
+  writeRate?: number;
 }
 
 const DEFAULT_WEIGHTS: Record<QueryKind, number> = { point: 0.5, range: 0.3, scan: 0.2 };

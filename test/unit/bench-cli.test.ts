@@ -39,6 +39,10 @@ describe('bench flags', () => {
     [{ 'hang-timeout': 'never' }, /^Error: --hang-timeout: expected a duration/],
     [{ reference: '2:1' }, /^Error: --reference/],
     [{ plan: join(work, 'missing.yaml') }, /missing\.yaml/],
+    [{ 'write-rate': -1 }, /^Error: --write-rate: must be a number of rows\/s/],
+    [{ 'write-rate': 100, driver: 'sim' }, /^Error: --write-rate: not with --driver sim/],
+    [{ 'lag-weights': '200ms:800ms:10%' }, /^Error: --lag-weights: needs --write-rate/],
+    [{ 'lag-weights': '200ms:800ms', 'write-rate': 100 }, /^Error: --lag-weights: expected low:high:floor/],
   ])('%o: one-line error, exit 1, nothing started', async (over, message) => {
     const { code, errors } = await run(over);
     expect(code).toBe(1);

@@ -27,7 +27,7 @@ const options = (runId: string): RunWriterOptions => ({
   clock: () => new Date(Date.UTC(2026, 10, 30, 9, 0, 0)),
 });
 
-/** 40 s: queries every 10 ms on both classes, r1 down at 20 s, sessions, CPU, the client's loop. */
+/** 40 s: queries every 10 ms on both classes, r1 down at 20 s, sessions, CPU, lag, the client's loop. */
 function feed(w: RunWriter, untilMs: number): void {
   const rec = w.recorder;
   w.event({ type: 'run', tMs: 0, state: 'started' });
@@ -42,6 +42,11 @@ function feed(w: RunWriter, untilMs: number): void {
       rec.sessionClosed('freemium', 'r2', t - 500, t, t % 4000 === 500 ? 'failed' : 'finished');
       rec.cpu(t, { r1: down ? null : 0.4, r2: down ? 0.8 : 0.5 });
       rec.harnessCpu(t, 0.2);
+      // A write run: r2's lag grows, r1 answers nothing once down.
+      rec.lag(t, {
+        r1: { lagMs: down ? null : 0, replayLagMs: null, lagBytes: down ? null : 0 },
+        r2: { lagMs: (t % 7000) / 10, replayLagMs: null, lagBytes: t % 9000 },
+      });
     }
     if (t === 20_000) rec.queryFailed('premium', 'r1', t + 3, 'terminated');
     if (t === 20_000) rec.replicaFailure('r1', t + 1, 'unreachable');
@@ -125,6 +130,8 @@ describe('a run killed before finish()', () => {
           b.unreachable,
         ]);
         expect(a.cpuMean).toEqual(b.cpuMean);
+        expect(a.lag).toEqual(b.lag);
+        if (id === 'r2') expect(a.lag?.samples).toBeGreaterThan(0);
       }
       expect(p.harness?.loopP99Ms).toEqual(e.harness?.loopP99Ms);
     });

@@ -49,6 +49,9 @@ function fakeDriver(calls: string[], failOn?: string, stillUp?: string): Cluster
     pause: act('pause'),
     unpause: act('unpause'),
     setCpus: act('cpus'),
+    setReplayPaused: async (id: string, paused: boolean) => {
+      calls.push(`${paused ? 'pause-replay' : 'resume-replay'} ${id}`);
+    },
     cpuSeconds: async () => ({}),
     waitReady: async () => undefined,
     connector: () => ({ open: () => Promise.reject(new Error('no server here')) }),
@@ -120,6 +123,18 @@ describe('Injector', () => {
     expect(await injector.restore()).toEqual(['unpause r2', 'start r1', 'cpus r3']);
     expect(calls).toEqual(['unpause r2', 'start r1', 'cpus r3 0.25']);
     expect(await injector.restore()).toEqual([]);
+  });
+
+  it('pauses and resumes replay through the driver, and resumes a replay left paused on restore', async () => {
+    const { calls, injector } = await runAll([
+      ev(0, 'r1', 'pause-replay'),
+      ev(0, 'r2', 'pause-replay'),
+      ev(0, 'r1', 'resume-replay'),
+    ]);
+    expect(calls).toEqual(['pause-replay r1', 'pause-replay r2', 'resume-replay r1']);
+    calls.length = 0;
+    expect(await injector.restore()).toEqual(['resume replay r2']);
+    expect(calls).toEqual(['resume-replay r2']);
   });
 
   it('drops events not yet due when stopped', async () => {

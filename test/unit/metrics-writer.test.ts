@@ -162,6 +162,9 @@ describe('run writer: complete run', () => {
       unreachable: 0,
       overloaded: 0,
       slow: 0,
+      // A read-only run: no lag.
+      lagMs: null,
+      lagBytes: null,
     });
     expect(r15?.replicas['r2']).toMatchObject({ overloaded: 1, unreachable: 0 });
     expect(r15?.harness).toEqual({ cpu: 0.25, loopP99Ms: 2, loopMaxMs: 2 });
@@ -185,7 +188,7 @@ describe('run writer: complete run', () => {
     ).toBe(true);
     expect(
       header?.endsWith(
-        'r3_cpu,r3_premium,r3_freemium,r3_role,r3_healthy,r3_unreachable,r3_overloaded,r3_slow',
+        'r3_cpu,r3_premium,r3_freemium,r3_role,r3_healthy,r3_unreachable,r3_overloaded,r3_slow,r3_lag_ms,r3_lag_bytes',
       ),
     ).toBe(true);
   });

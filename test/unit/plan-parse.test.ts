@@ -7,7 +7,7 @@ import { loadPlan, parseDuration, parsePlan } from '../../src/faults/plan.js';
 const H = 'name: t\nduration: 90\nwarmup: 10\nreference: 20\n';
 const ev = (...lines: string[]) => H + 'events:\n' + lines.map((l) => `  - { ${l} }\n`).join('');
 
-const ACTIONS = 'down, rejoin, stop, pause, unpause, throttle';
+const ACTIONS = 'down, rejoin, stop, pause, unpause, throttle, pause-replay, resume-replay';
 const DURATION_LIKE = 'must be a duration like 90, "90s", "2m", "1m30s" or "500ms"';
 
 // [what, plan text, exact message]
@@ -132,6 +132,11 @@ const MALFORMED: [string, string, string][] = [
     'plans/x.yaml:7: events[1].action: stop r1 needs it up and not paused (it is down since 30s)',
   ],
   [
+    'pause-replay on a down replica',
+    ev('at: 30, replica: r1, action: down', 'at: 40, replica: r1, action: pause-replay'),
+    'plans/x.yaml:7: events[1].action: pause-replay r1 needs it up and not paused (it is down since 30s)',
+  ],
+  [
     'rejoin an up replica',
     ev('at: 30, replica: r1, action: rejoin'),
     'plans/x.yaml:6: events[0].action: rejoin r1 needs it down or stopped (it is up)',
@@ -238,6 +243,8 @@ describe('parsePlan accepts valid plans', () => {
         'at: 33, replica: r1, action: stop',
         'at: 34, replica: r1, action: rejoin',
         'at: 35, replica: r1, action: down',
+        'at: 36, replica: r2, action: pause-replay',
+        'at: 37, replica: r2, action: resume-replay',
       ),
       'p.yaml',
     );
@@ -248,9 +255,11 @@ describe('parsePlan accepts valid plans', () => {
       'stop',
       'rejoin',
       'down',
+      'pause-replay',
+      'resume-replay',
     ]);
     expect(plan.events[1]?.cpus).toBe(0.25);
-    expect(plan.events.map((e) => e.line)).toEqual([6, 7, 8, 9, 10, 11]);
+    expect(plan.events.map((e) => e.line)).toEqual([6, 7, 8, 9, 10, 11, 12, 13]);
   });
 
   it('allows every replica down (K+ = 0; the router reports NO_REPLICA)', () => {

@@ -21,15 +21,36 @@ describe('phase naming and survivors', () => {
 
   it('down/stop/pause remove a survivor, rejoin/unpause add one, throttle keeps K+', () => {
     expect(
-      ['down', 'stop', 'pause', 'rejoin', 'unpause', 'throttle'].map((a) => survivorDelta(a as never)),
-    ).toEqual([-1, -1, -1, 1, 1, 0]);
+      ['down', 'stop', 'pause', 'rejoin', 'unpause', 'throttle', 'pause-replay', 'resume-replay'].map((a) =>
+        survivorDelta(a as never),
+      ),
+    ).toEqual([-1, -1, -1, 1, 1, 0, 0, 0]);
     expect(survivorsAfterEvent(5, 'down')).toBe(4);
     expect(survivorsAfterEvent(4, 'unpause')).toBe(5);
   });
 
   it('maps every action to the state a health checker should see, agreeing with K+ and the plan state', () => {
-    const actions = ['down', 'stop', 'pause', 'rejoin', 'unpause', 'throttle'] as const;
-    expect(actions.map((a) => replicaStateAfter(a))).toEqual(['down', 'down', 'down', 'up', 'up', null]);
+    const actions = [
+      'down',
+      'stop',
+      'pause',
+      'rejoin',
+      'unpause',
+      'throttle',
+      'pause-replay',
+      'resume-replay',
+    ] as const;
+    // A replica with replay paused is lagging, not down.
+    expect(actions.map((a) => replicaStateAfter(a))).toEqual([
+      'down',
+      'down',
+      'down',
+      'up',
+      'up',
+      null,
+      null,
+      null,
+    ]);
     for (const a of actions) {
       const healthyAfter = stateAfter(a, 'up') === 'up';
       if (survivorDelta(a) !== 0) expect(replicaStateAfter(a) === 'up').toBe(healthyAfter);

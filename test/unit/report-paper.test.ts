@@ -138,7 +138,7 @@ describe('paper experiments', () => {
     const paper = { ...rq3(25), runId: 'rq3-25-paper' };
     const configs = new Map<RunSummary, RunConfig>([
       [plain, { readings: { ...DEFAULT_READINGS } }],
-      [paper, { readings: { ...READING_PRESETS.paper } }],
+      [paper, { readings: { ...DEFAULT_READINGS, ...READING_PRESETS.paper } }],
     ]);
     const report = paperFigures(aggregateRuns([plain, paper], { configs }))!;
     expect(report.experiments.map((e) => [e.plan, e.settings])).toEqual([

@@ -48,6 +48,8 @@ describe('loadRun on a fixture', () => {
       unreachable: 0,
       overloaded: 0,
       slow: 0,
+      lagMs: null,
+      lagBytes: null,
     });
     expect(row.replicas.r3?.role).toBe('premium');
     expect(row.classes.premium?.p95Ms).toBeGreaterThan(0);
@@ -78,6 +80,8 @@ describe('parsers', () => {
       unreachable: 0,
       overloaded: 0,
       slow: 0,
+      lagMs: null,
+      lagBytes: null,
     });
     expect(rows[0]?.classes.premium).toMatchObject({ p95Ms: null, count: 3 });
     expect(rows[0]?.replicas.r1).toEqual({
@@ -89,6 +93,8 @@ describe('parsers', () => {
       unreachable: 0,
       overloaded: 0,
       slow: 0,
+      lagMs: null,
+      lagBytes: null,
     });
     // The same short line with its newline was written whole: an error.
     expect(() => parseTimeline(`${csv}\n`)).toThrow('line 4: 3 cells, header has 7');

@@ -59,6 +59,7 @@ function stubbornDriver(calls: string[]): ClusterDriver {
     pause: act('pause'),
     unpause: act('unpause'),
     setCpus: async () => undefined,
+    setReplayPaused: async () => undefined,
     cpuSeconds: async () => ({}),
     waitReady: async () => undefined,
     connector: () => ({

@@ -265,6 +265,8 @@ export function checkPlanHooks(c: ExternalCluster, plan: FaultPlan): void {
       `${escapeControl(c.path)}: replicas: plan ${plan.name} needs ${plan.replicas} replicas, the file has ${c.replicaIds.length}`,
     );
   for (const e of plan.events) {
+    // Replay pause and resume are SQL on the standby, not hooks.
+    if (e.action === 'pause-replay' || e.action === 'resume-replay') continue;
     for (const action of [e.action, UNDO[e.action]]) {
       if (action === undefined || c.hooks.get(e.replica)?.has(action)) continue;
       const why = action === e.action ? '' : ` (it undoes the plan's ${e.action} when a run ends early)`;

@@ -4,7 +4,14 @@
  * there, and writes to it only the bench's dataset, and only when the file says `prepare: true`.
  */
 import { PlbError } from '../../errors.js';
-import { withClient, currentWalLsn, replicaReplication, waitCaughtUp, waitServerReady } from '../pg-util.js';
+import {
+  setWalReplayPaused,
+  withClient,
+  currentWalLsn,
+  replicaReplication,
+  waitCaughtUp,
+  waitServerReady,
+} from '../pg-util.js';
 import { pgConnector, type Connector } from '../connector.js';
 import { ensureDataset } from '../../workload/dataset.js';
 import { defaultStateDir } from '../state.js';
@@ -89,6 +96,13 @@ export class ExternalDriver implements ClusterDriver {
 
   connector(credentials: Credentials): Connector {
     return pgConnector(this.endpoints(), credentials);
+  }
+
+  /** Replay pause and resume are SQL on the standby: no hook needed. */
+  async setReplayPaused(id: ServerId, paused: boolean): Promise<void> {
+    const ep = this.endpoint(id);
+    if (ep.kind !== 'replica') throw new PlbError('BAD_INPUT', `server: "${id}" is not a standby`);
+    await setWalReplayPaused(ep, await this.credentials(), paused);
   }
 
   /** Runs a fault hook; a failure (exit code, timeout, no such command) throws one line. */

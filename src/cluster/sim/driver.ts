@@ -133,6 +133,16 @@ export class SimDriver implements ClusterDriver {
     return Promise.resolve();
   }
 
+  /** The model has no WAL: replication lag is not simulated (a bench refuses such plans up front). */
+  setReplayPaused(_id: ServerId, _paused: boolean): Promise<void> {
+    return Promise.reject(
+      new PlbError(
+        'BAD_INPUT',
+        'pause-replay/resume-replay: the simulated cluster does not model replication lag',
+      ),
+    );
+  }
+
   /** CPU each server used so far, from the model (a down server's count stands still). */
   cpuSeconds(): Promise<Record<ServerId, number>> {
     const out: Record<ServerId, number> = {};
