@@ -12,6 +12,7 @@ import { tableStyle } from '../table-style.js';
 import { escapeControl } from '../text.js';
 import { paperFigures, type PaperReport } from './paper-figures.js';
 import { paperSection } from './paper-render.js';
+import { replicaLatencyTable, signalsTable } from './signals-table.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -359,7 +360,17 @@ export function groupTables(g: RunGroup): TableModel[] {
 export function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
   const d = detectionTable(g, opts);
   const f = failureTable(g, opts);
-  return [phaseTable(g, opts), replicaTable(g, opts), ...(f ? [f] : []), ...(d ? [d] : [])];
+  const parts = { title: groupTitle, stat: fmtStat };
+  const lat = replicaLatencyTable(g, opts.wide ?? true, parts);
+  const sig = signalsTable(g, opts.wide ?? true, parts);
+  return [
+    phaseTable(g, opts),
+    replicaTable(g, opts),
+    ...(lat ? [lat] : []),
+    ...(sig ? [sig] : []),
+    ...(f ? [f] : []),
+    ...(d ? [d] : []),
+  ];
 }
 
 const CSV_HEAD = [
