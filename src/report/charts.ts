@@ -86,7 +86,7 @@ export function bucketize<T>(rows: readonly T[], value: (r: T) => number | null,
   return out;
 }
 
-function overlayLayers(o: Overlay, height: number): object[] {
+export function overlayLayers(o: Overlay, height: number): object[] {
   const x = { field: 'start', type: 'quantitative' as const };
   const layers: object[] = [
     {
