@@ -18,14 +18,14 @@ function line(text: string, name: string): number | undefined {
 
 describe('plb proxy --metrics-port', () => {
   it('reads the router and the counters at each scrape; nothing before the proxy listens', async () => {
-    let view: ProxyView | undefined;
-    const registry = proxyRegistry(() => view);
+    const at: { view?: ProxyView } = {};
+    const registry = proxyRegistry(() => at.view);
     expect(await registry.metrics()).not.toMatch(/^plb_replica_sessions\{/m);
     const stats = new ProxyStats(['r1', 'r2', 'r3']);
     stats.replica('r1').opened = 7;
     stats.classes.premium.refused = 2;
     let snap = [rep('r1', 2, 4), rep('r2', 0, 2), rep('r3', 0, 0, false)];
-    view = { snapshot: () => snap, stats };
+    at.view = { snapshot: () => snap, stats };
     const text = await registry.metrics();
     expect(line(text, 'plb_replica_sessions{replica="r1",class="freemium"}')).toBe(4);
     expect(line(text, 'plb_replica_healthy{replica="r3"}')).toBe(0);
