@@ -1,6 +1,7 @@
 // The balance-signal and per-replica latency tables of `plb report` (the guide's monitoring
 // signals, metrics/signals.ts), one per group, next to the phase and replica tables.
 import { DEFAULT_SIGNAL_THRESHOLDS, type SignalThresholds } from '../metrics/signals.js';
+import type { PhaseSummary } from '../metrics/types.js';
 import { compareReplicaIds, type RunGroup } from './aggregate.js';
 import type { Stat } from './stats.js';
 
@@ -98,4 +99,35 @@ export function replicaLatencyTable(g: RunGroup, wide: boolean, parts: SignalTab
     return [p.name, mid ? ms(mid.v) : '-', top ? ms(top.v) : '-', top?.id ?? '-'];
   });
   return { title: `${title} (${ids.length} replicas)`, head: ['Phase', 'median', 'max', 'slowest'], rows };
+}
+
+const SIGNAL_LABELS = {
+  queryShareSpread: 'query spread',
+  cpuShareSpread: 'CPU spread',
+  silent: 'silent',
+  weightDeviation: 'weight dev',
+} as const;
+
+/** The bench's one line of a run: the signals over threshold, per phase (`no alert` when none). */
+export function signalsLine(
+  phases: readonly PhaseSummary[],
+  t: SignalThresholds = DEFAULT_SIGNAL_THRESHOLDS,
+): string {
+  const limits = {
+    queryShareSpread: t.queryShareSpread,
+    cpuShareSpread: t.cpuShareSpread,
+    weightDeviation: t.weightDeviation,
+  };
+  const parts = phases.flatMap((p) => {
+    const s = p.signals;
+    if (!s || s.alerts.length === 0) return [];
+    const what = s.alerts.map((a) =>
+      a === 'silent'
+        ? `silent ${s.silent.join(' ')}`
+        : `${SIGNAL_LABELS[a]} ${s[a]?.toFixed(2)} > ${limits[a]}`,
+    );
+    return [`${p.name} ${what.join(', ')}`];
+  });
+  if (!phases.some((p) => p.signals)) return 'balance signals: -';
+  return `balance signals: ${parts.length === 0 ? 'no alert' : `${ALERT} ${parts.join(' | ')}`}`;
 }

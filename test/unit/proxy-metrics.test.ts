@@ -6,7 +6,7 @@ import type { ReplicaSnapshot } from '../../src/router/types.js';
 const rep = (id: string, premium: number, freemium: number, healthy = true): ReplicaSnapshot => ({
   id,
   healthy,
-  role: 'shared',
+  role: 'mixed',
   weight: 1,
   sessions: { premium, freemium },
 });

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { SecondRecord } from '../../src/metrics/seconds.js';
 import type { TimelineRow } from '../../src/metrics/timeline.js';
 import { spreadSeries } from '../../src/report/signal-charts.js';
+import { signalsLine } from '../../src/report/signals-table.js';
+import type { PhaseSummary } from '../../src/metrics/types.js';
 
 const cells = (cpu: number | null, healthy: boolean) => ({
   cpu,
@@ -54,5 +56,31 @@ describe('spreadSeries', () => {
       queryShareSpread: null,
       cpuShareSpread: 1,
     });
+  });
+});
+
+describe('signalsLine', () => {
+  const phase = (name: string, signals?: PhaseSummary['signals']): PhaseSummary =>
+    ({ name, ...(signals ? { signals } : {}) }) as PhaseSummary;
+  const quiet = {
+    queryShareSpread: 1.1,
+    cpuShareSpread: 1.2,
+    silent: [],
+    weightRatio: {},
+    weightDeviation: 0.1,
+    alerts: [],
+  };
+  it('names the signals over threshold per phase, or says there is none', () => {
+    expect(signalsLine([phase('ref', quiet)])).toBe('balance signals: no alert');
+    expect(signalsLine([phase('ref')])).toBe('balance signals: -');
+    const loud = phase('rejoin-1', {
+      ...quiet,
+      queryShareSpread: 1.46,
+      silent: ['r2'],
+      alerts: ['queryShareSpread', 'silent'],
+    });
+    expect(signalsLine([phase('ref', quiet), loud])).toBe(
+      'balance signals: ALERT rejoin-1 query spread 1.46 > 1.4, silent r2',
+    );
   });
 });
