@@ -409,7 +409,11 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): 
         push(p.name, id, 'unreachable', r.unreachable);
         push(p.name, id, 'overloaded', r.overloaded);
         push(p.name, id, 'slow', r.slow);
+        if (r.p95Ms) push(p.name, id, 'p95Ms', r.p95Ms);
       }
+      if (p.signals)
+        for (const m of ['queryShareSpread', 'cpuShareSpread', 'weightDeviation'] as const)
+          push(p.name, 'signals', m, p.signals[m]);
     }
   }
   for (const e of cmp?.entries ?? []) {
