@@ -6,7 +6,9 @@ import { formatError, PlbError } from '../errors.js';
 import { errorLine, exitCodeOf } from '../fail.js';
 import { ensureWritableDir } from '../safe-write.js';
 import { loadPlan, MAX_SIM_REPLICAS, parseDuration } from '../faults/plan.js';
-import { createRunWriter } from '../metrics/index.js';
+import { createRunWriter, type RunWriter } from '../metrics/index.js';
+import { createLiveMetrics, type LiveMetrics } from '../metrics/live-metrics.js';
+import { startMetricsServer } from '../metrics/metrics-server.js';
 import {
   createRouter,
   DEFAULT_BORROWING,
@@ -296,6 +298,10 @@ export const benchFlags = {
     default: 5,
     helpGroup: HELP_GROUPS.output,
   }),
+  'metrics-port': checkedNumber({
+    description: 'serve live Prometheus metrics on 127.0.0.1:<port>/metrics while the runs go',
+    helpGroup: HELP_GROUPS.output,
+  }),
   wide: Flags.boolean({
     description: 'tables with every column (default: compact, about 100 columns)',
     default: false,
@@ -311,6 +317,35 @@ export const benchFlags = {
     helpGroup: HELP_GROUPS.cluster,
   }),
 };
+
+/** `--metrics-port`: the live registry and its server (closed at the end of the command). */
+interface LiveServer {
+  metrics: LiveMetrics;
+  close(): Promise<void>;
+}
+
+async function startLiveMetrics(port: number, warn: (line: string) => void): Promise<LiveServer> {
+  const metrics = createLiveMetrics();
+  const server = await startMetricsServer(port, () => metrics.text());
+  warn(`live metrics: http://127.0.0.1:${server.port}/metrics`);
+  return {
+    metrics,
+    close: async (): Promise<void> => {
+      await server.close();
+      metrics.close();
+    },
+  };
+}
+
+function withLiveMetrics(
+  live: { metrics: LiveMetrics } | null,
+  run: { strategy: string; mix: { premium: number; freemium: number } },
+  writer: RunWriter,
+): RunWriter {
+  return live
+    ? live.metrics.tee(writer, { strategy: run.strategy, mix: `${run.mix.premium}:${run.mix.freemium}` })
+    : writer;
+}
 
 export interface BenchFlagValues {
   plan?: string | undefined;
@@ -354,6 +389,8 @@ export interface BenchFlagValues {
   json: boolean;
   /** Tables with every column (default compact). */
   wide?: boolean;
+  /** Live Prometheus metrics on 127.0.0.1:<port>/metrics (absent: none). */
+  'metrics-port'?: number | undefined;
   calibration?: string | undefined;
   /** --driver external: the cluster file. */
   'cluster-file'?: string | undefined;
@@ -512,6 +549,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   cpus: (v) => parseCpus('--cpus', String(v)),
   'base-port': (v) => positive('base-port', Number(v), true, 65535),
   progress: (v) => nonNegativeInteger('progress', Number(v), 86_400),
+  'metrics-port': (v) => positive('metrics-port', Number(v), true, 65535),
 };
 
 /**
@@ -603,6 +641,7 @@ export async function executeBench(
         '--lag-weights: needs --write-rate (lag is measured only with writes on)',
       );
     const seed = flags.seed ?? newSeed();
+    if (flags['metrics-port'] !== undefined) checkBenchValue('metrics-port', flags['metrics-port']);
     // Last check, the only one that creates something: the folder the run directories go into.
     ensureWritableDir(flags.out, '--out');
     const workload: WorkloadSpec = {
@@ -633,7 +672,10 @@ export async function executeBench(
     // First Ctrl-C, SIGTERM or SIGHUP: stop gracefully; the second: exit at once.
     const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
     let outcome;
+    let live: LiveServer | null = null;
     try {
+      // Before the cluster: a port in use is one line and nothing started.
+      if (flags['metrics-port'] !== undefined) live = await startLiveMetrics(flags['metrics-port'], io.warn);
       const lease = await leaseCluster({
         name: flags.name,
         driver: driverChoice,
@@ -676,19 +718,23 @@ export async function executeBench(
           createWriter: observeWriters(lease, (run, index) => {
             progress?.runStarted(index);
             return (ids) =>
-              createRunWriter({
-                outDir: flags.out,
-                strategy: run.strategy,
-                plan: plan.name,
-                seed: run.seed,
-                clients: workload.clients,
-                mix: run.mix,
-                replicas: ids,
-                refWindowS: plan.referenceWindow,
-                warmupS: plan.warmup,
-                // Simulated: the start time is virtual (ms since the series began), so a seed repeats.
-                ...(simClock ? { clock: () => new Date(simClock.now()) } : {}),
-              });
+              withLiveMetrics(
+                live,
+                run,
+                createRunWriter({
+                  outDir: flags.out,
+                  strategy: run.strategy,
+                  plan: plan.name,
+                  seed: run.seed,
+                  clients: workload.clients,
+                  mix: run.mix,
+                  replicas: ids,
+                  refWindowS: plan.referenceWindow,
+                  warmupS: plan.warmup,
+                  // Simulated: the start time is virtual (ms since the series began), so a seed repeats.
+                  ...(simClock ? { clock: () => new Date(simClock.now()) } : {}),
+                }),
+              );
           }),
           log: io.warn,
           signal: stop.signal,
@@ -709,6 +755,7 @@ export async function executeBench(
       }
     } finally {
       stop.dispose();
+      await live?.close();
     }
     if (!outcome.interrupted) progress?.finished();
     await renderOutcome(outcome.results, strategies, runs.length, flags.json, flags.wide ?? false, io);

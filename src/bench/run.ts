@@ -9,6 +9,7 @@ import type { FaultPlan } from '../faults/types.js';
 import {
   HARNESS_LOOP_P99_LIMIT_MS,
   type Recorder,
+  type ReplicaState,
   type RunSummary,
   type RunWriter,
 } from '../metrics/types.js';
@@ -33,6 +34,7 @@ export interface RunnerRouter {
     id: string;
     healthy: boolean;
     role: string;
+    weight?: number;
     sessions: { premium: number; freemium: number };
   }>;
 }
@@ -464,8 +466,14 @@ class Sampler {
     writer.recorder.cpu((this.lastCpuAt + tAfter) / 2, fractions);
     this.lastCpu = cpu;
     this.lastCpuAt = tAfter;
-    const state: Record<string, { premium: number; freemium: number; role: string; healthy: boolean }> = {};
-    for (const s of this.router.snapshot()) state[s.id] = { ...s.sessions, role: s.role, healthy: s.healthy };
+    const state: Record<string, ReplicaState> = {};
+    for (const s of this.router.snapshot())
+      state[s.id] = {
+        ...s.sessions,
+        role: s.role,
+        healthy: s.healthy,
+        ...(s.weight !== undefined ? { weight: s.weight } : {}),
+      };
     writer.recorder.replicaState(t, state);
     writer.tick(t);
     this.progress(t);

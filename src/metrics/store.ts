@@ -118,6 +118,8 @@ export class MetricsStore implements Recorder {
   readonly cpuLog: CpuLog;
   readonly failureLog: FailureLog = { at: f64(), replica: u16(), cause: u8() };
   readonly harnessLog: HarnessLog = { cpuAt: f64(), cpu: f64(), loopAt: f64(), loopDelayUs: f32() };
+  /** Configured weight per replica, the latest the router reported (replicaState). */
+  readonly weights = new Map<string, number>();
   private readonly index = new Map<string, number>();
   private readonly seconds = new Map<number, SecondAgg>();
   private readonly pool: Histogram[] = [];
@@ -257,6 +259,8 @@ export class MetricsStore implements Recorder {
 
   replicaState(atMs: number, perReplica: Record<string, ReplicaState>): void {
     if (this.sealed) return;
+    for (const [id, st] of Object.entries(perReplica))
+      if (st.weight !== undefined) this.weights.set(id, st.weight);
     const sec = this.second(atMs);
     if (sec && atMs >= sec.stateAtMs) {
       sec.state = { ...perReplica };

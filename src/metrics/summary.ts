@@ -15,6 +15,7 @@ import {
 import { REF_PHASE, replicaStateAfter } from '../faults/actions.js';
 import { phaseIndexAt } from './phases.js';
 import { lagPhaseStats } from './lag.js';
+import { computeSignals, longestGapMs } from './signals.js';
 import { COUNTED_CAUSES, ENDING_CODE, UNKNOWN_REPLICA, type ClassLog, type MetricsStore } from './store.js';
 import {
   HARNESS_LOOP_P99_LIMIT_MS,
@@ -115,6 +116,8 @@ function replicaStats(store: MetricsStore, phases: readonly Phase[]): Record<str
     const r = fl.replica.get(i);
     if (row && r !== UNKNOWN_REPLICA) row[r] = (row[r] ?? 0) + 1;
   }
+  const quiet = replicaQuietS(store, phases);
+  const latency = replicaLatency(store, phases);
   for (const cls of SERVICE_CLASSES) {
     const log = store.logs[cls];
     for (let i = 0; i < log.openAt.length; i++) {
@@ -158,10 +161,61 @@ function replicaStats(store: MetricsStore, phases: readonly Phase[]): Record<str
         overloaded: failures[1]?.[p]?.[r] ?? 0,
         slow: failures[2]?.[p]?.[r] ?? 0,
         ...(l ? { lag: l } : {}),
+        ...(latency[p]?.[r] ?? {}),
+        longestQuietS: round(quiet[p]?.[r] ?? 0, 3) ?? 0,
+        weight: store.weights.get(id) ?? 1,
       };
     });
     return out;
   });
+}
+
+/** Past this many replicas the summary has no per-replica latency (K histograms per phase). */
+export const PER_REPLICA_LATENCY_MAX = 64;
+
+/**
+ * p50/p95 (ms) of the queries each replica served, per phase; empty past PER_REPLICA_LATENCY_MAX
+ * replicas. One phase at a time through K reused histograms: memory stays K histograms.
+ */
+function replicaLatency(
+  store: MetricsStore,
+  phases: readonly Phase[],
+): ({ p50Ms: number | null; p95Ms: number | null } | undefined)[][] {
+  const k = store.replicas.length;
+  if (k > PER_REPLICA_LATENCY_MAX) return [];
+  const hists = store.replicas.map(() => newLatencyHistogram());
+  return phases.map((_, p) => {
+    for (const h of hists) h.reset();
+    for (const cls of SERVICE_CLASSES) {
+      const log = store.logs[cls];
+      for (let i = 0; i < log.queryEnd.length; i++) {
+        if (phaseIndexAt(phases, log.queryEnd.get(i)) !== p) continue;
+        hists[log.queryReplica.get(i)]?.recordValue(log.queryLatUs.get(i));
+      }
+    }
+    return hists.map((h) =>
+      h.totalCount > 0
+        ? { p50Ms: round(percentileMs(h, 50), 3), p95Ms: round(percentileMs(h, 95), 3) }
+        : { p50Ms: null, p95Ms: null },
+    );
+  });
+}
+
+/** Per phase and replica: the longest stretch without a new session, s (the silent-replica signal). */
+function replicaQuietS(store: MetricsStore, phases: readonly Phase[]): number[][] {
+  const k = store.replicas.length;
+  const opens: number[][][] = phases.map(() => store.replicas.map(() => []));
+  for (const cls of SERVICE_CLASSES) {
+    const log = store.logs[cls];
+    for (let i = 0; i < log.openAt.length; i++) {
+      const at = log.openAt.get(i);
+      const r = log.openReplica.get(i);
+      if (r < k) opens[phaseIndexAt(phases, at)]?.[r]?.push(at);
+    }
+  }
+  return phases.map((ph, p) =>
+    store.replicas.map((_, r) => longestGapMs(opens[p]?.[r] ?? [], ph.startMs, ph.endMs) / 1000),
+  );
 }
 
 /**
@@ -275,6 +329,18 @@ export function assemblePhases(
           : s;
     }
     const reps = replicas[p] ?? {};
+    const signals = computeSignals(
+      Object.entries(reps).map(([id, r]) => ({
+        id,
+        up: r.up,
+        queries: r.queries,
+        sessionsOpened: r.sessionsOpened,
+        cpu: r.cpuMean,
+        weight: r.weight ?? 1,
+        ...(r.longestQuietS !== undefined ? { longestQuietS: r.longestQuietS } : {}),
+      })),
+      (ph.endMs - ph.startMs) / 1000,
+    );
     const upCpu = Object.values(reps)
       .filter((r) => r.up && r.cpuMean !== null)
       .map((r) => r.cpuMean as number);
@@ -288,6 +354,7 @@ export function assemblePhases(
       cpuMean: round(mean(upCpu), 4),
       cpuCv: round(coefficientOfVariation(upCpu), 4),
       ...(harness[p] ? { harness: harness[p] } : {}),
+      signals,
     };
   });
 }

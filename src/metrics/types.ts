@@ -1,6 +1,7 @@
 import type { FailureCause } from '../cluster/failure-cause.js';
 import type { ServiceClass } from '../router/types.js';
 import type { ReplicaLag, ReplicaLagStats } from './lag.js';
+import type { PhaseSignals } from './signals.js';
 
 /** How a session ended: by finishing its queries, by an error, or cut off by the end of the run. */
 export type SessionEnding = 'finished' | 'failed' | 'cut';
@@ -50,6 +51,8 @@ export interface ReplicaState {
   role: string;
   /** Healthy as the router sees it. */
   healthy: boolean;
+  /** Configured weight (router snapshot); absent means 1. */
+  weight?: number;
 }
 
 /**
@@ -146,6 +149,13 @@ export interface ReplicaPhaseStats {
   slow?: number;
   /** Replication lag over the phase; only in runs with the write workload on (`--write-rate`). */
   lag?: ReplicaLagStats;
+  /** Latency of the queries it served (every class), ms; absent in older runs and past PER_REPLICA_LATENCY_MAX replicas. */
+  p50Ms?: number | null;
+  p95Ms?: number | null;
+  /** Longest stretch of the phase without a new session, s (the silent-replica signal). Absent in older runs. */
+  longestQuietS?: number;
+  /** Configured weight (router snapshot). Absent in older runs. */
+  weight?: number;
 }
 
 /** The client process over a phase: did the harness keep up? */
@@ -174,6 +184,8 @@ export interface PhaseSummary {
   harness?: HarnessPhaseStats;
   /** Set when the phase is not the measurement it claims to be (a fault that failed), and why. */
   invalid?: string;
+  /** The guide's four balance signals over the phase (metrics/signals.ts). Absent in older runs. */
+  signals?: PhaseSignals;
 }
 
 export interface DetectionRecord {

@@ -47,6 +47,11 @@ export const proxyFlags = {
     default: 'off',
     helpGroup: PROXY_GROUP,
   }),
+  'metrics-port': Flags.integer({
+    description: 'serve Prometheus metrics on 127.0.0.1:<port>/metrics',
+    min: 1,
+    max: 65535,
+  }),
   'stats-every': Flags.integer({
     description: 'seconds between stats lines (0: none)',
     default: 5,
@@ -96,6 +101,7 @@ export interface ProxyFlagValues {
   'hang-timeout': string;
   'stats-every': number;
   'stop-timeout': string;
+  'metrics-port'?: number | undefined;
 }
 
 export interface ProxyConfig {
@@ -111,6 +117,7 @@ export interface ProxyConfig {
   health: HealthOptions;
   statsEveryS: number;
   stopTimeoutMs: number;
+  metricsPort?: number;
 }
 
 function durationMs(flag: string, value: string, positive: boolean): number {
@@ -131,6 +138,12 @@ function port(flag: string, n: number): number | undefined {
  * Every value checked before anything starts (the command line was checked as it was read; a
  * direct caller is checked here, by the same functions); one-line errors naming the flag.
  */
+function metricsPort(n: number): number {
+  if (!Number.isInteger(n) || n < 1 || n > 65535)
+    throw new PlbError('BAD_INPUT', `--metrics-port: must be a port from 1 to 65535 (got ${n})`);
+  return n;
+}
+
 export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
   if (!isStrategyName(f.strategy))
     throw new PlbError(
@@ -177,5 +190,6 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     health,
     statsEveryS: f['stats-every'],
     stopTimeoutMs: durationMs('stop-timeout', f['stop-timeout'], false),
+    ...(f['metrics-port'] !== undefined ? { metricsPort: metricsPort(f['metrics-port']) } : {}),
   };
 }

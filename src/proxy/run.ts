@@ -3,7 +3,9 @@ import { handleStopSignals, type StopSignalDeps } from '../bench/stop-signals.js
 import { openCluster } from '../cluster/select.js';
 import type { ReplicaSnapshot } from '../router/types.js';
 import { parseProxyFlags, type ProxyFlagValues } from './options.js';
-import { startProxy } from './proxy-server.js';
+import { startProxy, type ProxyHandle } from './proxy-server.js';
+import { proxyRegistry } from './proxy-metrics.js';
+import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { ClassCounters, ReplicaCounters } from './stats.js';
 
 export interface ProxyIo {
@@ -34,10 +36,23 @@ export async function executeProxy(
   const driver = await openCluster(config.name);
   const replicas = driver.endpoints().filter((e) => e.kind === 'replica');
   const creds = await driver.credentials();
+  // Before the listeners: a metrics port in use is one line and nothing listens.
+  let handle: ProxyHandle | undefined;
+  const registry =
+    config.metricsPort === undefined
+      ? undefined
+      : proxyRegistry(() => {
+          const h = handle;
+          return h && { snapshot: () => h.router.snapshot(), stats: h.stats };
+        });
+  const metrics =
+    registry && config.metricsPort !== undefined
+      ? await startMetricsServer(config.metricsPort, () => registry.metrics())
+      : undefined;
   const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
   try {
     const t0 = Date.now();
-    const proxy = await startProxy({
+    const proxy = (handle = await startProxy({
       replicas,
       connector: driver.connector(creds),
       host: config.host,
@@ -51,7 +66,8 @@ export async function executeProxy(
       health: config.health,
       statsEveryS: config.statsEveryS,
       log: io.log,
-    });
+    }));
+    if (metrics) io.log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);
     for (const cls of ['premium', 'freemium'] as const) {
       const port = proxy.ports[cls];
       if (port !== undefined) io.log(`${cls}: listening on ${config.host}:${port}`);
@@ -74,5 +90,7 @@ export async function executeProxy(
     };
   } finally {
     stop.dispose();
+    await metrics?.close();
+    registry?.clear();
   }
 }

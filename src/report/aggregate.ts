@@ -52,10 +52,23 @@ export interface AggregatedPhase {
   harnessLoopP99Ms: Stat;
   /** `<runId>: <why>` for every run in which this phase is not a valid measurement (a failed fault). */
   invalid: string[];
+  /** The four balance signals over the runs (absent when no run recorded them). */
+  signals?: AggregatedSignals;
+}
+
+export interface AggregatedSignals {
+  queryShareSpread: Stat;
+  cpuShareSpread: Stat;
+  weightDeviation: Stat;
+  /** Replicas silent in at least one run, and in how many runs some replica was. */
+  silent: string[];
+  silentRuns: number;
 }
 
 export interface AggregatedReplica {
   cpuMean: Stat;
+  /** p95 of the queries it served, ms (absent when no run recorded it). */
+  p95Ms?: Stat;
   /** Failures heard of, by cause (only unreachable counts toward fall). */
   unreachable: Stat;
   overloaded: Stat;
@@ -303,8 +316,10 @@ function aggregatePhase(name: string, perRun: { runId: string; phases: PhaseSumm
   for (const id of replicaIds) {
     const of = (m: 'cpuMean' | 'unreachable' | 'overloaded' | 'slow') =>
       stat(ps.map((p) => p.replicas?.[id]?.[m] ?? null));
+    const p95 = ps.map((p) => p.replicas?.[id]?.p95Ms);
     replicas[id] = {
       cpuMean: of('cpuMean'),
+      ...(p95.some((x) => typeof x === 'number') ? { p95Ms: stat(p95) } : {}),
       unreachable: of('unreachable'),
       overloaded: of('overloaded'),
       slow: of('slow'),
@@ -323,6 +338,21 @@ function aggregatePhase(name: string, perRun: { runId: string; phases: PhaseSumm
     harnessCpu: stat(ps.map((p) => p.harness?.cpuMean ?? null)),
     harnessLoopP99Ms: stat(ps.map((p) => p.harness?.loopP99Ms ?? null)),
     invalid: perRun.flatMap((r) => r.phases.filter((p) => p.invalid).map((p) => `${r.runId}: ${p.invalid}`)),
+    ...aggregateSignals(ps),
+  };
+}
+
+function aggregateSignals(ps: readonly PhaseSummary[]): { signals?: AggregatedSignals } {
+  const sig = ps.flatMap((p) => (p.signals ? [p.signals] : []));
+  if (sig.length === 0) return {};
+  return {
+    signals: {
+      queryShareSpread: stat(sig.map((s) => s.queryShareSpread)),
+      cpuShareSpread: stat(sig.map((s) => s.cpuShareSpread)),
+      weightDeviation: stat(sig.map((s) => s.weightDeviation)),
+      silent: [...new Set(sig.flatMap((s) => s.silent))].sort(compareReplicaIds),
+      silentRuns: sig.filter((s) => s.silent.length > 0).length,
+    },
   };
 }
 

@@ -15,6 +15,7 @@ import { paperHtml } from './paper-charts.js';
 import { comparisonTable, groupTables, settingsLines, type TableModel } from './render.js';
 import { QUANTILE_METHOD } from '../metrics/math.js';
 import { hasLag, lagTimelineSpec } from './lag-chart.js';
+import { readSeconds, spreadSeries, spreadTimelineSpec } from './signal-charts.js';
 
 const CSS = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d232a;max-width:1200px}
@@ -96,6 +97,9 @@ export async function renderRunHtml(run: LoadedRun): Promise<string> {
   if (run.timeline.length > 0 && run.replicaIds.length > 0) {
     parts.push('<h2>Replicas</h2>');
     parts.push(chart(await renderSvg(cpuTimelineSpec(run))));
+    parts.push(
+      chart(await renderSvg(spreadTimelineSpec(run, spreadSeries(run.timeline, readSeconds(run.dir))))),
+    );
     parts.push(chart(await renderSvg(roleTimelineSpec(run))));
     if (hasLag(run)) parts.push(chart(await renderSvg(lagTimelineSpec(run))));
   }

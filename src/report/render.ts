@@ -12,6 +12,7 @@ import { tableStyle } from '../table-style.js';
 import { escapeControl } from '../text.js';
 import { paperFigures, type PaperReport } from './paper-figures.js';
 import { paperSection } from './paper-render.js';
+import { replicaLatencyTable, signalsTable } from './signals-table.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -359,7 +360,17 @@ export function groupTables(g: RunGroup): TableModel[] {
 export function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
   const d = detectionTable(g, opts);
   const f = failureTable(g, opts);
-  return [phaseTable(g, opts), replicaTable(g, opts), ...(f ? [f] : []), ...(d ? [d] : [])];
+  const parts = { title: groupTitle, stat: fmtStat };
+  const lat = replicaLatencyTable(g, opts.wide ?? true, parts);
+  const sig = signalsTable(g, opts.wide ?? true, parts);
+  return [
+    phaseTable(g, opts),
+    replicaTable(g, opts),
+    ...(lat ? [lat] : []),
+    ...(sig ? [sig] : []),
+    ...(f ? [f] : []),
+    ...(d ? [d] : []),
+  ];
 }
 
 const CSV_HEAD = [
@@ -398,7 +409,11 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): 
         push(p.name, id, 'unreachable', r.unreachable);
         push(p.name, id, 'overloaded', r.overloaded);
         push(p.name, id, 'slow', r.slow);
+        if (r.p95Ms) push(p.name, id, 'p95Ms', r.p95Ms);
       }
+      if (p.signals)
+        for (const m of ['queryShareSpread', 'cpuShareSpread', 'weightDeviation'] as const)
+          push(p.name, 'signals', m, p.signals[m]);
     }
   }
   for (const e of cmp?.entries ?? []) {

@@ -37,9 +37,18 @@ const classMetricsSchema = z.object(
 
 export const aggregatedReplicaSchema = z.object({
   cpuMean: statSchema,
+  p95Ms: statSchema.optional().describe('p95 of the queries it served; absent when no run recorded it'),
   unreachable: statSchema,
   overloaded: statSchema,
   slow: statSchema,
+});
+
+export const aggregatedSignalsSchema = z.object({
+  queryShareSpread: statSchema,
+  cpuShareSpread: statSchema,
+  weightDeviation: statSchema,
+  silent: z.array(z.string()),
+  silentRuns: z.number(),
 });
 
 export const aggregatedPhaseSchema = z
@@ -56,6 +65,7 @@ export const aggregatedPhaseSchema = z
     harnessCpu: statSchema,
     harnessLoopP99Ms: statSchema,
     invalid: z.array(z.string()),
+    signals: aggregatedSignalsSchema.optional().describe('the four balance signals; absent in older runs'),
   })
   // An id: defined once, referred to by phases and faultInterval.
   .meta({ id: 'AggregatedPhase' });

@@ -11,6 +11,7 @@ import {
   type RunSummary,
 } from '../metrics/types.js';
 import type { SameType } from './type-check.js';
+import { SIGNAL_NAMES, type PhaseSignals } from '../metrics/signals.js';
 import { mixSchema, serviceClassRecord } from './common.js';
 
 const ms = z.number().nullable();
@@ -55,6 +56,24 @@ export const replicaPhaseStatsSchema = z.object({
     .describe(
       "replication lag over the phase (--write-rate runs only): the standby's now() - last replayed commit, in ms, and the primary's WAL byte distance to its replay position",
     ),
+  p50Ms: ms.optional().describe('queries it served, every class; absent in older runs and past 64 replicas'),
+  p95Ms: ms.optional().describe('queries it served, every class; absent in older runs and past 64 replicas'),
+  longestQuietS: z
+    .number()
+    .optional()
+    .describe('longest stretch without a new session; absent in older runs'),
+  weight: z.number().optional().describe('configured weight (router); absent in older runs'),
+});
+
+export const phaseSignalsSchema = z.object({
+  queryShareSpread: z.number().nullable().describe('max/mean of queries over the replicas up'),
+  cpuShareSpread: z.number().nullable().describe('max/mean of CPU over the replicas up'),
+  silent: z.array(z.string()).describe('replicas up with no new session for the silent window'),
+  weightRatio: z
+    .record(z.string(), z.number().nullable())
+    .describe('share of new sessions / share of weight'),
+  weightDeviation: z.number().nullable().describe('worst |weightRatio - 1|'),
+  alerts: z.array(z.enum(SIGNAL_NAMES)),
 });
 
 export const harnessPhaseStatsSchema = z.object({
@@ -78,6 +97,7 @@ export const phaseSummarySchema = z
     cpuCv: z.number().nullable(),
     harness: harnessPhaseStatsSchema.optional(),
     invalid: z.string().optional(),
+    signals: phaseSignalsSchema.optional().describe('the four balance signals; absent in older runs'),
   })
   // An id: defined once, referred to by phases and faultInterval.
   .meta({ id: 'PhaseSummary' });
@@ -125,6 +145,7 @@ export const summarySchema = z
 const _class: SameType<z.infer<typeof classPhaseStatsSchema>, ClassPhaseStats> = true;
 const _replica: SameType<z.infer<typeof replicaPhaseStatsSchema>, ReplicaPhaseStats> = true;
 const _harness: SameType<z.infer<typeof harnessPhaseStatsSchema>, HarnessPhaseStats> = true;
+const _signals: SameType<z.infer<typeof phaseSignalsSchema>, PhaseSignals> = true;
 const _phase: SameType<z.infer<typeof phaseSummarySchema>, PhaseSummary> = true;
 const _detection: SameType<z.infer<typeof detectionRecordSchema>, DetectionRecord> = true;
 const _counts: SameType<z.infer<typeof detectionCountsSchema>, DetectionCounts> = true;

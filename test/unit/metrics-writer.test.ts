@@ -259,10 +259,33 @@ describe('run writer: complete run', () => {
     });
     expect(down?.classes.freemium).toMatchObject({ p95: 1.5, goodputRetention: 1, p95Inflation: 2 });
     const none = { unreachable: 0, overloaded: 0, slow: 0 };
+    const extra = (p50Ms: number | null, p95Ms: number | null, longestQuietS: number) => ({
+      p50Ms,
+      p95Ms,
+      longestQuietS,
+      weight: 1,
+    });
     expect(ref?.replicas).toEqual({
-      r1: { up: true, cpuMean: 0.5, sessionsOpened: 0, queries: 2000, ...none },
-      r2: { up: true, cpuMean: 0.3, sessionsOpened: 0, queries: 0, ...none, overloaded: 1 },
-      r3: { up: true, cpuMean: 0.4, sessionsOpened: 20, queries: 2000, ...none },
+      r1: { up: true, cpuMean: 0.5, sessionsOpened: 0, queries: 2000, ...none, ...extra(1, 1, 20) },
+      r2: {
+        up: true,
+        cpuMean: 0.3,
+        sessionsOpened: 0,
+        queries: 0,
+        ...none,
+        overloaded: 1,
+        ...extra(null, null, 20),
+      },
+      r3: { up: true, cpuMean: 0.4, sessionsOpened: 20, queries: 2000, ...none, ...extra(0.5, 0.5, 1) },
+    });
+    // ref: queries 2000/0/2000 (spread 1.5), CPU 0.5/0.3/0.4 (1.25), r1 and r2 opened nothing in 20 s.
+    expect(ref?.signals).toMatchObject({
+      queryShareSpread: 1.5,
+      cpuShareSpread: 1.25,
+      silent: ['r1', 'r2'],
+      weightRatio: { r1: 0, r2: 0, r3: 3 },
+      weightDeviation: 2,
+      alerts: ['queryShareSpread', 'silent', 'weightDeviation'],
     });
     expect(down?.replicas['r1']).toEqual({
       up: false,
@@ -271,14 +294,16 @@ describe('run writer: complete run', () => {
       queries: 0,
       ...none,
       unreachable: 2,
+      ...extra(null, null, 30),
     });
-    expect(down?.replicas['r2']).toEqual({
+    expect(down?.replicas['r2']).toMatchObject({
       up: true,
       cpuMean: 0.7,
       sessionsOpened: 1,
       queries: 3000,
       ...none,
     });
+    expect(down?.replicas['r2']?.p95Ms).toBeGreaterThan(0);
     expect(down?.replicas['r3']).toMatchObject({ slow: 1 });
     expect(ref?.harness).toEqual({
       cpuMean: 0.25,
