@@ -31,6 +31,16 @@ import { leaseCluster } from './cluster-lease.js';
 import { collectEnvironment } from './environment.js';
 import { DEFAULT_WORKLOAD, parseMix, type WorkloadSpec } from '../workload/spec.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
+import {
+  defaultViaLabel,
+  isViaStrategy,
+  parseVia,
+  parseViaLabel,
+  VIA,
+  ViaAdmissions,
+  viaStrategy,
+  type ViaOptions,
+} from './via.js';
 
 /** Help sections of the bench flags (oclif `helpGroup`). */
 export const HELP_GROUPS = {
@@ -95,7 +105,7 @@ export function seriesFlags(defaults: { strategy: string[]; repeat: number; repe
   };
 }
 
-const STRATEGY_LIST = 'plb, rr, static, lc or wlc';
+const STRATEGY_LIST = 'plb, rr, static, lc, wlc, or via (an external balancer, --via)';
 
 /** Flags shared by `bench run` and `bench matrix` (and seriesFlags). --json comes with enableJsonFlag. */
 export const benchFlags = {
@@ -237,6 +247,16 @@ export const benchFlags = {
     description: 'with --driver sim: calibration file (default: the shipped calibration/default.json)',
     helpGroup: HELP_GROUPS.cluster,
   }),
+  via: checkedString({
+    description:
+      'with --strategy via: the balancer sessions connect to, host:port, or premium=host:port,freemium=host:port for a class-aware one (plb proxy); each session asks the replica it landed on who it is',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  'via-label': checkedString({
+    description:
+      "with --strategy via: the balancer's name in reports (strategy via:<label>); default: the --via endpoint",
+    helpGroup: HELP_GROUPS.router,
+  }),
 };
 
 export interface BenchFlagValues {
@@ -272,6 +292,9 @@ export interface BenchFlagValues {
   /** Tables with every column (default compact). */
   wide?: boolean;
   calibration?: string | undefined;
+  /** `--strategy via`: the balancer's endpoint(s), and its name in reports. */
+  via?: string | undefined;
+  'via-label'?: string | undefined;
 }
 
 function durationMsFlag(name: string, value: string): number {
@@ -323,17 +346,18 @@ export function parseBorrowing(text: string): BorrowingOptions | false {
   return options;
 }
 
-function parseStrategies(text: string, field: string): StrategyName[] {
+/** The router's strategies, and via (an external balancer, src/bench/via.ts). */
+function parseStrategies(text: string, field: string): string[] {
   const list = text
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
   if (list.length === 0) throw new PlbError('BAD_INPUT', `--${field}: name at least one strategy`);
   for (const s of list) {
-    if (!isStrategyName(s))
+    if (!isStrategyName(s) && s !== VIA)
       throw new PlbError('BAD_INPUT', `--${field}: unknown strategy "${s}" (${STRATEGY_LIST})`);
   }
-  return list as StrategyName[];
+  return list;
 }
 
 function nonNegativeInteger(name: string, n: number, max: number): number {
@@ -372,7 +396,31 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   cpus: (v) => parseCpus('--cpus', String(v)),
   'base-port': (v) => positive('base-port', Number(v), true, 65535),
   progress: (v) => nonNegativeInteger('progress', Number(v), 86_400),
+  via: (v) => parseVia(String(v)),
+  'via-label': (v) => parseViaLabel(String(v)),
 };
+
+/** --strategy via needs --via, and --via (or --via-label) needs via among the strategies. */
+function resolveVia(
+  strategies: readonly string[],
+  flags: Pick<BenchFlagValues, 'via' | 'via-label'>,
+  field: string,
+  sim: boolean,
+): ViaOptions | undefined {
+  const wanted = strategies.includes(VIA);
+  if (!wanted) {
+    if (flags.via !== undefined || flags['via-label'] !== undefined)
+      throw new PlbError('BAD_INPUT', `--via: only with --${field} via (add via to the list)`);
+    return undefined;
+  }
+  if (flags.via === undefined)
+    throw new PlbError('BAD_INPUT', `--${field} via: needs --via host:port (the balancer to go through)`);
+  if (sim) throw new PlbError('BAD_INPUT', `--${field} via: needs a real cluster (--driver docker or local)`);
+  const endpoints = parseVia(flags.via);
+  const label =
+    flags['via-label'] === undefined ? defaultViaLabel(endpoints) : parseViaLabel(flags['via-label']);
+  return { label, endpoints };
+}
 
 /** Checks one bench value (as the command line gave it, or a caller passed it). */
 export function checkBenchValue(name: string, value: string | number): unknown {
@@ -436,6 +484,7 @@ export async function executeBench(
     const sim = driverChoice === 'sim';
     if (flags.calibration !== undefined && !sim)
       throw new PlbError('BAD_INPUT', '--calibration: only with --driver sim');
+    const via = resolveVia(strategies, flags, names.strategies, sim);
     const plan = loadPlan(planPath, sim ? { maxReplicas: MAX_SIM_REPLICAS } : {});
     const seed = flags.seed ?? newSeed();
     // Last check, the only one that creates something: the folder the run directories go into.
@@ -456,7 +505,9 @@ export async function executeBench(
         freemium: cls(DEFAULT_WORKLOAD.classes.freemium),
       },
     };
-    const runs = expandSeries(strategies, mixes, flags.repeat, seed);
+    // A via run is named after its balancer (via:<label>), so its report group says which one.
+    const named = strategies.map((s) => (s === VIA && via ? viaStrategy(via.label) : s));
+    const runs = expandSeries(named, mixes, flags.repeat, seed);
     // With --json, stdout holds the JSON alone.
     (flags.json ? io.warn : io.log)(
       `seed ${seed}; plan ${plan.name} (${plan.duration} s, ${plan.events.length} events); ${runs.length} run(s)`,
@@ -503,15 +554,17 @@ export async function executeBench(
           driver: lease.driver,
           spec: lease.spec,
           createRouter: (strategy) => (ids, onRoleChange) =>
-            createRouter({
-              strategy: strategy as StrategyName,
-              replicas: ids,
-              reference,
-              partition,
-              slowStartMs,
-              borrowing,
-              onRoleChange,
-            }),
+            isViaStrategy(strategy)
+              ? new ViaAdmissions(ids)
+              : createRouter({
+                  strategy: strategy as StrategyName,
+                  replicas: ids,
+                  reference,
+                  partition,
+                  slowStartMs,
+                  borrowing,
+                  onRoleChange,
+                }),
           createWriter: (run, index) => {
             progress?.runStarted(index);
             return (ids) =>
@@ -532,6 +585,7 @@ export async function executeBench(
           log: io.warn,
           signal: stop.signal,
           ...(autoThink ? { autoThink: { targetCpu: targetCpuValue } } : {}),
+          ...(via ? { via } : {}),
           configExtras: {
             plbVersion: packageVersion(),
             environment: await collectEnvironment(lease.driver),
@@ -547,7 +601,7 @@ export async function executeBench(
       stop.dispose();
     }
     if (!outcome.interrupted) progress?.finished();
-    await renderOutcome(outcome.results, strategies, runs.length, flags.json, flags.wide ?? false, io);
+    await renderOutcome(outcome.results, named, runs.length, flags.json, flags.wide ?? false, io);
     for (const r of outcome.results) {
       io.warn(`run directory: ${r.dir}${r.summary.complete ? '' : ' (incomplete)'}`);
     }

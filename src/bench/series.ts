@@ -13,6 +13,7 @@ import { calibrateThinkTime, thinkTimeFor } from '../workload/calibrate.js';
 import { MAX_SEED, Rng } from '../workload/rng.js';
 import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './run.js';
 import type { WorkloadSpec } from '../workload/spec.js';
+import { isViaStrategy, type ViaOptions } from './via.js';
 
 /** The embedded default plan: the short cascade. */
 export function defaultPlanPath(): string {
@@ -71,6 +72,8 @@ export interface SeriesOptions {
   configExtras?: Record<string, unknown>;
   /** `--think-time auto`: calibrate once, before the first run, so every run gets the same load. */
   autoThink?: { targetCpu: number };
+  /** `--strategy via`: the balancer the via runs go through. */
+  via?: ViaOptions;
 }
 
 /**
@@ -199,6 +202,7 @@ async function series(
         slowStartMs: opts.slowStartMs,
         replicaCpus: opts.spec.cpus,
         progressEveryS: opts.progressEveryS,
+        ...(opts.via && isViaStrategy(run.strategy) ? { via: opts.via } : {}),
       },
       {
         driver: opts.driver,

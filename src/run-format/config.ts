@@ -97,6 +97,13 @@ export const configSchema = z
     repeat: z.number().optional(),
     cluster: clusterSpecSchema.optional(),
     calibration: z.looseObject({ thinkTimeMs: z.number() }).optional(),
+    via: z
+      .object({
+        label: z.string(),
+        endpoints: z.object({ premium: z.string(), freemium: z.string() }),
+      })
+      .optional()
+      .describe('--strategy via: the external balancer (strategy via:<label>) and its host:port per class'),
   })
   .meta({
     title: 'plb config.json',
