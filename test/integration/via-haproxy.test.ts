@@ -5,7 +5,7 @@
  * strategies are reported side by side. Skips without haproxy or the PostgreSQL server binaries,
  * except with CI=true, where that is a failure (.ci/run installs both).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,7 +16,7 @@ import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster } from '../../src/cluster/select.js';
 import type { RunSummary } from '../../src/metrics/types.js';
 import HaproxyConfigCommand from '../../src/commands/haproxy-config.js';
-import { benchFlagValues, haveServerBinaries, runCommand } from '../helpers/fixtures.js';
+import { benchFlagValues, haproxyBin, haveServerBinaries, runCommand } from '../helpers/fixtures.js';
 
 const ci = process.env.CI === 'true';
 const NAME = 'plbtest-via';
@@ -24,14 +24,7 @@ const BASE_PORT = 33432;
 const LISTEN_PORT = 33500;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-const haveHaproxy = (() => {
-  try {
-    execFileSync('haproxy', ['-v'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const haveHaproxy = haproxyBin !== null;
 
 describe.runIf(ci && !(haveServerBinaries && haveHaproxy))('via haproxy (CI)', () => {
   it('has haproxy and the PostgreSQL server binaries', () => {
@@ -100,7 +93,7 @@ describe.skipIf(!(haveServerBinaries && haveHaproxy))('via haproxy on a local cl
     const cfgFile = join(work, 'haproxy.cfg');
     writeFileSync(cfgFile, cfg.stdout);
     // In the foreground (-db), a child of this process: stopped by its pid.
-    haproxy = spawn('haproxy', ['-db', '-f', cfgFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    haproxy = spawn(haproxyBin as string, ['-db', '-f', cfgFile], { stdio: ['ignore', 'ignore', 'pipe'] });
     haproxy.stderr?.on('data', (b: Buffer) => (haproxyErr += b.toString()));
     for (let i = 0; i < 50 && !(await listening(LISTEN_PORT)); i++) await sleep(100);
     expect(await listening(LISTEN_PORT), haproxyErr).toBe(true);

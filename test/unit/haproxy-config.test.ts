@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { haproxyConfig, type HaproxyConfigOptions } from '../../src/baselines/haproxy.js';
 import { parseVia } from '../../src/bench/via.js';
 import HaproxyConfigCommand from '../../src/commands/haproxy-config.js';
-import { runCommand } from '../helpers/fixtures.js';
+import { haproxyBin, runCommand } from '../helpers/fixtures.js';
 
 const replicas = [1, 2, 3, 4, 5].map((i) => ({ id: `r${i}`, host: '127.0.0.1', port: 25432 + i }));
 const base: HaproxyConfigOptions = {
@@ -47,16 +47,6 @@ backend plb_replicas
     server r5 127.0.0.1:25437
 `;
 
-/** haproxy, when installed (CI installs it: .ci/run). */
-const haproxy = (() => {
-  try {
-    execFileSync('haproxy', ['-v'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
 const work = mkdtempSync(join(tmpdir(), 'plb-haproxy-config-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -64,7 +54,7 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 function check(text: string): void {
   const file = join(work, 'haproxy.cfg');
   writeFileSync(file, text);
-  execFileSync('haproxy', ['-c', '-q', '-f', file], { stdio: 'pipe' });
+  execFileSync(haproxyBin as string, ['-c', '-q', '-f', file], { stdio: 'pipe' });
 }
 
 describe('haproxy-config', () => {
@@ -98,7 +88,7 @@ describe('haproxy-config', () => {
     expect(freemium.match(/server r\d/g)).toEqual(['server r4', 'server r5']);
   });
 
-  it.runIf(haproxy)('haproxy -c accepts what it writes', () => {
+  it.runIf(haproxyBin !== null)('haproxy -c accepts what it writes', () => {
     check(haproxyConfig(base));
     check(
       haproxyConfig({
