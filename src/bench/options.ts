@@ -49,6 +49,16 @@ import { loadWorkloadFile } from '../workload/workload-file.js';
 import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../cluster/external/index.js';
 import type { FaultPlan } from '../faults/types.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
+import {
+  defaultViaLabel,
+  isViaStrategy,
+  parseVia,
+  parseViaLabel,
+  VIA,
+  ViaAdmissions,
+  viaStrategy,
+  type ViaOptions,
+} from './via.js';
 
 /** Help sections of the bench flags (oclif `helpGroup`). */
 export const HELP_GROUPS = {
@@ -140,7 +150,7 @@ export function presetSeriesFlags() {
   };
 }
 
-const STRATEGY_LIST = 'plb, rr, static, lc or wlc';
+const STRATEGY_LIST = 'plb, rr, static, lc, wlc, or via (an external balancer, --via)';
 
 /** Flags shared by `bench run` and `bench matrix` (and seriesFlags). --json comes with enableJsonFlag. */
 export const benchFlags = {
@@ -316,6 +326,16 @@ export const benchFlags = {
       'with --driver external: YAML file of the servers, password source and fault hooks (examples/external/)',
     helpGroup: HELP_GROUPS.cluster,
   }),
+  via: checkedString({
+    description:
+      'with --strategy via: the balancer sessions connect to, host:port, or premium=host:port,freemium=host:port for a class-aware one (plb proxy); each session asks the replica it landed on who it is',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  'via-label': checkedString({
+    description:
+      "with --strategy via: the balancer's name in reports (strategy via:<label>); default: the --via endpoint",
+    helpGroup: HELP_GROUPS.router,
+  }),
 };
 
 /** `--metrics-port`: the live registry and its server (closed at the end of the command). */
@@ -394,6 +414,9 @@ export interface BenchFlagValues {
   calibration?: string | undefined;
   /** --driver external: the cluster file. */
   'cluster-file'?: string | undefined;
+  /** `--strategy via`: the balancer's endpoint(s), and its name in reports. */
+  via?: string | undefined;
+  'via-label'?: string | undefined;
 }
 
 /** `--lag-weights`: off, or low:high:floor. */
@@ -450,17 +473,18 @@ export function parseBorrowing(text: string): BorrowingOptions | false {
   return options;
 }
 
-function parseStrategies(text: string, field: string): StrategyName[] {
+/** The router's strategies, and via (an external balancer, src/bench/via.ts). */
+function parseStrategies(text: string, field: string): string[] {
   const list = text
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
   if (list.length === 0) throw new PlbError('BAD_INPUT', `--${field}: name at least one strategy`);
   for (const s of list) {
-    if (!isStrategyName(s))
+    if (!isStrategyName(s) && s !== VIA)
       throw new PlbError('BAD_INPUT', `--${field}: unknown strategy "${s}" (${STRATEGY_LIST})`);
   }
-  return list as StrategyName[];
+  return list;
 }
 
 function nonNegativeInteger(name: string, n: number, max: number): number {
@@ -550,6 +574,8 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   'base-port': (v) => positive('base-port', Number(v), true, 65535),
   progress: (v) => nonNegativeInteger('progress', Number(v), 86_400),
   'metrics-port': (v) => positive('metrics-port', Number(v), true, 65535),
+  via: (v) => parseVia(String(v)),
+  'via-label': (v) => parseViaLabel(String(v)),
 };
 
 /**
@@ -569,6 +595,28 @@ function externalClusterFor(
   const cluster = loadClusterFile(file);
   checkPlanHooks(cluster, plan);
   return cluster;
+}
+
+/** --strategy via needs --via, and --via (or --via-label) needs via among the strategies. */
+function resolveVia(
+  strategies: readonly string[],
+  flags: Pick<BenchFlagValues, 'via' | 'via-label'>,
+  field: string,
+  sim: boolean,
+): ViaOptions | undefined {
+  const wanted = strategies.includes(VIA);
+  if (!wanted) {
+    if (flags.via !== undefined || flags['via-label'] !== undefined)
+      throw new PlbError('BAD_INPUT', `--via: only with --${field} via (add via to the list)`);
+    return undefined;
+  }
+  if (flags.via === undefined)
+    throw new PlbError('BAD_INPUT', `--${field} via: needs --via host:port (the balancer to go through)`);
+  if (sim) throw new PlbError('BAD_INPUT', `--${field} via: needs a real cluster (--driver docker or local)`);
+  const endpoints = parseVia(flags.via);
+  const label =
+    flags['via-label'] === undefined ? defaultViaLabel(endpoints) : parseViaLabel(flags['via-label']);
+  return { label, endpoints };
 }
 
 /** Checks one bench value (as the command line gave it, or a caller passed it). */
@@ -630,6 +678,7 @@ export async function executeBench(
     const sim = driverChoice === 'sim';
     if (flags.calibration !== undefined && !sim)
       throw new PlbError('BAD_INPUT', '--calibration: only with --driver sim');
+    const via = resolveVia(strategies, flags, names.strategies, sim);
     const plan = loadPlan(planPath, sim ? { maxReplicas: MAX_SIM_REPLICAS } : {});
     const external = externalClusterFor(driverChoice, flags['cluster-file'], plan);
     const writeRate = parseWriteRate(flags['write-rate'] ?? 0);
@@ -653,7 +702,9 @@ export async function executeBench(
       ...(writeRate > 0 ? { writeRate } : {}),
       classes,
     };
-    const runs = expandSeries(strategies, mixes, flags.repeat, seed);
+    // A via run is named after its balancer (via:<label>), so its report group says which one.
+    const named = strategies.map((s) => (s === VIA && via ? viaStrategy(via.label) : s));
+    const runs = expandSeries(named, mixes, flags.repeat, seed);
     // With --json, stdout holds the JSON alone.
     (flags.json ? io.warn : io.log)(
       `seed ${seed}; plan ${plan.name} (${plan.duration} s, ${plan.events.length} events); ${runs.length} run(s)`,
@@ -705,16 +756,18 @@ export async function executeBench(
           driver: lease.driver,
           spec: lease.spec,
           createRouter: (strategy) => (ids, onRoleChange) =>
-            createRouter({
-              strategy: strategy as StrategyName,
-              replicas: ids,
-              reference,
-              partition,
-              slowStartMs,
-              borrowing,
-              readings,
-              onRoleChange,
-            }),
+            isViaStrategy(strategy)
+              ? new ViaAdmissions(ids)
+              : createRouter({
+                  strategy: strategy as StrategyName,
+                  replicas: ids,
+                  reference,
+                  partition,
+                  slowStartMs,
+                  borrowing,
+                  readings,
+                  onRoleChange,
+                }),
           createWriter: observeWriters(lease, (run, index) => {
             progress?.runStarted(index);
             return (ids) =>
@@ -739,6 +792,7 @@ export async function executeBench(
           log: io.warn,
           signal: stop.signal,
           ...(autoThink ? { autoThink: { targetCpu: targetCpuValue } } : {}),
+          ...(via ? { via } : {}),
           configExtras: {
             plbVersion: packageVersion(),
             environment: await collectEnvironment(lease.driver),
@@ -758,7 +812,7 @@ export async function executeBench(
       await live?.close();
     }
     if (!outcome.interrupted) progress?.finished();
-    await renderOutcome(outcome.results, strategies, runs.length, flags.json, flags.wide ?? false, io);
+    await renderOutcome(outcome.results, named, runs.length, flags.json, flags.wide ?? false, io);
     for (const r of outcome.results) {
       io.warn(`run directory: ${r.dir}${r.summary.complete ? '' : ' (incomplete)'}`);
     }

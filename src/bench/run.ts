@@ -21,11 +21,14 @@ import { runClient, runSession, type SessionContext } from '../workload/session-
 import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
 import { lagWeighting, startWriteLoad, type WriteLoad } from './write-load.js';
 import type { LagWeightOptions } from '../router/lag-weight.js';
+import { formatHostPort, viaConnector, type ViaOptions } from './via.js';
 
 /** The part of the router the runner uses (src/router createRouter()). */
 export interface RunnerRouter {
   admit(cls: ServiceClass, nowMs: number): { replica: string };
   release(replica: string, cls: ServiceClass, nowMs: number): void;
+  /** `--strategy via`: the session landed on this replica (see AdmissionControl.landed). */
+  landed?(target: string, replica: string, cls: ServiceClass, nowMs: number): void;
   markDown(replica: string, nowMs: number): void;
   markUp(replica: string, nowMs: number): void;
   /** Lag-derived weights (src/router Router.setWeight); absent in routers made for tests. */
@@ -57,6 +60,8 @@ export interface BenchConfig {
   replicaCpus: number;
   /** Seconds between progress lines (0 = none). */
   progressEveryS: number;
+  /** `--strategy via`: sessions go to this balancer, not to the replica a router picked. */
+  via?: ViaOptions;
 }
 
 export interface BenchDeps {
@@ -124,7 +129,10 @@ export function runParts(x: PartsInputs): RunParts {
     connectTimeoutMs: config.workload.connectTimeoutMs,
     queryTimeoutMs: config.workload.queryTimeoutMs,
     now: () => clock.now(),
-    onConnectError: (replica, err) => health.reportFailure(replica, err, 'connect'),
+    // A balancer that could not be reached (via) says nothing of any one replica.
+    onConnectError: (replica, err) => {
+      if (x.ids.includes(replica)) health.reportFailure(replica, err, 'connect');
+    },
     onSessionError: (replica, err) => health.reportFailure(replica, err, 'session'),
   });
   const injector = new Injector({
@@ -203,11 +211,12 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   };
   writer.event({ type: 'run', tMs: 0, state: 'started' });
   const quota = new Map(ids.map((id) => [id, config.replicaCpus] as const));
+  const connector = driver.connector(creds);
   const parts = (deps.createParts ?? runParts)({
     config,
     driver,
     ids,
-    connector: driver.connector(creds),
+    connector: config.via ? viaConnector(connector, config.via, creds, replicas) : connector,
     clock: runClock,
     router,
     writer,
@@ -290,6 +299,17 @@ function writeRunConfig(
     replicaCpus: config.replicaCpus,
     replicas: ids,
     driver: deps.driver.kind,
+    ...(config.via
+      ? {
+          via: {
+            label: config.via.label,
+            endpoints: {
+              premium: formatHostPort(config.via.endpoints.premium),
+              freemium: formatHostPort(config.via.endpoints.freemium),
+            },
+          },
+        }
+      : {}),
   });
 }
 

@@ -14,6 +14,7 @@ import { MAX_SEED, Rng } from '../workload/rng.js';
 import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './run.js';
 import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
 import type { LagWeightOptions } from '../router/lag-weight.js';
+import { isViaStrategy, type ViaOptions } from './via.js';
 
 /** The embedded default plan: the short cascade. */
 export function defaultPlanPath(): string {
@@ -74,6 +75,8 @@ export interface SeriesOptions {
   configExtras?: Record<string, unknown>;
   /** `--think-time auto`: calibrate once, before the first run, so every run gets the same load. */
   autoThink?: { targetCpu: number };
+  /** `--strategy via`: the balancer the via runs go through. */
+  via?: ViaOptions;
 }
 
 /**
@@ -215,6 +218,7 @@ async function series(
         ...(opts.lagWeights ? { lagWeights: opts.lagWeights } : {}),
         replicaCpus: opts.spec.cpus,
         progressEveryS: opts.progressEveryS,
+        ...(opts.via && isViaStrategy(run.strategy) ? { via: opts.via } : {}),
       },
       {
         driver: opts.driver,

@@ -17,6 +17,11 @@ export interface DbConnection {
   query(text: string, values?: readonly unknown[]): Promise<number>;
   /** Ends it, waiting at most `waitMs` for a graceful end (0: drop at once). Never rejects. */
   end(waitMs: number): Promise<void>;
+  /**
+   * The server this connection landed on, when not the one asked for: an external balancer in
+   * between chose it (`--strategy via`). Absent when the connector went where it was told.
+   */
+  readonly landedOn?: string;
 }
 
 /**
@@ -47,29 +52,43 @@ export function pgConnector(endpoints: readonly Endpoint[], creds: Credentials):
     async open(server, opts) {
       const ep = byId.get(server);
       if (ep === undefined) throw new Error(`no endpoint for ${server}`);
-      const client = new pg.Client({
-        host: ep.host,
-        port: ep.port,
-        user: creds.user,
-        password: creds.password,
-        database: creds.database,
-        connectionTimeoutMillis: opts.connectTimeoutMs,
-        ...(opts.queryTimeoutMs !== undefined ? { query_timeout: opts.queryTimeoutMs } : {}),
-        application_name: opts.applicationName,
-      });
-      client.on('error', opts.onError);
-      try {
-        await client.connect();
-      } catch (err) {
-        await endBounded(client, 0);
-        throw err;
-      }
-      return {
-        query: async (text, values) =>
-          (await client.query({ text, values: values as unknown[] })).rowCount ?? 0,
-        end: (waitMs) => endBounded(client, waitMs),
-      };
+      return pgConnection(await openPgClient(ep, creds, opts));
     },
+  };
+}
+
+/** A connected pg client to host:port (ended again when the connect fails). */
+export async function openPgClient(
+  at: { host: string; port: number },
+  creds: Credentials,
+  opts: OpenOptions,
+): Promise<pg.Client> {
+  const client = new pg.Client({
+    host: at.host,
+    port: at.port,
+    user: creds.user,
+    password: creds.password,
+    database: creds.database,
+    connectionTimeoutMillis: opts.connectTimeoutMs,
+    ...(opts.queryTimeoutMs !== undefined ? { query_timeout: opts.queryTimeoutMs } : {}),
+    application_name: opts.applicationName,
+  });
+  client.on('error', opts.onError);
+  try {
+    await client.connect();
+  } catch (err) {
+    await endBounded(client, 0);
+    throw err;
+  }
+  return client;
+}
+
+/** A connected pg client as a DbConnection; `landedOn` when a balancer chose the server. */
+export function pgConnection(client: pg.Client, landedOn?: string): DbConnection {
+  return {
+    ...(landedOn !== undefined ? { landedOn } : {}),
+    query: async (text, values) => (await client.query({ text, values: values as unknown[] })).rowCount ?? 0,
+    end: (waitMs) => endBounded(client, waitMs),
   };
 }
 

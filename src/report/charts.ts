@@ -32,7 +32,7 @@ export const WIDTH = 720;
 
 function colorScale(domain: string[], known: Record<string, string>): { domain: string[]; range: string[] } {
   let i = 0;
-  return { domain, range: domain.map((d) => known[d] ?? FALLBACK[i++ % FALLBACK.length] ?? '#333') };
+  return { domain, range: domain.map((d) => known[d] || FALLBACK[i++ % FALLBACK.length] || '#333') };
 }
 
 /** Renders a vega-lite spec to an SVG string without a browser or canvas. */

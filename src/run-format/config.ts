@@ -122,6 +122,13 @@ export const configSchema = z
       .object({ lowMs: z.number(), highMs: z.number(), floor: z.number() })
       .optional()
       .describe('--lag-weights: replica weights follow replication lag (absent: off)'),
+    via: z
+      .object({
+        label: z.string(),
+        endpoints: z.object({ premium: z.string(), freemium: z.string() }),
+      })
+      .optional()
+      .describe('--strategy via: the external balancer (strategy via:<label>) and its host:port per class'),
   })
   .meta({
     title: 'plb config.json',

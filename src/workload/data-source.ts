@@ -6,6 +6,11 @@ import { isStatementError, type Connector, type DbConnection } from '../cluster/
 export interface AdmissionControl {
   admit(cls: ServiceClass, nowMs: number): { replica: string };
   release(replica: string, cls: ServiceClass, nowMs: number): void;
+  /**
+   * The connection landed on `replica` rather than the target admit() named (an external balancer
+   * chose, `--strategy via`): from now on the session counts there, and is released from there.
+   */
+  landed?(target: string, replica: string, cls: ServiceClass, nowMs: number): void;
 }
 
 export interface DataSourceOptions {
@@ -49,6 +54,8 @@ export class DataSource {
 
 export class PinnedConnection {
   private closed = false;
+  /** The server the session is on: the router's choice, or where a balancer in between put it. */
+  private at: string;
   private broken = false;
   /** Connect + authentication, ms (its own metric: not part of any query's latency). */
   connectMs = 0;
@@ -56,15 +63,21 @@ export class PinnedConnection {
   private conn: DbConnection | undefined;
 
   constructor(
-    readonly replica: string,
+    replica: string,
     readonly cls: ServiceClass,
     readonly openedMs: number,
     private readonly opts: DataSourceOptions,
-  ) {}
+  ) {
+    this.at = replica;
+  }
+
+  get replica(): string {
+    return this.at;
+  }
 
   /** Connects (the router already chose the replica); connectMs is measured here. */
   async open(): Promise<void> {
-    this.conn = await this.opts.connector.open(this.replica, {
+    this.conn = await this.opts.connector.open(this.at, {
       connectTimeoutMs: this.opts.connectTimeoutMs,
       queryTimeoutMs: this.opts.queryTimeoutMs,
       applicationName: `plb-${this.cls}`,
@@ -74,6 +87,11 @@ export class PinnedConnection {
         this.opts.onSessionError?.(this.replica, err);
       },
     });
+    const server = this.conn.landedOn;
+    if (server !== undefined && server !== this.at) {
+      this.opts.router.landed?.(this.at, server, this.cls, this.opts.now());
+      this.at = server;
+    }
     this.connectMs = this.opts.now() - this.openedMs;
   }
 

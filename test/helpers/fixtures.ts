@@ -1,5 +1,6 @@
 // Shared by the test files: what the machine has, bench flags with test-sized defaults, and a
 // command run in-process with its output captured.
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { vi } from 'vitest';
 import type { BenchFlagValues } from '../../src/bench/options.js';
@@ -87,3 +88,16 @@ export function benchFlagValues(
     ...over,
   };
 }
+
+/** The haproxy binary (on PATH, or Debian's /usr/sbin when PATH lacks it), or null. */
+export const haproxyBin: string | null = (() => {
+  for (const bin of ['haproxy', '/usr/sbin/haproxy']) {
+    try {
+      execFileSync(bin, ['-v'], { stdio: 'ignore' });
+      return bin;
+    } catch {
+      // not this one
+    }
+  }
+  return null;
+})();

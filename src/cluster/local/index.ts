@@ -64,13 +64,18 @@ export function slotName(id: ServerId): string {
 /** Local servers share the host's memory with no limit of their own: shared_buffers stays small. */
 const SHARED_BUFFERS_MAX_MB = 32;
 
-/** postgresql.conf settings of every server: loopback only, small memory, room for K standbys. */
-export function serverConf(spec: ClusterSpec, port: number): string {
+/**
+ * postgresql.conf settings of every server: loopback only, small memory, room for K standbys.
+ * cluster_name plb-<id> (as in the Docker image) lets a session that came through a balancer ask
+ * which server it landed on (`--strategy via`).
+ */
+export function serverConf(spec: ClusterSpec, port: number, id: ServerId = 'primary'): string {
   const conf = serverSettings(spec, SHARED_BUFFERS_MAX_MB);
   return [
     '# written by plb',
     "listen_addresses = '127.0.0.1'",
     `port = ${port}`,
+    `cluster_name = 'plb-${id}'`,
     // No unix socket: TCP on loopback only, and no dependence on /var/run/postgresql.
     "unix_socket_directories = ''",
     `shared_buffers = ${conf.sharedBuffersMb}MB`,
@@ -398,7 +403,7 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
         // PGPASSWORD, not argv: never visible in ps. -R writes it into the standby's primary_conninfo.
         { PGPASSWORD: creds.password },
       );
-      writeFileSync(join(this.dir(r.id), 'plb.conf'), serverConf(spec, r.port));
+      writeFileSync(join(this.dir(r.id), 'plb.conf'), serverConf(spec, r.port, r.id));
       this.own(join(this.dir(r.id), 'plb.conf'));
       log(`starting ${r.id} on 127.0.0.1:${r.port}`);
       await this.pgCtlStart(r.id);

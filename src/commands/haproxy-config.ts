@@ -1,0 +1,116 @@
+import { Flags } from '@oclif/core';
+import { HAPROXY_BALANCES, haproxyConfig, type HaproxyBalance } from '../baselines/haproxy.js';
+import { benchFlags } from '../bench/options.js';
+import { parseHostPort, parseVia } from '../bench/via.js';
+import { checkedText } from '../cli-flags.js';
+import { DEFAULT_HEALTH } from '../cluster/health.js';
+import { openCluster } from '../cluster/select.js';
+import { DEFAULT_CLUSTER_NAME, PLB_USER } from '../cluster/state.js';
+import { PlbError } from '../errors.js';
+import { parseDuration } from '../faults/plan.js';
+import { PlbCommand } from '../plb-command.js';
+import { parsePartition } from '../router/index.js';
+import { DEFAULT_SLOW_START_MS } from '../router/slow-start.js';
+
+export const DEFAULT_HAPROXY_LISTEN = '127.0.0.1:25500';
+
+function durationMs(flag: string, text: string, positive: boolean): number {
+  const s = parseDuration(text);
+  if (s === undefined || !(positive ? s > 0 : s >= 0))
+    throw new PlbError('BAD_INPUT', `${flag}: expected a duration like 10s or 500ms (got "${text}")`);
+  return s * 1000;
+}
+
+function checkUser(text: string, flag: string): string {
+  if (!/^[A-Za-z0-9_.-]{1,63}$/.test(text))
+    throw new PlbError(
+      'BAD_INPUT',
+      `${flag}: a PostgreSQL user name of letters, digits and _ . - (got "${text}")`,
+    );
+  return text;
+}
+
+export default class HaproxyConfig extends PlbCommand {
+  static override description =
+    "Print an HAProxy configuration for the cluster's replicas (a baseline for bench --strategy via)";
+
+  static override examples = [
+    '<%= config.bin %> haproxy-config > haproxy.cfg && haproxy -f haproxy.cfg -p haproxy.pid -D',
+    '<%= config.bin %> haproxy-config --balance roundrobin --listen 127.0.0.1:25501',
+    '<%= config.bin %> haproxy-config --listen premium=127.0.0.1:25501,freemium=127.0.0.1:25502 --partition 3:2',
+    '<%= config.bin %> haproxy-config --replica 127.0.0.1:25433,127.0.0.1:25434',
+  ];
+
+  static override flags = {
+    name: Flags.string({
+      description: 'cluster name (its replicas, as `plb cluster status` lists them)',
+      default: DEFAULT_CLUSTER_NAME,
+    }),
+    replica: Flags.string({
+      description: 'replica host:port (r1, r2, ... in order) instead of a cluster record',
+      multiple: true,
+      delimiter: ',',
+    }),
+    listen: checkedText((v, flag) => parseVia(v, flag))({
+      description:
+        'where HAProxy listens: host:port, or premium=host:port,freemium=host:port for one frontend per class over static partitions (--partition)',
+      default: DEFAULT_HAPROXY_LISTEN,
+    }),
+    balance: Flags.string({
+      description: 'HAProxy balance algorithm',
+      options: [...HAPROXY_BALANCES],
+      default: 'leastconn',
+    }),
+    'slow-start': checkedText((v, flag) => durationMs(flag, v, false))({
+      description: "a rejoining server's weight ramps over this (0s: off); plb's default",
+      default: `${DEFAULT_SLOW_START_MS / 1000}s`,
+    }),
+    'health-interval': checkedText((v, flag) => durationMs(flag, v, true))({
+      description: "health check interval (inter); plb's default",
+      default: `${DEFAULT_HEALTH.intervalMs}ms`,
+    }),
+    fall: Flags.integer({
+      description: 'failed checks that mark a server down',
+      default: DEFAULT_HEALTH.fall,
+      min: 1,
+    }),
+    rise: Flags.integer({
+      description: 'good checks that mark it up again',
+      default: DEFAULT_HEALTH.rise,
+      min: 1,
+    }),
+    partition: checkedText((v, flag) => parsePartition(v, flag))({
+      description: 'with per-class --listen: replicas premium:freemium (the first serve premium)',
+      default: benchFlags.partition.default as string,
+    }),
+    user: checkedText((v, flag) => checkUser(v, flag))({
+      description: 'user named in the pgsql-check startup packet',
+      default: PLB_USER,
+    }),
+  };
+
+  async run(): Promise<{ config: string } | void> {
+    const { flags } = await this.parse(HaproxyConfig);
+    const replicas = flags.replica
+      ? flags.replica.map((r, i) => ({ id: `r${i + 1}`, ...parseHostPort(r, '--replica') }))
+      : (await openCluster(flags.name)).endpoints().filter((e) => e.kind === 'replica');
+    const listen = parseVia(flags.listen, '--listen');
+    const perClass = flags.listen.includes('=');
+    const config = haproxyConfig({
+      cluster: flags.replica ? '(--replica)' : flags.name,
+      replicas,
+      listen: perClass ? listen : listen.premium,
+      balance: flags.balance as HaproxyBalance,
+      slowStartMs: durationMs('--slow-start', flags['slow-start'], false),
+      health: {
+        intervalMs: durationMs('--health-interval', flags['health-interval'], true),
+        fall: flags.fall,
+        rise: flags.rise,
+      },
+      user: flags.user,
+      ...(perClass ? { partition: parsePartition(flags.partition, '--partition') } : {}),
+    });
+    if (this.jsonEnabled()) return { config };
+    process.stdout.write(config);
+  }
+}
