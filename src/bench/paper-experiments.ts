@@ -89,11 +89,12 @@ export function paperClients(exp: PaperExperiment, quick: boolean): number {
 
 /**
  * What a real-cluster series costs besides the plans themselves, measured on this project's 2-core
- * machine with the docker driver at T=1000: about 25 s a run (replicas restored and checked, the
- * clients connect, the run directory is summarised) and about 60 s once (cluster up, dataset,
- * think-time calibration). The simulator runs a 360 s T=1000 plan in a few seconds.
+ * machine with the docker driver (`plb paper run rq3`, T=600): 18 s a run (replicas restored and
+ * checked, the clients connect, the run directory is summarised) and, once, the dataset (2 s) and
+ * the think-time calibration (15 s), plus bringing a cluster up when none exists (about 40 s).
+ * The simulator runs a 360 s T=1000 plan in a few seconds.
  */
-export const SERIES_OVERHEAD_S = { perRun: 25, once: 60 } as const;
+export const SERIES_OVERHEAD_S = { perRun: 20, once: 60 } as const;
 
 export function estimateWallS(plan: Pick<FaultPlan, 'duration'>, runs: number, driver: string): number {
   if (driver === 'sim') return Math.ceil(runs * Math.max(1, plan.duration / 100));

@@ -116,6 +116,6 @@ describe('plb paper', () => {
 
   it('estimates a simulated series in seconds, a real one with its per-run cost', () => {
     expect(estimateWallS({ duration: 360 }, 3, 'sim')).toBeLessThan(60);
-    expect(estimateWallS({ duration: 360 }, 3, 'docker')).toBe(3 * (360 + 25) + 60);
+    expect(estimateWallS({ duration: 360 }, 3, 'docker')).toBe(3 * (360 + 20) + 60);
   });
 });
