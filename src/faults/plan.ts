@@ -10,17 +10,10 @@ import { PlbError } from '../errors.js';
 import { escapeControl, hasControl } from '../text.js';
 import { actionRequirement, computePhases, stateAfter, type PlanReplicaState } from './actions.js';
 import type { FaultAction, FaultEvent, FaultPlan } from './types.js';
+import { faultActionSchema } from '../run-format/plan.js';
 
-export const FAULT_ACTIONS: readonly FaultAction[] = [
-  'down',
-  'rejoin',
-  'stop',
-  'pause',
-  'unpause',
-  'throttle',
-  'pause-replay',
-  'resume-replay',
-];
+// The one list of actions is the plan schema's.
+export const FAULT_ACTIONS: readonly FaultAction[] = faultActionSchema.options;
 /** What a plan gets for a header field it leaves out. */
 export const DEFAULT_PLAN: Readonly<Pick<FaultPlan, 'warmup' | 'referenceWindow' | 'replicas'>> =
   Object.freeze({

@@ -2,7 +2,7 @@
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
 import type { LoadedRun } from '../metrics/load-run.js';
-import type { TimelineRow } from '../metrics/timeline.js';
+import type { TimelineReplicaCells, TimelineRow } from '../metrics/timeline.js';
 import { HARNESS_LOOP_P99_LIMIT_MS } from '../metrics/types.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import { compareReplicaIds } from '../cluster/driver.js';
@@ -170,18 +170,37 @@ export function classTimelineSpec(run: LoadedRun, metric: 'p95' | 'goodput'): To
 
 /** CPU fraction of each replica's quota over time. */
 export function cpuTimelineSpec(run: LoadedRun): TopLevelSpec {
+  return replicaTimelineSpec(run, {
+    title: 'CPU per replica (fraction of its quota)',
+    value: (c) => c.cpu,
+    y: { title: 'CPU', axis: { format: '%' } },
+  });
+}
+
+/** One line per replica of a per-second replica value, with the faults and phases overlaid. */
+export function replicaTimelineSpec(
+  run: LoadedRun,
+  opts: {
+    title: string;
+    value: (cells: TimelineReplicaCells) => number | null;
+    y: { title: string; axis?: { format: string } };
+  },
+): TopLevelSpec {
   const height = 170;
   const ids = [...run.replicaIds].sort(compareReplicaIds);
   const values = ids.flatMap((id) =>
     bucketize(
       run.timeline,
-      (r) => r.replicas[id]?.cpu ?? null,
+      (r) => {
+        const cells = r.replicas[id];
+        return cells ? opts.value(cells) : null;
+      },
       (r) => r.tS,
     ).map((p) => ({ ...p, series: id })),
   );
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title: 'CPU per replica (fraction of its quota)',
+    title: opts.title,
     width: WIDTH,
     height,
     layer: [
@@ -191,7 +210,7 @@ export function cpuTimelineSpec(run: LoadedRun): TopLevelSpec {
         mark: { type: 'line', strokeWidth: 1.2, invalid: 'break-paths-show-domains' },
         encoding: {
           x: { field: 't', type: 'quantitative' },
-          y: { field: 'value', type: 'quantitative', title: 'CPU', axis: { format: '%' } },
+          y: { field: 'value', type: 'quantitative', ...opts.y },
           color: { field: 'series', type: 'nominal', title: 'replica', sort: ids },
         },
       },

@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readInputFile } from '../input-file.js';
 import { isMap, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { PlbError } from '../errors.js';
 import { parseDuration } from '../faults/plan.js';
@@ -73,24 +73,11 @@ export function parseWorkloadFile(text: string, source: string): WorkloadFileVal
 
 /** Reads and parses a workload file (`--workload`). */
 export function loadWorkloadFile(path: string): WorkloadFileValues {
-  let text: string;
-  try {
-    const st = statSync(path);
-    if (!st.isFile()) throw new PlbError('BAD_INPUT', `--workload: ${path}: not a regular file`);
-    if (st.size > MAX_BYTES)
-      throw new PlbError('BAD_INPUT', `--workload: ${path}: at most ${MAX_BYTES} bytes, got ${st.size}`);
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    if (err instanceof PlbError) throw err;
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new PlbError(
-      'BAD_INPUT',
-      `--workload: ${path}: cannot read (${code === 'ENOENT' ? 'no such file' : String(code ?? err)})`,
-      {
-        hint: 'pass the path of a YAML workload file, e.g. workloads/paper-classes.yaml',
-        cause: err,
-      },
-    );
-  }
+  const text = readInputFile(
+    path,
+    '--workload',
+    MAX_BYTES,
+    'pass the path of a YAML workload file, e.g. workloads/paper-classes.yaml',
+  );
   return parseWorkloadFile(text, path);
 }

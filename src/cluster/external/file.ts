@@ -4,7 +4,8 @@
  * environment variable or a file) and kept only in memory: what is shown or recorded of the
  * cluster is its redacted form (DSNs without password, and the password cut out of any text).
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readInputFile } from '../../input-file.js';
+import { readFileSync } from 'node:fs';
 import { basename, dirname, extname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { PlbError } from '../../errors.js';
@@ -55,25 +56,7 @@ export interface ExternalCluster {
 
 /** Reads, checks and resolves a cluster file; PlbError('BAD_INPUT') naming file, line and field. */
 export function loadClusterFile(path: string, env: NodeJS.ProcessEnv = process.env): ExternalCluster {
-  const where = escapeControl(path);
-  let text: string;
-  try {
-    const st = statSync(path);
-    if (!st.isFile()) throw new PlbError('BAD_INPUT', `${where}: --cluster-file: not a regular file`);
-    if (st.size > MAX_FILE_BYTES)
-      throw new PlbError('BAD_INPUT', `${where}: --cluster-file: at most ${MAX_FILE_BYTES} bytes`);
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    if (err instanceof PlbError) throw err;
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new PlbError(
-      'BAD_INPUT',
-      `--cluster-file: cannot read ${where} (${code === 'ENOENT' ? 'no such file' : String(code ?? err)})`,
-      {
-        cause: err,
-      },
-    );
-  }
+  const text = readInputFile(path, '--cluster-file', MAX_FILE_BYTES);
   return parseClusterFile(text, path, env);
 }
 

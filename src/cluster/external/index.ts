@@ -27,18 +27,11 @@ export type { ExternalCluster } from './file.js';
 const CPU_HOOK_TIMEOUT_MS = 5000;
 
 /** What events.jsonl records of one hook run (the 'hook' event, run-format/events.ts). */
-export interface HookRecord {
+export type HookRecord = Omit<HookResult, 'spawnError'> & {
   replica: string;
   hook: HookName;
-  argv: string[];
-  exitCode: number | null;
-  signal: string | null;
-  timedOut: boolean;
-  durationMs: number;
-  stdout: string;
-  stderr: string;
   error?: string;
-}
+};
 
 const NEVER = 'plb never creates or removes anything on an external cluster';
 
