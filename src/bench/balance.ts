@@ -71,7 +71,11 @@ export function parseWeights(text: string, field = '--weights'): Record<string, 
   const out: Record<string, number> = {};
   for (const part of text.split(',')) {
     const m = /^\s*(r[1-9]\d*)\s*=\s*(\d+(?:\.\d+)?)\s*$/.exec(part);
-    if (!m) throw new PlbError('BAD_INPUT', `${field}: expected replica=weight pairs like r1=2,r2=1 (got "${text}")`);
+    if (!m)
+      throw new PlbError(
+        'BAD_INPUT',
+        `${field}: expected replica=weight pairs like r1=2,r2=1 (got "${text}")`,
+      );
     const w = Number(m[2]);
     if (!(w > 0)) throw new PlbError('BAD_INPUT', `${field}: weight of ${m[1]} must be > 0 (got ${m[2]})`);
     out[m[1] as string] = w;
@@ -94,7 +98,10 @@ function zoneSpillFlag(text: string): number {
 export function parseSessionLifetime(text: string): number {
   const s = parseDuration(text);
   if (s === undefined || !(s > 0))
-    throw new PlbError('BAD_INPUT', `--max-session-lifetime: expected a duration > 0 like 10s (got "${text}")`);
+    throw new PlbError(
+      'BAD_INPUT',
+      `--max-session-lifetime: expected a duration > 0 like 10s (got "${text}")`,
+    );
   return s * 1000;
 }
 
@@ -117,7 +124,10 @@ export function resolveBalance(
   const flagWeights = flags.weights === undefined ? undefined : parseWeights(flags.weights);
   for (const id of Object.keys(flagWeights ?? {}))
     if (Number(id.slice(1)) > plan.replicas)
-      throw new PlbError('BAD_INPUT', `--weights: ${id} is not a replica of plan ${plan.name} (r1..r${plan.replicas})`);
+      throw new PlbError(
+        'BAD_INPUT',
+        `--weights: ${id} is not a replica of plan ${plan.name} (r1..r${plan.replicas})`,
+      );
   const weights = { ...plan.weights, ...flagWeights };
   if (Object.keys(weights).length > 0) out.weights = weights;
   if (plan.cpus) out.cpus = { ...plan.cpus };
@@ -137,7 +147,10 @@ export function resolveBalance(
     const known = new Set(Object.values(plan.zones));
     for (const z of Object.keys(shares))
       if (!known.has(z))
-        throw new PlbError('BAD_INPUT', `--client-zones: zone ${z} has no replica (plan zones: ${[...known].join(', ')})`);
+        throw new PlbError(
+          'BAD_INPUT',
+          `--client-zones: zone ${z} has no replica (plan zones: ${[...known].join(', ')})`,
+        );
     out.clientZones = shares;
   }
   if (plan.zones) {

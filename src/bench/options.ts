@@ -701,7 +701,9 @@ export async function executeBench(
       );
     const balance = resolveBalance(flags, plan, writeRate);
     const lifetimeMs =
-      flags['max-session-lifetime'] === undefined ? undefined : parseSessionLifetime(flags['max-session-lifetime']);
+      flags['max-session-lifetime'] === undefined
+        ? undefined
+        : parseSessionLifetime(flags['max-session-lifetime']);
     const seed = flags.seed ?? newSeed();
     if (flags['metrics-port'] !== undefined) checkBenchValue('metrics-port', flags['metrics-port']);
     // Last check, the only one that creates something: the folder the run directories go into.

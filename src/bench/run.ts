@@ -266,7 +266,8 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   const sampler = new Sampler(config, driver, router, writer, runClock, quota, ids, log, writes);
   const maxLagMs = config.balance?.maxLagMs;
   const lagRule =
-    config.lagWeights ?? (maxLagMs !== undefined ? (lagMs: number | null) => maxLagFactor(lagMs, maxLagMs) : undefined);
+    config.lagWeights ??
+    (maxLagMs !== undefined ? (lagMs: number | null) => maxLagFactor(lagMs, maxLagMs) : undefined);
   if (writes && lagRule) writes.onLag(lagWeighting(router, writer, lagRule, weights));
 
   const ending = new RunEnding(writer, runClock, log);
@@ -363,9 +364,11 @@ function startClients(
     });
   } else {
     tasks.push(
-      openArrivals(ctx, workload, rng.fork(3), plan.duration * 1000, config.balance?.clientZones).then((l) => {
-        lags = l;
-      }),
+      openArrivals(ctx, workload, rng.fork(3), plan.duration * 1000, config.balance?.clientZones).then(
+        (l) => {
+          lags = l;
+        },
+      ),
     );
   }
   return { tasks, scheduleLags: () => lags };
@@ -684,7 +687,11 @@ async function setReplicaCpus(
     quota.set(id, to ?? c);
   }
   if (to === undefined)
-    log(`cpus: ${Object.entries(cpus).map(([id, c]) => `${id}=${c}`).join(', ')}${driver.cpusEnforced ? '' : ' (not enforced by this driver)'}`);
+    log(
+      `cpus: ${Object.entries(cpus)
+        .map(([id, c]) => `${id}=${c}`)
+        .join(', ')}${driver.cpusEnforced ? '' : ' (not enforced by this driver)'}`,
+    );
 }
 
 async function resetCluster(

@@ -282,15 +282,27 @@ class PlanReader {
       );
     }
 
-    const weights = this.replicaMap(fields.get('weights'), 'weights', replicas, (v) =>
-      typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined,
-    'a number > 0');
-    const cpus = this.replicaMap(fields.get('cpus'), 'cpus', replicas, (v) =>
-      typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined,
-    'a number of cores > 0');
-    const zones = this.replicaMap(fields.get('zones'), 'zones', replicas, (v) =>
-      typeof v === 'string' && ZONE_RE.test(v) ? v : undefined,
-    'a zone name (letters, digits, _ or -)');
+    const weights = this.replicaMap(
+      fields.get('weights'),
+      'weights',
+      replicas,
+      (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined),
+      'a number > 0',
+    );
+    const cpus = this.replicaMap(
+      fields.get('cpus'),
+      'cpus',
+      replicas,
+      (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined),
+      'a number of cores > 0',
+    );
+    const zones = this.replicaMap(
+      fields.get('zones'),
+      'zones',
+      replicas,
+      (v) => (typeof v === 'string' && ZONE_RE.test(v) ? v : undefined),
+      'a zone name (letters, digits, _ or -)',
+    );
     if (zones !== undefined) {
       const missing = replicaIds(replicas).filter((id) => zones[id] === undefined);
       if (missing.length > 0)
@@ -474,7 +486,11 @@ class PlanReader {
             `only allowed with action throttle (action is ${act})`,
           );
         if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)
-          throw this.fail(this.lineOf(f.get('weight')), `${path}.weight`, `must be a number > 0 (got ${describe(v)})`);
+          throw this.fail(
+            this.lineOf(f.get('weight')),
+            `${path}.weight`,
+            `must be a number > 0 (got ${describe(v)})`,
+          );
         weight = v;
       }
 
@@ -518,7 +534,12 @@ class PlanReader {
     f: Map<string, YamlNode | undefined>,
     path: string,
     line: number,
-    ctx: { duration: number; warmup: number; referenceWindow: number; zones: Record<string, string> | undefined },
+    ctx: {
+      duration: number;
+      warmup: number;
+      referenceWindow: number;
+      zones: Record<string, string> | undefined;
+    },
     zoneAction: keyof typeof ZONE_ACTIONS,
     out: FaultEvent[],
     states: Map<string, { state: PlanReplicaState; since: number }>,
@@ -549,7 +570,11 @@ class PlanReader {
       );
     const prev = out[out.length - 1];
     if (prev && at < prev.at)
-      throw this.fail(line, `${path}.at`, `out of order: ${fmtSeconds(at)} is before the event before it at ${fmtSeconds(prev.at)} (events must be sorted by time)`);
+      throw this.fail(
+        line,
+        `${path}.at`,
+        `out of order: ${fmtSeconds(at)} is before the event before it at ${fmtSeconds(prev.at)} (events must be sorted by time)`,
+      );
     if (!prev && at < ctx.warmup + ctx.referenceWindow)
       throw this.fail(
         line,
@@ -564,7 +589,11 @@ class PlanReader {
       const need = actionRequirement(act, cur.state);
       if (need !== undefined) {
         const now = cur.state === 'up' ? 'up' : `${cur.state} since ${fmtSeconds(cur.since)}`;
-        throw this.fail(line, `${path}.action`, `${zoneAction} ${String(zone)}: ${act} ${replica} needs it ${need} (it is ${now})`);
+        throw this.fail(
+          line,
+          `${path}.action`,
+          `${zoneAction} ${String(zone)}: ${act} ${replica} needs it ${need} (it is ${now})`,
+        );
       }
       const next = stateAfter(act, cur.state);
       if (next !== cur.state) states.set(replica, { state: next, since: at });

@@ -265,7 +265,11 @@ export function summarizePhases(
  * With zones: per phase, the sessions opened and the share of them on a replica outside their
  * client's zone (the guide's zone-preference cost). Unchanged without zones.
  */
-function withCrossZone(summaries: PhaseSummary[], store: MetricsStore, phases: readonly Phase[]): PhaseSummary[] {
+function withCrossZone(
+  summaries: PhaseSummary[],
+  store: MetricsStore,
+  phases: readonly Phase[],
+): PhaseSummary[] {
   const { at, cross } = store.zoneLog;
   if (at.length === 0) return summaries;
   const n = phases.map(() => 0);

@@ -20,7 +20,13 @@ export interface Recorder {
   queryFailed(cls: ServiceClass, replica: string, endMs: number, reason: string): void;
   /** A session connected (connectMs: connect + authentication, its own metric, not query latency). */
   /** crossZone: with zones, whether the replica is outside the client's zone (absent: no zones). */
-  sessionOpened(cls: ServiceClass, replica: string, atMs: number, connectMs: number, crossZone?: boolean): void;
+  sessionOpened(
+    cls: ServiceClass,
+    replica: string,
+    atMs: number,
+    connectMs: number,
+    crossZone?: boolean,
+  ): void;
   /** Only sessions that ended `finished` count toward lifetime; failed and cut are counted apart. */
   sessionClosed(
     cls: ServiceClass,

@@ -16,6 +16,7 @@ export function maxLagFactor(lagMs: number | null, maxLagMs: number): number {
 export function parseMaxLag(text: string, field = '--max-lag'): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$/.exec(text);
   const v = m ? Number(m[1]) * (m[2] === 's' ? 1000 : 1) : Number.NaN;
-  if (!(v > 0)) throw new PlbError('BAD_INPUT', `${field}: expected a lag > 0 like 1s or 500ms (got "${text}")`);
+  if (!(v > 0))
+    throw new PlbError('BAD_INPUT', `${field}: expected a lag > 0 like 1s or 500ms (got "${text}")`);
   return v;
 }

@@ -61,9 +61,7 @@ export function chooseZone(
   const ownKey = own === undefined ? undefined : pressures.get(own);
   if (ownKey === undefined) return remote;
   if (ownKey === Number.POSITIVE_INFINITY) return remote;
-  return remote !== undefined && ownKey >= ZONE_SPILL_MIN_LOAD && ownKey >= spill * remoteKey
-    ? remote
-    : own;
+  return remote !== undefined && ownKey >= ZONE_SPILL_MIN_LOAD && ownKey >= spill * remoteKey ? remote : own;
 }
 
 /** `a:50,b:50` -> zone shares summing to 1 (the share of clients per zone, `--client-zones`). */
@@ -72,7 +70,8 @@ export function parseClientZones(text: string, field = '--client-zones'): Record
   let total = 0;
   for (const part of text.split(',')) {
     const m = /^\s*([A-Za-z0-9_-]+)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(part);
-    if (!m) throw new PlbError('BAD_INPUT', `${field}: expected zone:share pairs like a:50,b:50 (got "${text}")`);
+    if (!m)
+      throw new PlbError('BAD_INPUT', `${field}: expected zone:share pairs like a:50,b:50 (got "${text}")`);
     const [, zone, share] = m as unknown as [string, string, string];
     if (zone in out) throw new PlbError('BAD_INPUT', `${field}: zone ${zone} given twice`);
     out[zone] = Number(share);
@@ -140,7 +139,8 @@ export class ZonedRouter implements Router {
     for (const [z, r] of this.inner) pressures.set(z, poolPressure(r.snapshot(), cls));
     const own = zone !== undefined && this.inner.has(zone) ? zone : undefined;
     // No room anywhere: the own (or first) zone's router says so in its own words.
-    const chosen = chooseZone(pressures, own, this.spill) ?? own ?? (this.inner.keys().next().value as string);
+    const chosen =
+      chooseZone(pressures, own, this.spill) ?? own ?? (this.inner.keys().next().value as string);
     return (this.inner.get(chosen) as Router).admit(cls, nowMs);
   }
 

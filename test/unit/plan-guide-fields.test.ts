@@ -16,8 +16,12 @@ describe('plan weights, cpus and zones', () => {
   });
 
   it('names the line and field of a bad entry', () => {
-    expect(() => parse(H + 'weights:\n  r1: 2\n  r2: 0\n')).toThrow('p.yaml:7: weights.r2: must be a number > 0 (got 0)');
-    expect(() => parse(H + 'weights: {r9: 1}\n')).toThrow('p.yaml:5: weights: keys must be replicas r1..r5 (got "r9")');
+    expect(() => parse(H + 'weights:\n  r1: 2\n  r2: 0\n')).toThrow(
+      'p.yaml:7: weights.r2: must be a number > 0 (got 0)',
+    );
+    expect(() => parse(H + 'weights: {r9: 1}\n')).toThrow(
+      'p.yaml:5: weights: keys must be replicas r1..r5 (got "r9")',
+    );
     expect(() => parse(H + 'cpus: [1]\n')).toThrow('p.yaml:5: cpus: must be a mapping');
     expect(() => parse(H + 'zones: {r1: a}\n')).toThrow(
       'p.yaml:5: zones: give every replica a zone, or none (missing: r2, r3, r4, r5)',
@@ -29,7 +33,9 @@ describe('plan weights, cpus and zones', () => {
 
   it('expands zone-down and zone-up into one down/rejoin per replica at one time (one phase)', () => {
     const p = parse(
-      H + ZONES + 'events:\n  - { at: 40, action: zone-down, zone: a }\n  - { at: 60, action: zone-up, zone: a }\n',
+      H +
+        ZONES +
+        'events:\n  - { at: 40, action: zone-down, zone: a }\n  - { at: 60, action: zone-up, zone: a }\n',
     );
     expect(p.events.map((e) => [e.at, e.replica, e.action, e.zone, e.line])).toEqual([
       [40, 'r1', 'down', 'a', 7],
@@ -51,14 +57,14 @@ describe('plan weights, cpus and zones', () => {
       "p.yaml:6: events[0].action: zone-down needs the plan's zones: mapping",
     );
     expect(() => parse(H + ZONES + 'events:\n  - { at: 40, action: zone-down, zone: c }\n')).toThrow(
-      "p.yaml:7: events[0].zone: must be one of the plan's zones a, b (got \"c\")",
+      'p.yaml:7: events[0].zone: must be one of the plan\'s zones a, b (got "c")',
     );
     expect(() => parse(H + ZONES + 'events:\n  - { at: 40, action: zone-up, zone: a }\n')).toThrow(
       'zone-up a: rejoin r1 needs it down or stopped',
     );
-    expect(() => parse(H + ZONES + 'events:\n  - { at: 40, replica: r1, action: zone-down, zone: a }\n')).toThrow(
-      'events[0].replica: not allowed with action zone-down',
-    );
+    expect(() =>
+      parse(H + ZONES + 'events:\n  - { at: 40, replica: r1, action: zone-down, zone: a }\n'),
+    ).toThrow('events[0].replica: not allowed with action zone-down');
     expect(() => parse(H + ZONES + 'events:\n  - { at: 40, replica: r1, action: down, zone: a }\n')).toThrow(
       'events[0].zone: only allowed with action zone-down or zone-up',
     );

@@ -16,18 +16,72 @@ const zoneOf = (id: string): string => zones[id as keyof typeof zones];
 
 describe('chooseZone', () => {
   it('keeps the own zone until it is spill times as loaded as the best other', () => {
-    expect(chooseZone(new Map([['a', 7], ['b', 4]]), 'a', 2)).toBe('a');
-    expect(chooseZone(new Map([['a', 8], ['b', 4]]), 'a', 2)).toBe('b');
+    expect(
+      chooseZone(
+        new Map([
+          ['a', 7],
+          ['b', 4],
+        ]),
+        'a',
+        2,
+      ),
+    ).toBe('a');
+    expect(
+      chooseZone(
+        new Map([
+          ['a', 8],
+          ['b', 4],
+        ]),
+        'a',
+        2,
+      ),
+    ).toBe('b');
   });
   it('never spills a lightly loaded zone', () => {
-    expect(chooseZone(new Map([['a', 3], ['b', 1]]), 'a', 2)).toBe('a');
+    expect(
+      chooseZone(
+        new Map([
+          ['a', 3],
+          ['b', 1],
+        ]),
+        'a',
+        2,
+      ),
+    ).toBe('a');
   });
   it('goes elsewhere when the own zone has no room, nowhere when none has', () => {
-    expect(chooseZone(new Map([['a', Infinity], ['b', 9]]), 'a', 2)).toBe('b');
-    expect(chooseZone(new Map([['a', Infinity], ['b', Infinity]]), 'a', 2)).toBeUndefined();
+    expect(
+      chooseZone(
+        new Map([
+          ['a', Infinity],
+          ['b', 9],
+        ]),
+        'a',
+        2,
+      ),
+    ).toBe('b');
+    expect(
+      chooseZone(
+        new Map([
+          ['a', Infinity],
+          ['b', Infinity],
+        ]),
+        'a',
+        2,
+      ),
+    ).toBeUndefined();
   });
   it('without an own zone takes the least loaded', () => {
-    expect(chooseZone(new Map([['a', 3], ['b', 2]]), undefined, 2)).toBe('b');
+    expect(
+      chooseZone(
+        new Map([
+          ['a', 3],
+          ['b', 2],
+        ]),
+        undefined,
+        2,
+      ),
+    ).toBe('b');
   });
 });
 
