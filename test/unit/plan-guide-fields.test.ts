@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePlan, planPhases } from '../../src/faults/plan.js';
+import { dryRunPlan, renderPlanShow } from '../../src/faults/plan-show.js';
 
 const H = 'name: t\nduration: 90\nwarmup: 10\nreference: 20\n';
 const ZONES = 'zones: {r1: a, r2: a, r3: b, r4: b, r5: b}\n';
@@ -76,5 +77,15 @@ describe('plan weights, cpus and zones', () => {
     expect(() => parse(H + 'events:\n  - { at: 40, replica: r2, action: down, weight: 2 }\n')).toThrow(
       'p.yaml:6: events[0].weight: only allowed with action throttle (action is down)',
     );
+  });
+});
+
+describe('plan show with the guide fields', () => {
+  it('runs each zone as its own pool and lists weights, cpus and zones', () => {
+    const p = parse(H + 'weights: {r5: 0.5}\ncpus: {r5: 0.1}\n' + ZONES);
+    const show = dryRunPlan(p, { strategy: 'plb' });
+    expect(show.rows[0]?.target).toBeNull();
+    const text = renderPlanShow(show, p);
+    expect(text).toContain('weights: r5=0.5\ncpus: r5=0.1\nzones: r1=a r2=a r3=b r4=b r5=b');
   });
 });
