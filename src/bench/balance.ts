@@ -32,12 +32,12 @@ const HELP = 'PLB ROUTER';
 export const balanceFlags = {
   weights: Flags.string({
     description:
-      "static replica weights (relative capacity), r1=2,r2=1 (others 1); overrides the plan's weights:",
+      "static replica weights (relative capacity), r1=2,r2=1 (others 1); overrides the plan's weights:; wlc and plb use them, rr, lc and static ignore them",
     helpGroup: HELP,
   }),
   'max-lag': Flags.string({
     description:
-      'with --write-rate: a replica whose lag exceeds this (e.g. 1s) takes no new sessions until back under (ProxySQL max_replication_lag), or off; not with --lag-weights',
+      'with --write-rate: a replica whose lag exceeds this (e.g. 1s) takes no new sessions until back under (ProxySQL max_replication_lag), or off; not with --lag-weights; acts through the weights, so wlc and plb only',
     default: 'off',
     helpGroup: HELP,
   }),
