@@ -34,6 +34,14 @@ import { parseLagWeights, type LagWeightOptions } from '../router/lag-weight.js'
 import type { BenchResult } from './run.js';
 import { packageVersion } from '../package-info.js';
 import { leaseCluster, observeWriters } from './cluster-lease.js';
+import {
+  BALANCE_CHECKS,
+  balanceFlags,
+  parseSessionLifetime,
+  resolveBalance,
+  weightedReplicas,
+  type BalanceFlagValues,
+} from './balance.js';
 import { collectEnvironment } from './environment.js';
 import {
   DEFAULT_WORKLOAD,
@@ -336,6 +344,7 @@ export const benchFlags = {
       "with --strategy via: the balancer's name in reports (strategy via:<label>); default: the --via endpoint",
     helpGroup: HELP_GROUPS.router,
   }),
+  ...balanceFlags,
 };
 
 /** `--metrics-port`: the live registry and its server (closed at the end of the command). */
@@ -367,7 +376,7 @@ function withLiveMetrics(
     : writer;
 }
 
-export interface BenchFlagValues {
+export interface BenchFlagValues extends BalanceFlagValues {
   plan?: string | undefined;
   strategies: string;
   mixes: string;
@@ -576,6 +585,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   'metrics-port': (v) => positive('metrics-port', Number(v), true, 65535),
   via: (v) => parseVia(String(v)),
   'via-label': (v) => parseViaLabel(String(v)),
+  ...BALANCE_CHECKS,
 };
 
 /**
@@ -689,6 +699,11 @@ export async function executeBench(
         'BAD_INPUT',
         '--lag-weights: needs --write-rate (lag is measured only with writes on)',
       );
+    const balance = resolveBalance(flags, plan, writeRate);
+    const lifetimeMs =
+      flags['max-session-lifetime'] === undefined
+        ? undefined
+        : parseSessionLifetime(flags['max-session-lifetime']);
     const seed = flags.seed ?? newSeed();
     if (flags['metrics-port'] !== undefined) checkBenchValue('metrics-port', flags['metrics-port']);
     // Last check, the only one that creates something: the folder the run directories go into.
@@ -700,6 +715,7 @@ export async function executeBench(
       rate,
       datasetRows: flags['dataset-rows'],
       ...(writeRate > 0 ? { writeRate } : {}),
+      ...(lifetimeMs !== undefined ? { maxSessionLifetimeMs: lifetimeMs } : {}),
       classes,
     };
     // A via run is named after its balancer (via:<label>), so its report group says which one.
@@ -752,6 +768,7 @@ export async function executeBench(
           partition,
           slowStartMs,
           ...(lagWeights ? { lagWeights } : {}),
+          balance,
           progressEveryS: flags.progress,
           driver: lease.driver,
           spec: lease.spec,
@@ -760,7 +777,8 @@ export async function executeBench(
               ? new ViaAdmissions(ids)
               : createRouter({
                   strategy: strategy as StrategyName,
-                  replicas: ids,
+                  replicas: weightedReplicas(ids, balance.weights),
+                  ...(balance.zones ? { zones: balance.zones, zoneSpill: balance.zoneSpill } : {}),
                   reference,
                   partition,
                   slowStartMs,

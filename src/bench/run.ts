@@ -19,13 +19,16 @@ import { DataSource } from '../workload/data-source.js';
 import { Rng } from '../workload/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
 import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
-import { lagWeighting, startWriteLoad, type WriteLoad } from './write-load.js';
+import { lagWeighting, ReplicaWeights, startWriteLoad, type WriteLoad } from './write-load.js';
 import type { LagWeightOptions } from '../router/lag-weight.js';
+import { maxLagFactor } from '../router/max-lag.js';
+import { clientZone } from '../router/zones.js';
+import type { BalanceOptions } from './balance.js';
 import { formatHostPort, viaConnector, type ViaOptions } from './via.js';
 
 /** The part of the router the runner uses (src/router createRouter()). */
 export interface RunnerRouter {
-  admit(cls: ServiceClass, nowMs: number): { replica: string };
+  admit(cls: ServiceClass, nowMs: number, zone?: string): { replica: string };
   release(replica: string, cls: ServiceClass, nowMs: number): void;
   /** `--strategy via`: the session landed on this replica (see AdmissionControl.landed). */
   landed?(target: string, replica: string, cls: ServiceClass, nowMs: number): void;
@@ -56,6 +59,8 @@ export interface BenchConfig {
   slowStartMs: number;
   /** Replica weights follow replication lag (`--lag-weights`, write runs only). */
   lagWeights?: LagWeightOptions;
+  /** Static weights, per-replica quotas, zones, lag eviction (balance.ts); absent: none. */
+  balance?: BalanceOptions;
   /** Per replica CPU quota (cores), to turn CPU seconds into a fraction. */
   replicaCpus: number;
   /** Seconds between progress lines (0 = none). */
@@ -103,6 +108,8 @@ export interface PartsInputs {
   setHealth: (replica: string, state: 'up' | 'down', via: string, cause: string) => void;
   /** A throttle changed a replica's quota (CPU fractions are of the current quota). */
   setQuota: (replica: string, cpus: number) => void;
+  /** A throttle's `weight:` changed a replica's static weight. */
+  setWeight?: (replica: string, weight: number) => void;
 }
 
 export interface RunParts {
@@ -175,6 +182,7 @@ function onInjected(x: PartsInputs, f: InjectedFault): void {
   const state = replicaStateAfter(a);
   if (x.config.oracle && state !== null) x.setHealth(f.event.replica, state, 'oracle', `injected ${a}`);
   if (a === 'throttle' && f.event.cpus !== undefined) x.setQuota(f.event.replica, f.event.cpus);
+  if (a === 'throttle' && f.event.weight !== undefined) x.setWeight?.(f.event.replica, f.event.weight);
 }
 
 /**
@@ -200,6 +208,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     }),
   );
   writeRunConfig(config, deps, writer, ids);
+  const weights = new ReplicaWeights(router, config.balance?.weights);
 
   // Run time starts here: the clock's origin may be earlier (a virtual clock shared by a series).
   const t0 = clock.now();
@@ -228,15 +237,19 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
       writer.event({ type: 'detect', tMs: t, replica, state, via, cause });
     },
     setQuota: (replica, cpus) => quota.set(replica, cpus),
+    setWeight: (replica, weight) => weights.setBase(replica, weight),
   });
   let stopping = false;
+  const zones = config.balance?.clientZones ? config.balance.zones : undefined;
   const ctx: SessionContext = {
     ds: parts.ds,
     recorder: writer.recorder,
     spec: config.workload,
     clock: runClock,
     stopping: () => stopping,
+    ...(zones ? { zoneOf: (replica: string) => zones[replica] } : {}),
   };
+  await setReplicaCpus(driver, config.balance?.cpus, quota, log);
   parts.health.start();
   parts.injector.start();
   const clients = startClients(ctx, config, new Rng(config.seed));
@@ -251,7 +264,11 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     log,
   });
   const sampler = new Sampler(config, driver, router, writer, runClock, quota, ids, log, writes);
-  if (writes && config.lagWeights) writes.onLag(lagWeighting(router, writer, config.lagWeights));
+  const maxLagMs = config.balance?.maxLagMs;
+  const lagRule =
+    config.lagWeights ??
+    (maxLagMs !== undefined ? (lagMs: number | null) => maxLagFactor(lagMs, maxLagMs) : undefined);
+  if (writes && lagRule) writes.onLag(lagWeighting(router, writer, lagRule, weights));
 
   const ending = new RunEnding(writer, runClock, log);
   const interrupted = await ending.guard('run', () =>
@@ -267,6 +284,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   logScheduleLag(clients.scheduleLags(), writer, endMs, log);
   await ending.guard('restoring replicas', async () => {
     const restored = await parts.injector.restore();
+    await setReplicaCpus(driver, config.balance?.cpus, quota, log, config.replicaCpus);
     if (restored.length > 0) log(`restored: ${restored.join(', ')}`);
   });
   const summary = await ending.finish(endMs, interrupted === true);
@@ -296,6 +314,7 @@ function writeRunConfig(
     partition: config.partition,
     slowStartMs: config.slowStartMs,
     ...(config.lagWeights ? { lagWeights: config.lagWeights } : {}),
+    ...(config.balance && Object.keys(config.balance).length > 0 ? { balance: config.balance } : {}),
     replicaCpus: config.replicaCpus,
     replicas: ids,
     driver: deps.driver.kind,
@@ -335,16 +354,21 @@ function startClients(
     // Clients join as a Poisson process over the ramp-up (clamped so all have joined by its end).
     const arrivals = rng.fork(1);
     shuffle(classes, rng.fork(2));
+    const zoneDraws = rng.fork(4);
+    const shares = config.balance?.clientZones;
     let at = 0;
     classes.forEach((cls, i) => {
       at += arrivals.exp(rampMs / Math.max(1, classes.length));
-      tasks.push(runClient(ctx, cls, rng.fork(100 + i), Math.min(at, rampMs)));
+      const zone = shares ? clientZone(shares, zoneDraws.next()) : undefined;
+      tasks.push(runClient(ctx, cls, rng.fork(100 + i), Math.min(at, rampMs), zone));
     });
   } else {
     tasks.push(
-      openArrivals(ctx, workload, rng.fork(3), plan.duration * 1000).then((l) => {
-        lags = l;
-      }),
+      openArrivals(ctx, workload, rng.fork(3), plan.duration * 1000, config.balance?.clientZones).then(
+        (l) => {
+          lags = l;
+        },
+      ),
     );
   }
   return { tasks, scheduleLags: () => lags };
@@ -613,8 +637,10 @@ async function openArrivals(
   spec: WorkloadSpec,
   rng: Rng,
   durationMs: number,
+  zoneShares?: Readonly<Record<string, number>>,
 ): Promise<number[]> {
   const lags: number[] = [];
+  const zoneDraws = rng.fork(4);
   const running = new Set<Promise<unknown>>();
   let next = 0;
   let n = 0;
@@ -631,7 +657,8 @@ async function openArrivals(
       ctx.recorder.admissionFailed(cls, ctx.clock.now(), 'overload');
       continue;
     }
-    const p = runSession(ctx, cls, rng.fork(1000 + n++), next);
+    const zone = zoneShares ? clientZone(zoneShares, zoneDraws.next()) : undefined;
+    const p = runSession(ctx, cls, rng.fork(1000 + n++), next, zone);
     running.add(p);
     void p.finally(() => running.delete(p));
   }
@@ -643,6 +670,30 @@ async function openArrivals(
  * Every replica up, unpaused and replaying before a run starts (the previous run may have left one
  * down, or, killed hard, with its replay paused: the dataset wait would never end).
  */
+/**
+ * The plan's per-replica CPU quotas (`cpus:`), set before the clients start, through the driver's
+ * throttle (every driver's setCpus); `to` given: put back to that quota at the end.
+ */
+async function setReplicaCpus(
+  driver: ClusterDriver,
+  cpus: Readonly<Record<string, number>> | undefined,
+  quota: Map<string, number>,
+  log: (l: string) => void,
+  to?: number,
+): Promise<void> {
+  if (!cpus) return;
+  for (const [id, c] of Object.entries(cpus)) {
+    await driver.setCpus(id, to ?? c);
+    quota.set(id, to ?? c);
+  }
+  if (to === undefined)
+    log(
+      `cpus: ${Object.entries(cpus)
+        .map(([id, c]) => `${id}=${c}`)
+        .join(', ')}${driver.cpusEnforced ? '' : ' (not enforced by this driver)'}`,
+    );
+}
+
 async function resetCluster(
   driver: ClusterDriver,
   replicas: readonly Endpoint[],

@@ -13,6 +13,7 @@ import { calibrateThinkTime, thinkTimesFor, type ClassThinkInputs } from '../wor
 import { MAX_SEED, Rng } from '../workload/rng.js';
 import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './run.js';
 import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
+import type { BalanceOptions } from './balance.js';
 import type { LagWeightOptions } from '../router/lag-weight.js';
 import { isViaStrategy, type ViaOptions } from './via.js';
 
@@ -65,6 +66,8 @@ export interface SeriesOptions {
   slowStartMs: number;
   /** Replica weights follow replication lag (write runs only). */
   lagWeights?: LagWeightOptions;
+  /** Static weights, per-replica quotas, zones, lag eviction (balance.ts). */
+  balance?: BalanceOptions;
   progressEveryS: number;
   driver: ClusterDriver;
   spec: ClusterSpec;
@@ -216,6 +219,7 @@ async function series(
         partition: opts.partition,
         slowStartMs: opts.slowStartMs,
         ...(opts.lagWeights ? { lagWeights: opts.lagWeights } : {}),
+        ...(opts.balance ? { balance: opts.balance } : {}),
         replicaCpus: opts.spec.cpus,
         progressEveryS: opts.progressEveryS,
         ...(opts.via && isViaStrategy(run.strategy) ? { via: opts.via } : {}),

@@ -90,21 +90,58 @@ export function startWriteLoad(x: WriteLoadInputs): WriteLoad | undefined {
  */
 export const DRAINED_WEIGHT = 0.001;
 
-/** The router, told each replica's lag-derived weight; a change is recorded as a 'note' event. */
+/**
+ * A replica's router weight = its static weight (plan `weights:`, `--weights`, a throttle's
+ * `weight:`) x its lag factor (`--lag-weights` or `--max-lag`); a factor of 0 drains it.
+ */
+export class ReplicaWeights {
+  private readonly base = new Map<string, number>();
+  private readonly factor = new Map<string, number>();
+
+  constructor(
+    private readonly router: { setWeight?(replica: string, weight: number): void },
+    initial: Readonly<Record<string, number>> = {},
+  ) {
+    for (const [id, w] of Object.entries(initial)) this.base.set(id, w);
+  }
+
+  /** The weight the router has for `replica`. */
+  weightOf(replica: string): number {
+    const f = this.factor.get(replica) ?? 1;
+    return f > 0 ? (this.base.get(replica) ?? 1) * f : DRAINED_WEIGHT;
+  }
+
+  setBase(replica: string, weight: number): void {
+    this.base.set(replica, weight);
+    this.router.setWeight?.(replica, this.weightOf(replica));
+  }
+
+  /** False (and nothing told) when the factor is what it was. */
+  setFactor(replica: string, f: number): boolean {
+    if ((this.factor.get(replica) ?? 1) === f) return false;
+    this.factor.set(replica, f);
+    this.router.setWeight?.(replica, this.weightOf(replica));
+    return true;
+  }
+}
+
+/**
+ * The router, told each replica's lag factor: lag-derived weights (LagWeightOptions) or any rule
+ * of the lag (max-lag eviction); a change is recorded as a 'note' event.
+ */
 export function lagWeighting(
   router: { setWeight?(replica: string, weight: number): void },
   writer: RunWriter,
-  opts: LagWeightOptions,
+  rule: LagWeightOptions | ((lagMs: number | null) => number),
+  weights: ReplicaWeights = new ReplicaWeights(router),
 ): (tMs: number, lag: Readonly<Record<string, ReplicaLag>>) => void {
-  const current = new Map<string, number>();
+  const factorOf = typeof rule === 'function' ? rule : (lagMs: number | null) => lagWeight(lagMs, rule);
   return (tMs, lag) => {
     for (const [replica, l] of Object.entries(lag)) {
-      const f = lagWeight(l.lagMs ?? l.replayLagMs, opts);
+      const f = factorOf(l.lagMs ?? l.replayLagMs);
       // Two decimals: a lag that jitters by a millisecond does not re-key the router every second.
-      const weight = f > 0 ? Math.round(f * 100) / 100 : DRAINED_WEIGHT;
-      if (current.get(replica) === weight || (!current.has(replica) && weight === 1)) continue;
-      current.set(replica, weight);
-      router.setWeight?.(replica, weight);
+      if (!weights.setFactor(replica, f > 0 ? Math.round(f * 100) / 100 : 0)) continue;
+      const weight = weights.weightOf(replica);
       writer.event({ type: 'note', tMs, what: 'lag-weight', replica, weight, lagMs: l.lagMs });
     }
   };

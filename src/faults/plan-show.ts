@@ -90,14 +90,17 @@ export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
   const ids = replicaIds(plan.replicas);
   const router = createRouter({
     strategy: opts.strategy,
-    replicas: ids.map((id) => ({ id })),
+    replicas: ids.map((id) => ({ id, weight: plan.weights?.[id] ?? 1 })),
+    // With zones each zone is a pool of its own (router/zones.ts): its roles are per zone.
+    ...(plan.zones ? { zones: plan.zones } : {}),
     ...(opts.reference ? { reference: opts.reference } : {}),
     ...(opts.partition ? { partition: opts.partition } : {}),
     ...(opts.readings ? { readings: opts.readings } : {}),
   });
   const isPlb = opts.strategy === 'plb';
   const readings = isPlb ? resolveReadings(opts.readings) : null;
-  const full = readings ? fullReference(plan.replicas, opts.reference, readings.reference) : null;
+  const full =
+    readings && !plan.zones ? fullReference(plan.replicas, opts.reference, readings.reference) : null;
   const states = new Map<string, PlanReplicaState>(ids.map((id) => [id, 'up']));
   const cpus = new Map<string, number>();
   // Phase names come from planPhases so show and the metrics agree on naming.
@@ -195,7 +198,20 @@ export function renderPlanShow(show: PlanShow, plan: FaultPlan): string {
     .join(' | ');
   const readings =
     show.readings && show.borrowing ? `\nreadings: ${formatReadings(show.readings, show.borrowing)}` : '';
-  return `${header}${readings}\n${table.toString()}\nphases: ${phases}`;
+  return `${header}${readings}${balanceLines(plan)}\n${table.toString()}\nphases: ${phases}`;
+}
+
+/** The plan's static weights, per-replica quotas and zones, one line each ('' without). */
+function balanceLines(plan: FaultPlan): string {
+  const map = (m: Record<string, number | string>): string =>
+    Object.entries(m)
+      .map(([id, v]) => `${id}=${v}`)
+      .join(' ');
+  let out = '';
+  if (plan.weights) out += `\nweights: ${map(plan.weights)}`;
+  if (plan.cpus) out += `\ncpus: ${map(plan.cpus)}`;
+  if (plan.zones) out += `\nzones: ${map(plan.zones)} (roles per zone; no target column)`;
+  return out;
 }
 
 function replicaCell(r: PlanShowReplica): string {

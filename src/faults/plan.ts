@@ -48,8 +48,22 @@ export const MAX_NAME_LENGTH = 100;
 /** A plan runs at most a day. */
 export const MAX_DURATION_S = 24 * 3600;
 
-const PLAN_KEYS = ['name', 'description', 'duration', 'warmup', 'reference', 'replicas', 'events'] as const;
-const EVENT_KEYS = ['at', 'replica', 'action', 'cpus'] as const;
+const PLAN_KEYS = [
+  'name',
+  'description',
+  'duration',
+  'warmup',
+  'reference',
+  'replicas',
+  'weights',
+  'cpus',
+  'zones',
+  'events',
+] as const;
+const EVENT_KEYS = ['at', 'replica', 'zone', 'action', 'cpus', 'weight'] as const;
+/** File-only actions: every replica of a zone at once, expanded to one down/rejoin per replica. */
+const ZONE_ACTIONS = { 'zone-down': 'down', 'zone-up': 'rejoin' } as const;
+const ZONE_RE = /^[A-Za-z0-9_-]{1,32}$/;
 
 /** Parses a plan from YAML text; `source` names the file in error messages. */
 export function parsePlan(text: string, source: string, limits: PlanLimits = {}): FaultPlan {
@@ -261,7 +275,43 @@ class PlanReader {
       );
     }
 
-    const events = this.events(fields.get('events'), { duration, warmup, referenceWindow, replicas });
+    const weights = this.replicaMap(
+      fields.get('weights'),
+      'weights',
+      replicas,
+      (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined),
+      'a number > 0',
+    );
+    const cpus = this.replicaMap(
+      fields.get('cpus'),
+      'cpus',
+      replicas,
+      (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined),
+      'a number of cores > 0',
+    );
+    const zones = this.replicaMap(
+      fields.get('zones'),
+      'zones',
+      replicas,
+      (v) => (typeof v === 'string' && ZONE_RE.test(v) ? v : undefined),
+      'a zone name (letters, digits, _ or -)',
+    );
+    if (zones !== undefined) {
+      const missing = replicaIds(replicas).filter((id) => zones[id] === undefined);
+      if (missing.length > 0)
+        throw this.fail(
+          this.lineOf(fields.get('zones')),
+          'zones',
+          `give every replica a zone, or none (missing: ${missing.join(', ')})`,
+        );
+    }
+    const events = this.events(fields.get('events'), {
+      duration,
+      warmup,
+      referenceWindow,
+      replicas,
+      zones,
+    });
     return {
       name: name.trim(),
       description: description.trim(),
@@ -270,12 +320,62 @@ class PlanReader {
       referenceWindow,
       replicas,
       events,
+      ...(weights ? { weights } : {}),
+      ...(cpus ? { cpus } : {}),
+      ...(zones ? { zones } : {}),
     };
+  }
+
+  /** A mapping r1..rK -> value (`weights`, `cpus`, `zones`); undefined when absent. */
+  private replicaMap<T>(
+    node: YamlNode | undefined,
+    field: string,
+    replicas: number,
+    check: (v: unknown) => T | undefined,
+    what: string,
+  ): Record<string, T> | undefined {
+    const resolved = this.resolve(node);
+    if (resolved === undefined || (isScalar(resolved) && resolved.value === null)) return undefined;
+    if (!isMap(resolved)) {
+      throw this.fail(
+        this.lineOf(resolved),
+        field,
+        `must be a mapping like {r1: ..., r2: ...} (got ${describe(resolved.toJSON())})`,
+      );
+    }
+    const out: Record<string, T> = {};
+    for (const pair of resolved.items) {
+      const keyNode = pair.key as YamlNode | null;
+      const key = isScalar(keyNode) ? keyNode.value : undefined;
+      const rm = typeof key === 'string' ? /^r([1-9]\d*)$/.exec(key) : null;
+      if (!rm || Number(rm[1]) > replicas)
+        throw this.fail(
+          this.lineOf(keyNode ?? resolved),
+          field,
+          `keys must be replicas r1..r${replicas} (got ${describe(key)})`,
+        );
+      const valueNode = (pair.value as YamlNode | null) ?? undefined;
+      const v = check(this.value(valueNode));
+      if (v === undefined)
+        throw this.fail(
+          this.lineOf(valueNode ?? keyNode),
+          `${field}.${key as string}`,
+          `must be ${what} (got ${describe(this.value(valueNode))})`,
+        );
+      out[key as string] = v;
+    }
+    return out;
   }
 
   private events(
     node: YamlNode | undefined,
-    ctx: { duration: number; warmup: number; referenceWindow: number; replicas: number },
+    ctx: {
+      duration: number;
+      warmup: number;
+      referenceWindow: number;
+      replicas: number;
+      zones: Record<string, string> | undefined;
+    },
   ): FaultEvent[] {
     const resolved = this.resolve(node);
     if (resolved === undefined || (isScalar(resolved) && resolved.value === null)) return [];
@@ -303,9 +403,20 @@ class PlanReader {
       }
       const line = this.lineOf(item);
       const f = this.fields(item, EVENT_KEYS, `${path}.`);
+      const zoneAction = this.value(f.get('action'));
+      if (typeof zoneAction === 'string' && Object.hasOwn(ZONE_ACTIONS, zoneAction)) {
+        this.zoneEvent(f, path, line, ctx, zoneAction as keyof typeof ZONE_ACTIONS, out, states);
+        return;
+      }
       for (const key of ['at', 'replica', 'action'] as const) {
         if (!f.has(key)) throw this.fail(line, `${path}.${key}`, 'required');
       }
+      if (f.has('zone'))
+        throw this.fail(
+          this.lineOf(f.get('zone')),
+          `${path}.zone`,
+          'only allowed with action zone-down or zone-up',
+        );
 
       const at = this.duration(f.get('at'), `${path}.at`, false);
       if (at >= ctx.duration) {
@@ -334,7 +445,7 @@ class PlanReader {
         throw this.fail(
           this.lineOf(actionNode),
           `${path}.action`,
-          `must be one of ${FAULT_ACTIONS.join(', ')} (got ${describe(action)})`,
+          `must be one of ${[...FAULT_ACTIONS, ...Object.keys(ZONE_ACTIONS)].join(', ')} (got ${describe(action)})`,
         );
       }
       const act = action as FaultAction;
@@ -357,6 +468,23 @@ class PlanReader {
           `${path}.cpus`,
           `only allowed with action throttle (action is ${act})`,
         );
+      }
+      let weight: number | undefined;
+      if (f.has('weight')) {
+        const v = this.value(f.get('weight'));
+        if (act !== 'throttle')
+          throw this.fail(
+            this.lineOf(f.get('weight')),
+            `${path}.weight`,
+            `only allowed with action throttle (action is ${act})`,
+          );
+        if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)
+          throw this.fail(
+            this.lineOf(f.get('weight')),
+            `${path}.weight`,
+            `must be a number > 0 (got ${describe(v)})`,
+          );
+        weight = v;
       }
 
       // Semantic checks, reported at the line of the event.
@@ -388,9 +516,82 @@ class PlanReader {
 
       const ev: FaultEvent = { at, replica: replicaId, action: act, line };
       if (cpus !== undefined) ev.cpus = cpus;
+      if (weight !== undefined) ev.weight = weight;
       out.push(ev);
     });
     return out;
+  }
+
+  /** zone-down / zone-up: one down / rejoin per replica of the zone, at one time (one phase). */
+  private zoneEvent(
+    f: Map<string, YamlNode | undefined>,
+    path: string,
+    line: number,
+    ctx: {
+      duration: number;
+      warmup: number;
+      referenceWindow: number;
+      zones: Record<string, string> | undefined;
+    },
+    zoneAction: keyof typeof ZONE_ACTIONS,
+    out: FaultEvent[],
+    states: Map<string, { state: PlanReplicaState; since: number }>,
+  ): void {
+    for (const key of ['at', 'zone'] as const)
+      if (!f.has(key)) throw this.fail(line, `${path}.${key}`, `required for action ${zoneAction}`);
+    for (const key of ['replica', 'cpus', 'weight'] as const)
+      if (f.has(key))
+        throw this.fail(this.lineOf(f.get(key)), `${path}.${key}`, `not allowed with action ${zoneAction}`);
+    if (ctx.zones === undefined)
+      throw this.fail(line, `${path}.action`, `${zoneAction} needs the plan's zones: mapping`);
+    const zone = this.value(f.get('zone'));
+    const members = Object.keys(ctx.zones)
+      .filter((id) => ctx.zones?.[id] === zone)
+      .sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
+    if (members.length === 0)
+      throw this.fail(
+        this.lineOf(f.get('zone')),
+        `${path}.zone`,
+        `must be one of the plan's zones ${[...new Set(Object.values(ctx.zones))].join(', ')} (got ${describe(zone)})`,
+      );
+    const at = this.duration(f.get('at'), `${path}.at`, false);
+    if (at >= ctx.duration)
+      throw this.fail(
+        this.lineOf(f.get('at')),
+        `${path}.at`,
+        `must be before duration ${fmtSeconds(ctx.duration)} (got ${fmtSeconds(at)})`,
+      );
+    const prev = out[out.length - 1];
+    if (prev && at < prev.at)
+      throw this.fail(
+        line,
+        `${path}.at`,
+        `out of order: ${fmtSeconds(at)} is before the event before it at ${fmtSeconds(prev.at)} (events must be sorted by time)`,
+      );
+    if (!prev && at < ctx.warmup + ctx.referenceWindow)
+      throw this.fail(
+        line,
+        `${path}.at`,
+        `first fault at ${fmtSeconds(at)} leaves no full reference window; it must be at or after ` +
+          `warmup ${fmtSeconds(ctx.warmup)} + reference ${fmtSeconds(ctx.referenceWindow)} = ` +
+          fmtSeconds(ctx.warmup + ctx.referenceWindow),
+      );
+    const act = ZONE_ACTIONS[zoneAction];
+    for (const replica of members) {
+      const cur = states.get(replica) ?? { state: 'up' as PlanReplicaState, since: 0 };
+      const need = actionRequirement(act, cur.state);
+      if (need !== undefined) {
+        const now = cur.state === 'up' ? 'up' : `${cur.state} since ${fmtSeconds(cur.since)}`;
+        throw this.fail(
+          line,
+          `${path}.action`,
+          `${zoneAction} ${String(zone)}: ${act} ${replica} needs it ${need} (it is ${now})`,
+        );
+      }
+      const next = stateAfter(act, cur.state);
+      if (next !== cur.state) states.set(replica, { state: next, since: at });
+      out.push({ at, replica, action: act, line, zone: zone as string });
+    }
   }
 
   /** Checks the keys of a mapping (strings, known) and returns key -> value node. */

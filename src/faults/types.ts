@@ -17,6 +17,10 @@ export interface FaultEvent {
   action: FaultAction;
   /** For throttle: the new CPU quota (cores). */
   cpus?: number;
+  /** For throttle: the replica's new static weight (absent: unchanged). */
+  weight?: number;
+  /** The zone of a `zone-down`/`zone-up` this event was expanded from. */
+  zone?: string;
   /** 1-based line of the event in the plan file (0 when built in code). */
   line: number;
 }
@@ -34,4 +38,10 @@ export interface FaultPlan {
   replicas: number;
   /** In time order; events at one time keep the order written. */
   events: FaultEvent[];
+  /** Static weight per replica (relative capacity, default 1); `--weights` overrides. */
+  weights?: Record<string, number>;
+  /** CPU quota per replica (cores) set before the run; unlisted replicas keep the cluster's. */
+  cpus?: Record<string, number>;
+  /** Zone per replica: every replica or none (no zone preference). */
+  zones?: Record<string, string>;
 }

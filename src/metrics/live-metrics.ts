@@ -193,8 +193,8 @@ export function createLiveMetrics(t: SignalThresholds = DEFAULT_SIGNAL_THRESHOLD
         inner.queryFailed(cls, replica, endMs, reason);
         queryErrors.inc({ class: cls });
       },
-      sessionOpened(cls, replica, atMs, connectMs) {
-        inner.sessionOpened(cls, replica, atMs, connectMs);
+      sessionOpened(cls, replica, atMs, connectMs, crossZone) {
+        inner.sessionOpened(cls, replica, atMs, connectMs, crossZone);
         opened.inc({ replica, class: cls });
         const i = idx(replica);
         bump(cur.opened, i);

@@ -120,6 +120,8 @@ export class MetricsStore implements Recorder {
   readonly harnessLog: HarnessLog = { cpuAt: f64(), cpu: f64(), loopAt: f64(), loopDelayUs: f32() };
   /** Configured weight per replica, the latest the router reported (replicaState). */
   readonly weights = new Map<string, number>();
+  /** With zones: when each session opened, and 1 when its replica was outside its client's zone. */
+  readonly zoneLog = { at: f64(), cross: u8() };
   private readonly index = new Map<string, number>();
   private readonly seconds = new Map<number, SecondAgg>();
   private readonly pool: Histogram[] = [];
@@ -171,12 +173,22 @@ export class MetricsStore implements Recorder {
     if (s) s.errors++;
   }
 
-  sessionOpened(cls: ServiceClass, replica: string, atMs: number, connectMs: number): void {
+  sessionOpened(
+    cls: ServiceClass,
+    replica: string,
+    atMs: number,
+    connectMs: number,
+    crossZone?: boolean,
+  ): void {
     if (this.sealed) return;
     const log = this.logs[cls];
     const us = toLatencyUs(connectMs);
     log.openAt.push(atMs);
     log.openReplica.push(this.replicaIndex(replica));
+    if (crossZone !== undefined) {
+      this.zoneLog.at.push(atMs);
+      this.zoneLog.cross.push(crossZone ? 1 : 0);
+    }
     log.openConnectUs.push(us);
     const sec = this.second(atMs);
     const s = sec?.classes[cls];

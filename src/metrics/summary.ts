@@ -237,11 +237,10 @@ export function summarizePhases(
     });
     perClass[cls] = classStats(store.logs[cls], phases, hists);
   }
-  const summaries = assemblePhases(
+  const summaries = withCrossZone(
+    assemblePhases(phases, perClass, replicaStats(store, phases), harnessStats(store, phases)),
+    store,
     phases,
-    perClass,
-    replicaStats(store, phases),
-    harnessStats(store, phases),
   );
   const fault = faultIntervalPhases(phases);
   if (!fault) return { phases: summaries, histograms };
@@ -254,8 +253,40 @@ export function summarizePhases(
       fault.map(() => newLatencyHistogram()),
     );
   }
-  const both = assemblePhases(fault, faultClasses, replicaStats(store, fault), harnessStats(store, fault));
+  const both = withCrossZone(
+    assemblePhases(fault, faultClasses, replicaStats(store, fault), harnessStats(store, fault)),
+    store,
+    fault,
+  );
   return { phases: summaries, histograms, faultInterval: both[both.length - 1] };
+}
+
+/**
+ * With zones: per phase, the sessions opened and the share of them on a replica outside their
+ * client's zone (the guide's zone-preference cost). Unchanged without zones.
+ */
+function withCrossZone(
+  summaries: PhaseSummary[],
+  store: MetricsStore,
+  phases: readonly Phase[],
+): PhaseSummary[] {
+  const { at, cross } = store.zoneLog;
+  if (at.length === 0) return summaries;
+  const n = phases.map(() => 0);
+  const c = phases.map(() => 0);
+  for (let i = 0; i < at.length; i++) {
+    const p = phaseIndexAt(phases, at.get(i));
+    if (p < 0 || p >= n.length) continue;
+    n[p] = (n[p] ?? 0) + 1;
+    c[p] = (c[p] ?? 0) + cross.get(i);
+  }
+  return summaries.map((s, p) => ({
+    ...s,
+    crossZone: {
+      sessions: n[p] ?? 0,
+      share: (n[p] ?? 0) > 0 ? round((c[p] ?? 0) / (n[p] as number), 4) : null,
+    },
+  }));
 }
 
 /** Name of the summary's fault-interval entry (never a phase name: phases are ref, steady, <action>-<n>). */

@@ -19,7 +19,14 @@ export interface Recorder {
   /** A query that failed (error, not goodput). */
   queryFailed(cls: ServiceClass, replica: string, endMs: number, reason: string): void;
   /** A session connected (connectMs: connect + authentication, its own metric, not query latency). */
-  sessionOpened(cls: ServiceClass, replica: string, atMs: number, connectMs: number): void;
+  /** crossZone: with zones, whether the replica is outside the client's zone (absent: no zones). */
+  sessionOpened(
+    cls: ServiceClass,
+    replica: string,
+    atMs: number,
+    connectMs: number,
+    crossZone?: boolean,
+  ): void;
   /** Only sessions that ended `finished` count toward lifetime; failed and cut are counted apart. */
   sessionClosed(
     cls: ServiceClass,
@@ -186,6 +193,11 @@ export interface PhaseSummary {
   invalid?: string;
   /** The guide's four balance signals over the phase (metrics/signals.ts). Absent in older runs. */
   signals?: PhaseSignals;
+  /**
+   * With zones: sessions opened in the phase, and the share whose replica was outside their
+   * client's zone (null: none opened). Absent without zones and in rebuilt summaries.
+   */
+  crossZone?: { sessions: number; share: number | null };
 }
 
 export interface DetectionRecord {

@@ -1,6 +1,6 @@
 import Table from 'cli-table3';
 import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
-import { signalsLine } from './signals-table.js';
+import { crossZoneLine, signalsLine } from './signals-table.js';
 import { SERVICE_CLASSES } from '../router/types.js';
 import { tableStyle } from '../table-style.js';
 import { SIGN_CONVENTION, type TableOptions } from './render.js';
@@ -61,6 +61,8 @@ export function renderSideBySide(summaries: readonly RunSummary[], opts: TableOp
     lines.push(`${label(s, summaries)} ${measurementLine(s)}`);
     for (const l of lagLines(s.phases)) lines.push(`${label(s, summaries)} ${l}`);
     lines.push(`${label(s, summaries)} ${signalsLine(s.phases)}`);
+    const zone = crossZoneLine(s.phases);
+    if (zone) lines.push(`${label(s, summaries)} ${zone}`);
     for (const e of s.errors ?? []) lines.push(`${label(s, summaries)} incomplete: ${e}`);
   }
   return lines.join('\n');

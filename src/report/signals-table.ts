@@ -108,6 +108,16 @@ const SIGNAL_LABELS = {
   weightDeviation: 'weight dev',
 } as const;
 
+/** With zones: the share of sessions opened outside their client's zone, per phase; undefined without. */
+export function crossZoneLine(phases: readonly PhaseSummary[]): string | undefined {
+  if (!phases.some((p) => p.crossZone)) return undefined;
+  const parts = phases.map((p) => {
+    const share = p.crossZone?.share;
+    return `${p.name} ${share === null || share === undefined ? '-' : `${(share * 100).toFixed(1)}%`}`;
+  });
+  return `cross-zone sessions: ${parts.join(' | ')}`;
+}
+
 /** The bench's one line of a run: the signals over threshold, per phase (`no alert` when none). */
 export function signalsLine(
   phases: readonly PhaseSummary[],

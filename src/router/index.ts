@@ -2,6 +2,15 @@
 export type * from './types.js';
 export { SERVICE_CLASSES } from './types.js';
 export { createRouter } from './router.js';
+export { maxLagFactor, parseMaxLag } from './max-lag.js';
+export {
+  chooseZone,
+  clientZone,
+  DEFAULT_ZONE_SPILL,
+  parseClientZones,
+  poolPressure,
+  ZonedRouter,
+} from './zones.js';
 export {
   DEFAULT_PARTITION,
   DEFAULT_REFERENCE,

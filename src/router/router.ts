@@ -12,6 +12,7 @@ import { resolveReadings } from './readings.js';
 import { DEFAULT_REFERENCE, fullReference, partitionFor } from './role-vector.js';
 import { admissionKey, DEFAULT_SLOW_START_MS, slowStartRamp } from './slow-start.js';
 import { STRATEGY_NAMES } from './strategies.js';
+import { ZonedRouter } from './zones.js';
 import type {
   Admission,
   BorrowThresholds,
@@ -530,6 +531,7 @@ class PlbRouter extends BaseRouter {
 
 /** A router for one strategy over a fixed list of replicas (all healthy at the start). */
 export function createRouter(options: RouterOptions): Router {
+  if (options?.zones !== undefined) return new ZonedRouter(options, options.zones, createRouter);
   const strategy = options?.strategy;
   if (!STRATEGY_NAMES.includes(strategy)) {
     throw new PlbError(

@@ -70,6 +70,13 @@ export interface RouterOptions {
   readings?: Partial<PlbReadings>;
   /** Called synchronously for every role change; when given, drainChanges() stays empty. */
   onRoleChange?: (change: RoleChange) => void;
+  /**
+   * Replica id -> zone: each zone's replicas become a pool of the strategy, a session prefers its
+   * own zone's pool (zones.ts). Absent: one pool, no zone preference.
+   */
+  zones?: Readonly<Record<string, string>>;
+  /** With zones: spill to another zone when its best key is this many times lower (default 2). */
+  zoneSpill?: number;
 }
 
 export interface Admission {
@@ -101,8 +108,11 @@ export interface RoleChange {
 
 export interface Router {
   readonly strategy: StrategyName;
-  /** Pick a replica for a new session; throws PlbError NO_REPLICA when no healthy replica may take cls. */
-  admit(cls: ServiceClass, nowMs: number): Admission;
+  /**
+   * Pick a replica for a new session; throws PlbError NO_REPLICA when no healthy replica may take
+   * cls. `zone`: the client's zone, preferred when the router has zones (ignored otherwise).
+   */
+  admit(cls: ServiceClass, nowMs: number, zone?: string): Admission;
   /** A session ended; false (and nothing changes) when there was no such session to release. */
   release(replica: string, cls: ServiceClass, nowMs: number): boolean;
   markDown(replica: string, nowMs: number): void;

@@ -54,6 +54,10 @@ export const workloadSpecSchema = z.object({
     .number()
     .optional()
     .describe('--write-rate: rows/s written on the primary (absent or 0: read-only)'),
+  maxSessionLifetimeMs: z
+    .number()
+    .optional()
+    .describe('--max-session-lifetime: a session ends after this long (absent: none)'),
 });
 
 export const healthOptionsSchema = z.object({
@@ -122,6 +126,19 @@ export const configSchema = z
       .object({ lowMs: z.number(), highMs: z.number(), floor: z.number() })
       .optional()
       .describe('--lag-weights: replica weights follow replication lag (absent: off)'),
+    balance: z
+      .object({
+        weights: z.record(z.string(), z.number()).optional(),
+        cpus: z.record(z.string(), z.number()).optional(),
+        zones: z.record(z.string(), z.string()).optional(),
+        clientZones: z.record(z.string(), z.number()).optional(),
+        zoneSpill: z.number().optional(),
+        maxLagMs: z.number().optional(),
+      })
+      .optional()
+      .describe(
+        'static weights (plan weights: and --weights), per-replica CPU quotas, zones, --client-zones, --zone-spill, --max-lag (absent: none of them)',
+      ),
     via: z
       .object({
         label: z.string(),

@@ -24,6 +24,8 @@ export const planEventSchema = z.object({
   replica: z.string(),
   action: faultActionSchema,
   cpus: z.number().optional(),
+  weight: z.number().optional(),
+  zone: z.string().optional(),
   line: z.number().describe('1-based line of the event in the plan file (0 when built in code)'),
 });
 
@@ -35,6 +37,9 @@ export const faultPlanSchema = z.object({
   referenceWindow: z.number(),
   replicas: z.number(),
   events: z.array(planEventSchema),
+  weights: z.record(z.string(), z.number()).optional(),
+  cpus: z.record(z.string(), z.number()).optional(),
+  zones: z.record(z.string(), z.string()).optional(),
 });
 
 const _action: SameType<z.infer<typeof faultActionSchema>, FaultAction> = true;
@@ -49,17 +54,26 @@ const duration = (what: string) =>
     .union([z.number().nonnegative(), z.string().regex(new RegExp(DURATION_RE))])
     .describe(`${what}: seconds, or a duration like "90s", "2m", "1m30s", "500ms"`);
 
+const zoneName = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/);
+const replicaKey = z.string().regex(/^r[1-9]\d*$/);
+
 export const planFileEventSchema = z
   .strictObject({
     at: duration('when, from the start of the run (warm-up included)'),
     replica: z
       .string()
       .regex(/^r[1-9]\d*$/)
-      .describe('r1..rK'),
-    action: faultActionSchema.describe(
-      'down: kill; rejoin: start again; stop: graceful stop; pause/unpause: freeze; throttle: new CPU quota',
-    ),
+      .optional()
+      .describe('r1..rK (every action but zone-down and zone-up)'),
+    zone: zoneName.optional().describe('zone-down and zone-up only: the zone (see zones)'),
+    action: z
+      .enum([...faultActionSchema.options, 'zone-down', 'zone-up'])
+      .describe(
+        'down: kill; rejoin: start again; stop: graceful stop; pause/unpause: freeze; throttle: new CPU quota; ' +
+          'pause-replay/resume-replay: WAL replay; zone-down/zone-up: down/rejoin every replica of a zone at once',
+      ),
     cpus: z.number().positive().optional().describe('throttle only: the new CPU quota (cores)'),
+    weight: z.number().positive().optional().describe('throttle only: the new static weight'),
   })
   .describe('One fault; events are in time order');
 
@@ -71,6 +85,18 @@ export const planFileSchema = z
     warmup: duration('start excluded from every phase (default 10s)').optional(),
     reference: duration('length of the ref phase before the first fault (default 30s)').optional(),
     replicas: z.int().min(1).max(64).optional().describe('K, the replicas the plan expects (default 5)'),
+    weights: z
+      .record(replicaKey, z.number().positive())
+      .optional()
+      .describe('static weight per replica (relative capacity; default 1; --weights overrides)'),
+    cpus: z
+      .record(replicaKey, z.number().positive())
+      .optional()
+      .describe("CPU quota per replica (cores) set before the run; others keep the cluster's"),
+    zones: z
+      .record(replicaKey, zoneName)
+      .optional()
+      .describe('zone per replica, every replica or none: sessions prefer their own zone'),
     events: z.array(planFileEventSchema).nullable().optional(),
   })
   .meta({

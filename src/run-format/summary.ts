@@ -98,6 +98,10 @@ export const phaseSummarySchema = z
     harness: harnessPhaseStatsSchema.optional(),
     invalid: z.string().optional(),
     signals: phaseSignalsSchema.optional().describe('the four balance signals; absent in older runs'),
+    crossZone: z
+      .object({ sessions: z.number(), share: z.number().nullable() })
+      .optional()
+      .describe("with zones: sessions opened, and the share on a replica outside their client's zone"),
   })
   // An id: defined once, referred to by phases and faultInterval.
   .meta({ id: 'PhaseSummary' });

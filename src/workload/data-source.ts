@@ -4,7 +4,8 @@ import { isStatementError, type Connector, type DbConnection } from '../cluster/
 
 /** What the data source needs of a router: admission and release (see src/router). */
 export interface AdmissionControl {
-  admit(cls: ServiceClass, nowMs: number): { replica: string };
+  /** `zone`: the client's zone (a zoned router prefers its replicas). */
+  admit(cls: ServiceClass, nowMs: number, zone?: string): { replica: string };
   release(replica: string, cls: ServiceClass, nowMs: number): void;
   /**
    * The connection landed on `replica` rather than the target admit() named (an external balancer
@@ -35,9 +36,9 @@ export interface DataSourceOptions {
 export class DataSource {
   constructor(private readonly opts: DataSourceOptions) {}
 
-  async getConnection(req: { class: ServiceClass }): Promise<PinnedConnection> {
+  async getConnection(req: { class: ServiceClass; zone?: string }): Promise<PinnedConnection> {
     const cls = req.class;
-    const { replica } = this.opts.router.admit(cls, this.opts.now());
+    const { replica } = this.opts.router.admit(cls, this.opts.now(), req.zone);
     const conn = new PinnedConnection(replica, cls, this.opts.now(), this.opts);
     try {
       await conn.open();

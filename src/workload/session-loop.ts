@@ -14,6 +14,8 @@ export interface SessionContext {
   clock: Clock;
   /** True once the run should wind down: sessions stop after their current query. */
   stopping: () => boolean;
+  /** With zones: a replica's zone, so a session landing outside its client's zone is counted. */
+  zoneOf?: (replica: string) => string | undefined;
 }
 
 export type SessionOutcome = 'finished' | 'failed' | 'no-replica' | 'connect-failed' | 'stopped';
@@ -34,6 +36,7 @@ export async function runSession(
   cls: ServiceClass,
   rng: Rng,
   scheduledMs?: number,
+  zone?: string,
 ): Promise<SessionOutcome> {
   const { recorder, spec, clock } = ctx;
   const now = (): number => clock.now();
@@ -41,14 +44,15 @@ export async function runSession(
   const scheduleLag = scheduledMs === undefined ? 0 : Math.max(0, now() - scheduledMs);
   let conn;
   try {
-    conn = await ctx.ds.getConnection({ class: cls });
+    conn = await ctx.ds.getConnection(zone === undefined ? { class: cls } : { class: cls, zone });
   } catch (err) {
     const reason = isPlbError(err) ? err.code : errorText(err);
     recorder.admissionFailed(cls, now(), reason);
     return isPlbError(err, 'NO_REPLICA') ? 'no-replica' : 'connect-failed';
   }
   const opened = conn.openedMs;
-  recorder.sessionOpened(cls, conn.replica, opened, conn.connectMs);
+  const crossZone = zone !== undefined && ctx.zoneOf ? ctx.zoneOf(conn.replica) !== zone : undefined;
+  recorder.sessionOpened(cls, conn.replica, opened, conn.connectMs, crossZone);
   const w = spec.classes[cls];
   const n = Math.max(
     1,
@@ -60,6 +64,8 @@ export async function runSession(
       outcome = 'stopped';
       break;
     }
+    // A pool's max lifetime: the session ends (and reconnects, rebalancing) with queries left.
+    if (spec.maxSessionLifetimeMs !== undefined && now() - opened >= spec.maxSessionLifetimeMs) break;
     if (i > 0 && w.thinkTimeMs > 0) await clock.sleep(rng.exp(w.thinkTimeMs));
     const q = makeQuery(rng.weighted(w.queryWeights), spec.datasetRows, rng);
     // Connect time is measured apart; a late schedule is charged to the first query.
@@ -92,11 +98,12 @@ export async function runClient(
   cls: ServiceClass,
   rng: Rng,
   joinAtMs: number,
+  zone?: string,
 ): Promise<void> {
   await ctx.clock.sleep(joinAtMs - ctx.clock.now());
   let backoffMs = 0;
   while (!ctx.stopping()) {
-    const outcome = await runSession(ctx, cls, rng);
+    const outcome = await runSession(ctx, cls, rng, undefined, zone);
     if (outcome === 'finished' || outcome === 'stopped') {
       backoffMs = 0;
       continue;

@@ -32,6 +32,8 @@ export interface WorkloadSpec {
   classes: Record<ServiceClass, ClassWorkload>;
   /** Rows/s the writer upserts on the primary (`--write-rate`); absent or 0: read-only. */
   writeRate?: number;
+  /** A session ends after this long even with queries left (`--max-session-lifetime`); absent: none. */
+  maxSessionLifetimeMs?: number;
 }
 
 const DEFAULT_WEIGHTS: Record<QueryKind, number> = { point: 0.5, range: 0.3, scan: 0.2 };

@@ -7,7 +7,8 @@ import { loadPlan, parseDuration, parsePlan } from '../../src/faults/plan.js';
 const H = 'name: t\nduration: 90\nwarmup: 10\nreference: 20\n';
 const ev = (...lines: string[]) => H + 'events:\n' + lines.map((l) => `  - { ${l} }\n`).join('');
 
-const ACTIONS = 'down, rejoin, stop, pause, unpause, throttle, pause-replay, resume-replay';
+const ACTIONS =
+  'down, rejoin, stop, pause, unpause, throttle, pause-replay, resume-replay, zone-down, zone-up';
 const DURATION_LIKE = 'must be a duration like 90, "90s", "2m", "1m30s" or "500ms"';
 
 // [what, plan text, exact message]
@@ -39,7 +40,7 @@ const MALFORMED: [string, string, string][] = [
   [
     'unknown top-level key',
     'name: t\nduration: 90\nrefrence: 20s\n',
-    'plans/x.yaml:3: refrence: unknown field (allowed: name, description, duration, warmup, reference, replicas, events)',
+    'plans/x.yaml:3: refrence: unknown field (allowed: name, description, duration, warmup, reference, replicas, weights, cpus, zones, events)',
   ],
   ['non-string key', 'name: t\nduration: 90\n1: x\n', 'plans/x.yaml:3: plan: keys must be strings (got 1)'],
   ['duration missing', 'name: t\n', 'plans/x.yaml:1: duration: required'],
@@ -79,7 +80,7 @@ const MALFORMED: [string, string, string][] = [
   [
     'unknown event key',
     ev('at: 30, replica: r1, action: down, when: now'),
-    'plans/x.yaml:6: events[0].when: unknown field (allowed: at, replica, action, cpus)',
+    'plans/x.yaml:6: events[0].when: unknown field (allowed: at, replica, zone, action, cpus, weight)',
   ],
   [
     'event without action',

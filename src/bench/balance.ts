@@ -1,0 +1,169 @@
+/**
+ * The balancing guide's options of a bench run (reference: replica-load-balancing): static
+ * weights, per-replica CPU quotas, zones and the client zone split, ProxySQL-style lag eviction.
+ * The flags, their one check each, and how they combine with the plan live here; options.ts
+ * spreads them in, run.ts applies them.
+ */
+import { Flags } from '@oclif/core';
+import { PlbError } from '../errors.js';
+import type { FaultPlan } from '../faults/types.js';
+import { parseMaxLag } from '../router/max-lag.js';
+import { DEFAULT_ZONE_SPILL, parseClientZones } from '../router/zones.js';
+import { parseDuration } from '../faults/plan.js';
+
+/** What a run balances by, beyond its strategy. Every field absent: as before. */
+export interface BalanceOptions {
+  /** Static weight per replica id (absent ids: 1): the plan's `weights`, overridden by `--weights`. */
+  weights?: Record<string, number>;
+  /** CPU quota per replica id set before the run (the plan's `cpus`). */
+  cpus?: Record<string, number>;
+  /** Zone per replica id (the plan's `zones`): sessions prefer their client's zone. */
+  zones?: Record<string, string>;
+  /** Share of clients per zone (`--client-zones`, sums to 1). */
+  clientZones?: Record<string, number>;
+  /** Spill threshold of the zone preference (`--zone-spill`). */
+  zoneSpill?: number;
+  /** `--max-lag`: a replica lagging more than this takes no new sessions (write runs only). */
+  maxLagMs?: number;
+}
+
+const HELP = 'PLB ROUTER';
+
+export const balanceFlags = {
+  weights: Flags.string({
+    description:
+      "static replica weights (relative capacity), r1=2,r2=1 (others 1); overrides the plan's weights:; wlc and plb use them, rr, lc and static ignore them",
+    helpGroup: HELP,
+  }),
+  'max-lag': Flags.string({
+    description:
+      'with --write-rate: a replica whose lag exceeds this (e.g. 1s) takes no new sessions until back under (ProxySQL max_replication_lag), or off; not with --lag-weights; acts through the weights, so wlc and plb only',
+    default: 'off',
+    helpGroup: HELP,
+  }),
+  'client-zones': Flags.string({
+    description:
+      "share of clients per zone, a:50,b:50 (needs the plan's zones:); sessions prefer replicas of their client's zone",
+    helpGroup: HELP,
+  }),
+  'zone-spill': Flags.string({
+    description: `with zones: a session goes to another zone when its own zone's best replica is this many times as loaded (>= 1)`,
+    default: String(DEFAULT_ZONE_SPILL),
+    helpGroup: HELP,
+  }),
+  'max-session-lifetime': Flags.string({
+    description:
+      'a session ends after this long (e.g. 10s) even with queries left, as a pool max lifetime would (HikariCP maxLifetime); default: none',
+    helpGroup: 'WORKLOAD',
+  }),
+};
+
+export interface BalanceFlagValues {
+  weights?: string | undefined;
+  'max-lag'?: string | undefined;
+  'client-zones'?: string | undefined;
+  'zone-spill'?: string | undefined;
+  'max-session-lifetime'?: string | undefined;
+}
+
+/** `r1=2,r2=1` -> weights (> 0). */
+export function parseWeights(text: string, field = '--weights'): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const part of text.split(',')) {
+    const m = /^\s*(r[1-9]\d*)\s*=\s*(\d+(?:\.\d+)?)\s*$/.exec(part);
+    if (!m)
+      throw new PlbError(
+        'BAD_INPUT',
+        `${field}: expected replica=weight pairs like r1=2,r2=1 (got "${text}")`,
+      );
+    const w = Number(m[2]);
+    if (!(w > 0)) throw new PlbError('BAD_INPUT', `${field}: weight of ${m[1]} must be > 0 (got ${m[2]})`);
+    out[m[1] as string] = w;
+  }
+  return out;
+}
+
+function maxLagFlag(text: string): number | undefined {
+  return text.trim() === 'off' ? undefined : parseMaxLag(text);
+}
+
+function zoneSpillFlag(text: string): number {
+  const v = Number(text);
+  if (!(v >= 1) || !Number.isFinite(v))
+    throw new PlbError('BAD_INPUT', `--zone-spill: must be a number >= 1 (got "${text}")`);
+  return v;
+}
+
+/** `--max-session-lifetime`: ms (> 0). */
+export function parseSessionLifetime(text: string): number {
+  const s = parseDuration(text);
+  if (s === undefined || !(s > 0))
+    throw new PlbError(
+      'BAD_INPUT',
+      `--max-session-lifetime: expected a duration > 0 like 10s (got "${text}")`,
+    );
+  return s * 1000;
+}
+
+/** The checks by flag name (options.ts BENCH_CHECKS). */
+export const BALANCE_CHECKS: Record<string, (v: string | number) => unknown> = {
+  weights: (v) => parseWeights(String(v)),
+  'max-lag': (v) => maxLagFlag(String(v)),
+  'client-zones': (v) => parseClientZones(String(v)),
+  'zone-spill': (v) => zoneSpillFlag(String(v)),
+  'max-session-lifetime': (v) => parseSessionLifetime(String(v)),
+};
+
+/** The run's balance options from the flags and the plan; every conflict is one line. */
+export function resolveBalance(
+  flags: BalanceFlagValues & { 'lag-weights'?: string | undefined },
+  plan: FaultPlan,
+  writeRate: number,
+): BalanceOptions {
+  const out: BalanceOptions = {};
+  const flagWeights = flags.weights === undefined ? undefined : parseWeights(flags.weights);
+  for (const id of Object.keys(flagWeights ?? {}))
+    if (Number(id.slice(1)) > plan.replicas)
+      throw new PlbError(
+        'BAD_INPUT',
+        `--weights: ${id} is not a replica of plan ${plan.name} (r1..r${plan.replicas})`,
+      );
+  const weights = { ...plan.weights, ...flagWeights };
+  if (Object.keys(weights).length > 0) out.weights = weights;
+  if (plan.cpus) out.cpus = { ...plan.cpus };
+  const maxLagMs = maxLagFlag(flags['max-lag'] ?? 'off');
+  if (maxLagMs !== undefined) {
+    if ((flags['lag-weights'] ?? 'off').trim() !== 'off')
+      throw new PlbError('BAD_INPUT', '--max-lag: not with --lag-weights (eviction or weighting, pick one)');
+    if (!(writeRate > 0))
+      throw new PlbError('BAD_INPUT', '--max-lag: needs --write-rate (lag is measured only with writes on)');
+    out.maxLagMs = maxLagMs;
+  }
+  const spill = zoneSpillFlag(flags['zone-spill'] ?? String(DEFAULT_ZONE_SPILL));
+  if (flags['client-zones'] !== undefined) {
+    if (!plan.zones)
+      throw new PlbError('BAD_INPUT', `--client-zones: plan ${plan.name} has no zones: mapping`);
+    const shares = parseClientZones(flags['client-zones']);
+    const known = new Set(Object.values(plan.zones));
+    for (const z of Object.keys(shares))
+      if (!known.has(z))
+        throw new PlbError(
+          'BAD_INPUT',
+          `--client-zones: zone ${z} has no replica (plan zones: ${[...known].join(', ')})`,
+        );
+    out.clientZones = shares;
+  }
+  if (plan.zones) {
+    out.zones = { ...plan.zones };
+    out.zoneSpill = spill;
+  }
+  return out;
+}
+
+/** The router's replica list: ids with their static weights. */
+export function weightedReplicas(
+  ids: readonly string[],
+  weights: Readonly<Record<string, number>> | undefined,
+): Array<{ id: string; weight: number }> {
+  return ids.map((id) => ({ id, weight: weights?.[id] ?? 1 }));
+}
