@@ -118,6 +118,8 @@ export class MetricsStore implements Recorder {
   readonly cpuLog: CpuLog;
   readonly failureLog: FailureLog = { at: f64(), replica: u16(), cause: u8() };
   readonly harnessLog: HarnessLog = { cpuAt: f64(), cpu: f64(), loopAt: f64(), loopDelayUs: f32() };
+  /** Configured weights as the router reported them (replicaState), so a phase gets its own mean. */
+  readonly weightLog: CpuLog;
   /** Configured weight per replica, the latest the router reported (replicaState). */
   readonly weights = new Map<string, number>();
   /** With zones: when each session opened, and 1 when its replica was outside its client's zone. */
@@ -133,6 +135,7 @@ export class MetricsStore implements Recorder {
   constructor(readonly replicas: readonly string[]) {
     replicas.forEach((r, i) => this.index.set(r, i));
     this.cpuLog = { at: f64(), values: replicas.map(() => f64()) };
+    this.weightLog = { at: f64(), values: replicas.map(() => f64()) };
     this.lagLog = new LagLog(replicas);
   }
 
@@ -273,6 +276,8 @@ export class MetricsStore implements Recorder {
     if (this.sealed) return;
     for (const [id, st] of Object.entries(perReplica))
       if (st.weight !== undefined) this.weights.set(id, st.weight);
+    this.weightLog.at.push(atMs);
+    this.replicas.forEach((id, i) => this.weightLog.values[i]?.push(perReplica[id]?.weight ?? Number.NaN));
     const sec = this.second(atMs);
     if (sec && atMs >= sec.stateAtMs) {
       sec.state = { ...perReplica };

@@ -146,6 +146,19 @@ function replicaStats(store: MetricsStore, phases: readonly Phase[]): Record<str
       nRow[r] = (nRow[r] ?? 0) + 1;
     });
   }
+  // Weights change during a phase under --lag-weights or a throttle: each phase gets its mean.
+  const weightMean = phases.map(() => store.replicas.map(() => ({ sum: 0, n: 0 })));
+  for (let i = 0; i < store.weightLog.at.length; i++) {
+    const row = weightMean[phaseIndexAt(phases, store.weightLog.at.get(i))];
+    store.weightLog.values.forEach((col, r) => {
+      const v = col.get(i);
+      const cell = row?.[r];
+      if (cell && !Number.isNaN(v)) {
+        cell.sum += v;
+        cell.n += 1;
+      }
+    });
+  }
   const lag = lagPhaseStats(store.lagLog, phases);
   return phases.map((ph, p) => {
     const out: Record<string, ReplicaPhaseStats> = {};
@@ -163,11 +176,15 @@ function replicaStats(store: MetricsStore, phases: readonly Phase[]): Record<str
         ...(l ? { lag: l } : {}),
         ...(latency[p]?.[r] ?? {}),
         longestQuietS: round(quiet[p]?.[r] ?? 0, 3) ?? 0,
-        weight: store.weights.get(id) ?? 1,
+        weight: weightOf(weightMean[p]?.[r]) ?? store.weights.get(id) ?? 1,
       };
     });
     return out;
   });
+}
+
+function weightOf(cell: { sum: number; n: number } | undefined): number | undefined {
+  return cell && cell.n > 0 ? (round(cell.sum / cell.n, 4) ?? undefined) : undefined;
 }
 
 /** Past this many replicas the summary has no per-replica latency (K histograms per phase). */

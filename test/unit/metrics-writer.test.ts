@@ -462,3 +462,27 @@ describe('detectionRecords', () => {
     ]);
   });
 });
+
+describe('run writer: a weight that changes within a phase', () => {
+  it('each phase gets the mean of the configured weights the router reported in it', () => {
+    const w = createRunWriter(options(join(root, 'weights')));
+    w.writeConfig({ seed: 1, strategy: 'wlc' });
+    w.event({ type: 'run', tMs: 0, state: 'started' });
+    const up = { premium: 0, freemium: 0, role: 'shared', healthy: true };
+    for (let t = 0; t < 60_000; t += 1000) {
+      if (t === 30_000) w.event({ type: 'fault', tMs: t, replica: 'r2', action: 'down' });
+      // r1 is drained half-way through down-1 (a lag-derived weight, say).
+      w.recorder.replicaState(t + 900, {
+        r1: { ...up, weight: t < 45_000 ? 1 : 0.5 },
+        r2: { ...up, healthy: t < 30_000, weight: 2 },
+        r3: up,
+      });
+      w.tick(t + 1000);
+    }
+    const summary = w.finish(60_000, true);
+    const weight = (phase: string, id: string) =>
+      summary.phases.find((p) => p.name === phase)?.replicas[id]?.weight;
+    expect([weight('ref', 'r1'), weight('ref', 'r2'), weight('ref', 'r3')]).toEqual([1, 2, 1]);
+    expect(weight('down-1', 'r1')).toBe(0.75);
+  });
+});
