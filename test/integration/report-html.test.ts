@@ -81,8 +81,9 @@ describe.skipIf(!haveChromium)('report.html in Chromium', () => {
     console.log(`screenshot: ${shot}`);
     expect(r.errors).toEqual([]);
     expect(r.requests).toEqual([]);
-    // p95 and goodput over time, p95 and goodput per phase, CPU over time, roles over time
-    expect(r.charts).toBe(6);
+    // p95 and goodput over time, p95 and goodput per phase, CPU over time, roles over time, the
+    // balance signals' spreads over time (no lag chart: the fixture ran without writes)
+    expect(r.charts).toBe(7);
     expect(r.perChart.every((n) => n > 0)).toBe(true);
     expect(r.marks).toBeGreaterThan(50);
     expect(r.tables).toBe(3);
