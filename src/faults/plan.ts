@@ -275,20 +275,10 @@ class PlanReader {
       );
     }
 
-    const weights = this.replicaMap(
-      fields.get('weights'),
-      'weights',
-      replicas,
-      (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined),
-      'a number > 0',
-    );
-    const cpus = this.replicaMap(
-      fields.get('cpus'),
-      'cpus',
-      replicas,
-      (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined),
-      'a number of cores > 0',
-    );
+    const positive = (v: unknown): number | undefined =>
+      typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined;
+    const weights = this.replicaMap(fields.get('weights'), 'weights', replicas, positive, 'a number > 0');
+    const cpus = this.replicaMap(fields.get('cpus'), 'cpus', replicas, positive, 'a number of cores > 0');
     const zones = this.replicaMap(
       fields.get('zones'),
       'zones',
