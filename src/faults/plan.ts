@@ -479,22 +479,7 @@ class PlanReader {
 
       // Semantic checks, reported at the line of the event.
       const prev = out[out.length - 1];
-      if (prev && at < prev.at) {
-        throw this.fail(
-          line,
-          `${path}.at`,
-          `out of order: ${fmtSeconds(at)} is before events[${i - 1}] at ${fmtSeconds(prev.at)} (events must be sorted by time)`,
-        );
-      }
-      if (!prev && at < ctx.warmup + ctx.referenceWindow) {
-        throw this.fail(
-          line,
-          `${path}.at`,
-          `first fault at ${fmtSeconds(at)} leaves no full reference window; it must be at or after ` +
-            `warmup ${fmtSeconds(ctx.warmup)} + reference ${fmtSeconds(ctx.referenceWindow)} = ` +
-            fmtSeconds(ctx.warmup + ctx.referenceWindow),
-        );
-      }
+      this.checkEventTime(line, path, at, prev, `events[${i - 1}]`, ctx);
       const cur = states.get(replicaId) ?? { state: 'up' as PlanReplicaState, since: 0 };
       const need = actionRequirement(act, cur.state);
       if (need !== undefined) {
@@ -510,6 +495,31 @@ class PlanReader {
       out.push(ev);
     });
     return out;
+  }
+
+  /** Events in time order, and the first one after a whole reference window. */
+  private checkEventTime(
+    line: number,
+    path: string,
+    at: number,
+    prev: FaultEvent | undefined,
+    prevName: string,
+    ctx: { warmup: number; referenceWindow: number },
+  ): void {
+    if (prev && at < prev.at)
+      throw this.fail(
+        line,
+        `${path}.at`,
+        `out of order: ${fmtSeconds(at)} is before ${prevName} at ${fmtSeconds(prev.at)} (events must be sorted by time)`,
+      );
+    if (!prev && at < ctx.warmup + ctx.referenceWindow)
+      throw this.fail(
+        line,
+        `${path}.at`,
+        `first fault at ${fmtSeconds(at)} leaves no full reference window; it must be at or after ` +
+          `warmup ${fmtSeconds(ctx.warmup)} + reference ${fmtSeconds(ctx.referenceWindow)} = ` +
+          fmtSeconds(ctx.warmup + ctx.referenceWindow),
+      );
   }
 
   /** zone-down / zone-up: one down / rejoin per replica of the zone, at one time (one phase). */
@@ -551,21 +561,7 @@ class PlanReader {
         `${path}.at`,
         `must be before duration ${fmtSeconds(ctx.duration)} (got ${fmtSeconds(at)})`,
       );
-    const prev = out[out.length - 1];
-    if (prev && at < prev.at)
-      throw this.fail(
-        line,
-        `${path}.at`,
-        `out of order: ${fmtSeconds(at)} is before the event before it at ${fmtSeconds(prev.at)} (events must be sorted by time)`,
-      );
-    if (!prev && at < ctx.warmup + ctx.referenceWindow)
-      throw this.fail(
-        line,
-        `${path}.at`,
-        `first fault at ${fmtSeconds(at)} leaves no full reference window; it must be at or after ` +
-          `warmup ${fmtSeconds(ctx.warmup)} + reference ${fmtSeconds(ctx.referenceWindow)} = ` +
-          fmtSeconds(ctx.warmup + ctx.referenceWindow),
-      );
+    this.checkEventTime(line, path, at, out[out.length - 1], 'the event before it', ctx);
     const act = ZONE_ACTIONS[zoneAction];
     for (const replica of members) {
       const cur = states.get(replica) ?? { state: 'up' as PlanReplicaState, since: 0 };
