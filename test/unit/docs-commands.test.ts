@@ -15,6 +15,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -144,10 +145,27 @@ const shim = join(scratch, 'bin');
 beforeAll(async () => {
   if (!BUILT) return;
   config = await Config.load({ root: ROOT });
+  // The CLI as the packed package has it: this dist/ with a command manifest beside it (made here,
+  // from the commands just loaded), so a line does not pay for importing every command to find its
+  // own. The tree itself must hold no manifest (packaging.test.ts).
+  const pkg = join(scratch, 'pkg');
+  mkdirSync(join(pkg, 'bin'), { recursive: true });
+  cpSync(join(ROOT, 'package.json'), join(pkg, 'package.json'));
+  cpSync(join(ROOT, 'bin/run.js'), join(pkg, 'bin/run.js'));
+  symlinkSync(join(ROOT, 'dist'), join(pkg, 'dist'));
+  symlinkSync(join(ROOT, 'node_modules'), join(pkg, 'node_modules'));
+  const own = config.getPluginsList().find((p) => p.root === ROOT) as { manifest?: unknown } | undefined;
+  // Under vitest (NODE_ENV=test) oclif loads the commands from src/; the package runs dist/.
+  const manifest = own?.manifest as { commands: Record<string, { relativePath?: string[] }> };
+  for (const c of Object.values(manifest.commands))
+    c.relativePath = c.relativePath?.map((p, i, all) =>
+      i === 0 && p === 'src' ? 'dist' : i === all.length - 1 ? p.replace(/\.ts$/, '.js') : p,
+    );
+  writeFileSync(join(pkg, 'oclif.manifest.json'), JSON.stringify(manifest));
   mkdirSync(shim);
   writeFileSync(
     join(shim, 'plb'),
-    `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'bin/run.js')}" "$@"\n`,
+    `#!/bin/sh\nexec "${process.execPath}" "${join(pkg, 'bin/run.js')}" "$@"\n`,
   );
   chmodSync(join(shim, 'plb'), 0o755);
 });
