@@ -1,7 +1,9 @@
 // The library's public exports.
-export * from './errors.js';
+export * from './core/errors.js';
 export * from './router/index.js';
 export type * from './cluster/driver.js';
+export type * from './core/replica-ids.js';
+export type * from './core/endpoint.js';
 export type * from './faults/types.js';
 export type * from './metrics/types.js';
 export { loadPlan, parsePlan, planPhases } from './faults/plan.js';

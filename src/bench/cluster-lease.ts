@@ -13,7 +13,7 @@ import type { SimCalibration } from '../cluster/sim/calibration.js';
 import { checkCapacity, connectionsFor, CONNECTION_RESERVE, MAX_MAX_CONNECTIONS } from '../cluster/sizing.js';
 import { defaultStateDir, readClusterRecord } from '../cluster/state.js';
 import type { VirtualClock } from '../clock/virtual.js';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import {
   ExternalDriver,
   externalConfig,

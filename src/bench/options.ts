@@ -2,10 +2,11 @@ import { Flags } from '@oclif/core';
 import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
 import { DEFAULT_BASE_PORT, parseCpus, parseDriverChoice } from '../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
-import { formatError, PlbError } from '../errors.js';
-import { errorLine, exitCodeOf } from '../fail.js';
-import { ensureWritableDir } from '../safe-write.js';
-import { loadPlan, MAX_SIM_REPLICAS, parseDuration } from '../faults/plan.js';
+import { formatError, PlbError } from '../core/errors.js';
+import { errorLine, exitCodeOf } from '../core/fail.js';
+import { ensureWritableDir } from '../core/safe-write.js';
+import { loadPlan, MAX_SIM_REPLICAS } from '../faults/plan.js';
+import { parseDuration } from '../core/duration.js';
 import { createRunWriter, type RunWriter } from '../metrics/index.js';
 import { createLiveMetrics, type LiveMetrics } from '../metrics/live-metrics.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
@@ -19,9 +20,10 @@ import {
   parseRoleVector,
   resolveBorrowing,
 } from '../router/index.js';
-import type { BorrowingOptions, ServiceClass, StrategyName } from '../router/types.js';
+import type { BorrowingOptions, StrategyName } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { renderComparison, renderReport, writeReports } from '../report/index.js';
-import { colourEnabled } from '../table-style.js';
+import { colourEnabled } from '../core/table-style.js';
 import { trackSeries } from './series-progress.js';
 import { renderBenchResults } from '../report/side-by-side.js';
 import { paperFigures } from '../report/paper-figures.js';
@@ -32,7 +34,7 @@ import { checkSeed, MAX_SEED } from '../workload/rng.js';
 import { parseWriteRate, refuseLagWithSim } from '../workload/writer.js';
 import { parseLagWeights, type LagWeightOptions } from '../router/lag-weight.js';
 import type { BenchResult } from './run.js';
-import { packageVersion } from '../package-info.js';
+import { packageVersion } from '../core/package-info.js';
 import { leaseCluster, observeWriters } from './cluster-lease.js';
 import {
   BALANCE_CHECKS,

@@ -1,8 +1,9 @@
 import { realClock, within, type Clock } from '../clock/index.js';
 import type { Connector } from '../cluster/connector.js';
-import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { HealthChecker, type HealthOptions } from '../cluster/health.js';
-import { errorText, PlbError } from '../errors.js';
+import { errorText, PlbError } from '../core/errors.js';
 import { replicaStateAfter } from '../faults/actions.js';
 import { Injector, type InjectedFault } from '../faults/injector.js';
 import type { FaultPlan } from '../faults/types.js';
@@ -14,7 +15,8 @@ import {
   type RunWriter,
 } from '../metrics/types.js';
 import { nearestRank } from '../metrics/math.js';
-import type { RoleVector, ServiceClass } from '../router/types.js';
+import type { RoleVector } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { DataSource } from '../workload/data-source.js';
 import { Rng } from '../workload/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
@@ -24,7 +26,8 @@ import type { LagWeightOptions } from '../router/lag-weight.js';
 import { maxLagFactor } from '../router/max-lag.js';
 import { clientZone } from '../router/zones.js';
 import type { BalanceOptions } from './balance.js';
-import { formatHostPort, viaConnector, type ViaOptions } from './via.js';
+import { viaConnector, type ViaOptions } from './via.js';
+import { formatHostPort } from '../core/endpoint.js';
 
 /** The part of the router the runner uses (src/router createRouter()). */
 export interface RunnerRouter {

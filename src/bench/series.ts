@@ -1,12 +1,13 @@
 import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../package-info.js';
+import { packageRoot } from '../core/package-info.js';
 import type { ClusterDriver, ClusterSpec } from '../cluster/driver.js';
 import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import type { FaultPlan } from '../faults/types.js';
-import type { RoleVector, ServiceClass } from '../router/types.js';
+import type { RoleVector } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { VirtualClock } from '../clock/virtual.js';
 import { classQueryCpuMs, meanQueryCpuMs, simDriverOf, type SimDriver } from '../cluster/sim/index.js';
 import { calibrateThinkTime, thinkTimesFor, type ClassThinkInputs } from '../workload/calibrate.js';

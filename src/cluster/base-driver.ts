@@ -3,15 +3,10 @@
  * servers' addresses and settings, free ports, readiness, the pg connector and the dataset.
  * Each driver adds how it starts, stops and measures its servers.
  */
-import {
-  serverIds,
-  type ClusterSpec,
-  type Credentials,
-  type Endpoint,
-  type ServerId,
-  type ServerStatus,
-} from './driver.js';
-import { PlbError } from '../errors.js';
+import { type ClusterSpec, type ServerStatus } from './driver.js';
+import { serverIds, type ServerId } from '../core/replica-ids.js';
+import { type Credentials, type Endpoint } from '../core/endpoint.js';
+import { PlbError } from '../core/errors.js';
 import { ensureDataset } from '../workload/dataset.js';
 import { pgConnector, type Connector } from './connector.js';
 import { portFree } from './ports.js';

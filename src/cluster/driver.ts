@@ -1,29 +1,12 @@
 import type { Connector } from './connector.js';
+import type { ServerId } from '../core/replica-ids.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 
 /**
  * The contract between plb and a cluster. Implementations: docker/ (dockerode), local/ (postgres
  * processes), sim/ (simulated replicas in virtual time) and external/ (a cluster plb did not make,
- * driven by the user's hooks). Server ids are 'primary' and 'r1'..'rK'.
+ * driven by the user's hooks). Server ids (core/replica-ids.ts) are 'primary' and 'r1'..'rK'.
  */
-export type ServerId = string;
-
-/** Replica ids of a cluster of K standbys: 'r1'..'rK' (plans, reports and the router use them). */
-export function replicaIds(replicas: number): ServerId[] {
-  return Array.from({ length: replicas }, (_, i) => `r${i + 1}`);
-}
-
-/** 'primary', then 'r1'..'rK'. */
-export function serverIds(replicas: number): ServerId[] {
-  return ['primary', ...replicaIds(replicas)];
-}
-
-const naturalOrder = new Intl.Collator('en', { numeric: true });
-
-/** Natural order of server ids: r2 before r10 (a plain sort puts r10 first). */
-export function compareReplicaIds(a: string, b: string): number {
-  return naturalOrder.compare(a, b);
-}
-
 export interface ClusterSpec {
   /** Cluster name; containers are plb-<name>-primary, plb-<name>-r1.. */
   name: string;
@@ -89,20 +72,6 @@ export const DEFAULT_CLUSTER: Readonly<
    */
   maxConnections: 200,
 });
-
-export interface Endpoint {
-  id: ServerId;
-  kind: 'primary' | 'replica';
-  /** 127.0.0.1 for the clusters plb makes; any host for an external one. */
-  host: string;
-  port: number;
-}
-
-export interface Credentials {
-  user: string;
-  password: string;
-  database: string;
-}
 
 export interface ServerStatus {
   id: ServerId;

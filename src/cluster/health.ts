@@ -1,6 +1,6 @@
 import { realClock, type Cancel, type Clock } from '../clock/index.js';
 import type { Connector, DbConnection } from './connector.js';
-import { classifyFailure, isDeathEvidence, type FailureCause } from './failure-cause.js';
+import { classifyFailure, isDeathEvidence, type FailureCause } from '../core/failure-cause.js';
 
 export interface HealthOptions {
   /** Time between checks of one replica. */

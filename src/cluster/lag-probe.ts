@@ -7,7 +7,7 @@
  */
 import type pg from 'pg';
 import type { ReplicaLag } from '../metrics/lag.js';
-import type { Credentials, Endpoint } from './driver.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { connect } from './pg-util.js';
 
 /** Per sample, each query is given this long: a paused or overloaded server costs a null, not the sampler's second. */

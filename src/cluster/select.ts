@@ -7,7 +7,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { checkCpus, validateSpec } from './base-driver.js';
 import { DEFAULT_CLUSTER, type ClusterDriver, type ClusterSpec } from './driver.js';
-import { formatError, PlbError } from '../errors.js';
+import { formatError, PlbError } from '../core/errors.js';
 import { createLocalDriver } from './local/index.js';
 import { acquireClusterLock } from './lock.js';
 import {

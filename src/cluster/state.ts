@@ -25,9 +25,10 @@ import {
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { DEFAULT_CLUSTER, type ClusterSpec, type Credentials } from './driver.js';
-import { PlbError } from '../errors.js';
-import { makeDirs } from '../safe-write.js';
+import { DEFAULT_CLUSTER, type ClusterSpec } from './driver.js';
+import { type Credentials } from '../core/endpoint.js';
+import { PlbError } from '../core/errors.js';
+import { makeDirs } from '../core/safe-write.js';
 import { clusterRecordSchema } from '../run-format/cluster-record.js';
 import { firstIssue } from '../run-format/parse.js';
 

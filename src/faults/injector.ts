@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/index.js';
 import type { ClusterDriver } from '../cluster/driver.js';
-import { errorText } from '../errors.js';
+import { errorText } from '../core/errors.js';
 import type { FaultEvent } from './types.js';
 
 export interface InjectedFault {

@@ -23,8 +23,8 @@ import type {
   ServiceClass,
   StrategyName,
 } from '../router/index.js';
-import { tableStyle } from '../table-style.js';
-import { compareReplicaIds, replicaIds } from '../cluster/driver.js';
+import { tableStyle } from '../core/table-style.js';
+import { compareReplicaIds, replicaIds } from '../core/replica-ids.js';
 import {
   phaseNameFor,
   stateAfter,

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
-import { PlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
+import { PlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { readHistogramLog } from './histogram.js';
 import { pidAlive, rebuildFaultInterval, rebuildSummary, runFacts } from './rebuild.js';
 import { RUN_FILES, histogramFiles } from './run-writer.js';

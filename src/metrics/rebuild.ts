@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { newLatencyHistogram } from './histogram.js';
 import { histogramPercentile, mean, percentileMs, percentilesMs, round } from './math.js';
 import { computePhases, phaseIndexAt, type FaultMark } from './phases.js';

@@ -9,9 +9,9 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import { CONFIG_SCHEMA_VERSION } from '../run-format/config.js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { histogramLog, newLatencyHistogram } from './histogram.js';
 import { percentileMs, round } from './math.js';
 import { computePhases, livePhaseName, type FaultMark } from './phases.js';

@@ -1,8 +1,8 @@
 import type { Histogram } from 'hdr-histogram-js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { f32, f64, u16, u8, type Column } from './columns.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
-import type { FailureCause } from '../cluster/failure-cause.js';
+import type { FailureCause } from '../core/failure-cause.js';
 import type { Recorder, ReplicaState, SessionEnding } from './types.js';
 import { LagLog, type ReplicaLag } from './lag.js';
 

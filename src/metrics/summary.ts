@@ -1,5 +1,5 @@
 import type { Histogram } from 'hdr-histogram-js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { newLatencyHistogram } from './histogram.js';
 import {
   percentileMs,

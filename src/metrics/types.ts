@@ -1,5 +1,5 @@
-import type { FailureCause } from '../cluster/failure-cause.js';
-import type { ServiceClass } from '../router/types.js';
+import type { FailureCause } from '../core/failure-cause.js';
+import type { ServiceClass } from '../core/service-class.js';
 import type { ReplicaLag, ReplicaLagStats } from './lag.js';
 import type { PhaseSignals } from './signals.js';
 

@@ -5,9 +5,9 @@
 import { Flags } from '@oclif/core';
 import { benchFlags, checkBenchValue, HELP_GROUPS } from '../bench/options.js';
 import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
-import { checkedText } from '../cli-flags.js';
-import { PlbError } from '../errors.js';
-import { parseDuration } from '../faults/plan.js';
+import { checkedText } from '../cli/flags.js';
+import { PlbError } from '../core/errors.js';
+import { parseDuration } from '../core/duration.js';
 import { isStrategyName, STRATEGY_NAMES } from '../router/index.js';
 import type { BorrowingOptions, Partition, RoleVector, StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './startup-packet.js';

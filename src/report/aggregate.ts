@@ -1,8 +1,8 @@
 // Groups runs of one strategy+plan+mix and settings (repeats) and reduces every metric to median and IQR.
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../metrics/types.js';
 import { FAULT_INTERVAL } from '../metrics/summary.js';
-import { compareReplicaIds } from '../cluster/driver.js';
+import { compareReplicaIds } from '../core/replica-ids.js';
 import type { RunConfig } from '../run-format/config.js';
 import { stat, type Stat } from './stats.js';
 import {

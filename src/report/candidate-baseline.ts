@@ -1,7 +1,7 @@
 // `plb report runs/ --baseline-out FILE`: a baseline for --compare-to made from these runs, so a
 // CI runner's own artifacts can become its next baseline (benchmarks/baseline/README.md).
 import type { RunSummary } from '../metrics/types.js';
-import { writeFileSafe } from '../safe-write.js';
+import { writeFileSafe } from '../core/safe-write.js';
 import type { RunGroup } from './aggregate.js';
 import { compareStrategies } from './compare.js';
 import { reportJson, type ReportJson } from './render.js';

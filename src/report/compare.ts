@@ -1,7 +1,7 @@
 // Strategy against baseline. Every change plb prints has one sign: (value - base) / base, so a
 // negative p95 change is lower latency and a positive goodput change more goodput (the same sign
 // as p95 inflation against ref and as --tolerance's moved lines).
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import type { RunGroup } from './aggregate.js';
 
 /** (p95 - base) / base: negative = lower latency than the baseline. Null when either is missing or base is 0. */

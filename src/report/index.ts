@@ -16,9 +16,9 @@ export {
   checkTolerance,
   loadBaseline,
   DEFAULT_TOLERANCE,
-  TOLERANCE_EXIT_CODE,
   TOLERANCE_FIELDS,
 } from './tolerance.js';
+export { TOLERANCE_EXIT_CODE } from '../core/fail.js';
 export type { Tolerance, ToleranceResult, Moved } from './tolerance.js';
 export { writeReports } from './report.js';
 export type { ReportOptions, ReportOutcome } from './report.js';

@@ -1,6 +1,6 @@
 // The PLB paper's figures as charts of the comparison page (vega-lite, rendered to SVG by charts.ts).
 import type { TopLevelSpec } from 'vega-lite';
-import { SERVICE_CLASSES } from '../router/types.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
 import { STRATEGY_COLORS } from './charts.js';
 import type { RunGroup } from './aggregate.js';
 import { FIG4_METRICS, paperFigures, type PaperFigures } from './paper-figures.js';

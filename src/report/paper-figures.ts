@@ -1,7 +1,7 @@
 // What the PLB paper shows per experiment (section V: RQ1, Fig. 4, Fig. 5, Fig. 6), from the
 // report's groups, and the paper's published numbers beside plb's (paper-published.ts).
 // Experiments are known by plan name: paper-rq1, paper-rq2, paper-rq3 (and their -quick variants).
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { REF_PHASE } from '../faults/actions.js';
 import type { AggregatedPhase, RunGroup } from './aggregate.js';
 import type { Stat } from './stats.js';

@@ -1,15 +1,15 @@
 // Text outputs of `plb report`: terminal tables, markdown, CSV (long format) and JSON.
 import Table from 'cli-table3';
 import { stringify } from 'csv-stringify/sync';
-import { SERVICE_CLASSES } from '../router/types.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
 import { aggregateRuns, CLASS_METRICS, compareReplicaIds, settingsDiff, type RunGroup } from './aggregate.js';
 import { differLine, sharedLine, type SettingsDiff } from './settings.js';
 import { compareStrategies, type Comparison } from './compare.js';
 import { QUANTILE_METHOD, type Stat } from './stats.js';
 import { quantile } from '../metrics/math.js';
 import type { RunSummary } from '../metrics/types.js';
-import { tableStyle } from '../table-style.js';
-import { escapeControl } from '../text.js';
+import { tableStyle } from '../core/table-style.js';
+import { escapeControl } from '../core/text.js';
 import { paperFigures, type PaperReport } from './paper-figures.js';
 import { paperSection } from './paper-render.js';
 import { replicaLatencyTable, signalsTable } from './signals-table.js';

@@ -1,8 +1,8 @@
 import Table from 'cli-table3';
 import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
 import { crossZoneLine, signalsLine } from './signals-table.js';
-import { SERVICE_CLASSES } from '../router/types.js';
-import { tableStyle } from '../table-style.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
+import { tableStyle } from '../core/table-style.js';
 import { SIGN_CONVENTION, type TableOptions } from './render.js';
 import { lagLines } from '../metrics/lag.js';
 import type { BenchResult } from '../bench/run.js';

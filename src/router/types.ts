@@ -1,11 +1,10 @@
-export type ServiceClass = 'premium' | 'freemium';
+import type { ServiceClass } from '../core/service-class.js';
 export type Role = 'premium' | 'mixed' | 'freemium';
 export interface RoleVector {
   premium: number;
   mixed: number;
   freemium: number;
 }
-export const SERVICE_CLASSES: readonly ServiceClass[] = ['premium', 'freemium'];
 
 /** The routing strategies plb compares (DESIGN.md). */
 export type StrategyName = 'plb' | 'rr' | 'static' | 'lc' | 'wlc';

@@ -1,5 +1,5 @@
-import { asError, PlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
+import { asError, PlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { isStatementError, type Connector, type DbConnection } from '../cluster/connector.js';
 
 /** What the data source needs of a router: admission and release (see src/router). */

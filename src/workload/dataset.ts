@@ -1,4 +1,4 @@
-import type { Credentials, Endpoint } from '../cluster/driver.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { currentWalLsn, waitCaughtUp, withClient } from '../cluster/pg-util.js';
 import { CREATE_WRITE_TABLE } from './writer.js';
 

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/index.js';
-import { errorText, isPlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
+import { errorText, isPlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
 import type { Recorder } from '../metrics/types.js';
 import type { DataSource } from './data-source.js';
 import { makeQuery } from './queries.js';

@@ -1,5 +1,5 @@
-import { PlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
+import { PlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
 
 export type QueryKind = 'point' | 'range' | 'scan';
 

@@ -4,7 +4,7 @@
  * paced by the run's clock; a failed batch is counted, the connection reopened on the next tick.
  */
 import type { Clock } from '../clock/index.js';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import type { FaultPlan } from '../faults/types.js';
 import type { Rng } from './rng.js';
 

@@ -24,7 +24,7 @@ import {
   type ClusterRecord,
 } from '../../src/cluster/state.js';
 import { clusterSpec } from '../../src/cluster/select.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 
 let dir: string;
 beforeEach(() => {

@@ -17,7 +17,7 @@ import {
 import { hookFailure, OUTPUT_KEEP_BYTES, runHook } from '../../src/cluster/external/hooks.js';
 import { ExternalDriver, type HookRecord } from '../../src/cluster/external/index.js';
 import { parseDriverChoice, upCluster, clusterSpec } from '../../src/cluster/select.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { parsePlan } from '../../src/faults/plan.js';
 import { externalConfigSchema } from '../../src/run-format/cluster-file.js';
 import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';

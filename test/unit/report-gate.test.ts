@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import Report from '../../src/commands/report.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { loadRun } from '../../src/metrics/load-run.js';
 import type { RunSummary } from '../../src/metrics/types.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock/virtual.js';
 import type { OpenOptions } from '../../src/cluster/connector.js';
-import { classifyFailure } from '../../src/cluster/failure-cause.js';
+import { classifyFailure } from '../../src/core/failure-cause.js';
 import { checkCalibration, loadCalibration, type SimCalibration } from '../../src/cluster/sim/calibration.js';
 import { CfsCpu, SimDriver } from '../../src/cluster/sim/index.js';
 import type { ClusterSpec } from '../../src/cluster/driver.js';

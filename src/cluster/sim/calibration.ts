@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PlbError } from '../../errors.js';
-import { packageRoot } from '../../package-info.js';
+import { PlbError } from '../../core/errors.js';
+import { packageRoot } from '../../core/package-info.js';
 import type { QueryKind } from '../../workload/spec.js';
 
 /**

@@ -1,5 +1,5 @@
 import { VirtualClock } from '../../clock/virtual.js';
-import { PlbError } from '../../errors.js';
+import { PlbError } from '../../core/errors.js';
 import { MAX_SIM_REPLICAS } from '../../faults/plan.js';
 import type { ClusterDriver, ClusterSpec } from '../driver.js';
 import { DEFAULT_CLUSTER } from '../driver.js';

@@ -9,7 +9,7 @@ import {
   paperPlanPath,
 } from '../../bench/paper-experiments.js';
 import { loadPlan } from '../../faults/plan.js';
-import { PlbCommand } from '../../plb-command.js';
+import { PlbCommand } from '../../cli/plb-command.js';
 import { runBench } from '../bench/run.js';
 
 // The bench flags whose value the experiment chooses unless the command line gives one.

@@ -1,5 +1,5 @@
 import { Args } from '@oclif/core';
-import { PlbCommand } from '../../plb-command.js';
+import { PlbCommand } from '../../cli/plb-command.js';
 import { loadPlan, MAX_REPLICAS, MAX_SIM_REPLICAS } from '../../faults/plan.js';
 
 export default class PlanValidate extends PlbCommand {
