@@ -6,7 +6,7 @@
  */
 import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
-import type { FaultPlan } from '../faults/types.js';
+import type { FaultPlan } from '../run-format/plan.js';
 import { parseMaxLag } from '../router/max-lag.js';
 import { DEFAULT_ZONE_SPILL, parseClientZones } from '../router/zones.js';
 import { parseDuration } from '../core/duration.js';

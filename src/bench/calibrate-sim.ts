@@ -35,9 +35,10 @@ import { quantile } from '../metrics/math.js';
 import { checkWritableFile, writeFileSafe } from '../core/safe-write.js';
 import { tableStyle } from '../core/table-style.js';
 import { measureConnects, replicaCpu, type ConnectSamples } from '../workload/calibrate.js';
-import { makeQuery } from '../workload/queries.js';
-import { Rng } from '../workload/rng.js';
-import { DEFAULT_WORKLOAD, type QueryKind } from '../workload/spec.js';
+import { makeQuery } from '../cluster/queries.js';
+import { Rng } from '../core/rng.js';
+import { DEFAULT_WORKLOAD } from '../workload/spec.js';
+import { type QueryKind } from '../run-format/config.js';
 import { leaseCluster } from './cluster-lease.js';
 import { handleStopSignals, STOP_SIGNALS } from './stop-signals.js';
 

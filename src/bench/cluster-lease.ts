@@ -1,4 +1,5 @@
-import type { ClusterDriver, ClusterSpec } from '../cluster/driver.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import type { ClusterSpec } from '../run-format/cluster-record.js';
 import { acquireClusterLock } from '../cluster/lock.js';
 import {
   bringUp,
@@ -20,7 +21,7 @@ import {
   primaryMaxConnections,
   type ExternalCluster,
 } from '../cluster/external/index.js';
-import { hookEvents } from '../cluster/external/hook-events.js';
+import { hookEvents } from './hook-events.js';
 import type { RunWriter } from '../metrics/types.js';
 
 export interface ClusterLease {

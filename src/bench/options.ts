@@ -1,11 +1,13 @@
 import { Flags } from '@oclif/core';
-import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
+import { DEFAULT_HEALTH } from '../cluster/health.js';
+import { type HealthOptions } from '../run-format/config.js';
 import { DEFAULT_BASE_PORT, parseCpus, parseDriverChoice } from '../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { formatError, PlbError } from '../core/errors.js';
 import { errorLine, exitCodeOf } from '../core/fail.js';
 import { ensureWritableDir } from '../core/safe-write.js';
-import { loadPlan, MAX_SIM_REPLICAS } from '../faults/plan.js';
+import { loadPlan } from '../faults/plan.js';
+import { MAX_SIM_REPLICAS } from '../core/replica-ids.js';
 import { parseDuration } from '../core/duration.js';
 import { createRunWriter, type RunWriter } from '../metrics/index.js';
 import { createLiveMetrics, type LiveMetrics } from '../metrics/live-metrics.js';
@@ -30,7 +32,7 @@ import { paperFigures } from '../report/paper-figures.js';
 import { paperSection } from '../report/paper-render.js';
 import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from './stop-signals.js';
 import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
-import { checkSeed, MAX_SEED } from '../workload/rng.js';
+import { checkSeed, MAX_SEED } from '../core/rng.js';
 import { parseWriteRate, refuseLagWithSim } from '../workload/writer.js';
 import { parseLagWeights, type LagWeightOptions } from '../router/lag-weight.js';
 import type { BenchResult } from './run.js';
@@ -51,13 +53,12 @@ import {
   parsePerClass,
   parseQueryWeights,
   queryWeightsLabel,
-  type ClassWorkload,
   type PerClass,
-  type WorkloadSpec,
 } from '../workload/spec.js';
+import { type ClassWorkload, type WorkloadSpec } from '../run-format/config.js';
 import { loadWorkloadFile } from '../workload/workload-file.js';
 import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../cluster/external/index.js';
-import type { FaultPlan } from '../faults/types.js';
+import type { FaultPlan } from '../run-format/plan.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
 import {
   defaultViaLabel,

@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { PlbError } from '../core/errors.js';
-import type { FaultPlan } from '../faults/types.js';
+import type { FaultPlan } from '../run-format/plan.js';
 import { packageRoot } from '../core/package-info.js';
 
 export const PAPER_EXPERIMENT_IDS = ['rq1', 'rq2', 'fig5', 'rq3'] as const;

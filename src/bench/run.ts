@@ -2,25 +2,27 @@ import { realClock, within, type Clock } from '../clock/index.js';
 import type { Connector } from '../cluster/connector.js';
 import type { ClusterDriver } from '../cluster/driver.js';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
-import { HealthChecker, type HealthOptions } from '../cluster/health.js';
+import { HealthChecker } from '../cluster/health.js';
+import { type HealthOptions } from '../run-format/config.js';
 import { errorText, PlbError } from '../core/errors.js';
 import { replicaStateAfter } from '../faults/actions.js';
 import { Injector, type InjectedFault } from '../faults/injector.js';
-import type { FaultPlan } from '../faults/types.js';
+import type { FaultPlan } from '../run-format/plan.js';
 import {
   HARNESS_LOOP_P99_LIMIT_MS,
   type Recorder,
   type ReplicaState,
-  type RunSummary,
   type RunWriter,
 } from '../metrics/types.js';
+import { type RunSummary } from '../run-format/summary.js';
 import { nearestRank } from '../metrics/math.js';
 import type { RoleVector } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { DataSource } from '../workload/data-source.js';
-import { Rng } from '../workload/rng.js';
+import { Rng } from '../core/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
-import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
+import { splitByMix } from '../workload/spec.js';
+import { type WorkloadSpec } from '../run-format/config.js';
 import { lagWeighting, ReplicaWeights, startWriteLoad, type WriteLoad } from './write-load.js';
 import type { LagWeightOptions } from '../router/lag-weight.js';
 import { maxLagFactor } from '../router/max-lag.js';

@@ -17,3 +17,6 @@ const naturalOrder = new Intl.Collator('en', { numeric: true });
 export function compareReplicaIds(a: string, b: string): number {
   return naturalOrder.compare(a, b);
 }
+
+/** A simulated cluster (`--driver sim`) takes plans this large. */
+export const MAX_SIM_REPLICAS = 1000;

@@ -33,7 +33,7 @@ import {
   type PlanReplicaState,
 } from './actions.js';
 import { planPhases } from './plan.js';
-import type { FaultAction, FaultPlan } from './types.js';
+import type { FaultAction, FaultPlan } from '../run-format/plan.js';
 
 export interface PlanShowOptions {
   strategy: StrategyName;

@@ -10,9 +10,10 @@ import { replicaIds } from '../core/replica-ids.js';
 import { PlbError } from '../core/errors.js';
 import { escapeControl, hasControl } from '../core/text.js';
 import { actionRequirement, computePhases, stateAfter, type PlanReplicaState } from './actions.js';
-import type { FaultAction, FaultEvent, FaultPlan } from './types.js';
+import type { FaultAction, FaultEvent, FaultPlan } from '../run-format/plan.js';
 import { faultActionSchema } from '../run-format/plan.js';
 import { parseDuration } from '../core/duration.js';
+import { MAX_SIM_REPLICAS } from '../core/replica-ids.js';
 
 // The one list of actions is the plan schema's.
 export const FAULT_ACTIONS: readonly FaultAction[] = faultActionSchema.options;
@@ -36,8 +37,6 @@ export const DEFAULT_PLAN: Readonly<Pick<FaultPlan, 'warmup' | 'referenceWindow'
     replicas: DEFAULT_CLUSTER.replicas,
   });
 export const MAX_REPLICAS = 64;
-/** A simulated cluster (`--driver sim`) takes plans this large. */
-export const MAX_SIM_REPLICAS = 1000;
 
 /** How large a plan may be: `maxReplicas` is MAX_SIM_REPLICAS for a simulated cluster. */
 export interface PlanLimits {

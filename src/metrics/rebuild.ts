@@ -29,16 +29,15 @@ import {
 } from './summary.js';
 import type { TimelineRow } from './timeline.js';
 import { lagStatsOf } from './lag.js';
+import { type Phase, type RunEvent } from './types.js';
 import {
   SUMMARY_SCHEMA_VERSION,
   type ClassPhaseStats,
   type HarnessPhaseStats,
-  type Phase,
   type PhaseSummary,
   type ReplicaPhaseStats,
-  type RunEvent,
   type RunSummary,
-} from './types.js';
+} from '../run-format/summary.js';
 
 /** Is process `pid` alive? (A run whose writer lives is still going, not crashed.) */
 export function pidAlive(pid: number): boolean {

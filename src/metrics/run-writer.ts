@@ -25,13 +25,8 @@ import {
   secondLine,
 } from './seconds.js';
 import { timelineHeaderLine, timelineRow } from './timeline.js';
-import {
-  SUMMARY_SCHEMA_VERSION,
-  type ReplicaState,
-  type RunEvent,
-  type RunSummary,
-  type RunWriter,
-} from './types.js';
+import { type ReplicaState, type RunEvent, type RunWriter } from './types.js';
+import { SUMMARY_SCHEMA_VERSION, type RunSummary } from '../run-format/summary.js';
 
 /** File names of a run directory (DESIGN.md, Run directory). */
 export const RUN_FILES = {

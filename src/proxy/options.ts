@@ -4,7 +4,8 @@
  */
 import { Flags } from '@oclif/core';
 import { benchFlags, checkBenchValue, HELP_GROUPS } from '../bench/options.js';
-import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
+import { DEFAULT_HEALTH } from '../cluster/health.js';
+import { type HealthOptions } from '../run-format/config.js';
 import { checkedText } from '../cli/flags.js';
 import { PlbError } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';

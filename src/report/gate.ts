@@ -3,8 +3,8 @@ import type { BaselineGroup } from '../run-format/report.js';
 import { appendFileSync } from 'node:fs';
 import { PlbError } from '../core/errors.js';
 import { SERVICE_CLASSES } from '../core/service-class.js';
-import type { ClassMetric, RunGroup } from './aggregate.js';
-import type { Stat } from './stats.js';
+import type { ClassMetric, RunGroup } from '../run-format/report.js';
+import type { Stat } from '../run-format/report.js';
 import { parseTolerance, TOLERANCE_FIELDS, type Tolerance, type ToleranceField } from './tolerance.js';
 
 /**

@@ -1,6 +1,7 @@
 // report.html: one self-contained file (inline CSS and SVG, no scripts, nothing fetched).
 import type { LoadedRun } from '../metrics/load-run.js';
-import { aggregateRuns, type RunGroup } from './aggregate.js';
+import { aggregateRuns } from './aggregate.js';
+import { type RunGroup } from '../run-format/report.js';
 import {
   classTimelineSpec,
   comparisonSpec,

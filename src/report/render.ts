@@ -2,17 +2,22 @@
 import Table from 'cli-table3';
 import { stringify } from 'csv-stringify/sync';
 import { SERVICE_CLASSES } from '../core/service-class.js';
-import { aggregateRuns, CLASS_METRICS, compareReplicaIds, settingsDiff, type RunGroup } from './aggregate.js';
+import { aggregateRuns, compareReplicaIds, settingsDiff } from './aggregate.js';
+import { CLASS_METRICS, type RunGroup } from '../run-format/report.js';
 import { differLine, sharedLine, type SettingsDiff } from './settings.js';
-import { compareStrategies, type Comparison } from './compare.js';
-import { QUANTILE_METHOD, type Stat } from './stats.js';
+import { compareStrategies } from './compare.js';
+import { type Comparison } from '../run-format/report.js';
+import { QUANTILE_METHOD } from './stats.js';
+import { type Stat } from '../run-format/report.js';
 import { quantile } from '../metrics/math.js';
-import type { RunSummary } from '../metrics/types.js';
+import type { RunSummary } from '../run-format/summary.js';
 import { tableStyle } from '../core/table-style.js';
 import { escapeControl } from '../core/text.js';
-import { paperFigures, type PaperReport } from './paper-figures.js';
+import { paperFigures } from './paper-figures.js';
+import { type PaperReport } from '../run-format/report.js';
 import { paperSection } from './paper-render.js';
 import { replicaLatencyTable, signalsTable } from './signals-table.js';
+import type { ReportJson } from '../run-format/report.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -493,19 +498,6 @@ export function renderCsvPerRun(summaries: readonly RunSummary[]): string {
     }
   }
   return stringify(rows);
-}
-
-/** plb-report/2: comparison p95Change is (p95 - base) / base (plb-report/1 had the opposite sign). */
-export interface ReportJson {
-  schema: 'plb-report/2';
-  quantileMethod: string;
-  baseline: string;
-  groups: RunGroup[];
-  /** What the groups differ in and share. */
-  settings: SettingsDiff;
-  comparison: Comparison | null;
-  /** The PLB paper's figures and paper vs measured, when some groups are paper experiments. */
-  paper?: PaperReport;
 }
 
 export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline: string): ReportJson {

@@ -1,5 +1,5 @@
 import Table from 'cli-table3';
-import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
+import type { ClassPhaseStats, RunSummary } from '../run-format/summary.js';
 import { crossZoneLine, signalsLine } from './signals-table.js';
 import { SERVICE_CLASSES } from '../core/service-class.js';
 import { tableStyle } from '../core/table-style.js';

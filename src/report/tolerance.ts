@@ -6,8 +6,9 @@ import { SERVICE_CLASSES } from '../core/service-class.js';
 import { validateSummary } from '../metrics/load-run.js';
 import { reportBaselineSchema, type BaselineGroup } from '../run-format/report.js';
 import { parseOrThrow } from '../run-format/parse.js';
-import { aggregateRuns, type ClassMetric } from './aggregate.js';
-import type { Stat } from './stats.js';
+import { aggregateRuns } from './aggregate.js';
+import { type ClassMetric } from '../run-format/report.js';
+import type { Stat } from '../run-format/report.js';
 
 export const DEFAULT_TOLERANCE = 'p95=25%,goodput=20%,retention=0.15';
 

@@ -16,9 +16,10 @@ import type pg from 'pg';
 import { connect } from '../cluster/pg-util.js';
 import { PlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
-import { makeQuery } from './queries.js';
-import type { Rng } from './rng.js';
-import { splitByMix, type QueryKind, type WorkloadSpec } from './spec.js';
+import { makeQuery } from '../cluster/queries.js';
+import type { Rng } from '../core/rng.js';
+import { splitByMix } from './spec.js';
+import { type QueryKind, type WorkloadSpec } from '../run-format/config.js';
 
 /**
  * The replica's cumulative CPU seconds (its cgroup counter, through the driver) as a function;

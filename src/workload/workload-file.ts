@@ -5,7 +5,8 @@ import { parseDuration } from '../core/duration.js';
 import { fieldPath, firstIssue } from '../run-format/parse.js';
 import { workloadFileSchema } from '../run-format/workload-file.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
-import { checkQueryWeights, type ClassWorkload, type PerClass } from './spec.js';
+import { checkQueryWeights, type PerClass } from './spec.js';
+import { type ClassWorkload } from '../run-format/config.js';
 
 const MAX_BYTES = 64 * 1024;
 

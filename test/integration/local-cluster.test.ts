@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterSpec } from '../../src/cluster/driver.js';
+import type { ClusterSpec } from '../../src/run-format/cluster-record.js';
 import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
 import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
 import { postmasterPid, processTree, readStat } from '../../src/cluster/local/procfs.js';

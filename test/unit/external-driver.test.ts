@@ -23,7 +23,7 @@ import { externalConfigSchema } from '../../src/run-format/cluster-file.js';
 import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { renderReport } from '../../src/report/render.js';
 

@@ -8,7 +8,7 @@ import { clusterSpec } from '../../src/cluster/select.js';
 import { formatError, PlbError } from '../../src/core/errors.js';
 import { loadPlan, parsePlan } from '../../src/faults/plan.js';
 import { expandSeries } from '../../src/bench/series.js';
-import { Rng } from '../../src/workload/rng.js';
+import { Rng } from '../../src/core/rng.js';
 import { escapeLines } from '../../src/core/text.js';
 
 const work = mkdtempSync(join(tmpdir(), 'plb-limits-'));

@@ -14,7 +14,7 @@ import {
   parseTolerance,
 } from '../../src/report/tolerance.js';
 import { TOLERANCE_EXIT_CODE } from '../../src/core/fail.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
 const ROOT = join(import.meta.dirname, '../../package.json');

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ClusterDriver, ServerStatus } from '../../src/cluster/driver.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import { runBench, type RunnerRouter } from '../../src/bench/run.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 

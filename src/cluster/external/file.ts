@@ -19,7 +19,7 @@ import {
   type HookSpec,
 } from '../../run-format/cluster-file.js';
 import { parseDuration } from '../../core/duration.js';
-import type { FaultPlan } from '../../faults/types.js';
+import type { FaultPlan } from '../../run-format/plan.js';
 import { escapeControl } from '../../core/text.js';
 
 const MAX_FILE_BYTES = 256 * 1024;

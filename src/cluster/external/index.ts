@@ -13,10 +13,11 @@ import {
   waitServerReady,
 } from '../pg-util.js';
 import { pgConnector, type Connector } from '../connector.js';
-import { ensureDataset } from '../../workload/dataset.js';
+import { ensureDataset } from '../dataset.js';
 import { defaultStateDir } from '../state.js';
 import type { HookName } from '../../run-format/cluster-file.js';
-import type { ClusterDriver, ClusterSpec, ServerStatus } from '../driver.js';
+import type { ClusterDriver, ServerStatus } from '../driver.js';
+import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import type { Credentials, Endpoint } from '../../core/endpoint.js';
 import type { ServerId } from '../../core/replica-ids.js';
 import { redact, substitute, type ExternalCluster } from './file.js';

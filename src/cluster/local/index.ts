@@ -20,7 +20,8 @@ import {
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BaseDriver, serverSettings } from '../base-driver.js';
-import { type ClusterDriver, type ClusterSpec, type ServerStatus } from '../driver.js';
+import { type ClusterDriver, type ServerStatus } from '../driver.js';
+import { type ClusterSpec } from '../../run-format/cluster-record.js';
 import { serverIds, type ServerId } from '../../core/replica-ids.js';
 import { type Endpoint } from '../../core/endpoint.js';
 import { errorText, PlbError } from '../../core/errors.js';

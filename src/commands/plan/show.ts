@@ -3,7 +3,8 @@ import { defaultPlanPath } from '../../bench/series.js';
 import { checkedText } from '../../cli/flags.js';
 import { PlbCommand } from '../../cli/plb-command.js';
 import { PlbError } from '../../core/errors.js';
-import { loadPlan, MAX_SIM_REPLICAS } from '../../faults/plan.js';
+import { loadPlan } from '../../faults/plan.js';
+import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';
 import { parseBorrowing } from '../../bench/options.js';
 import {
