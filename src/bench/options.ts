@@ -27,7 +27,7 @@ import type { ServiceClass } from '../core/service-class.js';
 import { renderComparison, renderReport, writeReports } from '../report/index.js';
 import { colourEnabled } from '../core/table-style.js';
 import { trackSeries } from './series-progress.js';
-import { renderBenchResults } from '../report/side-by-side.js';
+import { renderBenchResults } from './results.js';
 import { paperFigures } from '../report/paper-figures.js';
 import { paperSection } from '../report/paper-render.js';
 import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from './stop-signals.js';

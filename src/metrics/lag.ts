@@ -8,7 +8,7 @@ import { nearestRank, round } from './math.js';
 import { phaseIndexAt } from './phases.js';
 import type { Phase } from './types.js';
 import type { PhaseSummary } from '../run-format/summary.js';
-
+import type { ReplicaLag } from '../cluster/lag-probe.js';
 
 /** A replica's lag over a phase: the standby's lag in ms and the primary's byte distance. */
 export interface ReplicaLagStats {

@@ -7,6 +7,7 @@ import type { Clock } from '../clock/index.js';
 import { PlbError } from '../core/errors.js';
 import type { FaultPlan } from '../run-format/plan.js';
 import type { Rng } from '../core/rng.js';
+import { WRITE_TABLE } from '../cluster/dataset.js';
 
 /** Rows are upserted over this many keys: the table stays small however long the run. */
 export const WRITE_KEYS = 10_000;
