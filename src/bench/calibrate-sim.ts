@@ -40,7 +40,7 @@ import { Rng } from '../core/rng.js';
 import { DEFAULT_WORKLOAD } from '../workload/spec.js';
 import { type QueryKind } from '../run-format/config.js';
 import { leaseCluster } from './cluster-lease.js';
-import { handleStopSignals, STOP_SIGNALS } from './stop-signals.js';
+import { handleStopSignals, STOP_SIGNALS } from '../cli/stop-signals.js';
 
 export const KINDS: readonly QueryKind[] = ['point', 'range', 'scan'];
 

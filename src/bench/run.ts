@@ -30,25 +30,7 @@ import { clientZone } from '../router/zones.js';
 import type { BalanceOptions } from './balance.js';
 import { viaConnector, type ViaOptions } from './via.js';
 import { formatHostPort } from '../core/endpoint.js';
-
-/** The part of the router the runner uses (src/router createRouter()). */
-export interface RunnerRouter {
-  admit(cls: ServiceClass, nowMs: number, zone?: string): { replica: string };
-  release(replica: string, cls: ServiceClass, nowMs: number): void;
-  /** `--strategy via`: the session landed on this replica (see AdmissionControl.landed). */
-  landed?(target: string, replica: string, cls: ServiceClass, nowMs: number): void;
-  markDown(replica: string, nowMs: number): void;
-  markUp(replica: string, nowMs: number): void;
-  /** Lag-derived weights (src/router Router.setWeight); absent in routers made for tests. */
-  setWeight?(replica: string, weight: number): void;
-  snapshot(): ReadonlyArray<{
-    id: string;
-    healthy: boolean;
-    role: string;
-    weight?: number;
-    sessions: { premium: number; freemium: number };
-  }>;
-}
+import type { SessionRouter } from '../router/types.js';
 
 export interface BenchConfig {
   plan: FaultPlan;
@@ -80,7 +62,7 @@ export interface BenchDeps {
   createRouter: (
     replicaIds: string[],
     onRoleChange: (c: { replica: string; from: string; to: string; reason: string; nowMs: number }) => void,
-  ) => RunnerRouter;
+  ) => SessionRouter;
   createWriter: (replicaIds: string[]) => RunWriter;
   /** The parts that watch, route and break the cluster; defaults are the real ones (`runParts`). */
   createParts?: (x: PartsInputs) => RunParts;
@@ -106,7 +88,7 @@ export interface PartsInputs {
   ids: readonly string[];
   connector: Connector;
   clock: Clock;
-  router: RunnerRouter;
+  router: SessionRouter;
   writer: RunWriter;
   log: (line: string) => void;
   /** A replica's health changed (detected, or told by the oracle). */
@@ -471,7 +453,7 @@ class Sampler {
   constructor(
     private readonly config: BenchConfig,
     private readonly driver: ClusterDriver,
-    private readonly router: RunnerRouter,
+    private readonly router: SessionRouter,
     private readonly writer: RunWriter,
     private readonly clock: Clock,
     private readonly quota: ReadonlyMap<string, number>,

@@ -14,7 +14,7 @@ import { VirtualClock } from '../clock/virtual.js';
 import { classQueryCpuMs, meanQueryCpuMs, simDriverOf, type SimDriver } from '../cluster/sim/index.js';
 import { calibrateThinkTime, thinkTimesFor, type ClassThinkInputs } from '../workload/calibrate.js';
 import { MAX_SEED, Rng } from '../core/rng.js';
-import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './run.js';
+import { prepareCluster, runBench, type BenchDeps, type BenchResult } from './run.js';
 import { splitByMix } from '../workload/spec.js';
 import { type WorkloadSpec } from '../run-format/config.js';
 import type { BalanceOptions } from './balance.js';
@@ -249,5 +249,3 @@ async function series(
   }
   return { results, interrupted: false };
 }
-
-export type { RunnerRouter };

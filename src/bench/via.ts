@@ -11,7 +11,7 @@ import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { PlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { SERVICE_CLASSES } from '../core/service-class.js';
-import type { RunnerRouter } from './run.js';
+import type { SessionRouter } from '../router/types.js';
 import { formatHostPort, type HostPort } from '../core/endpoint.js';
 
 /** Where each class's sessions connect (one endpoint for both, or one per class). */
@@ -89,7 +89,7 @@ export function viaTarget(cls: ServiceClass): string {
  * changes only mark replicas in the snapshot. Every replica reports role mixed: the balancer's
  * own partitions, if it has any, are not known here.
  */
-export class ViaAdmissions implements RunnerRouter {
+export class ViaAdmissions implements SessionRouter {
   private readonly replicas = new Map<
     string,
     { healthy: boolean; sessions: { premium: number; freemium: number } }

@@ -26,7 +26,6 @@ import {
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { DEFAULT_CLUSTER } from './driver.js';
-import { type ClusterSpec } from '../run-format/cluster-record.js';
 import { type Credentials } from '../core/endpoint.js';
 import { PlbError } from '../core/errors.js';
 import { makeDirs } from '../core/safe-write.js';

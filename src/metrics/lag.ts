@@ -6,7 +6,7 @@
 import { f64, type Column } from './columns.js';
 import { nearestRank, round } from './math.js';
 import { phaseIndexAt } from './phases.js';
-import type { Phase } from './types.js';
+import type { Phase } from '../faults/actions.js';
 import type { PhaseSummary } from '../run-format/summary.js';
 import type { ReplicaLag } from '../cluster/lag-probe.js';
 

@@ -1,8 +1,6 @@
 import type { FailureCause } from '../core/failure-cause.js';
 import type { ServiceClass } from '../core/service-class.js';
-import type { ReplicaLagStats } from './lag.js';
 import type { ReplicaLag } from '../cluster/lag-probe.js';
-import type { PhaseSignals } from '../run-format/summary.js';
 import type { RunSummary } from '../run-format/summary.js';
 import type { RunEventRecord } from '../run-format/events.js';
 import type { Assignable } from '../run-format/type-check.js';

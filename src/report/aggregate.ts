@@ -1,6 +1,6 @@
 // Groups runs of one strategy+plan+mix and settings (repeats) and reduces every metric to median and IQR.
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
-import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../run-format/summary.js';
+import type { PhaseSummary, RunSummary } from '../run-format/summary.js';
 import { FAULT_INTERVAL } from '../metrics/summary.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
 import type { RunConfig } from '../run-format/config.js';

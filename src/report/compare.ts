@@ -1,7 +1,7 @@
 // Strategy against baseline. Every change plb prints has one sign: (value - base) / base, so a
 // negative p95 change is lower latency and a positive goodput change more goodput (the same sign
 // as p95 inflation against ref and as --tolerance's moved lines).
-import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
 import type { RunGroup } from '../run-format/report.js';
 import type { Comparison, ComparisonRow, StrategyComparison } from '../run-format/report.js';
 

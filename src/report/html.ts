@@ -13,7 +13,8 @@ import {
 } from './charts.js';
 import { compareStrategies } from './compare.js';
 import { paperHtml } from './paper-charts.js';
-import { comparisonTable, groupTables, settingsLines, type TableModel } from './render.js';
+import { comparisonTable, groupTables, settingsLines } from './render.js';
+import { type TableModel } from './table-model.js';
 import { QUANTILE_METHOD } from '../metrics/math.js';
 import { hasLag, lagTimelineSpec } from './lag-chart.js';
 import { readSeconds, spreadSeries, spreadTimelineSpec } from './signal-charts.js';

@@ -5,7 +5,8 @@ export type { RunGroup, AggregatedPhase, AggregatedDetection, ClassMetric } from
 export { compareStrategies, p95Change, goodputChange } from './compare.js';
 export type { Comparison, StrategyComparison, ComparisonRow } from '../run-format/report.js';
 export { renderComparison, renderReport, phaseTable, replicaTable, comparisonTable } from './render.js';
-export type { ReportFormat, TableModel } from './render.js';
+export type { ReportFormat } from './render.js';
+export type { TableModel } from './table-model.js';
 export type { ReportJson } from '../run-format/report.js';
 export { renderRunHtml, renderComparisonHtml } from './html.js';
 export { quantile, QUANTILE_METHOD } from '../metrics/math.js';

@@ -6,7 +6,7 @@ import type { RunGroup } from '../run-format/report.js';
 import { paperFigures, type PaperFigures } from './paper-figures.js';
 import { FIG4_METRICS } from '../run-format/report.js';
 import { paperTables } from './paper-render.js';
-import type { TableModel } from './render.js';
+import type { TableModel } from './table-model.js';
 
 const SCHEMA = 'https://vega.github.io/schema/vega-lite/v5.json';
 const METRIC_TITLE = {

@@ -3,7 +3,8 @@ import type { ClassPhaseStats, RunSummary } from '../run-format/summary.js';
 import { crossZoneLine, signalsLine } from './signals-table.js';
 import { SERVICE_CLASSES } from '../core/service-class.js';
 import { tableStyle } from '../core/table-style.js';
-import { SIGN_CONVENTION, type TableOptions } from './render.js';
+import { SIGN_CONVENTION } from './render.js';
+import { type TableOptions } from './table-model.js';
 import { lagLines } from '../metrics/lag.js';
 
 const ms = (v: number | null): string => (v === null ? '-' : v < 10 ? v.toFixed(2) : v.toFixed(1));

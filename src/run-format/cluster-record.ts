@@ -1,8 +1,6 @@
 // <state>/<cluster>/cluster.json: which driver made the cluster, with which spec (cluster/state.ts).
 import { z } from 'zod';
 
-import type { SameType } from './type-check.js';
-
 export const clusterSpecSchema = z.object({
   name: z.string(),
   replicas: z.number(),

@@ -6,8 +6,6 @@
  */
 import { z } from 'zod';
 
-import type { SameType } from './type-check.js';
-
 export const faultActionSchema = z.enum([
   'down',
   'rejoin',

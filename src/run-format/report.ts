@@ -1,7 +1,7 @@
 // `plb report --json`: aggregated groups (median and IQR over repeats) and the strategy comparison.
 import { z } from 'zod';
 
-import type { Assignable, SameType } from './type-check.js';
+import type { Assignable } from './type-check.js';
 import { mixSchema, serviceClassRecord, serviceClassSchema } from './common.js';
 import type { ClassPhaseStats } from './summary.js';
 

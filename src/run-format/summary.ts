@@ -1,8 +1,6 @@
 // summary.json: the phase tables of one run (src/metrics/types.ts RunSummary is the type the code uses).
 import { z } from 'zod';
 
-import type { SameType } from './type-check.js';
-
 import { mixSchema, serviceClassRecord } from './common.js';
 
 export const SUMMARY_SCHEMA_VERSION = 1;

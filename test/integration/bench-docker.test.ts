@@ -17,7 +17,8 @@ import { parsePlan } from '../../src/faults/plan.js';
 import { createRunWriter, loadRun } from '../../src/metrics/index.js';
 import { createRouter } from '../../src/router/index.js';
 import type { StrategyName } from '../../src/router/types.js';
-import { runBench, type RunnerRouter } from '../../src/bench/run.js';
+import { runBench } from '../../src/bench/run.js';
+import type { SessionRouter } from '../../src/router/types.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 
 const NAME = 'plbtest-bench';
@@ -103,7 +104,7 @@ describe.skipIf(!available && !ci)('bench run on a Docker cluster', () => {
         },
         {
           driver,
-          createRouter: (ids, onRoleChange): RunnerRouter => {
+          createRouter: (ids, onRoleChange): SessionRouter => {
             const router = createRouter({ strategy, replicas: ids, slowStartMs: 5000, onRoleChange });
             return {
               admit: (cls, nowMs) => {

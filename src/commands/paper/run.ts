@@ -1,5 +1,6 @@
 import { Args, Flags } from '@oclif/core';
-import { benchFlags, HELP_GROUPS, presetSeriesFlags, seriesFlags } from '../../bench/options.js';
+import { benchFlags, presetSeriesFlags, seriesFlags } from '../../bench/options.js';
+import { HELP_GROUPS } from '../../cli/router-flags.js';
 import {
   estimateWallS,
   formatWall,

@@ -6,7 +6,7 @@ import { PlbError } from '../../core/errors.js';
 import { loadPlan } from '../../faults/plan.js';
 import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';
-import { parseBorrowing } from '../../bench/options.js';
+import { parseBorrowing } from '../../cli/router-flags.js';
 import {
   parsePartition,
   parseReadings,
