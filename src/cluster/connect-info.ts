@@ -3,7 +3,7 @@
  * a libpq URI and a psql line to paste. The password itself is never printed: the psql line reads
  * it from the file when it runs.
  */
-import type { Endpoint } from './driver.js';
+import type { Endpoint } from '../core/endpoint.js';
 import { passwordFile, PLB_DATABASE, PLB_USER } from './state.js';
 
 export interface ServerConnect {

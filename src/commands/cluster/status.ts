@@ -1,11 +1,11 @@
 import { Flags } from '@oclif/core';
-import { PlbCommand } from '../../plb-command.js';
+import { PlbCommand } from '../../cli/plb-command.js';
 import Table from 'cli-table3';
 import { openCluster } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
-import { tableStyle } from '../../table-style.js';
+import { tableStyle } from '../../core/table-style.js';
 import { connectInfo, psqlLine } from '../../cluster/connect-info.js';
-import { escapeControl } from '../../text.js';
+import { escapeControl } from '../../core/text.js';
 import { DEFAULT_FREEMIUM_PORT, DEFAULT_PREMIUM_PORT } from '../../proxy/options.js';
 
 export default class ClusterStatus extends PlbCommand {
