@@ -4,6 +4,7 @@
  * run can be written by a library caller with only some; what is there must have its type.
  */
 import { z } from 'zod';
+import { templateSetSchema } from './workload-file.js';
 import type { HealthOptions } from '../cluster/health.js';
 import type { BorrowThresholds, PlbReadings, RoleVector } from '../router/types.js';
 import type { ClassWorkload, WorkloadSpec } from '../workload/spec.js';
@@ -58,6 +59,7 @@ export const workloadSpecSchema = z.object({
     .number()
     .optional()
     .describe('--max-session-lifetime: a session ends after this long (absent: none)'),
+  templates: templateSetSchema.optional(),
 });
 
 export const healthOptionsSchema = z.object({

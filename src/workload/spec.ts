@@ -1,5 +1,6 @@
 import { PlbError } from '../errors.js';
 import type { ServiceClass } from '../router/types.js';
+import type { TemplateSet } from './templates.js';
 
 export type QueryKind = 'point' | 'range' | 'scan';
 
@@ -34,6 +35,8 @@ export interface WorkloadSpec {
   writeRate?: number;
   /** A session ends after this long even with queries left (`--max-session-lifetime`); absent: none. */
   maxSessionLifetimeMs?: number;
+  /** --workload's own SQL templates; absent: plb's three (workloads/default.yaml) by queryWeights. */
+  templates?: TemplateSet;
 }
 
 const DEFAULT_WEIGHTS: Record<QueryKind, number> = { point: 0.5, range: 0.3, scan: 0.2 };
