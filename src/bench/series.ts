@@ -8,7 +8,7 @@ import { PlbError } from '../errors.js';
 import type { FaultPlan } from '../faults/types.js';
 import type { RoleVector, ServiceClass } from '../router/types.js';
 import { VirtualClock } from '../clock/virtual.js';
-import { classQueryCpuMs, meanQueryCpuMs, simDriverOf, type SimDriver } from '../cluster/sim/index.js';
+import { classCpuMs, meanQueryCpuMs, simDriverOf, type SimDriver } from '../cluster/sim/index.js';
 import { calibrateThinkTime, thinkTimesFor, type ClassThinkInputs } from '../workload/calibrate.js';
 import { MAX_SEED, Rng } from '../workload/rng.js';
 import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './run.js';
@@ -145,7 +145,7 @@ function simulatedThinkTime(
     return {
       clients: split[c],
       queriesPerSession: w.queriesPerSession,
-      cpuPerQueryS: classQueryCpuMs(cal, w.queryWeights) / 1000,
+      cpuPerQueryS: classCpuMs(cal, workload, c) / 1000,
       fixedWallS: (connectWallMs + Math.max(1, w.queriesPerSession) * cal.queryOverheadMs) / 1000,
       baseThinkMs: w.thinkTimeMs,
     };

@@ -2,6 +2,7 @@ import type { FailureCause } from '../cluster/failure-cause.js';
 import type { ServiceClass } from '../router/types.js';
 import type { ReplicaLag, ReplicaLagStats } from './lag.js';
 import type { PhaseSignals } from './signals.js';
+import type { TemplatePhaseStats } from './template-stats.js';
 
 /** How a session ended: by finishing its queries, by an error, or cut off by the end of the run. */
 export type SessionEnding = 'finished' | 'failed' | 'cut';
@@ -244,4 +245,6 @@ export interface RunSummary {
   errors?: string[];
   /** Rebuilt by the report from the per-second files of a run that died before finishing. */
   rebuilt?: boolean;
+  /** Per phase, class and SQL template (metrics/template-stats.ts). Absent in older and rebuilt runs. */
+  templates?: TemplatePhaseStats[];
 }

@@ -12,11 +12,15 @@ const bound = z
 
 export const paramSchema = z
   .discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('int'), min: bound, max: bound }).describe('uniform integer in [min, max] (pgbench random)'),
+    z
+      .strictObject({ type: z.literal('int'), min: bound, max: bound })
+      .describe('uniform integer in [min, max] (pgbench random)'),
     z
       .strictObject({ type: z.literal('zipf'), min: bound, max: bound, s: z.number() })
       .describe('Zipfian integer in [min, max], exponent s in [1.001, 1000] (pgbench random_zipfian)'),
-    z.strictObject({ type: z.literal('float'), min: z.number(), max: z.number() }).describe('uniform real in [min, max)'),
+    z
+      .strictObject({ type: z.literal('float'), min: z.number(), max: z.number() })
+      .describe('uniform real in [min, max)'),
     z
       .strictObject({
         type: z.literal('choice'),
@@ -47,7 +51,9 @@ export const templateFileSchema = z
     writes: z
       .boolean()
       .optional()
-      .describe('the statement changes data (default: from its text); writes need allowWrites and go to the primary'),
+      .describe(
+        'the statement changes data (default: from its text); writes need allowWrites and go to the primary',
+      ),
   })
   .describe('A named SQL template');
 
@@ -64,7 +70,7 @@ const classFileSchema = z
       .record(z.string(), weight)
       .optional()
       .describe(
-        'relative weights of the templates by name (point, range, scan, or the file\'s own); a template left out is not run by the class',
+        "relative weights of the templates by name (point, range, scan, or the file's own); a template left out is not run by the class",
       ),
     templates: templatesSchema.optional().describe("this class's own templates (besides the shared ones)"),
   })
@@ -78,7 +84,9 @@ export const workloadFileSchema = z
       .optional()
       .describe('SQL run once on the primary before the run (CREATE TABLE IF NOT EXISTS ..., data)'),
     allowWrites: z.boolean().optional().describe('let templates that change data run (on the primary)'),
-    templates: templatesSchema.optional().describe('templates every class runs (unless its queryWeights leaves them out)'),
+    templates: templatesSchema
+      .optional()
+      .describe('templates every class runs (unless its queryWeights leaves them out)'),
     classes: z.strictObject({ premium: classFileSchema.optional(), freemium: classFileSchema.optional() }),
   })
   .meta({

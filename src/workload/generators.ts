@@ -7,7 +7,6 @@
  * Integer bounds may be expressions over `rows`, the size of plb's own dataset (`--dataset-rows`),
  * so a template over `plb_items` follows the flag: `rows`, `rows / 100`, `max(1, rows - 1000)`.
  */
-import { PlbError } from '../errors.js';
 import type { ParamSpec } from '../run-format/workload-file.js';
 import type { Rng } from './rng.js';
 
@@ -66,7 +65,9 @@ export function evalBound(b: Bound, rows: number): number {
       return t === 'min' ? Math.min(a, c) : Math.max(a, c);
     }
     if (/^\d/.test(t)) return Number(t);
-    throw new Error(`bad expression ${JSON.stringify(b)}: unexpected ${JSON.stringify(t)} (only rows, numbers, + - * / ( ), min, max)`);
+    throw new Error(
+      `bad expression ${JSON.stringify(b)}: unexpected ${JSON.stringify(t)} (only rows, numbers, + - * / ( ), min, max)`,
+    );
   };
   const product = (): number => {
     let v = factor();
@@ -84,7 +85,8 @@ export function evalBound(b: Bound, rows: number): number {
     return v;
   };
   const v = sum();
-  if (i < tokens.length) throw new Error(`bad expression ${JSON.stringify(b)}: unexpected ${JSON.stringify(tokens[i])}`);
+  if (i < tokens.length)
+    throw new Error(`bad expression ${JSON.stringify(b)}: unexpected ${JSON.stringify(tokens[i])}`);
   return v;
 }
 
@@ -138,7 +140,9 @@ export function compileParam(spec: ParamSpec, index: number, ctx: GeneratorConte
       if (spec.type === 'int') return (rng) => rng.int(min, max);
       const s = spec.s;
       if (!(s >= ZIPF_S_MIN && s <= ZIPF_S_MAX))
-        throw new Error(`s must be from ${ZIPF_S_MIN} to ${ZIPF_S_MAX}, as pgbench's random_zipfian (got ${s})`);
+        throw new Error(
+          `s must be from ${ZIPF_S_MIN} to ${ZIPF_S_MAX}, as pgbench's random_zipfian (got ${s})`,
+        );
       const n = max - min + 1;
       return (rng) => min - 1 + zipfian(rng, n, s);
     }
@@ -152,7 +156,9 @@ export function compileParam(spec: ParamSpec, index: number, ctx: GeneratorConte
       const values: readonly (string | number)[] =
         spec.values ?? (spec.file !== undefined && ctx.readChoices ? ctx.readChoices(spec.file) : []);
       if (values.length === 0)
-        throw new Error(spec.file !== undefined ? `file ${spec.file} has no values` : 'values must not be empty');
+        throw new Error(
+          spec.file !== undefined ? `file ${spec.file} has no values` : 'values must not be empty',
+        );
       return (rng) => values[rng.int(0, values.length - 1)];
     }
     case 'string': {
@@ -163,7 +169,9 @@ export function compileParam(spec: ParamSpec, index: number, ctx: GeneratorConte
       if (spec.length !== undefined && (spec.minLength !== undefined || spec.maxLength !== undefined))
         throw new Error('give length, or minLength and maxLength, not both');
       if (!(Number.isInteger(min) && Number.isInteger(max) && min >= 0 && max >= min && max <= 10_000))
-        throw new Error(`lengths must be integers with 0 <= minLength <= maxLength <= 10000 (got ${min}..${max})`);
+        throw new Error(
+          `lengths must be integers with 0 <= minLength <= maxLength <= 10000 (got ${min}..${max})`,
+        );
       return (rng) => randomString(rng, min, max, alphabet);
     }
     case 'ref': {

@@ -20,7 +20,10 @@ export interface SessionContext {
   /** Where a template that writes runs (the primary); absent: a read-only workload. */
   primary?: { query(text: string, values: unknown[]): Promise<number> };
   /** Per-template latencies (metrics/template-stats.ts). */
-  templates?: { done(cls: ServiceClass, template: string, endMs: number, latencyMs: number): void; failed(cls: ServiceClass, template: string, endMs: number): void };
+  templates?: {
+    done(cls: ServiceClass, template: string, endMs: number, latencyMs: number): void;
+    failed(cls: ServiceClass, template: string, endMs: number): void;
+  };
 }
 
 export type SessionOutcome = 'finished' | 'failed' | 'no-replica' | 'connect-failed' | 'stopped';

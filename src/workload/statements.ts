@@ -4,7 +4,13 @@
  */
 import type { ServiceClass } from '../router/types.js';
 import type { WorkloadSpec } from './spec.js';
-import { defaultWorkloadPath, readDefaultWorkload, withKindWeights, type Template, type TemplateSet } from './templates.js';
+import {
+  defaultWorkloadPath,
+  readDefaultWorkload,
+  withKindWeights,
+  type Template,
+  type TemplateSet,
+} from './templates.js';
 import { parseWorkloadDocument } from './workload-file.js';
 
 let defaults: TemplateSet | undefined;
@@ -39,5 +45,10 @@ export function classTemplates(spec: WorkloadSpec, cls: ServiceClass): Template[
 
 /** The template set of a spec (plb's own when it names none). */
 export function templateSetOf(spec: WorkloadSpec): TemplateSet {
-  return spec.templates ?? { ...defaultTemplateSet(), classes: { premium: classTemplates(spec, 'premium'), freemium: classTemplates(spec, 'freemium') } };
+  return (
+    spec.templates ?? {
+      ...defaultTemplateSet(),
+      classes: { premium: classTemplates(spec, 'premium'), freemium: classTemplates(spec, 'freemium') },
+    }
+  );
 }

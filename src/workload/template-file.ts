@@ -45,7 +45,10 @@ export function resolveFileTemplates(
       const path = ['classes', cls, 'queryWeights'];
       for (const name of Object.keys(w))
         if (!(QUERY_KINDS as readonly string[]).includes(name))
-          throw at([...path, name], `names no template (plb's own are point, range and scan; define templates: for your own)`);
+          throw at(
+            [...path, name],
+            `names no template (plb's own are point, range and scan; define templates: for your own)`,
+          );
       const full = Object.fromEntries(QUERY_KINDS.map((k) => [k, w[k] ?? 0])) as Record<QueryKind, number>;
       try {
         kindWeights[cls] = checkQueryWeights(full, fieldPath(path));
@@ -78,7 +81,14 @@ export function resolveFileTemplates(
         [...path, 'sql'],
         `changes data (${firstWord(t.sql)}): plb runs reads unless the file sets allowWrites: true (writes then go to the primary)`,
       );
-    return { name, weight: t.weight ?? 1, sql: t.sql.trim(), params, writes, where: `${source}:${lineAt(path)}` };
+    return {
+      name,
+      weight: t.weight ?? 1,
+      sql: t.sql.trim(),
+      params,
+      writes,
+      where: `${source}:${lineAt(path)}`,
+    };
   };
   const shared = Object.entries(data.templates ?? {}).map(([n, t]) => build(n, t, ['templates', n]));
   const classes = {} as Record<ServiceClass, Template[]>;
@@ -103,7 +113,8 @@ export function resolveFileTemplates(
       );
     classes[cls] = list;
   }
-  const setup = data.setup === undefined ? null : typeof data.setup === 'string' ? data.setup : data.setup.join(';\n');
+  const setup =
+    data.setup === undefined ? null : typeof data.setup === 'string' ? data.setup : data.setup.join(';\n');
   return { set: { source, setup, allowWrites, builtin, classes }, kindWeights: {} };
 }
 
@@ -126,7 +137,10 @@ function readChoiceFile(
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw at([...path, 'file'], `cannot be read: ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    throw at(
+      [...path, 'file'],
+      `cannot be read: ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+    );
   }
   if (Buffer.byteLength(text) > MAX_CHOICE_BYTES)
     throw at([...path, 'file'], `is over ${MAX_CHOICE_BYTES} bytes: ${file}`);

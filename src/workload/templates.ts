@@ -61,7 +61,10 @@ export function generatorsOf(t: Template, rows: number): Generator[] {
     try {
       return compileParam(p, i, { rows });
     } catch (err) {
-      throw new PlbError('BAD_INPUT', `${t.where}: template ${t.name}: params[${i}] (\$${i + 1}) ${(err as Error).message}`);
+      throw new PlbError(
+        'BAD_INPUT',
+        `${t.where}: template ${t.name}: params[${i}] ($${i + 1}) ${(err as Error).message}`,
+      );
     }
   });
   compiled.set(t, { rows, gens });
@@ -111,12 +114,16 @@ export function highestParam(sql: string): number {
  * (a function that writes, nextval).
  */
 export function isWriteStatement(sql: string): boolean {
-  const c = code(sql).trim().replace(/^\(+\s*/, '');
+  const c = code(sql)
+    .trim()
+    .replace(/^\(+\s*/, '');
   const first = /^[A-Za-z]+/.exec(c)?.[0]?.toUpperCase() ?? '';
   const modifies = /\b(INSERT|UPDATE|DELETE|MERGE)\b/i;
-  if (first === 'WITH') return modifies.test(c) || /\bFOR\s+(NO\s+KEY\s+)?(UPDATE|SHARE|KEY\s+SHARE)\b/i.test(c);
+  if (first === 'WITH')
+    return modifies.test(c) || /\bFOR\s+(NO\s+KEY\s+)?(UPDATE|SHARE|KEY\s+SHARE)\b/i.test(c);
   // SELECT ... INTO makes a table; FOR UPDATE/SHARE takes row locks (both refused on a standby).
-  if (first === 'SELECT') return /\bINTO\b/i.test(c) || /\bFOR\s+(NO\s+KEY\s+)?(UPDATE|SHARE|KEY\s+SHARE)\b/i.test(c);
+  if (first === 'SELECT')
+    return /\bINTO\b/i.test(c) || /\bFOR\s+(NO\s+KEY\s+)?(UPDATE|SHARE|KEY\s+SHARE)\b/i.test(c);
   if (first === 'EXPLAIN') return /\bANALY[SZ]E\b/i.test(c) && modifies.test(c);
   return !['SELECT', 'VALUES', 'TABLE', 'SHOW'].includes(first);
 }

@@ -39,7 +39,9 @@ describe('parameter generators', () => {
   });
 
   it('zipf refuses s outside pgbench range', () => {
-    expect(() => compileParam({ type: 'zipf', min: 1, max: 10, s: 1 }, 0, { rows: 1 })).toThrow(/1\.001 to 1000/);
+    expect(() => compileParam({ type: 'zipf', min: 1, max: 10, s: 1 }, 0, { rows: 1 })).toThrow(
+      /1\.001 to 1000/,
+    );
   });
 
   it('zipfian with n = 1 is 1', () => {
@@ -70,7 +72,7 @@ describe('parameter generators', () => {
   });
 });
 
-describe('plb\'s own templates from workloads/default.yaml', () => {
+describe("plb's own templates from workloads/default.yaml", () => {
   // The generator draws of the three templates before they moved into the default file.
   const before = (kind: 'point' | 'range' | 'scan', rows: number, rng: Rng): unknown[] => {
     if (kind === 'point') return [rng.int(1, rows)];
@@ -105,9 +107,23 @@ describe('statement text', () => {
     expect(highestParam("SELECT $2, '$9' -- $7\n FROM t WHERE a = $1")).toBe(2);
   });
   it('tells writes from reads', () => {
-    for (const w of ['INSERT INTO t VALUES ($1)', 'update t set a=1', 'WITH x AS (DELETE FROM t RETURNING *) SELECT * FROM x', 'SELECT * FROM t FOR UPDATE', 'SELECT a INTO b FROM t', 'CREATE TABLE x (a int)'])
+    for (const w of [
+      'INSERT INTO t VALUES ($1)',
+      'update t set a=1',
+      'WITH x AS (DELETE FROM t RETURNING *) SELECT * FROM x',
+      'SELECT * FROM t FOR UPDATE',
+      'SELECT a INTO b FROM t',
+      'CREATE TABLE x (a int)',
+    ])
       expect(isWriteStatement(w)).toBe(true);
-    for (const r of ['SELECT 1', ' (SELECT a FROM t)', "SELECT 'insert into' FROM t", 'WITH x AS (SELECT 1) SELECT * FROM x', 'VALUES (1)', 'EXPLAIN SELECT 1'])
+    for (const r of [
+      'SELECT 1',
+      ' (SELECT a FROM t)',
+      "SELECT 'insert into' FROM t",
+      'WITH x AS (SELECT 1) SELECT * FROM x',
+      'VALUES (1)',
+      'EXPLAIN SELECT 1',
+    ])
       expect(isWriteStatement(r)).toBe(false);
   });
 });
