@@ -16,6 +16,7 @@ import {
 } from '../metrics/types.js';
 import { nearestRank } from '../metrics/math.js';
 import { RUN_FILES } from '../metrics/run-writer.js';
+import { harnessRateWarnings } from '../metrics/harness-rate.js';
 import type { RoleVector, ServiceClass } from '../router/types.js';
 import { DataSource } from '../workload/data-source.js';
 import { Rng } from '../workload/rng.js';
@@ -562,6 +563,7 @@ export function measurementWarnings(summary: RunSummary): string[] {
         `warning: phase ${p.name}: client event-loop delay p99 ${h.loopP99Ms} ms (> ${HARNESS_LOOP_P99_LIMIT_MS} ms): the harness, not only the replicas, set the pace (client CPU up to ${Math.round((h.cpuMax ?? 0) * 100)}% of a core)`,
       );
   }
+  out.push(...harnessRateWarnings(summary.phases));
   const d = summary.detectionCounts;
   if (d && d.unexplained > 0)
     out.push(

@@ -41,7 +41,7 @@ export default class Calibrate extends PlbCommand {
     note: Flags.string({ description: 'text appended to measured.notes (e.g. what else ran on the host)' }),
     workload: Flags.string({
       description:
-        "workload file (YAML) whose own SQL templates are measured too, so --driver sim can run it (its setup runs on the primary)",
+        'workload file (YAML) whose own SQL templates are measured too, so --driver sim can run it (its setup runs on the primary)',
     }),
     driver: Flags.string({
       description: 'when no cluster exists: docker, local or auto',

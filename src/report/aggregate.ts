@@ -1,4 +1,5 @@
 // Groups runs of one strategy+plan+mix and settings (repeats) and reduces every metric to median and IQR.
+import { aggregateTemplates, type AggregatedTemplate } from './templates-table.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
 import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../metrics/types.js';
 import { FAULT_INTERVAL } from '../metrics/summary.js';
@@ -115,6 +116,8 @@ export interface RunGroup {
   detection: AggregatedDetection[];
   /** All detections, and those no injected fault explains (false ones). */
   detections: { down: Stat; up: Stat; unexplained: Stat };
+  /** Per phase, class and SQL template (templates-table.ts); absent when no run recorded them. */
+  templates?: AggregatedTemplate[];
 }
 
 const STRATEGY_ORDER = ['plb', 'rr', 'static', 'lc', 'wlc'];
@@ -278,7 +281,9 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
     return { ...d, delayMs: stat(vals), missed: vals.filter((v) => v === null).length };
   });
 
+  const templates = aggregateTemplates(runs);
   return {
+    ...(templates ? { templates } : {}),
     key: groupKey(first),
     settings: {},
     settingsKey: '',

@@ -13,6 +13,7 @@ import { escapeControl } from '../text.js';
 import { paperFigures, type PaperReport } from './paper-figures.js';
 import { paperSection } from './paper-render.js';
 import { replicaLatencyTable, signalsTable } from './signals-table.js';
+import { templateTable } from './templates-table.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -363,11 +364,13 @@ export function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
   const parts = { title: groupTitle, stat: fmtStat };
   const lat = replicaLatencyTable(g, opts.wide ?? true, parts);
   const sig = signalsTable(g, opts.wide ?? true, parts);
+  const tpl = templateTable(g, opts.wide ?? true, parts);
   return [
     phaseTable(g, opts),
     replicaTable(g, opts),
     ...(lat ? [lat] : []),
     ...(sig ? [sig] : []),
+    ...(tpl ? [tpl] : []),
     ...(f ? [f] : []),
     ...(d ? [d] : []),
   ];

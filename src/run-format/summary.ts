@@ -156,7 +156,9 @@ export const summarySchema = z
     templates: z
       .array(templatePhaseStatsSchema)
       .optional()
-      .describe('per phase, class and SQL template: queries, errors, p50/p95 ms; absent in older and rebuilt runs'),
+      .describe(
+        'per phase, class and SQL template: queries, errors, p50/p95 ms; absent in older and rebuilt runs',
+      ),
   })
   .meta({ title: 'plb summary.json', description: 'The phase tables of one run (runs/<id>/summary.json).' });
 
