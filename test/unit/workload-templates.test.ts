@@ -191,3 +191,44 @@ describe('a custom workload on the simulator', () => {
     expect(config.workload.templates.classes.premium.map((t) => t.name)).toEqual(['cheap']);
   });
 });
+
+describe('per-template figures and the harness rate', () => {
+  it('aggregates per phase, class and template over runs, and renders the table', async () => {
+    const { aggregateTemplates, templateTable } = await import('../../src/report/templates-table.js');
+    const row = (p95: number) => ({
+      phase: 'ref',
+      class: 'premium' as const,
+      template: 'lookup',
+      queries: 100,
+      errors: 0,
+      p50: 1,
+      p95,
+      seconds: 10,
+    });
+    const runs = [
+      { templates: [row(2)] },
+      { templates: [row(4)] },
+      { templates: [row(6)] },
+    ] as unknown as RunSummary[];
+    const agg = aggregateTemplates(runs)!;
+    expect(agg).toHaveLength(1);
+    expect(agg[0]!.p95.median).toBe(4);
+    expect(agg[0]!.qps.median).toBe(10);
+    const t = templateTable({ templates: agg }, false, {
+      title: () => 'g',
+      stat: (s, f) => (s.median === null ? '-' : f(s.median)),
+    });
+    expect(t?.rows[0]).toEqual(['ref', 'premium', 'lookup', '1.00', '4.00', '10.0', '0']);
+    expect(aggregateTemplates([{} as RunSummary])).toBeUndefined();
+  });
+
+  it('warns about a phase past the rate the harness was measured to keep up with', async () => {
+    const { harnessRateWarnings } = await import('../../src/metrics/harness-rate.js');
+    const phase = (name: string, qps: number) =>
+      ({ name, classes: { premium: { goodput: qps / 2 }, freemium: { goodput: qps / 2 } } }) as never;
+    expect(harnessRateWarnings([phase('ref', 100)], 1000)).toEqual([]);
+    expect(harnessRateWarnings([phase('ref', 100), phase('down-1', 2000)], 1000)).toEqual([
+      expect.stringMatching(/^warning: phase down-1: 2000 queries\/s is above the ~1000 q\/s/),
+    ]);
+  });
+});
