@@ -12,7 +12,10 @@ export const HARNESS_RATE = {
 } as const;
 
 /** One warning per phase whose completed queries per second exceed the measured rate. */
-export function harnessRateWarnings(phases: readonly PhaseSummary[], maxQps = HARNESS_RATE.maxQps): string[] {
+export function harnessRateWarnings(
+  phases: readonly PhaseSummary[],
+  maxQps: number = HARNESS_RATE.maxQps,
+): string[] {
   const out: string[] = [];
   for (const p of phases) {
     // A hand-made summary may leave classes out: no rate, no warning.

@@ -75,3 +75,16 @@ export function templateTable<G extends { templates?: AggregatedTemplate[] }>(
     ]),
   };
 }
+
+/** A workload's own templates as a setting: `premium a 0.8, b 0.2; freemium c 1` and its key. */
+export function templateMix(set: {
+  classes: Record<ServiceClass, { name: string; weight: number; sql: string }[]>;
+}): [string, unknown] {
+  const one = (cls: ServiceClass) => set.classes[cls].map((t) => `${t.name} ${t.weight}`).join(', ');
+  const p = one('premium');
+  const f = one('freemium');
+  const key = (['premium', 'freemium'] as const).map((c) =>
+    set.classes[c].map((t) => [t.name, t.weight, t.sql]),
+  );
+  return [p === f ? p : `premium ${p}; freemium ${f}`, key];
+}
