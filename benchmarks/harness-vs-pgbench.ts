@@ -14,7 +14,7 @@
 //
 // Run: node --import tsx benchmarks/harness-vs-pgbench.ts [--seconds 10] [--clients 4,32,256] [--repeat 1]
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
@@ -56,6 +56,8 @@ interface Figures {
 }
 
 const work = mkdtempSync(join(tmpdir(), 'plb-harness-bench-'));
+// The local driver's postgres OS user must traverse it to reach the state folder.
+chmodSync(work, 0o755);
 process.env.PLB_STATE_DIR = join(work, 'state');
 const script = join(work, 'select.sql');
 writeFileSync(script, `\\set aid random(1, 100000)\n${SQL}\n`);

@@ -5,7 +5,15 @@
  * and a custom workload runs end to end with its writes on the primary and figures per template.
  * Skips when the server binaries are not installed, except with CI=true, where that is a failure.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,6 +40,8 @@ const SETUP = [
 
 describe.skipIf(!haveServerBinaries && !ci)('workload templates on a local cluster', () => {
   const work = mkdtempSync(join(tmpdir(), 'plb-templates-it-'));
+  // The local driver's postgres OS user must traverse it to reach the state folder.
+  chmodSync(work, 0o755);
   const stateBefore = process.env.PLB_STATE_DIR;
   let driver: ClusterDriver;
   let creds: Credentials;
