@@ -24,7 +24,7 @@ import { createLocalDriver } from '../src/cluster/local/index.js';
 import { currentWalLsn, waitCaughtUp } from '../src/cluster/pg-util.js';
 import { clusterSpec } from '../src/cluster/select.js';
 import { quantile } from '../src/metrics/math.js';
-import type { RunSummary } from '../src/metrics/types.js';
+import type { RunSummary } from '../src/run-format/summary.js';
 import { benchFlagValues } from '../test/helpers/fixtures.js';
 
 const argv = process.argv.slice(2);

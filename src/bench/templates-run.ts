@@ -5,15 +5,16 @@
  */
 import type { Clock } from '../clock/index.js';
 import type { Connector, DbConnection } from '../cluster/connector.js';
-import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { simDriverOf } from '../cluster/sim/index.js';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import { TemplateLatencies } from '../metrics/template-stats.js';
-import type { RunSummary } from '../metrics/types.js';
+import type { RunSummary } from '../run-format/summary.js';
 import { renameSync, writeFileSync } from 'node:fs';
 import { checkSimTemplates, mayWriteSetup, preflightTemplates, runSetup } from '../workload/preflight.js';
-import type { WorkloadSpec } from '../workload/spec.js';
-import { allTemplates } from '../workload/templates.js';
+import type { WorkloadSpec } from '../run-format/config.js';
+import { allTemplates } from '../cluster/templates.js';
 
 /** Setup SQL on the primary, then every template checked on the first replica; nothing runs before. */
 export async function prepareTemplates(

@@ -3,7 +3,7 @@
  * rather than the servers sets the figures, measured by benchmarks/harness-vs-pgbench.ts against
  * pgbench on the same one-statement script on this machine type. A run past it says so.
  */
-import type { PhaseSummary } from './types.js';
+import type { PhaseSummary } from '../run-format/summary.js';
 
 export const HARNESS_RATE = {
   /** Completed queries per second of the whole run (both classes). */

@@ -6,7 +6,7 @@
  * Intervals: the class figures' bootstrap (per-second blocks) is to be applied here too once it
  * is the project's one interval function; `seconds` says how many seconds each row spans.
  */
-import type { ServiceClass } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { f32, f64, type Column } from './columns.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
 import { percentileMs, round } from './math.js';

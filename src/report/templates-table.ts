@@ -1,8 +1,9 @@
 // Per-template latency in `plb report` and report.html: for each phase, class and SQL template of
 // a group's runs, p50 and p95 (median over the runs, IQR with repeats) and queries per second.
-import type { RunSummary } from '../metrics/types.js';
-import type { ServiceClass } from '../router/types.js';
-import { stat, type Stat } from './stats.js';
+import type { RunSummary } from '../run-format/summary.js';
+import type { ServiceClass } from '../core/service-class.js';
+import type { Stat } from '../run-format/report.js';
+import { stat } from './stats.js';
 
 export interface AggregatedTemplate {
   phase: string;

@@ -6,12 +6,19 @@
  * run does not start. The simulator has no SQL: there, every template must have a calibrated CPU.
  */
 import type pg from 'pg';
-import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { currentWalLsn, waitCaughtUp, withClient } from '../cluster/pg-util.js';
 import type { SimCalibration } from '../cluster/sim/calibration.js';
-import { errorText, PlbError } from '../errors.js';
-import { Rng } from './rng.js';
-import { allTemplates, generatorsOf, instantiate, type Template, type TemplateSet } from './templates.js';
+import { errorText, PlbError } from '../core/errors.js';
+import { Rng } from '../core/rng.js';
+import {
+  allTemplates,
+  generatorsOf,
+  instantiate,
+  type Template,
+  type TemplateSet,
+} from '../cluster/templates.js';
 
 /** Every template's generators hold for this dataset size (a `rows` bound may not). */
 export function checkTemplateSet(set: TemplateSet, rows: number): void {

@@ -2,15 +2,15 @@
  * What a session of a class runs: the workload's own templates, or plb's three from the default
  * file (workloads/default.yaml) weighted by the class's queryWeights.
  */
-import type { ServiceClass } from '../router/types.js';
-import type { WorkloadSpec } from './spec.js';
+import type { ServiceClass } from '../core/service-class.js';
+import type { WorkloadSpec } from '../run-format/config.js';
 import {
   defaultWorkloadPath,
   readDefaultWorkload,
   withKindWeights,
   type Template,
   type TemplateSet,
-} from './templates.js';
+} from '../cluster/templates.js';
 import { parseWorkloadDocument } from './workload-file.js';
 
 let defaults: TemplateSet | undefined;

@@ -5,13 +5,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import type { PlbError } from '../errors.js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import type { PlbError } from '../core/errors.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import type { TemplateFile, WorkloadFile } from '../run-format/workload-file.js';
 import { fieldPath } from '../run-format/parse.js';
-import { compileParam, type ParamSpec } from './generators.js';
-import { DEFAULT_WORKLOAD, checkQueryWeights, QUERY_KINDS, type PerClass, type QueryKind } from './spec.js';
-import { highestParam, isWriteStatement, type Template, type TemplateSet } from './templates.js';
+import { compileParam, type ParamSpec } from '../cluster/generators.js';
+import { DEFAULT_WORKLOAD, checkQueryWeights, QUERY_KINDS, type PerClass } from './spec.js';
+import type { QueryKind } from '../run-format/config.js';
+import { highestParam, isWriteStatement, type Template, type TemplateSet } from '../cluster/templates.js';
 
 /** A choice file holds at most this much (its values go into config.json). */
 const MAX_CHOICE_BYTES = 1024 * 1024;

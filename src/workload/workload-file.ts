@@ -1,11 +1,12 @@
-import { readInputFile } from '../input-file.js';
+import { readInputFile } from '../core/input-file.js';
 import { isMap, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
-import { PlbError } from '../errors.js';
-import { parseDuration } from '../faults/plan.js';
+import { PlbError } from '../core/errors.js';
+import { parseDuration } from '../core/duration.js';
 import { fieldPath, firstIssue } from '../run-format/parse.js';
 import { workloadFileSchema } from '../run-format/workload-file.js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
-import type { ClassWorkload, PerClass } from './spec.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
+import type { PerClass } from './spec.js';
+import type { ClassWorkload } from '../run-format/config.js';
 import { resolveFileTemplates, type FileTemplates } from './template-file.js';
 
 const MAX_BYTES = 64 * 1024;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/options.js';
 import { defaultCalibrationPath } from '../../src/cluster/sim/calibration.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import { parseWorkloadDocument } from '../../src/workload/workload-file.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 

@@ -1,9 +1,8 @@
-import { makeQuery } from '../../workload/queries.js';
-import { Rng } from '../../workload/rng.js';
-import type { ServiceClass } from '../../router/types.js';
-import type { QueryKind, WorkloadSpec } from '../../workload/spec.js';
-import { classTemplates } from '../../workload/statements.js';
-import type { Template } from '../../workload/templates.js';
+import { makeQuery } from '../queries.js';
+import { Rng } from '../../core/rng.js';
+import type { ServiceClass } from '../../core/service-class.js';
+import type { QueryKind, WorkloadSpec } from '../../run-format/config.js';
+import type { Template } from '../templates.js';
 import type { SimCalibration } from './calibration.js';
 
 const KINDS: readonly QueryKind[] = ['point', 'range', 'scan'];
@@ -89,25 +88,27 @@ function templateCpuMs(cal: SimCalibration, t: Template): number {
   return Object.values(cal.templates).find((c) => c.sql === t.sql)?.meanMs ?? 0;
 }
 
-/** Mean CPU of one query of a class of the workload (its templates by weight), ms of one core. */
-export function classCpuMs(cal: SimCalibration, workload: WorkloadSpec, cls: ServiceClass): number {
-  const ts = classTemplates(workload, cls);
+/** Mean CPU of one query of a class with these templates (by weight), ms of one core. */
+export function templatesCpuMs(cal: SimCalibration, ts: readonly Template[]): number {
   const total = ts.reduce((s, t) => s + t.weight, 0);
   return total > 0 ? ts.reduce((s, t) => s + (t.weight * templateCpuMs(cal, t)) / total, 0) : 0;
 }
 
 /**
- * Mean CPU of one query of the workload (ms of one core): each class's by its template weights,
+ * Mean CPU of one query of the workload (ms of one core): each class's by its templates' weights,
  * weighted by the class's share of the queries (clients times queries per session).
  */
-export function meanQueryCpuMs(cal: SimCalibration, workload: WorkloadSpec): number {
-  const q = (c: 'premium' | 'freemium') =>
-    workload.mix[c] * Math.max(1, workload.classes[c].queriesPerSession);
+export function meanQueryCpuMs(
+  cal: SimCalibration,
+  workload: WorkloadSpec,
+  templates: Record<ServiceClass, readonly Template[]>,
+): number {
+  const q = (c: ServiceClass) => workload.mix[c] * Math.max(1, workload.classes[c].queriesPerSession);
   const total = q('premium') + q('freemium');
   if (!(total > 0)) return 0;
   return (
-    (q('premium') * classCpuMs(cal, workload, 'premium') +
-      q('freemium') * classCpuMs(cal, workload, 'freemium')) /
+    (q('premium') * templatesCpuMs(cal, templates.premium) +
+      q('freemium') * templatesCpuMs(cal, templates.freemium)) /
     total
   );
 }

@@ -8,7 +8,7 @@
  * so a template over `plb_items` follows the flag: `rows`, `rows / 100`, `max(1, rows - 1000)`.
  */
 import type { ParamSpec } from '../run-format/workload-file.js';
-import type { Rng } from './rng.js';
+import type { Rng } from '../core/rng.js';
 
 /** A bound: a number or an expression over `rows` (integer arithmetic, `/` floors). */
 export type Bound = number | string;

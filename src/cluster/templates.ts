@@ -6,35 +6,18 @@
  */
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { PlbError } from '../errors.js';
-import { packageRoot } from '../package-info.js';
-import type { ServiceClass } from '../router/types.js';
-import { compileParam, type Generator, type ParamSpec } from './generators.js';
-import type { Rng } from './rng.js';
-import type { QueryKind } from './spec.js';
+import type { z } from 'zod';
+import { PlbError } from '../core/errors.js';
+import { packageRoot } from '../core/package-info.js';
+import type { Rng } from '../core/rng.js';
+import type { QueryKind } from '../run-format/config.js';
+import type { templateRecordSchema, templateSetSchema } from '../run-format/workload-file.js';
+import { compileParam, type Generator } from './generators.js';
 
-export interface Template {
-  name: string;
-  weight: number;
-  sql: string;
-  /** $1, $2, ... in order (a choice file's values already read into `values`). */
-  params: ParamSpec[];
-  /** The statement changes data: it runs on the primary, and only with allowWrites. */
-  writes: boolean;
-  /** Where it was defined (errors name it): `file:line`. */
-  where: string;
-}
-
-export interface TemplateSet {
-  /** The workload file the templates came from (the default file for plb's own). */
-  source: string;
-  /** SQL run once on the primary before the run (tables, data); null: none. */
-  setup: string | null;
-  allowWrites: boolean;
-  /** True for plb's three templates over plb_items (the dataset is plb's to load). */
-  builtin: boolean;
-  classes: Record<ServiceClass, Template[]>;
-}
+/** A named, weighted, parameterised statement (config.json records it as it is). */
+export type Template = z.infer<typeof templateRecordSchema>;
+/** The templates of a workload, per class, with its setup SQL. */
+export type TemplateSet = z.infer<typeof templateSetSchema>;
 
 export interface StatementInstance {
   template: Template;
