@@ -6,9 +6,12 @@
 import type { PhaseSummary } from '../run-format/summary.js';
 
 export const HARNESS_RATE = {
-  /** Completed queries per second of the whole run (both classes). */
+  /**
+   * Completed queries per second of the whole run (both classes). NOT yet measured: a provisional
+   * bound until benchmarks/harness-vs-pgbench.ts has run on the testbed (then put its figure here).
+   */
   maxQps: 4000,
-  measured: 'benchmarks/harness-vs-pgbench.ts, 2 cores shared with other load, 2026-12-01',
+  measured: 'provisional; measure it with benchmarks/harness-vs-pgbench.ts',
 } as const;
 
 /** One warning per phase whose completed queries per second exceed the measured rate. */
