@@ -91,9 +91,9 @@ export function highestParam(sql: string): number {
 }
 
 /**
- * Whether a statement changes data, from its text: anything but SELECT / VALUES / TABLE / SHOW /
- * EXPLAIN (without ANALYZE), a WITH without a data-modifying part, or a SELECT ... FOR UPDATE/SHARE
- * or INTO. The pre-flight then runs every read once on a replica, which refuses what this misses
+ * Whether a statement changes data, from its text: one led by a writing or session keyword
+ * (INSERT ... SET, BEGIN), EXPLAIN ANALYZE of a write, a WITH with a data-modifying part, or a
+ * SELECT ... FOR UPDATE/SHARE or INTO. The pre-flight then runs every read once on a replica, which refuses what this misses
  * (a function that writes, nextval).
  */
 export function isWriteStatement(sql: string): boolean {
@@ -108,8 +108,19 @@ export function isWriteStatement(sql: string): boolean {
   if (first === 'SELECT')
     return /\bINTO\b/i.test(c) || /\bFOR\s+(NO\s+KEY\s+)?(UPDATE|SHARE|KEY\s+SHARE)\b/i.test(c);
   if (first === 'EXPLAIN') return /\bANALY[SZ]E\b/i.test(c) && modifies.test(c);
-  return !['SELECT', 'VALUES', 'TABLE', 'SHOW'].includes(first);
+  // An unknown first word (a typo such as SELEC) is left to the pre-flight: PREPARE names the
+  // syntax error, and a read-only run refuses whatever writes.
+  return WRITE_KEYWORDS.has(first);
 }
+
+const WRITE_KEYWORDS = new Set(
+  (
+    'INSERT UPDATE DELETE MERGE CREATE DROP ALTER TRUNCATE COPY GRANT REVOKE CALL DO LOCK ' +
+    'REFRESH VACUUM ANALYZE ANALYSE CLUSTER REINDEX COMMENT SECURITY IMPORT SET RESET DISCARD ' +
+    'LISTEN NOTIFY UNLISTEN PREPARE EXECUTE DEALLOCATE DECLARE FETCH MOVE CLOSE BEGIN START ' +
+    'COMMIT ROLLBACK SAVEPOINT RELEASE CHECKPOINT LOAD REASSIGN'
+  ).split(' '),
+);
 
 /** The path of the default workload file (plb's three templates). */
 export function defaultWorkloadPath(): string {

@@ -73,7 +73,7 @@ describe.skipIf(!haveServerBinaries && !ci)('workload templates on a local clust
   });
 
   const preflight = async (template: string): Promise<string> => {
-    const text = `${SETUP}\nclasses:\n  premium:\n    templates:\n${template}\n`;
+    const text = `${SETUP}\nclasses:\n  premium:\n    templates:\n${template}\n  freemium:\n    templates:\n      one: { sql: "SELECT 1" }\n`;
     const set = parseWorkloadDocument(text, 'w.yaml').templates.set!;
     await runSetup(set, primary, replicas, creds, () => undefined);
     try {
@@ -91,20 +91,20 @@ describe.skipIf(!haveServerBinaries && !ci)('workload templates on a local clust
       ),
     ).toBe('no error');
     expect(await preflight('      typo: { sql: "SELEC note FROM tpl_items" }')).toBe(
-      'w.yaml:10: template typo: syntax error at or near "SELEC"',
+      'w.yaml:9: template typo: syntax error at or near "SELEC"',
     );
     expect(await preflight('      gone: { sql: "SELECT * FROM tpl_nope" }')).toBe(
-      'w.yaml:10: template gone: relation "tpl_nope" does not exist',
+      'w.yaml:9: template gone: relation "tpl_nope" does not exist',
     );
     expect(
       await preflight(
         '      typed: { sql: "SELECT note FROM tpl_items WHERE id = $1", params: [{ type: choice, values: [abc] }] }',
       ),
     ).toMatch(
-      /^w\.yaml:10: template typed: invalid input syntax for type integer: "abc" \(run once with \["abc"\]\)$/,
+      /^w\.yaml:9: template typed: invalid input syntax for type integer: "abc" \(run once with \["abc"\]\)$/,
     );
     expect(await preflight(`      sneaky: { sql: "SELECT nextval('tpl_seq')" }`)).toMatch(
-      /^w\.yaml:10: template sneaky: changes data \(cannot execute nextval\(\) in a read-only transaction\): mark it writes: true/,
+      /^w\.yaml:9: template sneaky: changes data \(cannot execute nextval\(\) in a read-only transaction\): mark it writes: true/,
     );
   }, 60_000);
 
@@ -124,7 +124,7 @@ describe.skipIf(!haveServerBinaries && !ci)('workload templates on a local clust
       { log: () => undefined, warn: (l) => lines.push(l) },
     );
     expect(code).toBe(1);
-    expect(lines.join('\n')).toContain(`${workload}:3: template bad: column "nope" does not exist`);
+    expect(lines.join('\n')).toContain(`${workload}:7: template bad: column "nope" does not exist`);
     expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
   }, 60_000);
 
