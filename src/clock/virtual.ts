@@ -1,5 +1,5 @@
-import { PlbError } from '../errors.js';
-import { SeqHeap } from '../seq-heap.js';
+import { PlbError } from '../core/errors.js';
+import { SeqHeap } from '../core/seq-heap.js';
 import { sleepWith, type Cancel, type Clock } from './index.js';
 
 /** Instants run per turn of Node's event loop (see run). */

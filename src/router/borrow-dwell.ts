@@ -1,5 +1,5 @@
 // The `hold=dwell` reading of borrowing: hysteresis in time on top of the thresholds' band.
-import type { ServiceClass } from './types.js';
+import type { ServiceClass } from '../core/service-class.js';
 
 /**
  * How long a borrow (or return) condition must hold before the router acts on it. Two health

@@ -2,12 +2,12 @@
 // its quota (what the Docker reference runs measured), and hostShare is read from such runs.
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock/virtual.js';
-import type { ClusterSpec } from '../../src/cluster/driver.js';
+import type { ClusterSpec } from '../../src/run-format/cluster-record.js';
 import { checkCalibration, loadCalibration, type SimCalibration } from '../../src/cluster/sim/calibration.js';
 import { deliveredCores, hostShareFromPhases } from '../../src/cluster/sim/host-contention.js';
 import { SimDriver } from '../../src/cluster/sim/index.js';
-import { makeQuery } from '../../src/workload/queries.js';
-import { Rng } from '../../src/workload/rng.js';
+import { makeQuery } from '../../src/cluster/queries.js';
+import { Rng } from '../../src/core/rng.js';
 
 const SCAN = makeQuery('scan', 100, new Rng(1)).text;
 

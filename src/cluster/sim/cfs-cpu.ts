@@ -1,4 +1,4 @@
-import { SeqHeap } from '../../seq-heap.js';
+import { SeqHeap } from '../../core/seq-heap.js';
 import type { Cancel, Clock } from '../../clock/index.js';
 
 interface Job {
