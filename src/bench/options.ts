@@ -231,7 +231,7 @@ export const benchFlags = {
   ...routerFlags,
   readings: checkedString({
     description:
-      "plb readings of the paper's repair rules: a preset (plb, paper) and/or key=value over it: donors=above-target|mixed-first, canonicalize=borrowed|all, reference=literal|floored, repair=target|none|shared (none and shared: ablations); borrowing is --borrow",
+      "plb readings of the paper's repair rules: a preset (plb, paper) and/or key=value over it: donors=above-target|mixed-first, canonicalize=borrowed|all, reference=literal|floored, repair=target|none|shared (none and shared: ablations), hold=none|dwell (borrow and return only after the condition held 2 s); borrowing thresholds are --borrow",
     default: 'plb',
     helpGroup: HELP_GROUPS.router,
   }),

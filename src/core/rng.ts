@@ -69,22 +69,52 @@ export class Rng {
 
   /** Picks a key with probability proportional to its weight. */
   weighted<K extends string>(weights: Readonly<Record<K, number>>): K {
-    const entries = Object.entries(weights) as [K, number][];
-    const total = entries.reduce((s, [, w]) => s + w, 0);
+    const { keys, cum, total } = cumulative(weights);
     let r = this.next() * total;
-    for (const [k, w] of entries) {
-      r -= w;
-      if (r < 0) return k;
+    // Subtracting in key order, as a running sum would: the same draw picks the same key.
+    for (let i = 0; i < keys.length; i++) {
+      r -= cum[i] as number;
+      if (r < 0) return keys[i] as K;
     }
-    const last = entries[entries.length - 1];
-    if (!last) throw new Error('weighted(): no entries');
-    return last[0];
+    const last = keys[keys.length - 1];
+    if (last === undefined) throw new Error('weighted(): no entries');
+    return last as K;
   }
 
   /** An independent stream, derived deterministically (one per client, per purpose). */
   fork(salt: number): Rng {
     return new Rng((this.nextUint32() ^ Math.imul(salt + 1, 0x27d4eb2d)) >>> 0);
   }
+}
+
+/** The entries of a weights object, read once (a session draws a template per query). */
+const ENTRIES = new WeakMap<object, { keys: string[]; cum: number[]; total: number }>();
+
+function cumulative(weights: Readonly<Record<string, number>>): {
+  keys: string[];
+  cum: number[];
+  total: number;
+} {
+  const e = ENTRIES.get(weights);
+  if (e !== undefined && unchanged(e, weights)) return e;
+  const entries = Object.entries(weights);
+  const fresh = {
+    keys: entries.map(([k]) => k),
+    cum: entries.map(([, w]) => w),
+    total: entries.reduce((s, [, w]) => s + w, 0),
+  };
+  ENTRIES.set(weights, fresh);
+  return fresh;
+}
+
+/** The object still has exactly the cached keys, in that order, with the cached weights. */
+function unchanged(e: { keys: string[]; cum: number[] }, weights: Readonly<Record<string, number>>): boolean {
+  let i = 0;
+  for (const k in weights) {
+    if (k !== e.keys[i] || weights[k] !== e.cum[i]) return false;
+    i++;
+  }
+  return i === e.keys.length;
 }
 
 function rotl(x: number, k: number): number {

@@ -3,6 +3,7 @@ export type * from './types.js';
 export { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 export { createRouter } from './router.js';
 export { maxLagFactor, parseMaxLag } from './max-lag.js';
+export { BORROW_DWELL_MS, BorrowDwell } from './borrow-dwell.js';
 export {
   chooseZone,
   clientZone,

@@ -1,5 +1,6 @@
 // The PLB decisions of DESIGN.md as small pure functions. The router applies them with indexed heaps;
 // decidePlbAdmission is the plain specification the property tests hold the fast path to.
+import type { BorrowDwell } from './borrow-dwell.js';
 import { PlbError } from '../core/errors.js';
 import type { BorrowingOptions, BorrowThresholds, PlbReadings, Role, RoleVector } from './types.js';
 import type { ServiceClass } from '../core/service-class.js';
@@ -261,6 +262,8 @@ export function decidePlbAdmission(
   nowMs: number,
   slowStartMs: number,
   borrowing: Record<ServiceClass, BorrowThresholds>,
+  /** hold=dwell: the class's borrow and return conditions must have held this long (updated here). */
+  dwell?: BorrowDwell,
 ): PlbAdmissionDecision {
   const key = (v: PlbReplicaView): number =>
     admissionKey(totalSessions(v), v.weight, slowStartRamp(nowMs, v.upSinceMs, slowStartMs));
@@ -282,8 +285,11 @@ export function decidePlbAdmission(
   const pressure = own === undefined ? Number.POSITIVE_INFINITY : key(own);
   const returned: number[] = [];
   const borrowedBy = new Map<number, ServiceClass | undefined>();
-  for (const v of views) {
-    if (v.healthy && v.borrowedBy === cls && shouldReturn(pressure, key(v), t)) {
+  const returnable = views.filter(
+    (v) => v.healthy && v.borrowedBy === cls && shouldReturn(pressure, key(v), t),
+  );
+  if (dwell === undefined || dwell.pass('return', cls, returnable.length > 0, nowMs)) {
+    for (const v of returnable) {
       returned.push(v.index);
       borrowedBy.set(v.index, undefined);
     }
@@ -293,7 +299,12 @@ export function decidePlbAdmission(
     borrowedBy.has(v.index) ? borrowedBy.get(v.index) : v.borrowedBy;
   const lender = least((v) => v.role === lenderRole && stateOf(v) === undefined);
   let borrowed = -1;
-  if (lender !== undefined && shouldBorrow(pressure, key(lender), t)) {
+  const want = lender !== undefined && shouldBorrow(pressure, key(lender), t);
+  // With no own replica (infinite pressure) nothing else could take the session: no dwell.
+  if (
+    lender !== undefined &&
+    (dwell === undefined || own === undefined ? want : dwell.pass('borrow', cls, want, nowMs))
+  ) {
     borrowed = lender.index;
     borrowedBy.set(lender.index, cls);
   }

@@ -28,6 +28,11 @@ import type { ServiceClass } from '../core/service-class.js';
  *     replica gets back the role it had when it left, so a full recovery restores the deployment.
  *   shared (ablation): while any replica is down every healthy replica is mixed (a shared pool,
  *     admission still least loaded); once all K are back, repair to the reference resumes.
+ * hold: when a borrow or a return happens ("borrowing under pressure ... returns when pressure
+ *   subsides" leaves the time scale open).
+ *   none: at the first admission that sees its condition (the thresholds' band is the only hysteresis).
+ *   dwell: only once the condition has held at every admission of the class for BORROW_DWELL_MS
+ *     (borrow-dwell.ts), so a burst of admissions cannot borrow and return the same replica in turn.
  * Borrowing thresholds (--borrow) are the remaining PLB knob; formatReadings shows them alongside.
  */
 export const READING_CHOICES: { readonly [K in keyof PlbReadings]: readonly PlbReadings[K][] } = {
@@ -35,6 +40,7 @@ export const READING_CHOICES: { readonly [K in keyof PlbReadings]: readonly PlbR
   canonicalize: ['borrowed', 'all'],
   reference: ['literal', 'floored'],
   repair: ['target', 'none', 'shared'],
+  hold: ['none', 'dwell'],
 };
 
 const READING_KEYS = Object.keys(READING_CHOICES) as (keyof PlbReadings)[];
@@ -45,6 +51,7 @@ export const DEFAULT_READINGS: Readonly<PlbReadings> = Object.freeze({
   canonicalize: 'borrowed',
   reference: 'literal',
   repair: 'target',
+  hold: 'none',
 });
 
 export const READING_PRESETS: Readonly<Record<string, Readonly<PlbReadings>>> = Object.freeze({
@@ -55,6 +62,7 @@ export const READING_PRESETS: Readonly<Record<string, Readonly<PlbReadings>>> = 
     canonicalize: 'all',
     reference: 'literal',
     repair: 'target',
+    hold: 'none',
   }),
 });
 
@@ -146,7 +154,10 @@ export function formatReadings(
   readings: PlbReadings,
   borrowing?: Record<ServiceClass, BorrowThresholds>,
 ): string {
-  const text = READING_KEYS.map((k) => `${k}=${readings[k]}`).join(' ');
+  // hold=none is how runs were made before the reading existed: shown only when it is not.
+  const text = READING_KEYS.filter((k) => k !== 'hold' || readings.hold !== 'none')
+    .map((k) => `${k}=${readings[k]}`)
+    .join(' ');
   if (borrowing === undefined) return text;
   const { premium, freemium } = borrowing;
   const borrow =

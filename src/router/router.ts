@@ -1,4 +1,5 @@
 import { PlbError } from '../core/errors.js';
+import { BorrowDwell } from './borrow-dwell.js';
 import { GroupedLeastLoaded, NO_GROUP } from './least-loaded.js';
 import {
   rebalanceSteps,
@@ -358,6 +359,8 @@ class PlbRouter extends BaseRouter {
   private readonly readings: PlbReadings;
   private readonly premiumT: BorrowThresholds;
   private readonly freemiumT: BorrowThresholds;
+  /** hold=dwell: when the borrow and return conditions started holding. */
+  private readonly dwell: BorrowDwell | undefined;
 
   constructor(
     options: RouterOptions,
@@ -373,6 +376,7 @@ class PlbRouter extends BaseRouter {
     const borrowing = resolveBorrowing(options.borrowing);
     this.premiumT = borrowing.premium;
     this.freemiumT = borrowing.freemium;
+    this.dwell = this.readings.hold === 'dwell' ? new BorrowDwell() : undefined;
     const total = (i: number): number => {
       const s = (this.replicas[i] as ReplicaState).sessions;
       return s.premium + s.freemium;
@@ -461,27 +465,33 @@ class PlbRouter extends BaseRouter {
     // Return borrowed replicas, most loaded first: shouldReturn only grows with the key, so the
     // warm ones stop at the first that stays; the few still in slow start are checked one by one.
     const borrowedGroup = premium ? G_FB : G_PB;
-    for (let i = pool.worstWarm(borrowedGroup); i >= 0; i = pool.worstWarm(borrowedGroup)) {
-      if (!returnFn(pressure, pool.warmKeyOf(i), t)) break;
-      this.giveBack(i, nowMs);
-      changed = true;
-    }
-    if (pool.hasRamping()) {
-      for (const i of pool.rampingMembers(borrowedGroup)) {
-        if (!returnFn(pressure, this.keyNow(i, nowMs), t)) continue;
+    const dwell = this.dwell;
+    if (
+      dwell === undefined ||
+      dwell.pass('return', cls, this.returnable(borrowedGroup, pressure, t, nowMs), nowMs)
+    ) {
+      for (let i = pool.worstWarm(borrowedGroup); i >= 0; i = pool.worstWarm(borrowedGroup)) {
+        if (!returnFn(pressure, pool.warmKeyOf(i), t)) break;
         this.giveBack(i, nowMs);
         changed = true;
       }
+      if (pool.hasRamping()) {
+        for (const i of pool.rampingMembers(borrowedGroup)) {
+          if (!returnFn(pressure, this.keyNow(i, nowMs), t)) continue;
+          this.giveBack(i, nowMs);
+          changed = true;
+        }
+      }
     }
     // Below minLoad shouldBorrow is false whatever the lender's key: skip looking for one.
-    if (t.enabled && pressure >= t.minLoad) {
-      const lender = pool.best(1 << (premium ? G_F : G_P), nowMs);
-      if (lender >= 0 && borrowFn(pressure, this.keyNow(lender, nowMs), t)) {
-        const r = this.replicas[lender] as ReplicaState;
-        this.setState(r, r.role, cls, nowMs);
-        this.record(r, r.role, r.role, 'borrow', nowMs);
-        changed = true;
-      }
+    const lender = t.enabled && pressure >= t.minLoad ? pool.best(1 << (premium ? G_F : G_P), nowMs) : -1;
+    const want = lender >= 0 && borrowFn(pressure, this.keyNow(lender, nowMs), t);
+    // With no own replica to wait on (infinite pressure), the session can only go to a borrowed one.
+    if (dwell === undefined || own < 0 ? want : dwell.pass('borrow', cls, want, nowMs)) {
+      const r = this.replicas[lender] as ReplicaState;
+      this.setState(r, r.role, cls, nowMs);
+      this.record(r, r.role, r.role, 'borrow', nowMs);
+      changed = true;
     }
     if (changed) return pool.best(premium ? ELIGIBLE_PREMIUM : ELIGIBLE_FREEMIUM, nowMs);
     // Nothing moved: eligible = own replicas + those the class borrowed, so one more heap top will do.
@@ -490,6 +500,16 @@ class PlbRouter extends BaseRouter {
     if (own < 0) return b;
     const kb = this.keyNow(b, nowMs);
     return kb < pressure || (kb === pressure && b < own) ? b : own;
+  }
+
+  /** Whether any replica the class borrowed (in `group`) would go back now. */
+  private returnable(group: number, pressure: number, t: BorrowThresholds, nowMs: number): boolean {
+    const worst = this.pool.worstWarm(group);
+    if (worst >= 0 && returnFn(pressure, this.pool.warmKeyOf(worst), t)) return true;
+    if (!this.pool.hasRamping()) return false;
+    for (const i of this.pool.rampingMembers(group))
+      if (returnFn(pressure, this.keyNow(i, nowMs), t)) return true;
+    return false;
   }
 
   private giveBack(i: number, nowMs: number): void {

@@ -52,6 +52,8 @@ export interface PlbReadings {
   reference: 'literal' | 'floored';
   /** What an event does to the roles: repair to target, nothing (ablation), or a shared pool (ablation). */
   repair: 'target' | 'none' | 'shared';
+  /** Borrowing: act on the first admission that sees the condition, or once it held for a dwell. */
+  hold: 'none' | 'dwell';
 }
 
 export interface RouterOptions {

@@ -80,6 +80,7 @@ export const readingsSchema = z
     canonicalize: z.enum(['borrowed', 'all']),
     reference: z.enum(['literal', 'floored']),
     repair: z.enum(['target', 'none', 'shared']),
+    hold: z.enum(['none', 'dwell']).default('none').describe('absent in older runs: none'),
   })
   .describe("plb: the readings of the paper's repair rules the router applied (--readings)");
 

@@ -102,7 +102,7 @@ describe('bench --readings', () => {
     });
     expect(code).toBe(1);
     expect(lines).toEqual([
-      "Error: --readings: unknown preset 'nope' (presets: plb, paper; or key=value with donors, canonicalize, reference, repair)",
+      "Error: --readings: unknown preset 'nope' (presets: plb, paper; or key=value with donors, canonicalize, reference, repair, hold)",
     ]);
     expect(existsSync(out)).toBe(false);
   });
@@ -137,6 +137,7 @@ describe('bench --readings', () => {
       canonicalize: 'all',
       reference: 'literal',
       repair: 'target',
+      hold: 'none',
     });
     // mixed-first: the mixed replica r3 takes premium's place and a freemium replica refills mixed.
     const events = readFileSync(join(dir, 'events.jsonl'), 'utf8');

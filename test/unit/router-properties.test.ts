@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { isPlbError } from '../../src/core/errors.js';
 import {
   admissionKey,
+  BorrowDwell,
   createRouter,
   decidePlbAdmission,
   fullReference,
@@ -63,6 +64,7 @@ const readingsArb: fc.Arbitrary<PlbReadings> = fc.record({
   canonicalize: fc.constantFrom(...READING_CHOICES.canonicalize),
   reference: fc.constantFrom(...READING_CHOICES.reference),
   repair: fc.constantFrom(...READING_CHOICES.repair),
+  hold: fc.constantFrom(...READING_CHOICES.hold),
 });
 
 const EAGER = {
@@ -97,6 +99,8 @@ function check(strategy: StrategyName, sc: Scenario, setup?: PlbSetup): void {
   let now = 0;
   let lastRr = -1;
   const borrowing = resolveBorrowing(borrowOption(sc.borrowing));
+  // hold=dwell: the specification keeps its own dwell state, fed the same admissions as the router.
+  const dwell = readings.hold === 'dwell' ? new BorrowDwell() : undefined;
 
   const checkState = (snap: ReplicaSnapshot[], afterEvent: boolean) => {
     snap.forEach((s, i) => {
@@ -199,7 +203,7 @@ function check(strategy: StrategyName, sc: Scenario, setup?: PlbSetup): void {
           ramped ? slowStartRamp(now, upSince[i], sc.slowStartMs) : 1,
         );
       if (strategy === 'plb') {
-        const spec = decidePlbAdmission(views, op.cls, now, sc.slowStartMs, borrowing);
+        const spec = decidePlbAdmission(views, op.cls, now, sc.slowStartMs, borrowing, dwell);
         expect(chosen).toBe(spec.replica); // the heap fast path makes the same decision as the plain scan
         expect(eligiblePlb(router.snapshot()[chosen]!, op.cls)).toBe(true);
       } else if (strategy === 'lc' || strategy === 'wlc') {

@@ -48,12 +48,14 @@ describe('parseReadings', () => {
       canonicalize: 'borrowed',
       reference: 'literal',
       repair: 'target',
+      hold: 'none',
     });
     expect(parseReadings('paper')).toEqual({
       donors: 'mixed-first',
       canonicalize: 'all',
       reference: 'literal',
       repair: 'target',
+      hold: 'none',
     });
     expect(parseReadings('donors=mixed-first, canonicalize=all')).toEqual(parseReadings('paper'));
     expect(parseReadings('paper,repair=none')).toEqual({ ...parseReadings('paper'), repair: 'none' });
@@ -62,10 +64,10 @@ describe('parseReadings', () => {
 
   it('rejects bad input in one line naming the flag, the bad key or value and the allowed ones', () => {
     expect(badInput(() => parseReadings('papr'))).toBe(
-      "--readings: unknown preset 'papr' (presets: plb, paper; or key=value with donors, canonicalize, reference, repair)",
+      "--readings: unknown preset 'papr' (presets: plb, paper; or key=value with donors, canonicalize, reference, repair, hold)",
     );
     expect(badInput(() => parseReadings('donor=mixed-first'))).toBe(
-      "--readings: unknown reading 'donor' (readings: donors, canonicalize, reference, repair; presets: plb, paper)",
+      "--readings: unknown reading 'donor' (readings: donors, canonicalize, reference, repair, hold; presets: plb, paper)",
     );
     expect(badInput(() => parseReadings('repair=half', '--x'))).toBe(
       "--x: repair must be target or none or shared, got 'half'",

@@ -41,6 +41,8 @@ export interface SimCalibration {
   hostCores?: number;
   /** CFS bandwidth period, ms (absent: 100, Linux's default). */
   cfsPeriodMs?: number;
+  /** Fraction of its quota the host delivers to a saturated replica (absent: 1; host-contention.ts). */
+  hostShare?: number;
 }
 
 export interface TemplateCost {
@@ -108,6 +110,10 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
     const p = num(c.cfsPeriodMs, 'cfsPeriodMs', 1);
     if (p > 1000) bad('cfsPeriodMs', 'a number from 1 to 1000');
   }
+  if (c.hostShare !== undefined) {
+    const h = num(c.hostShare, 'hostShare', 0.01);
+    if (h > 1) bad('hostShare', 'a number from 0.01 to 1');
+  }
   return {
     version: 1,
     measured: {
@@ -125,5 +131,6 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
     catchUpMs: num(c.catchUpMs, 'catchUpMs'),
     ...(c.hostCores !== undefined ? { hostCores: c.hostCores as number } : {}),
     ...(c.cfsPeriodMs !== undefined ? { cfsPeriodMs: c.cfsPeriodMs as number } : {}),
+    ...(c.hostShare !== undefined ? { hostShare: c.hostShare as number } : {}),
   };
 }

@@ -1,9 +1,9 @@
-import { MinHeap } from '../../core/min-heap.js';
+import { SeqHeap } from '../../core/seq-heap.js';
 import type { Cancel, Clock } from '../../clock/index.js';
 
 interface Job {
   /** Attained-service level (ms of one core) at which the job departs. */
-  level: number;
+  key: number;
   seq: number;
   onDone: () => void;
 }
@@ -42,9 +42,7 @@ export class CfsCpu {
   private at: number;
   private usedMs = 0;
   private seq = 0;
-  private readonly heap = new MinHeap<Job>(
-    (a, b) => a.level < b.level || (a.level === b.level && a.seq < b.seq),
-  );
+  private readonly heap = new SeqHeap<Job>();
   private frozen = false;
   private cancel: Cancel | undefined;
   private armedAt = Number.POSITIVE_INFINITY;
@@ -73,7 +71,7 @@ export class CfsCpu {
   /** Adds a job of `demandMs` (ms of one core); `onDone` runs when it has been served. */
   submit(demandMs: number, onDone: () => void): void {
     this.advance();
-    this.heap.push({ level: this.v + Math.max(0, demandMs), seq: this.seq++, onDone });
+    this.heap.push({ key: this.v + Math.max(0, demandMs), seq: this.seq++, onDone });
     this.arm();
   }
 
@@ -206,7 +204,7 @@ export class CfsCpu {
     if (this.budget <= 0) due = this.periodEnd();
     else {
       const per = drain / this.heap.size;
-      due = Math.min(this.at + Math.max(0, (top.level - this.v) / per), this.exhaustion(drain));
+      due = Math.min(this.at + Math.max(0, (top.key - this.v) / per), this.exhaustion(drain));
     }
     if (this.cancel !== undefined && this.armedAt <= due) return;
     this.disarm();
@@ -228,7 +226,7 @@ export class CfsCpu {
     this.advance();
     const done: Job[] = [];
     for (let top = this.heap.peek(); top !== undefined && !this.frozen; top = this.heap.peek()) {
-      const left = top.level - this.v;
+      const left = top.key - this.v;
       if (left > EPS_MS) {
         const r = this.rate();
         // Served, or so nearly that the clock could not represent the rest of the wait.

@@ -13,6 +13,7 @@ import {
   tooManyClients,
 } from './pg-errors.js';
 import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES } from './cfs-cpu.js';
+import { deliveredCores } from './host-contention.js';
 
 /** What every simulated server shares: the clock, the calibration, demands, timeout queues. */
 export class SimWorld {
@@ -71,7 +72,7 @@ export class SimServer {
     const cal = world.cal;
     this.cpu = new CfsCpu(
       world.clock,
-      cpus,
+      deliveredCores(cpus, cal),
       cal.hostCores ?? DEFAULT_HOST_CORES,
       cal.cfsPeriodMs ?? DEFAULT_CFS_PERIOD_MS,
     );
@@ -144,7 +145,7 @@ export class SimServer {
 
   setCpus(cpus: number): void {
     this.cpus = cpus;
-    this.cpu.setCores(cpus);
+    this.cpu.setCores(deliveredCores(cpus, this.world.cal));
   }
 }
 
