@@ -5,6 +5,7 @@ import { FAULT_INTERVAL } from '../metrics/summary.js';
 import { compareReplicaIds } from '../cluster/driver.js';
 import type { RunConfig } from '../run-format/config.js';
 import { stat, type Stat } from './stats.js';
+import type { GroupEvidence } from './evidence.js';
 import {
   runSettings,
   SETTING_NAMES,
@@ -115,6 +116,8 @@ export interface RunGroup {
   detection: AggregatedDetection[];
   /** All detections, and those no injected fault explains (false ones). */
   detections: { down: Stat; up: Stat; unexplained: Stat };
+  /** 95 % intervals and verdicts from the per-second data (attachEvidence; absent until then). */
+  evidence?: GroupEvidence;
 }
 
 const STRATEGY_ORDER = ['plb', 'rr', 'static', 'lc', 'wlc'];

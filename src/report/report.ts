@@ -4,6 +4,7 @@ import { PlbError } from '../errors.js';
 import { checkWritableFile, writeFileSafe } from '../safe-write.js';
 import { loadRun, type LoadedRun } from '../metrics/load-run.js';
 import { aggregateRuns, type RunGroup } from './aggregate.js';
+import { attachEvidence } from './evidence.js';
 import { renderComparisonHtml, renderRunHtml } from './html.js';
 import { renderReport, type ReportFormat } from './render.js';
 import { findRunDirs } from './run-dir.js';
@@ -80,6 +81,7 @@ export async function writeReports(
       configs: new Map(runs.map((r) => [r.summary, r.config])),
     },
   );
+  attachEvidence(groups, runs, baseline);
   const format = opts.format ?? 'table';
   const text = renderReport(groups, { format, baseline });
 

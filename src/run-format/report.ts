@@ -13,9 +13,13 @@ import { FIG4_METRICS, type PaperReport } from '../report/paper-figures.js';
 import type { Stat } from '../report/stats.js';
 import type { Assignable, SameType } from './type-check.js';
 import { mixSchema, serviceClassRecord, serviceClassSchema } from './common.js';
+import { groupEvidenceSchema } from './evidence.js';
 
-/** /2: the comparison's p95Change is (p95 - base) / base, negative = lower latency (/1 had it the other way). */
-export const REPORT_SCHEMA_ID = 'plb-report/2';
+/**
+ * /2: the comparison's p95Change is (p95 - base) / base, negative = lower latency (/1 had it the
+ * other way). /3: groups carry `evidence` (95 % intervals and verdicts) and the report a `headline`.
+ */
+export const REPORT_SCHEMA_ID = 'plb-report/3';
 
 export const statSchema = z
   .object({
@@ -99,6 +103,7 @@ export const runGroupSchema = z.object({
   faultInterval: aggregatedPhaseSchema.optional().describe("the runs' fault intervals (phase named fault)"),
   detection: z.array(aggregatedDetectionSchema),
   detections: z.object({ down: statSchema, up: statSchema, unexplained: statSchema }),
+  evidence: groupEvidenceSchema.optional().describe('95 % intervals and verdicts from the per-second data'),
 });
 
 export const comparisonRowSchema = z.object({
@@ -209,6 +214,10 @@ export const reportJsonSchema = z
     settings: settingsDiffSchema.describe('the settings the groups differ in, and those they share'),
     comparison: comparisonSchema.nullable(),
     paper: paperReportSchema.optional().describe('the PLB paper figures, when some plans are paper-rq1/2/3'),
+    headline: z
+      .array(z.string())
+      .optional()
+      .describe('the question answered in a few lines, with intervals and verdicts'),
   })
   .meta({ title: 'plb report JSON', description: 'What plb report --json prints.' });
 
@@ -231,7 +240,7 @@ const _id: Assignable<ReportJson['schema'], typeof REPORT_SCHEMA_ID> = true;
  */
 export const reportBaselineSchema = z.object({
   // The groups read here mean the same in /1 and /2 (only the comparison's sign changed).
-  schema: z.enum(['plb-report/1', REPORT_SCHEMA_ID]),
+  schema: z.enum(['plb-report/1', 'plb-report/2', REPORT_SCHEMA_ID]),
   groups: z.array(
     z.object({
       key: z.string(),
