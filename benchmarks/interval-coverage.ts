@@ -4,7 +4,8 @@
 // (Δ = (plb - rr) / rr). Prints the coverage and the widths. Target: coverage >= 85 %.
 //
 // Run: npm run build && node --import tsx benchmarks/interval-coverage.ts
-//      [--seeds 20] [--plan plans/demo-cascade.yaml] [--clients 32] [--phase down-2] [--block N]
+//      [--seeds 20] [--plan plans/demo.yaml] [--clients 32] [--phase down-2] [--block N]
+//      [--runs DIR: keep the runs there and reuse them] [--bin bin/run.js]
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,11 +28,15 @@ const opt = (n: string): string | undefined => {
   return i >= 0 ? argv[i + 1] : undefined;
 };
 const seeds = Number(opt('seeds') ?? 20);
-const plan = opt('plan') ?? 'plans/demo-cascade.yaml';
+const plan = opt('plan') ?? 'plans/demo.yaml';
 const clients = opt('clients') ?? '32';
 const phase = opt('phase') ?? 'down-2';
+// --plain: the bare percentile interval, without the small-sample widening (for comparison).
+const plain = argv.includes('--plain');
 const fixedBlock = opt('block') === undefined ? undefined : Number(opt('block'));
 const keep = opt('runs');
+// The CLI to run (a copy of the build lets the tree be rebuilt while this runs).
+const bin = opt('bin') ?? 'bin/run.js';
 
 const out = keep ?? mkdtempSync(join(tmpdir(), 'plb-coverage-'));
 const t0 = Date.now();
@@ -92,8 +97,12 @@ for (let i = 0; i < runsOf.plb.length; i++) {
   blocks.push(block);
   const ba = bootstrapCell([a], { key: `plb/${phase}/premium`, block });
   const bb = bootstrapCell([b], { key: `rr/${phase}/premium`, block });
-  const iv = percentileInterval(ba.replicates.p95);
-  const id = percentileInterval(relativeChange(ba.replicates.p95, bb.replicates.p95));
+  const iv = percentileInterval(ba.replicates.p95, 0.95, plain ? undefined : ba.blocks);
+  const id = percentileInterval(
+    relativeChange(ba.replicates.p95, bb.replicates.p95),
+    0.95,
+    plain ? undefined : Math.min(ba.blocks, bb.blocks),
+  );
   if (iv === null || id === null) continue;
   if (iv.lo <= pooled.plb && pooled.plb <= iv.hi) cover++;
   if (id.lo <= pooledDelta && pooledDelta <= id.hi) coverD++;

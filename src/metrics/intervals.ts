@@ -10,13 +10,16 @@ import type { Histogram } from 'hdr-histogram-js';
 export const INTERVAL_METRICS = ['p50', 'p95', 'p99', 'goodput', 'lifetime'] as const;
 export type IntervalMetric = (typeof INTERVAL_METRICS)[number];
 
-/** Lower is better for latencies and lifetime (the same queries done sooner); higher for goodput. */
+/**
+ * Lower is better for latencies; higher for goodput and for session lifetime (as --tolerance
+ * reads it: a session cut short by a failed replica ends early).
+ */
 export const HIGHER_IS_BETTER: Record<IntervalMetric, boolean> = {
   p50: false,
   p95: false,
   p99: false,
   goodput: true,
-  lifetime: false,
+  lifetime: true,
 };
 
 /** One second of one class: query latencies (us) and the lifetimes (ms) of sessions closed in it. */
@@ -40,6 +43,8 @@ export interface BootstrapOptions {
 export interface CellBootstrap {
   seconds: number;
   block: number;
+  /** Whole blocks in the data (summed over the runs): the degrees of freedom the interval has. */
+  blocks: number;
   replicates: Record<IntervalMetric, Float64Array>;
 }
 
@@ -235,7 +240,8 @@ export function bootstrapCell(
     reps.goodput[b] = latTotal / n;
     reps.lifetime[b] = percentilesOf(life.values, lifeCounts, lifeTotal, [50])[0] ?? NaN;
   }
-  return { seconds: n, block, replicates: reps };
+  const blocks = runs.reduce((s, r) => s + Math.floor(r.length / block), 0);
+  return { seconds: n, block, blocks, replicates: reps };
 }
 
 /** The point values of a cell from all its seconds (the same estimators as the resamples). */
@@ -267,8 +273,27 @@ export function pointValues(runs: ReadonlyArray<readonly SecondSample[]>): Recor
 /** Share of resamples that must be defined for an interval (else the cell is mostly empty). */
 const MIN_DEFINED = 0.9;
 
-/** The central 95 % percentile interval of resampled values; null when too many are undefined. */
-export function percentileInterval(reps: Float64Array, level = 0.95): Interval | null {
+/** t quantiles (0.975) for 1..14 degrees of freedom; beyond, a close approximation. */
+const T975 = [
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145,
+];
+export const t975 = (df: number): number => T975[df - 1] ?? 1.96 + 2.4 / df;
+
+/**
+ * The widening of a percentile interval made of `blocks` blocks: t(blocks - 1) / z. The bootstrap
+ * sees the spread of only that many nearly independent pieces, and like batch means its estimate
+ * of the spread has about blocks - 1 degrees of freedom; 1 for no block count.
+ */
+export function smallSampleFactor(blocks: number | undefined): number {
+  if (blocks === undefined || !Number.isFinite(blocks) || blocks < 2) return 1;
+  return t975(blocks - 1) / 1.959964;
+}
+
+/**
+ * The central 95 % percentile interval of resampled values, widened around their median by
+ * smallSampleFactor(blocks); null when too many resamples are undefined.
+ */
+export function percentileInterval(reps: Float64Array, level = 0.95, blocks?: number): Interval | null {
   const ok = Array.from(reps).filter((v) => Number.isFinite(v));
   if (ok.length === 0 || ok.length < MIN_DEFINED * reps.length) return null;
   ok.sort((a, b) => a - b);
@@ -280,7 +305,9 @@ export function percentileInterval(reps: Float64Array, level = 0.95): Interval |
     return a + (h - lo) * (b - a);
   };
   const tail = (1 - level) / 2;
-  return { lo: q(tail), hi: q(1 - tail) };
+  const f = smallSampleFactor(blocks);
+  const mid = q(0.5);
+  return { lo: mid + (q(tail) - mid) * f, hi: mid + (q(1 - tail) - mid) * f };
 }
 
 /** Resampled relative changes (v - r) / r, pairing independent resamples by index. */

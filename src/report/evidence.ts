@@ -11,6 +11,7 @@ import {
   INTERVAL_METRICS,
   percentileInterval,
   pointValues,
+  t975,
   relativeChange,
   sessionP95S,
   tooFewSeconds,
@@ -32,12 +33,6 @@ export const METHOD =
 const NULL_EST: Estimate = { value: null, lo: null, hi: null };
 const num = (v: number): number | null => (Number.isFinite(v) ? v : null);
 
-/** t quantiles (0.975) for 1..30 degrees of freedom; beyond, 1.96 + a small correction. */
-const T975 = [
-  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145,
-];
-const t975 = (df: number): number => T975[df - 1] ?? 1.96 + 2.4 / df;
-
 function overRuns(values: number[]): Estimate {
   const xs = values.filter((v) => Number.isFinite(v));
   if (xs.length < 3) return NULL_EST;
@@ -58,13 +53,32 @@ function estimates(
 ): Record<IntervalMetric, Estimate> {
   return Object.fromEntries(
     INTERVAL_METRICS.map((m) => {
-      const iv = boot === null ? null : percentileInterval(boot.replicates[m]);
+      const iv = boot === null ? null : percentileInterval(boot.replicates[m], 0.95, boot.blocks);
       return [m, { value: num(point[m]), lo: iv?.lo ?? null, hi: iv?.hi ?? null }];
     }),
   ) as Record<IntervalMetric, Estimate>;
 }
 
-function cellOf(key: string, runIds: readonly string[], samples: SecondSample[][]): Cell {
+// The report's run pages and its groups of one run bootstrap the same cells: computed once.
+const cache = new Map<string, Cell>();
+const CACHE_MAX = 2000;
+
+function cellOf(
+  key: string,
+  runIds: readonly string[],
+  dirs: readonly string[],
+  samples: SecondSample[][],
+): Cell {
+  const k = `${key}|${dirs.join('|')}`;
+  const hit = cache.get(k);
+  if (hit) return { boot: hit.boot, evidence: structuredClone(hit.evidence) };
+  const cell = computeCell(key, runIds, samples);
+  if (cache.size >= CACHE_MAX) cache.clear();
+  cache.set(k, { boot: cell.boot, evidence: structuredClone(cell.evidence) });
+  return cell;
+}
+
+function computeCell(key: string, runIds: readonly string[], samples: SecondSample[][]): Cell {
   const seconds = samples.reduce((s, r) => s + r.length, 0);
   const point = pointValues(samples);
   if (samples.length === 0 || seconds === 0)
@@ -100,7 +114,8 @@ function changes(a: Cell, b: Cell): Record<IntervalMetric, Change> {
       const delta = va === null || vb === null || vb === 0 ? null : (va - vb) / vb;
       const note = a.evidence.note ?? b.evidence.note;
       if (a.boot === null || b.boot === null) return [m, changeOf(m, delta, null, note ?? 'no interval')];
-      const iv = percentileInterval(relativeChange(a.boot.replicates[m], b.boot.replicates[m]));
+      const blocks = Math.min(a.boot.blocks, b.boot.blocks);
+      const iv = percentileInterval(relativeChange(a.boot.replicates[m], b.boot.replicates[m]), 0.95, blocks);
       return [m, changeOf(m, delta, iv, iv === null ? 'too few resamples with data' : undefined)];
     }),
   ) as Record<IntervalMetric, Change>;
@@ -142,6 +157,7 @@ export function attachEvidence(
       const perClass = {} as Record<ServiceClass, Cell>;
       for (const cls of SERVICE_CLASSES) {
         const ids: string[] = [];
+        const dirs: string[] = [];
         const samples: SecondSample[][] = [];
         for (const id of g.runIds) {
           const rs = seconds.get(id);
@@ -149,10 +165,12 @@ export function attachEvidence(
           const c = rs?.cells.get(p.name)?.[cls];
           if (c && c.length > 0 && rs?.note === null) {
             ids.push(id);
+            dirs.push(byId.get(id)?.dir ?? id);
             samples.push(c);
           } else if (!rs) notes.add(`${id}: no run directory, no intervals`);
         }
-        perClass[cls] = cellOf(`${g.key}/${g.settingsKey}/${p.name}/${cls}`, ids, samples);
+        // The generator's seed comes from the runs and the cell alone: same data, same interval.
+        perClass[cls] = cellOf(`${ids.join(',')}/${p.name}/${cls}`, ids, dirs, samples);
       }
       perPhase.set(p.name, perClass);
     }

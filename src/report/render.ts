@@ -430,8 +430,12 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null, b
     }
   }
   rows.push(...evidenceCsvRows(groups, baseline));
-  // null cells are empty; cells holding commas, quotes or newlines are quoted (RFC 4180).
-  return stringify(rows);
+  // Every row has every column; null cells are empty; cells holding commas, quotes or newlines are quoted (RFC 4180).
+  return stringify(
+    rows.map((r) =>
+      r.length < CSV_HEAD.length ? [...r, ...Array(CSV_HEAD.length - r.length).fill(null)] : r,
+    ),
+  );
 }
 
 const PER_RUN_HEAD = [

@@ -197,7 +197,8 @@ export const paperFiguresSchema = z.object({
       measure: z.enum(['goodputRatio', 'p95VsRr', 'p95VsRef', 'gapPp']),
       published: z.string(),
       measured: nullNum,
-      verdict: z.enum(['reproduced', 'not reproduced', 'not measured']),
+      interval: z.object({ lo: z.number(), hi: z.number() }).nullable(),
+      verdict: z.enum(['reproduced', 'contradicted', 'inconclusive', 'not measured']),
       source: z.string().describe("the paper's sentence"),
     }),
   ),
@@ -256,6 +257,7 @@ export const reportBaselineSchema = z.object({
           cpuCv: statSchema.optional(),
         }),
       ),
+      evidence: groupEvidenceSchema.optional(),
     }),
   ),
 });
