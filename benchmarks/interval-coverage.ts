@@ -45,17 +45,7 @@ for (let i = 0; i < seeds; i++) {
   const seed = 1000 + i;
   const dir = join(out, `seed-${seed}`);
   if (keep === undefined || !safeList(dir).length) {
-    const args = [
-      'bin/run.js',
-      'bench',
-      'run',
-      '--driver',
-      'sim',
-      '--strategy',
-      'plb,rr',
-      '--seed',
-      String(seed),
-    ];
+    const args = [bin, 'bench', 'run', '--driver', 'sim', '--strategy', 'plb,rr', '--seed', String(seed)];
     args.push('--plan', plan, '--clients', clients, '--out', dir);
     const r = spawnSync('node', args, { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 << 20 });
     if (r.status !== 0)
