@@ -89,9 +89,15 @@ interface Iterable {
 }
 
 /** (bucket value, count) pairs of a histogram; values are the buckets' highest equivalents. */
+// Walking a histogram's counts is the costly part (tens of thousands of slots): once per histogram.
+const bucketCache = new WeakMap<Histogram, Array<[number, number]>>();
+
 function buckets(h: Histogram | null): Array<[number, number]> {
+  if (h === null || h.totalCount === 0) return [];
+  const hit = bucketCache.get(h);
+  if (hit) return hit;
   const out: Array<[number, number]> = [];
-  if (h === null || h.totalCount === 0) return out;
+  bucketCache.set(h, out);
   const hh = h as unknown as Iterable;
   const it = hh.recordedValuesIterator;
   it.reset();
@@ -121,6 +127,33 @@ function sparse(hists: ReadonlyArray<Histogram | null>): Sparse {
       total: b.reduce((s, [, c]) => s + c, 0),
     })),
   };
+}
+
+type Row = Sparse['rows'][number];
+
+/** The merged rows of `width` seconds from every start (circular) of one run's `len` seconds. */
+function blockRows(s: Sparse, base: number, len: number, width: number): Row[] {
+  const acc = new Float64Array(s.values.length);
+  const out: Row[] = [];
+  for (let start = 0; start < len; start++) {
+    acc.fill(0);
+    let total = 0;
+    for (let j = 0; j < width; j++) {
+      const row = s.rows[base + ((start + j) % len)];
+      if (row === undefined) continue;
+      for (let k = 0; k < row.idx.length; k++) acc[row.idx[k] ?? 0]! += row.cnt[k] ?? 0;
+      total += row.total;
+    }
+    const idx: number[] = [];
+    const cnt: number[] = [];
+    for (let i = 0; i < acc.length; i++)
+      if ((acc[i] ?? 0) > 0) {
+        idx.push(i);
+        cnt.push(acc[i] ?? 0);
+      }
+    out.push({ idx: Int32Array.from(idx), cnt: Float64Array.from(cnt), total });
+  }
+  return out;
 }
 
 /** Nearest-rank percentiles (HdrHistogram's rank) of merged counts; NaN when empty. */
@@ -208,6 +241,18 @@ export function bootstrapCell(
     offsets.push(off);
     off += r.length;
   }
+  // Each possible block (every start, circularly; and the shorter last block) merged once, so
+  // a resample adds n / block rows instead of n.
+  const full = runs.map((r, ri) => [
+    blockRows(lat, offsets[ri] ?? 0, r.length, block),
+    blockRows(life, offsets[ri] ?? 0, r.length, block),
+  ]);
+  const tail = runs.map((r, ri) => {
+    const w = r.length % block;
+    return w === 0
+      ? null
+      : [blockRows(lat, offsets[ri] ?? 0, r.length, w), blockRows(life, offsets[ri] ?? 0, r.length, w)];
+  });
   for (let b = 0; b < B; b++) {
     latCounts.fill(0);
     lifeCounts.fill(0);
@@ -215,21 +260,18 @@ export function bootstrapCell(
     let lifeTotal = 0;
     runs.forEach((r, ri) => {
       const len = r.length;
-      const base = offsets[ri] ?? 0;
-      for (let taken = 0; taken < len; ) {
+      for (let taken = 0; taken < len; taken += block) {
         const start = Math.floor(rand() * len);
-        for (let j = 0; j < block && taken < len; j++, taken++) {
-          const at = base + ((start + j) % len);
-          const lr = lat.rows[at];
-          const fr = life.rows[at];
-          if (lr !== undefined) {
-            for (let k = 0; k < lr.idx.length; k++) latCounts[lr.idx[k] ?? 0]! += lr.cnt[k] ?? 0;
-            latTotal += lr.total;
-          }
-          if (fr !== undefined) {
-            for (let k = 0; k < fr.idx.length; k++) lifeCounts[fr.idx[k] ?? 0]! += fr.cnt[k] ?? 0;
-            lifeTotal += fr.total;
-          }
+        const rows = len - taken >= block ? full[ri] : tail[ri];
+        const lr = rows?.[0]?.[start];
+        const fr = rows?.[1]?.[start];
+        if (lr !== undefined) {
+          for (let k = 0; k < lr.idx.length; k++) latCounts[lr.idx[k] ?? 0]! += lr.cnt[k] ?? 0;
+          latTotal += lr.total;
+        }
+        if (fr !== undefined) {
+          for (let k = 0; k < fr.idx.length; k++) lifeCounts[fr.idx[k] ?? 0]! += fr.cnt[k] ?? 0;
+          lifeTotal += fr.total;
         }
       }
     });
