@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { RUN_FILES } from './run-writer.js';
 import { intervalLogName, parseIntervalLog, parseSeconds } from './seconds.js';
 import type { SecondSample } from './intervals.js';

@@ -1,8 +1,8 @@
 // What the bar charts draw as error bars: the 95 % interval of a bar (pooled over the group's
 // runs) or of a change, from the groups' evidence; null when there is none.
 import type { IntervalMetric } from '../metrics/intervals.js';
-import type { ServiceClass } from '../router/types.js';
-import type { RunGroup } from './aggregate.js';
+import type { ServiceClass } from '../core/service-class.js';
+import type { RunGroup } from '../run-format/report.js';
 
 export interface Bar {
   value: number;

@@ -1,8 +1,8 @@
 // The evidence as tables (terminal, markdown, HTML) and CSV rows: each figure with its 95 %
 // interval, each change with its interval and verdict.
 import { INTERVAL_METRICS, type IntervalMetric } from '../metrics/intervals.js';
-import { SERVICE_CLASSES } from '../router/types.js';
-import type { RunGroup } from './aggregate.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
+import type { RunGroup } from '../run-format/report.js';
 import type { Estimate } from './evidence.js';
 import { changeText, verdictText, type Change } from './verdicts.js';
 

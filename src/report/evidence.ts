@@ -3,8 +3,8 @@
 // per-second histograms (pooled over the repeats, and per run), and the change of each against
 // `ref` and against the baseline strategy with its interval and verdict. Attached to the groups
 // (`group.evidence`), so every format shows the same numbers.
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
-import type { RunSummary } from '../metrics/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
+import type { RunSummary } from '../run-format/summary.js';
 import {
   blockLength,
   bootstrapCell,
@@ -20,7 +20,7 @@ import {
   type SecondSample,
 } from '../metrics/intervals.js';
 import { readRunSeconds, type RunSeconds } from '../metrics/phase-seconds.js';
-import type { RunGroup } from './aggregate.js';
+import type { RunGroup } from '../run-format/report.js';
 import { compareStrategies } from './compare.js';
 import { changeOf } from './verdicts.js';
 import type { CellEvidence, Change, Estimate } from '../run-format/evidence.js';

@@ -3,7 +3,7 @@
 // lies beyond it on the better side). The interval of a ratio of two independent estimates is
 // taken on the log scale, from each side's own interval: se = (ln hi - ln lo) / (2 · 1.96).
 import type { IntervalMetric } from '../metrics/intervals.js';
-import type { ServiceClass } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import type { GroupEvidence, Estimate } from '../run-format/evidence.js';
 
 const Z = 1.959964;

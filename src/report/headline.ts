@@ -2,8 +2,8 @@
 // strategy, and freemium's cost (p95, goodput), each with its 95 % interval and verdict; and
 // whether every run was a valid measurement. Printed at the end of a bench and on top of a report.
 import type { IntervalMetric } from '../metrics/intervals.js';
-import type { ServiceClass } from '../router/types.js';
-import type { RunGroup } from './aggregate.js';
+import type { ServiceClass } from '../core/service-class.js';
+import type { RunGroup } from '../run-format/report.js';
 import type { CellEvidence } from './evidence.js';
 import { changeText, verdictText } from './verdicts.js';
 

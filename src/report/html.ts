@@ -3,7 +3,8 @@ import type { LoadedRun } from '../metrics/load-run.js';
 import { attachEvidence } from './evidence.js';
 import { evidenceNotes, intervalTables, verdictTable } from './evidence-render.js';
 import { headlineLines } from './headline.js';
-import { aggregateRuns, type RunGroup } from './aggregate.js';
+import { aggregateRuns } from './aggregate.js';
+import { type RunGroup } from '../run-format/report.js';
 import {
   classTimelineSpec,
   comparisonSpec,
@@ -15,7 +16,8 @@ import {
 } from './charts.js';
 import { compareStrategies } from './compare.js';
 import { paperHtml } from './paper-charts.js';
-import { comparisonTable, groupTables, settingsLines, type TableModel } from './render.js';
+import { comparisonTable, groupTables, settingsLines } from './render.js';
+import { type TableModel } from './table-model.js';
 import { QUANTILE_METHOD } from '../metrics/math.js';
 import { hasLag, lagTimelineSpec } from './lag-chart.js';
 import { readSeconds, spreadSeries, spreadTimelineSpec } from './signal-charts.js';

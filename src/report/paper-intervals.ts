@@ -1,8 +1,8 @@
 // Paper vs measured with intervals: a claim is reproduced when the 95 % interval of the measured
 // value lies inside the published range (widened as REPRODUCE_RULE says), contradicted when it
 // lies wholly outside, and inconclusive when it overlaps both the range and its complement.
-import type { ServiceClass } from '../router/types.js';
-import type { RunGroup } from './aggregate.js';
+import type { ServiceClass } from '../core/service-class.js';
+import type { RunGroup } from '../run-format/report.js';
 import type { Change } from '../run-format/evidence.js';
 import { REPRODUCE_TOLERANCE_PP, type PublishedClaim } from './paper-published.js';
 
