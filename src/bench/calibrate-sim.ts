@@ -39,6 +39,8 @@ import { makeQuery } from '../cluster/queries.js';
 import { Rng } from '../core/rng.js';
 import { DEFAULT_WORKLOAD } from '../workload/spec.js';
 import { type QueryKind } from '../run-format/config.js';
+import { allTemplates, instantiate, type Template, type TemplateSet } from '../cluster/templates.js';
+import { calibrationTemplates, prepareCalibrationTemplates } from './calibrate-templates.js';
 import { leaseCluster } from './cluster-lease.js';
 import { handleStopSignals, STOP_SIGNALS } from '../cli/stop-signals.js';
 
@@ -96,7 +98,9 @@ export interface SimMeasurement {
   minMs: number;
   /** CPU the idle replica uses on its own (WAL receiver, startup, checkpointer), ms per s. */
   idleCpuMsPerS: number;
-  templates: Record<QueryKind, TemplateSamples>;
+  templates: Record<QueryKind, TemplateSamples> & Record<string, TemplateSamples>;
+  /** A workload file's templates measured too (`--workload`): name -> SQL. */
+  extraSql?: Record<string, string>;
   health: { count: number; cpuS: number; spanMs: number };
   connects: ConnectSamples & { spanMs: number };
   restarts: RestartSample[];
@@ -139,21 +143,28 @@ export function summariseCalibration(
   m: SimMeasurement,
   meta: { at: string; machine: string; note?: string },
 ): SimCalibration {
-  const fine = counterIsFine([...KINDS.flatMap((k) => m.templates[k].cpuMs), ...(m.connects.cpuMs ?? [])]);
-  const meanMs = (k: QueryKind): number =>
-    median(m.templates[k].rounds.map((r) => perItemMs(r.cpuS, r.spanMs, m.idleCpuMsPerS, r.n)));
+  const fine = counterIsFine([
+    ...Object.values(m.templates).flatMap((t) => t.cpuMs),
+    ...(m.connects.cpuMs ?? []),
+  ]);
+  const meanMs = (k: string): number =>
+    median((m.templates[k]?.rounds ?? []).map((r) => perItemMs(r.cpuS, r.spanMs, m.idleCpuMsPerS, r.n)));
   const point = m.templates.point;
   const overhead = fine
     ? median(point.latencyMs.map((l, i) => l - (point.cpuMs[i] ?? 0)))
     : Math.min(...point.latencyMs) - meanMs('point');
   const queryOverheadMs = Math.max(0, overhead);
-  const cvOf = (k: QueryKind): number => {
-    const t = m.templates[k];
+  const cvOf = (k: string): number => {
+    const t = m.templates[k] ?? { cpuMs: [], latencyMs: [] };
     const xs = fine ? t.cpuMs : t.latencyMs.map((l) => Math.max(0, l - queryOverheadMs));
     return coefficientOfVariation(xs) ?? 0;
   };
+  const names = [...KINDS, ...Object.keys(m.extraSql ?? {})];
   const templates = Object.fromEntries(
-    KINDS.map((k) => [k, { meanMs: r3(meanMs(k)), cv: r2(cvOf(k)) }]),
+    names.map((k) => {
+      const sql = m.extraSql?.[k];
+      return [k, { meanMs: r3(meanMs(k)), cv: r2(cvOf(k)), ...(sql !== undefined ? { sql } : {}) }];
+    }),
   ) as SimCalibration['templates'];
   const c = m.connects;
   const connectCpuMs = perItemMs(c.cpuS, c.spanMs, m.idleCpuMsPerS, c.wallMs.length);
@@ -165,7 +176,7 @@ export function summariseCalibration(
   const catchUp = m.restarts.map((r) => Math.max(0, r.streamMs - r.acceptMs));
   const notes = [
     `${m.replica} of ${m.replicas} replicas at ${m.replicaCpus} cpus${m.quotaEnforced ? '' : ' (recorded, NOT enforced)'} (${m.driver} driver), dataset ${m.datasetRows} rows`,
-    `queries per template ${KINDS.map((k) => m.templates[k].latencyMs.length).join('/')} (at least ${m.samples} and ${m.minMs / 1000} s), one session, sequential, in ${m.templates.point.rounds.length} rounds taking turns (mean = median of the rounds' means), after ${m.warmMs / 1000} s of unmeasured queries each`,
+    `queries per template ${names.map((k) => m.templates[k]?.latencyMs.length ?? 0).join('/')} (at least ${m.samples} and ${m.minMs / 1000} s), one session, sequential, in ${m.templates.point.rounds.length} rounds taking turns (mean = median of the rounds' means), after ${m.warmMs / 1000} s of unmeasured queries each`,
     `CPU from ${m.driver === 'docker' ? "the replica's cgroup counter" : `the ${m.driver} driver's counter for the replica`} less its idle rate (${r3(m.idleCpuMsPerS)} ms/s)`,
     fine
       ? 'cv from the per-query CPU (counter read after each query); queryOverheadMs = median(point latency - its CPU)'
@@ -265,6 +276,8 @@ export async function measureReplica(opts: {
   minMs?: number;
   idleMs?: number;
   rounds?: number;
+  /** A workload file's read templates, measured like plb's three (`plb calibrate --workload`). */
+  extra?: readonly Template[];
   log: (line: string) => void;
   signal?: AbortSignal;
 }): Promise<SimMeasurement> {
@@ -306,17 +319,23 @@ export async function measureReplica(opts: {
 
     // Templates interleaved in rounds, each round's mean taken apart: a burst of the host's other
     // load then inflates one round, which the median leaves out, not a whole template.
+    const extra = opts.extra ?? [];
+    const names = [...KINDS, ...extra.map((t) => t.name)];
+    const statement = (kind: string) => {
+      const t = extra.find((x) => x.name === kind);
+      return t ? instantiate(t, opts.datasetRows, rng) : makeQuery(kind as QueryKind, opts.datasetRows, rng);
+    };
     const templates = Object.fromEntries(
-      KINDS.map((k) => [k, { rounds: [], latencyMs: [], cpuMs: [] }]),
-    ) as unknown as Record<QueryKind, TemplateSamples>;
+      names.map((k) => [k, { rounds: [], latencyMs: [], cpuMs: [] }]),
+    ) as unknown as SimMeasurement['templates'];
     const perRound = Math.ceil(samples / rounds);
     for (let round = 0; round < rounds; round++) {
-      for (const kind of KINDS) {
-        const t = templates[kind];
+      for (const kind of names) {
+        const t = templates[kind] as TemplateSamples;
         const warmEnd = Date.now() + (round === 0 ? warmMs : 0);
         for (let i = 0; i < 3 || Date.now() < warmEnd; i++) {
           check();
-          const q = makeQuery(kind, opts.datasetRows, rng);
+          const q = statement(kind);
           await session.query(q.text, q.values);
         }
         const c0 = await cpu();
@@ -325,7 +344,7 @@ export async function measureReplica(opts: {
         let n = 0;
         for (; n < perRound || performance.now() - s0 < minMs / rounds; n++) {
           check();
-          const q = makeQuery(kind, opts.datasetRows, rng);
+          const q = statement(kind);
           const w = performance.now();
           await session.query(q.text, q.values);
           t.latencyMs.push(performance.now() - w);
@@ -338,8 +357,8 @@ export async function measureReplica(opts: {
         t.rounds.push({ cpuS: (await cpu()) - c0, spanMs: performance.now() - s0, n });
       }
     }
-    for (const kind of KINDS) {
-      const t = templates[kind];
+    for (const kind of names) {
+      const t = templates[kind] as TemplateSamples;
       const ms = t.rounds.map((r) => r3((r.cpuS * 1000) / r.n));
       log(`${kind}: ${t.latencyMs.length} queries, ms CPU each by round ${ms.join(' ')}`);
     }
@@ -391,6 +410,7 @@ export async function measureReplica(opts: {
       minMs,
       idleCpuMsPerS,
       templates,
+      ...(extra.length > 0 ? { extraSql: Object.fromEntries(extra.map((t) => [t.name, t.sql])) } : {}),
       health,
       connects,
       restarts,
@@ -410,6 +430,8 @@ export interface CalibrateFlags {
   driver: string;
   'base-port': number;
   note?: string | undefined;
+  /** A workload file whose own templates are measured too. */
+  workload?: string | undefined;
 }
 
 function positiveInt(flag: string, n: number, max: number): number {
@@ -421,10 +443,8 @@ function positiveInt(flag: string, n: number, max: number): number {
 /** The one-screen summary. */
 export function renderCalibration(cal: SimCalibration, where: string): string {
   const t = new Table({ head: ['measure', 'value', ''], style: tableStyle() });
-  for (const k of KINDS) {
-    const x = cal.templates[k];
+  for (const [k, x] of Object.entries(cal.templates))
     t.push([`${k} query CPU`, `${x.meanMs} ms`, `cv ${x.cv}`]);
-  }
   t.push(['query overhead (not replica CPU)', `${cal.queryOverheadMs} ms`, '']);
   t.push(['connect + SCRAM', `${cal.connect.cpuMs} ms CPU`, `+ ${cal.connect.latencyMs} ms fixed`]);
   t.push(['health check (SELECT 1)', `${cal.healthCpuMs} ms CPU`, '']);
@@ -475,6 +495,7 @@ export async function executeCalibrate(
         `--base-port: must be an integer from 1024 to ${65535 - DEFAULT_REPLICAS} (got ${flags['base-port']})`,
       );
     const toStdout = flags.out === '-';
+    const templates = flags.workload === undefined ? undefined : calibrationTemplates(flags.workload);
     if (!toStdout) checkWritableFile(flags.out, '--out');
     const stop = handleStopSignals({ warn: io.warn });
     let cal: SimCalibration;
@@ -497,6 +518,7 @@ export async function executeCalibrate(
           note: flags.note,
           log: io.warn,
           signal: stop.signal,
+          ...(templates ? { templates } : {}),
         });
       } finally {
         await lease.release();
@@ -576,6 +598,7 @@ async function calibrateOn(
     note: string | undefined;
     log: (line: string) => void;
     signal: AbortSignal;
+    templates?: TemplateSet;
   },
 ): Promise<SimCalibration> {
   const replica = driver.endpoints().find((e) => e.id === CALIBRATE_DEFAULTS.replica);
@@ -590,6 +613,8 @@ async function calibrateOn(
   const ds = await driver.prepareDataset(rows, opts.log);
   if (ds.loaded) opts.log(`dataset loaded and replicated in ${(ds.ms / 1000).toFixed(1)} s`);
   await settle(driver, replica, creds, rows, opts.log);
+  if (opts.templates)
+    await prepareCalibrationTemplates(driver, replica, creds, opts.templates, rows, opts.log);
   const quota = opts.cpus ?? driver.spec.cpus;
   const changeQuota = quota !== driver.spec.cpus;
   if (changeQuota) await driver.setCpus(replica.id, quota);
@@ -609,6 +634,7 @@ async function calibrateOn(
       restarts: opts.restarts,
       log: opts.log,
       signal: opts.signal,
+      ...(opts.templates ? { extra: allTemplates(opts.templates).filter((t) => !t.writes) } : {}),
     });
     return summariseCalibration(m, {
       at: new Date().toISOString(),

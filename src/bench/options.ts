@@ -54,7 +54,9 @@ import {
   type PerClass,
 } from '../workload/spec.js';
 import { type ClassWorkload, type WorkloadSpec } from '../run-format/config.js';
-import { loadWorkloadFile } from '../workload/workload-file.js';
+import { loadWorkloadDocument, loadWorkloadFile } from '../workload/workload-file.js';
+import { checkTemplateSet } from '../workload/preflight.js';
+import type { TemplateSet } from '../cluster/templates.js';
 import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../cluster/external/index.js';
 import type { FaultPlan } from '../run-format/plan.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
@@ -218,7 +220,7 @@ export const benchFlags = {
   }),
   workload: checkedString({
     description:
-      'workload file (YAML): per-class queriesPerSession, thinkTime and queryWeights; flags given override it',
+      'workload file (YAML): per-class queriesPerSession, thinkTime and queryWeights, and your own SQL templates (see docs/workloads.md); flags given override it',
     helpGroup: HELP_GROUPS.workload,
   }),
   'target-cpu': checkedString({
@@ -452,8 +454,16 @@ export function resolveClasses(
 ): {
   classes: WorkloadSpec['classes'];
   autoThink: boolean;
+  templates?: TemplateSet;
 } {
-  const file = flags.workload === undefined ? {} : loadWorkloadFile(flags.workload);
+  const doc = flags.workload === undefined ? undefined : loadWorkloadDocument(flags.workload);
+  const file = doc?.classes ?? {};
+  const templates = doc?.templates.set;
+  if (templates && flags['query-mix'] !== undefined)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--query-mix: weighs plb's own point/range/scan templates; ${flags.workload} has its own (set their weights in its queryWeights)`,
+    );
   const qps =
     flags['queries-per-session'] === undefined
       ? {}
@@ -472,7 +482,11 @@ export function resolveClasses(
       queryWeights: { ...(weights[cls] ?? f.queryWeights ?? d.queryWeights) },
     };
   };
-  return { classes: { premium: one('premium'), freemium: one('freemium') }, autoThink: think === 'auto' };
+  return {
+    classes: { premium: one('premium'), freemium: one('freemium') },
+    autoThink: think === 'auto',
+    ...(templates ? { templates } : {}),
+  };
 }
 
 /** The one check of every bench value that has one, by flag name; throws BAD_INPUT naming the flag. */
@@ -575,7 +589,8 @@ export async function executeBench(
       'progress',
     ] as const)
       checkBenchValue(name, flags[name]);
-    const { classes, autoThink } = resolveClasses(flags);
+    const { classes, autoThink, templates } = resolveClasses(flags);
+    if (templates) checkTemplateSet(templates, flags['dataset-rows']);
     const targetCpuValue = targetCpu(flags['target-cpu']);
     const rate = positive('rate', Number(flags.rate), false, LIMITS.rate);
     const reference = parseRoleVector(flags.reference, '--reference');
@@ -631,6 +646,7 @@ export async function executeBench(
       ...(writeRate > 0 ? { writeRate } : {}),
       ...(lifetimeMs !== undefined ? { maxSessionLifetimeMs: lifetimeMs } : {}),
       classes,
+      ...(templates ? { templates } : {}),
     };
     // A via run is named after its balancer (via:<label>), so its report group says which one.
     const named = strategies.map((s) => (s === VIA && via ? viaStrategy(via.label) : s));

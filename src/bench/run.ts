@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { realClock, within, type Clock } from '../clock/index.js';
 import type { Connector } from '../cluster/connector.js';
 import type { ClusterDriver } from '../cluster/driver.js';
@@ -16,6 +17,8 @@ import {
 } from '../metrics/types.js';
 import { type RunSummary } from '../run-format/summary.js';
 import { nearestRank } from '../metrics/math.js';
+import { RUN_FILES } from '../metrics/run-writer.js';
+import { harnessRateWarnings } from '../metrics/harness-rate.js';
 import type { RoleVector } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { DataSource } from '../workload/data-source.js';
@@ -23,6 +26,8 @@ import { Rng } from '../core/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
 import { splitByMix } from '../workload/spec.js';
 import { type WorkloadSpec } from '../run-format/config.js';
+import { needsPlbDataset } from '../workload/preflight.js';
+import { prepareTemplates, templateRunParts } from './templates-run.js';
 import { lagWeighting, ReplicaWeights, startWriteLoad, type WriteLoad } from './write-load.js';
 import type { LagWeightOptions } from '../router/lag-weight.js';
 import { maxLagFactor } from '../router/max-lag.js';
@@ -228,12 +233,15 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   });
   let stopping = false;
   const zones = config.balance?.clientZones ? config.balance.zones : undefined;
+  const tpl = templateRunParts(connector, config.workload, runClock);
   const ctx: SessionContext = {
     ds: parts.ds,
     recorder: writer.recorder,
     spec: config.workload,
     clock: runClock,
     stopping: () => stopping,
+    templates: tpl.latencies,
+    ...(tpl.primary ? { primary: tpl.primary } : {}),
     ...(zones ? { zoneOf: (replica: string) => zones[replica] } : {}),
   };
   await setReplicaCpus(driver, config.balance?.cpus, quota, log);
@@ -275,6 +283,9 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     if (restored.length > 0) log(`restored: ${restored.join(', ')}`);
   });
   const summary = await ending.finish(endMs, interrupted === true);
+  await tpl.finish(summary, join(writer.dir, RUN_FILES.summary)).catch((err: unknown) => {
+    log(`per-template figures not written: ${errorText(err)}`);
+  });
   for (const line of measurementWarnings(summary)) log(line);
   return { dir: writer.dir, summary, interrupted: interrupted === true };
 }
@@ -539,6 +550,7 @@ export function measurementWarnings(summary: RunSummary): string[] {
         `warning: phase ${p.name}: client event-loop delay p99 ${h.loopP99Ms} ms (> ${HARNESS_LOOP_P99_LIMIT_MS} ms): the harness, not only the replicas, set the pace (client CPU up to ${Math.round((h.cpuMax ?? 0) * 100)}% of a core)`,
       );
   }
+  out.push(...harnessRateWarnings(summary.phases));
   const d = summary.detectionCounts;
   if (d && d.unexplained > 0)
     out.push(
@@ -613,8 +625,12 @@ export async function prepareCluster(
   }
   const creds = await driver.credentials();
   await resetCluster(driver, replicas, log);
-  const ds0 = await driver.prepareDataset(workload.datasetRows, log);
-  if (ds0.loaded) log(`dataset loaded and replicated in ${(ds0.ms / 1000).toFixed(1)} s`);
+  // The user's own templates need plb's tables only when they read them (or with --write-rate).
+  if (needsPlbDataset(workload.templates) || (workload.writeRate ?? 0) > 0) {
+    const ds0 = await driver.prepareDataset(workload.datasetRows, log);
+    if (ds0.loaded) log(`dataset loaded and replicated in ${(ds0.ms / 1000).toFixed(1)} s`);
+  }
+  if (workload.templates) await prepareTemplates(driver, workload, primary, replicas, creds, log);
   return { primary, replicas, creds };
 }
 

@@ -11,11 +11,12 @@ import type { FaultPlan } from '../run-format/plan.js';
 import type { RoleVector } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { VirtualClock } from '../clock/virtual.js';
-import { classQueryCpuMs, meanQueryCpuMs, simDriverOf, type SimDriver } from '../cluster/sim/index.js';
+import { meanQueryCpuMs, simDriverOf, templatesCpuMs, type SimDriver } from '../cluster/sim/index.js';
 import { calibrateThinkTime, thinkTimesFor, type ClassThinkInputs } from '../workload/calibrate.js';
 import { MAX_SEED, Rng } from '../core/rng.js';
 import { prepareCluster, runBench, type BenchDeps, type BenchResult } from './run.js';
 import { splitByMix } from '../workload/spec.js';
+import { classTemplates } from '../workload/statements.js';
 import { type WorkloadSpec } from '../run-format/config.js';
 import type { BalanceOptions } from './balance.js';
 import type { LagWeightOptions } from '../router/lag-weight.js';
@@ -140,7 +141,10 @@ function simulatedThinkTime(
   const { workload } = opts;
   const cpus = opts.spec.cpus;
   const u = Math.min(0.99, Math.max(0.01, targetCpu));
-  const cpuPerQueryMs = meanQueryCpuMs(cal, workload);
+  const cpuPerQueryMs = meanQueryCpuMs(cal, workload, {
+    premium: classTemplates(workload, 'premium'),
+    freemium: classTemplates(workload, 'freemium'),
+  });
   const connectWallMs = cal.connect.latencyMs + cal.connect.cpuMs / cpus / (1 - u);
   const split = splitByMix(workload.clients, workload.mix);
   // Each class its own cost a query (its template weights) and fixed wall time.
@@ -149,7 +153,7 @@ function simulatedThinkTime(
     return {
       clients: split[c],
       queriesPerSession: w.queriesPerSession,
-      cpuPerQueryS: classQueryCpuMs(cal, w.queryWeights) / 1000,
+      cpuPerQueryS: templatesCpuMs(cal, classTemplates(workload, c)) / 1000,
       fixedWallS: (connectWallMs + Math.max(1, w.queriesPerSession) * cal.queryOverheadMs) / 1000,
       baseThinkMs: w.thinkTimeMs,
     };

@@ -17,6 +17,7 @@ import {
   newClusterId,
   readClusterRecord,
   removeClusterRecord,
+  removePassword,
   validateClusterName,
   writeClusterRecord,
   type DriverKind,
@@ -183,17 +184,26 @@ export async function openCluster(
   return createDriver(record.driver, recordedSpec(record, stateDir));
 }
 
-/** Removes what one cluster instance made (by its id: containers, data folder) and its record. */
+/**
+ * Removes what one cluster instance made (by its id: containers, data folder), its record and its
+ * password file: nothing is left to use the password with.
+ */
 export async function removeOwned(driver: ClusterDriver): Promise<void> {
   const { stateDir, name, id } = driver.spec;
+  // Before down: the local driver's down removes the record itself.
+  const ours = recordId(stateDir, name) === id;
   await driver.down();
-  let record: ClusterRecord | null = null;
+  if (recordId(stateDir, name) === id) removeClusterRecord(stateDir, name);
+  if (ours && id !== undefined) removePassword(stateDir, name);
+}
+
+/** The id in the cluster's record; null when there is none, undefined when it is unreadable. */
+function recordId(stateDir: string, name: string): string | null | undefined {
   try {
-    record = readClusterRecord(stateDir, name);
+    return readClusterRecord(stateDir, name)?.id ?? null;
   } catch {
-    // unreadable: not provably ours, leave it
+    return undefined; // unreadable: not provably ours, leave it
   }
-  if (record && record.id === id) removeClusterRecord(stateDir, name);
 }
 
 interface ForeignContainer {
@@ -263,6 +273,10 @@ export async function downCluster(
     if (localLeft || unreadable)
       done.push(`left alone: unrecorded local data or record of cluster ${name} in ${stateDir} (${how} it)`);
   }
+  // No record left in this (per-user) folder: the password has no cluster to serve (an older plb
+  // kept it across down). An unreadable record may still need it: then it stays.
+  if (recordId(stateDir, name) === null && removePassword(stateDir, name))
+    done.push(`removed the password file of cluster ${name} in ${stateDir}`);
   if (done.length === 0) done.push(`no cluster ${name} in ${stateDir}; nothing to remove`);
   return done;
 }

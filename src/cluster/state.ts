@@ -1,7 +1,7 @@
 /**
  * The state folder shared by both drivers and the benchmark runner:
  *
- *   <stateRoot>/<cluster>/password      generated once, mode 0600, reused across up/down
+ *   <stateRoot>/<cluster>/password      generated at up, mode 0600; removed by down with the cluster
  *   <stateRoot>/<cluster>/cluster.json  which driver made the cluster and with which spec
  *   <stateRoot>/<cluster>/lock          held by bench, up and down (see lock.ts)
  *   <stateRoot>/<cluster>/data/<id>/    local driver only: the data directories
@@ -149,6 +149,14 @@ function writeNew(file: string, content: string): void {
     rmSync(tmp, { force: true });
     throw err;
   }
+}
+
+/** Removes the password file (not through a link: rm unlinks the link itself). True if one was there. */
+export function removePassword(stateDir: string, name: string): boolean {
+  const file = passwordFile(stateDir, name);
+  const there = existsSync(file) || isSymlink(file);
+  rmSync(file, { force: true });
+  return there;
 }
 
 /** Credentials of the cluster: user and database `plb`, the generated password (created once). */

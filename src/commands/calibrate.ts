@@ -14,6 +14,7 @@ export default class Calibrate extends PlbCommand {
     '<%= config.bin %> calibrate --out calibration.json',
     '<%= config.bin %> calibrate --driver docker --base-port 24432 --out calibration/default.json',
     '<%= config.bin %> calibrate --name plb --samples 100 --out -',
+    '<%= config.bin %> calibrate --workload workloads/ecommerce.yaml --out calibration-ecommerce.json',
   ];
 
   static override flags = {
@@ -38,6 +39,10 @@ export default class Calibrate extends PlbCommand {
       default: CALIBRATE_DEFAULTS.restarts,
     }),
     note: Flags.string({ description: 'text appended to measured.notes (e.g. what else ran on the host)' }),
+    workload: Flags.string({
+      description:
+        'workload file (YAML) whose own SQL templates are measured too, so --driver sim can run it (its setup runs on the primary)',
+    }),
     driver: Flags.string({
       description: 'when no cluster exists: docker, local or auto',
       options: ['auto', 'docker', 'local'],

@@ -1,6 +1,8 @@
 /** `plb proxy` as the command runs it: flags -> the cluster's replicas -> listeners, until a stop signal. */
 import { handleStopSignals, type StopSignalDeps } from '../cli/stop-signals.js';
 import { openCluster } from '../cluster/select.js';
+import { clientHost, psqlLine } from '../cluster/connect-info.js';
+import { passwordFile } from '../cluster/state.js';
 import type { ReplicaSnapshot } from '../router/types.js';
 import { parseProxyFlags, type ProxyFlagValues } from './options.js';
 import { startProxy, type ProxyHandle } from './proxy-server.js';
@@ -70,7 +72,13 @@ export async function executeProxy(
     if (metrics) io.log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);
     for (const cls of ['premium', 'freemium'] as const) {
       const port = proxy.ports[cls];
-      if (port !== undefined) io.log(`${cls}: listening on ${config.host}:${port}`);
+      if (port === undefined) continue;
+      const connect = psqlLine(
+        passwordFile(driver.spec.stateDir, config.name),
+        clientHost(config.host),
+        port,
+      );
+      io.log(`${cls}: listening on ${config.host}:${port}; connect: ${connect}`);
     }
     io.log(
       `cluster ${config.name} (${driver.kind}): ${replicas.map((r) => `${r.id}:${r.port}`).join(' ')}; ` +

@@ -1,6 +1,7 @@
 // Groups runs of one strategy+plan+mix and settings (repeats) and reduces every metric to median and IQR.
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import type { PhaseSummary, RunSummary } from '../run-format/summary.js';
+import { aggregateTemplates } from './templates-table.js';
 import { FAULT_INTERVAL } from '../metrics/summary.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
 import type { RunConfig } from '../run-format/config.js';
@@ -193,7 +194,9 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
     return { ...d, delayMs: stat(vals), missed: vals.filter((v) => v === null).length };
   });
 
+  const templates = aggregateTemplates(runs);
   return {
+    ...(templates ? { templates } : {}),
     key: groupKey(first),
     settings: {},
     settingsKey: '',

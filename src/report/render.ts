@@ -32,6 +32,7 @@ import {
   type TableOptions,
 } from './table-model.js';
 import { escapeControl } from '../core/text.js';
+import { templateTable } from './templates-table.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -324,11 +325,13 @@ export function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
   const parts = { title: groupTitle, stat: fmtStat };
   const lat = replicaLatencyTable(g, opts.wide ?? true, parts);
   const sig = signalsTable(g, opts.wide ?? true, parts);
+  const tpl = templateTable(g, opts.wide ?? true, parts);
   return [
     phaseTable(g, opts),
     replicaTable(g, opts),
     ...(lat ? [lat] : []),
     ...(sig ? [sig] : []),
+    ...(tpl ? [tpl] : []),
     ...(f ? [f] : []),
     ...(d ? [d] : []),
   ];

@@ -4,6 +4,7 @@
  * for labels and a canonical one for comparing; a field an older plb did not write is "unknown",
  * equal only to another unknown.
  */
+import { templateMix } from './templates-table.js';
 import { createHash } from 'node:crypto';
 import type { RunConfig } from '../run-format/config.js';
 import type { ClassWorkload } from '../run-format/config.js';
@@ -104,7 +105,8 @@ export function runSettings(cfg: RunConfig | undefined, planName: string): Recor
       ? of(typeof cal.targetCpu === 'number' ? `auto (${Math.round(cal.targetCpu * 100)}% CPU)` : 'auto')
       : perClass(w?.classes, (x) => fmtMs(x.thinkTimeMs)),
     'queries/session': perClass(w?.classes, (x) => num(x.queriesPerSession)),
-    'query mix': perClass(w?.classes, weightsLabel),
+    // A workload's own templates: their names and weights say the mix, their SQL is in the key.
+    'query mix': w?.templates ? of(...templateMix(w.templates)) : perClass(w?.classes, weightsLabel),
     readings: c.readings
       ? { label: readingsName(c.readings), canonical: canonicalJson(c.readings) }
       : missing,

@@ -4,7 +4,7 @@
  * run can be written by a library caller with only some; what is there must have its type.
  */
 import { z } from 'zod';
-
+import { templateSetSchema } from './workload-file.js';
 import { clusterSpecSchema } from './cluster-record.js';
 import { externalConfigSchema } from './cluster-file.js';
 import { mixSchema, serviceClassRecord } from './common.js';
@@ -55,6 +55,7 @@ export const workloadSpecSchema = z.object({
     .number()
     .optional()
     .describe('--max-session-lifetime: a session ends after this long (absent: none)'),
+  templates: templateSetSchema.optional(),
 });
 
 export const healthOptionsSchema = z.object({

@@ -118,6 +118,21 @@ export const runGroupSchema = z.object({
   faultInterval: aggregatedPhaseSchema.optional().describe("the runs' fault intervals (phase named fault)"),
   detection: z.array(aggregatedDetectionSchema),
   detections: z.object({ down: statSchema, up: statSchema, unexplained: statSchema }),
+  templates: z
+    .array(
+      z.object({
+        phase: z.string(),
+        class: serviceClassSchema,
+        template: z.string(),
+        runs: z.number(),
+        p50: statSchema,
+        p95: statSchema,
+        qps: statSchema,
+        errors: statSchema,
+      }),
+    )
+    .optional()
+    .describe('per phase, class and SQL template: p50/p95 ms, queries/s, errors over the runs'),
   evidence: groupEvidenceSchema.optional().describe('95 % intervals and verdicts from the per-second data'),
 });
 

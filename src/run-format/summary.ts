@@ -115,6 +115,17 @@ export const detectionCountsSchema = z.object({
   unexplained: z.number(),
 });
 
+export const templatePhaseStatsSchema = z.object({
+  phase: z.string(),
+  class: z.enum(['premium', 'freemium']),
+  template: z.string(),
+  queries: z.number(),
+  errors: z.number(),
+  p50: z.number().nullable(),
+  p95: z.number().nullable(),
+  seconds: z.number(),
+});
+
 export const summarySchema = z
   .object({
     schemaVersion: z.literal(SUMMARY_SCHEMA_VERSION),
@@ -137,6 +148,12 @@ export const summarySchema = z
     detectionCounts: detectionCountsSchema.optional(),
     errors: z.array(z.string()).optional(),
     rebuilt: z.boolean().optional(),
+    templates: z
+      .array(templatePhaseStatsSchema)
+      .optional()
+      .describe(
+        'per phase, class and SQL template: queries, errors, p50/p95 ms; absent in older and rebuilt runs',
+      ),
   })
   .meta({ title: 'plb summary.json', description: 'The phase tables of one run (runs/<id>/summary.json).' });
 

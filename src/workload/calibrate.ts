@@ -16,10 +16,11 @@ import type pg from 'pg';
 import { connect } from '../cluster/pg-util.js';
 import { PlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
-import { makeQuery } from '../cluster/queries.js';
 import type { Rng } from '../core/rng.js';
 import { splitByMix } from './spec.js';
-import { type QueryKind, type WorkloadSpec } from '../run-format/config.js';
+import type { WorkloadSpec } from '../run-format/config.js';
+import { instantiate, type Template } from '../cluster/templates.js';
+import { classTemplates } from './statements.js';
 
 /**
  * The replica's cumulative CPU seconds (its cgroup counter, through the driver) as a function;
@@ -251,20 +252,24 @@ export async function calibrateThinkTime(opts: {
   const premiumShare = qOf('premium') / (qOf('premium') + qOf('freemium'));
   // A deck of 100 templates in the workload's exact proportions, shuffled and dealt in turn: a
   // few hundred random draws would leave the share of costly scans (and so the result) to chance.
-  const deck: QueryKind[] = [];
+  const deck: Template[] = [];
   for (const cls of ['premium', 'freemium'] as ServiceClass[]) {
     const share = cls === 'premium' ? premiumShare : 1 - premiumShare;
-    const w = workload.classes[cls].queryWeights;
-    const total = Object.values(w).reduce((a, b) => a + b, 0);
-    for (const [kind, v] of Object.entries(w) as [QueryKind, number][])
-      for (let i = 0; i < Math.round((100 * share * v) / total); i++) deck.push(kind);
+    // Reads only: the replica refuses writes (they go to the primary in the run).
+    const ts = classTemplates(workload, cls).filter((t) => !t.writes);
+    const total = ts.reduce((a, t) => a + t.weight, 0);
+    for (const t of ts) for (let i = 0; i < Math.round((100 * share * t.weight) / total); i++) deck.push(t);
   }
   for (let i = deck.length - 1; i > 0; i--) {
     const j = rng.int(0, i);
-    [deck[i], deck[j]] = [deck[j] as QueryKind, deck[i] as QueryKind];
+    [deck[i], deck[j]] = [deck[j] as Template, deck[i] as Template];
   }
+  if (deck.length === 0)
+    throw new PlbError('CALIBRATION_FAILED', 'the workload has no read template to calibrate with', {
+      hint: 'give --think-time a value instead of auto',
+    });
   let dealt = 0;
-  const next = () => makeQuery(deck[dealt++ % deck.length] ?? 'point', workload.datasetRows, rng);
+  const next = () => instantiate(deck[dealt++ % deck.length] as Template, workload.datasetRows, rng);
   // A pool of sessions: the paced phase must not queue behind one connection.
   const clients = await Promise.all(
     Array.from({ length: concurrency }, () =>

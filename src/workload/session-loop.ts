@@ -3,9 +3,10 @@ import { errorText, isPlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { Recorder } from '../metrics/types.js';
 import type { DataSource } from './data-source.js';
-import { makeQuery } from '../cluster/queries.js';
 import type { Rng } from '../core/rng.js';
 import type { WorkloadSpec } from '../run-format/config.js';
+import { drawStatement } from '../cluster/templates.js';
+import { classTemplates } from './statements.js';
 
 export interface SessionContext {
   ds: DataSource;
@@ -16,6 +17,13 @@ export interface SessionContext {
   stopping: () => boolean;
   /** With zones: a replica's zone, so a session landing outside its client's zone is counted. */
   zoneOf?: (replica: string) => string | undefined;
+  /** Where a template that writes runs (the primary); absent: a read-only workload. */
+  primary?: { query(text: string, values: unknown[]): Promise<number> };
+  /** Per-template latencies (metrics/template-stats.ts). */
+  templates?: {
+    done(cls: ServiceClass, template: string, endMs: number, latencyMs: number): void;
+    failed(cls: ServiceClass, template: string, endMs: number): void;
+  };
 }
 
 export type SessionOutcome = 'finished' | 'failed' | 'no-replica' | 'connect-failed' | 'stopped';
@@ -67,15 +75,19 @@ export async function runSession(
     // A pool's max lifetime: the session ends (and reconnects, rebalancing) with queries left.
     if (spec.maxSessionLifetimeMs !== undefined && now() - opened >= spec.maxSessionLifetimeMs) break;
     if (i > 0 && w.thinkTimeMs > 0) await clock.sleep(rng.exp(w.thinkTimeMs));
-    const q = makeQuery(rng.weighted(w.queryWeights), spec.datasetRows, rng);
+    const q = drawStatement(classTemplates(spec, cls), spec.datasetRows, rng);
     // Connect time is measured apart; a late schedule is charged to the first query.
     const start = i === 0 ? now() - scheduleLag : now();
     try {
-      await conn.query(q.text, q.values);
+      // A write goes to the primary; the session stays pinned to its replica for its reads.
+      if (q.template.writes && ctx.primary) await ctx.primary.query(q.text, q.values);
+      else await conn.query(q.text, q.values);
       const end = now();
       recorder.queryDone(cls, conn.replica, end, end - start);
+      ctx.templates?.done(cls, q.template.name, end, end - start);
     } catch (err) {
       recorder.queryFailed(cls, conn.replica, now(), errorText(err));
+      ctx.templates?.failed(cls, q.template.name, now());
       outcome = 'failed';
       break;
     }

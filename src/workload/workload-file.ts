@@ -5,8 +5,9 @@ import { parseDuration } from '../core/duration.js';
 import { fieldPath, firstIssue } from '../run-format/parse.js';
 import { workloadFileSchema } from '../run-format/workload-file.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
-import { checkQueryWeights, type PerClass } from './spec.js';
-import { type ClassWorkload } from '../run-format/config.js';
+import type { PerClass } from './spec.js';
+import type { ClassWorkload } from '../run-format/config.js';
+import { resolveFileTemplates, type FileTemplates } from './template-file.js';
 
 const MAX_BYTES = 64 * 1024;
 
@@ -15,6 +16,15 @@ export type WorkloadFileValues = PerClass<Partial<ClassWorkload>>;
 
 /** Parses a workload file's text; errors are `<source>:<line>: <field> <what>`. */
 export function parseWorkloadFile(text: string, source: string): WorkloadFileValues {
+  return parseWorkloadDocument(text, source).classes;
+}
+
+/** The whole file: each class's session shape and the SQL templates (`builtin`: plb's own file). */
+export function parseWorkloadDocument(
+  text: string,
+  source: string,
+  builtin = false,
+): { classes: WorkloadFileValues; templates: FileTemplates } {
   const lc = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false });
   const lineOf = (node: unknown): number => {
@@ -44,6 +54,7 @@ export function parseWorkloadFile(text: string, source: string): WorkloadFileVal
       issue?.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : (issue?.path ?? []);
     throw fail(lineAt(path), firstIssue(r.error, value));
   }
+  const templates = resolveFileTemplates(r.data, source, lineAt, fail, builtin);
   const out: WorkloadFileValues = {};
   for (const cls of SERVICE_CLASSES as readonly ServiceClass[]) {
     const c = r.data.classes[cls];
@@ -60,25 +71,25 @@ export function parseWorkloadFile(text: string, source: string): WorkloadFileVal
         );
       v.thinkTimeMs = Math.round(s * 1000);
     }
-    if (c.queryWeights !== undefined) {
-      try {
-        v.queryWeights = checkQueryWeights({ ...c.queryWeights }, fieldPath(at('queryWeights')));
-      } catch (err) {
-        throw fail(lineAt(at('queryWeights')), (err as Error).message);
-      }
-    }
+    const kinds = templates.kindWeights[cls];
+    if (kinds !== undefined) v.queryWeights = kinds;
     out[cls] = v;
   }
-  return out;
+  return { classes: out, templates };
 }
 
 /** Reads and parses a workload file (`--workload`). */
 export function loadWorkloadFile(path: string): WorkloadFileValues {
+  return loadWorkloadDocument(path).classes;
+}
+
+/** Reads and parses a workload file (`--workload`): classes and templates. */
+export function loadWorkloadDocument(path: string): ReturnType<typeof parseWorkloadDocument> {
   const text = readInputFile(
     path,
     '--workload',
     MAX_BYTES,
     'pass the path of a YAML workload file, e.g. workloads/paper-classes.yaml',
   );
-  return parseWorkloadFile(text, path);
+  return parseWorkloadDocument(text, path);
 }

@@ -130,13 +130,14 @@ describe('oclif', () => {
     expect(pkg.devDependencies.oclif).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
-  it('packs a manifest and a README command reference made at prepack, and no stale manifest', () => {
-    expect(pkg.scripts.prepack).toBe('npm run build && oclif manifest && oclif readme');
+  it('packs a manifest and a command reference (docs/commands.md) made at prepack, and no stale manifest', () => {
+    expect(pkg.scripts.prepack).toBe('npm run build && oclif manifest && npm run docs:commands');
+    expect(pkg.scripts['docs:commands']).toBe('oclif readme --readme-path docs/commands.md --no-aliases');
     expect(pkg.scripts.postpack).toContain('oclif.manifest.json');
     expect(pkg.files).toContain('oclif.manifest.json');
     // A manifest left in the tree would shadow the commands as built.
     expect(existsSync(join(ROOT, 'oclif.manifest.json'))).toBe(false);
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'docs', 'commands.md'), 'utf8');
     expect(readme.indexOf('<!-- commands -->')).toBeGreaterThan(0);
     expect(readme.indexOf('<!-- commandsstop -->')).toBeGreaterThan(readme.indexOf('<!-- commands -->'));
   });

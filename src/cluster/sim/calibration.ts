@@ -22,8 +22,12 @@ export interface SimCalibration {
     /** Clients, samples and anything else a reader needs to judge it. */
     notes: string;
   };
-  /** CPU demand of one query per template: mean (ms of one core) and coefficient of variation. */
-  templates: Record<QueryKind, { meanMs: number; cv: number }>;
+  /**
+   * CPU demand of one query per template: mean (ms of one core) and coefficient of variation.
+   * plb's own three by kind; a workload file's templates (`plb calibrate --workload`) by name,
+   * with their SQL, which is how the simulator knows a statement.
+   */
+  templates: Record<QueryKind, TemplateCost> & Record<string, TemplateCost>;
   /** Fixed latency per query that does not use the replica's CPU (protocol, loopback), ms. */
   queryOverheadMs: number;
   /** A connect + authentication: CPU demand on the server (ms of one core) and fixed latency (ms). */
@@ -37,6 +41,13 @@ export interface SimCalibration {
   hostCores?: number;
   /** CFS bandwidth period, ms (absent: 100, Linux's default). */
   cfsPeriodMs?: number;
+}
+
+export interface TemplateCost {
+  meanMs: number;
+  cv: number;
+  /** A workload file's template: its statement (plb's own three are known by kind). */
+  sql?: string;
 }
 
 /** The calibration plb ships, measured on this machine type. */
@@ -58,6 +69,8 @@ export function loadCalibration(path = defaultCalibrationPath()): SimCalibration
   return checkCalibration(raw, path);
 }
 
+const BUILTIN_KINDS: readonly string[] = ['point', 'range', 'scan'];
+
 export function checkCalibration(raw: unknown, where: string): SimCalibration {
   const bad = (field: string, want: string): never => {
     throw new PlbError('BAD_INPUT', `calibration ${where}: ${field} must be ${want}`);
@@ -72,10 +85,21 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
   if (c.version !== 1) bad('version', '1');
   const m = obj(c.measured, 'measured');
   const t = obj(c.templates, 'templates');
-  const template = (k: QueryKind): { meanMs: number; cv: number } => {
+  const template = (k: string): TemplateCost => {
     const x = obj(t[k], `templates.${k}`);
-    return { meanMs: num(x.meanMs, `templates.${k}.meanMs`), cv: num(x.cv, `templates.${k}.cv`) };
+    const cost: TemplateCost = {
+      meanMs: num(x.meanMs, `templates.${k}.meanMs`),
+      cv: num(x.cv, `templates.${k}.cv`),
+    };
+    if (BUILTIN_KINDS.includes(k)) return cost;
+    if (typeof x.sql !== 'string' || x.sql === '') bad(`templates.${k}.sql`, 'the SQL of the template');
+    return { ...cost, sql: x.sql as string };
   };
+  const extra = Object.fromEntries(
+    Object.keys(t)
+      .filter((k) => !BUILTIN_KINDS.includes(k))
+      .map((k) => [k, template(k)]),
+  );
   const conn = obj(c.connect, 'connect');
   if (c.hostCores !== undefined && !(Number.isInteger(c.hostCores) && (c.hostCores as number) >= 1))
     bad('hostCores', 'an integer >= 1');
@@ -93,7 +117,7 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
       replicaCpus: num(m.replicaCpus, 'measured.replicaCpus', 0.01),
       notes: String(m.notes ?? ''),
     },
-    templates: { point: template('point'), range: template('range'), scan: template('scan') },
+    templates: { ...extra, point: template('point'), range: template('range'), scan: template('scan') },
     queryOverheadMs: num(c.queryOverheadMs, 'queryOverheadMs'),
     connect: { cpuMs: num(conn.cpuMs, 'connect.cpuMs'), latencyMs: num(conn.latencyMs, 'connect.latencyMs') },
     healthCpuMs: num(c.healthCpuMs, 'healthCpuMs'),

@@ -1,6 +1,8 @@
 import { makeQuery } from '../queries.js';
 import { Rng } from '../../core/rng.js';
+import type { ServiceClass } from '../../core/service-class.js';
 import type { QueryKind, WorkloadSpec } from '../../run-format/config.js';
+import type { Template } from '../templates.js';
 import type { SimCalibration } from './calibration.js';
 
 const KINDS: readonly QueryKind[] = ['point', 'range', 'scan'];
@@ -21,20 +23,22 @@ const SIM_SALT = 0x5e1;
 export class DemandModel {
   private rng: Rng;
   private spare: number | undefined;
-  private readonly params: ReadonlyMap<QueryKind, { mu: number; sigma: number; mean: number }>;
+  /** By statement text: plb's three (their kind's cost) and a calibrated workload's templates. */
+  private readonly params: ReadonlyMap<string, { mu: number; sigma: number; mean: number }>;
 
   constructor(
     private readonly cal: SimCalibration,
     seed: number,
   ) {
     this.rng = DemandModel.stream(seed);
-    this.params = new Map(
-      KINDS.map((k) => {
-        const { meanMs, cv } = cal.templates[k];
-        const s2 = Math.log1p(cv * cv);
-        return [k, { mu: Math.log(Math.max(meanMs, 1e-9)) - s2 / 2, sigma: Math.sqrt(s2), mean: meanMs }];
-      }),
-    );
+    const lognormal = ({ meanMs, cv }: { meanMs: number; cv: number }) => {
+      const s2 = Math.log1p(cv * cv);
+      return { mu: Math.log(Math.max(meanMs, 1e-9)) - s2 / 2, sigma: Math.sqrt(s2), mean: meanMs };
+    };
+    const byText = new Map<string, { mu: number; sigma: number; mean: number }>();
+    for (const [text, k] of KIND_OF_TEXT) byText.set(text, lognormal(cal.templates[k]));
+    for (const c of Object.values(cal.templates)) if (c.sql !== undefined) byText.set(c.sql, lognormal(c));
+    this.params = byText;
   }
 
   /** The simulator's stream for a run seed, apart from the workload's. */
@@ -50,9 +54,8 @@ export class DemandModel {
 
   /** CPU demand of one statement, ms of one core. */
   forStatement(text: string): number {
-    const kind = KIND_OF_TEXT.get(text);
-    if (kind === undefined) return this.cal.healthCpuMs;
-    const p = this.params.get(kind) as { mu: number; sigma: number; mean: number };
+    const p = this.params.get(text);
+    if (p === undefined) return this.cal.healthCpuMs;
     if (p.sigma === 0 || p.mean <= 0) return p.mean;
     return Math.exp(p.mu + p.sigma * this.normal());
   }
@@ -78,18 +81,34 @@ export function classQueryCpuMs(cal: SimCalibration, weights: Record<QueryKind, 
   return total > 0 ? KINDS.reduce((s, k) => s + (weights[k] * cal.templates[k].meanMs) / total, 0) : 0;
 }
 
+/** A template's calibrated mean CPU: plb's own by kind, the others by their SQL (0: not calibrated). */
+function templateCpuMs(cal: SimCalibration, t: Template): number {
+  const kind = KIND_OF_TEXT.get(t.sql);
+  if (kind !== undefined) return cal.templates[kind].meanMs;
+  return Object.values(cal.templates).find((c) => c.sql === t.sql)?.meanMs ?? 0;
+}
+
+/** Mean CPU of one query of a class with these templates (by weight), ms of one core. */
+export function templatesCpuMs(cal: SimCalibration, ts: readonly Template[]): number {
+  const total = ts.reduce((s, t) => s + t.weight, 0);
+  return total > 0 ? ts.reduce((s, t) => s + (t.weight * templateCpuMs(cal, t)) / total, 0) : 0;
+}
+
 /**
- * Mean CPU of one query of the workload (ms of one core): each class's by its template weights,
+ * Mean CPU of one query of the workload (ms of one core): each class's by its templates' weights,
  * weighted by the class's share of the queries (clients times queries per session).
  */
-export function meanQueryCpuMs(cal: SimCalibration, workload: WorkloadSpec): number {
-  const q = (c: 'premium' | 'freemium') =>
-    workload.mix[c] * Math.max(1, workload.classes[c].queriesPerSession);
+export function meanQueryCpuMs(
+  cal: SimCalibration,
+  workload: WorkloadSpec,
+  templates: Record<ServiceClass, readonly Template[]>,
+): number {
+  const q = (c: ServiceClass) => workload.mix[c] * Math.max(1, workload.classes[c].queriesPerSession);
   const total = q('premium') + q('freemium');
   if (!(total > 0)) return 0;
   return (
-    (q('premium') * classQueryCpuMs(cal, workload.classes.premium.queryWeights) +
-      q('freemium') * classQueryCpuMs(cal, workload.classes.freemium.queryWeights)) /
+    (q('premium') * templatesCpuMs(cal, templates.premium) +
+      q('freemium') * templatesCpuMs(cal, templates.freemium)) /
     total
   );
 }

@@ -9,7 +9,7 @@ import { defaultCalibrationPath, loadCalibration, type SimCalibration } from './
 import { SimDriver } from './driver.js';
 
 export { SimDriver } from './driver.js';
-export { classQueryCpuMs, DemandModel, meanQueryCpuMs } from './demand.js';
+export { classQueryCpuMs, DemandModel, meanQueryCpuMs, templatesCpuMs } from './demand.js';
 export { CfsCpu } from './cfs-cpu.js';
 
 export { MAX_SIM_REPLICAS };

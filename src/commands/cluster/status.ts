@@ -4,9 +4,13 @@ import Table from 'cli-table3';
 import { openCluster } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
 import { tableStyle } from '../../core/table-style.js';
+import { connectInfo, psqlLine } from '../../cluster/connect-info.js';
+import { escapeControl } from '../../core/text.js';
+import { DEFAULT_FREEMIUM_PORT, DEFAULT_PREMIUM_PORT } from '../../proxy/options.js';
 
 export default class ClusterStatus extends PlbCommand {
-  static override description = 'Per server: role, up/down, port, replication state, replay lag';
+  static override description =
+    'Per server: role, up/down, port, replication state, replay lag; and how to connect (user, database, password file, a psql line)';
 
   static override flags = {
     name: Flags.string({ description: 'cluster name', default: DEFAULT_CLUSTER_NAME }),
@@ -16,6 +20,8 @@ export default class ClusterStatus extends PlbCommand {
     const { flags } = await this.parse(ClusterStatus);
     const driver = await openCluster(flags.name);
     const servers = await driver.status();
+    const connect = connectInfo(driver.spec.stateDir, flags.name, driver.endpoints());
+    const reach = new Map(connect.servers.map((s) => [s.id, s]));
     if (this.jsonEnabled())
       return {
         name: flags.name,
@@ -23,7 +29,13 @@ export default class ClusterStatus extends PlbCommand {
         cpusEnforced: cpusEnforced(driver),
         maxConnections: driver.spec.maxConnections,
         memoryMb: driver.spec.memoryMb,
-        servers,
+        user: connect.user,
+        database: connect.database,
+        passwordFile: connect.passwordFile,
+        servers: servers.map((s) => {
+          const r = reach.get(s.id);
+          return { ...s, ...(r ? { host: r.host, dsn: r.dsn, psql: r.psql } : {}) };
+        }),
       };
     const table = new Table({
       head: ['server', 'role', 'state', 'port', 'replication', 'lag bytes', 'replay lag s', 'cpus'],
@@ -45,6 +57,14 @@ export default class ClusterStatus extends PlbCommand {
       `cluster ${flags.name} (${driver.kind} driver; max_connections ${driver.spec.maxConnections}, memory ${driver.spec.memoryMb} MiB per server)`,
     );
     this.log(table.toString());
+    const file = escapeControl(connect.passwordFile);
+    this.log(
+      `user ${connect.user}, database ${connect.database}, password in ${file} (cluster down removes it)`,
+    );
+    const width = Math.max(...connect.servers.map((s) => s.id.length));
+    for (const s of connect.servers) this.log(`  ${s.id.padEnd(width)}  ${escapeControl(s.psql)}`);
+    const proxy = psqlLine(connect.passwordFile, '127.0.0.1', DEFAULT_PREMIUM_PORT);
+    this.log(`through plb proxy: ${escapeControl(proxy)} (premium; port ${DEFAULT_FREEMIUM_PORT} freemium)`);
   }
 }
 
