@@ -2,5 +2,6 @@
 import { writeFileSync } from 'node:fs';
 
 process.on('exit', () => {
-  if (process.env.PLB_RSS_FILE) writeFileSync(process.env.PLB_RSS_FILE, String(process.resourceUsage().maxRSS));
+  if (process.env.PLB_RSS_FILE)
+    writeFileSync(process.env.PLB_RSS_FILE, String(process.resourceUsage().maxRSS));
 });

@@ -27,6 +27,7 @@ import { trackSeries } from './series-progress.js';
 import { renderBenchResults } from './results.js';
 import { paperFigures } from '../report/paper-figures.js';
 import { paperSection } from '../report/paper-render.js';
+import { headlineLines } from '../report/headline.js';
 import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from '../cli/stop-signals.js';
 import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
 import { checkSeed, MAX_SEED } from '../core/rng.js';
@@ -812,6 +813,9 @@ async function renderOutcome(
       const paper = paperSection(paperFigures(report.groups), 'table', wide);
       if (paper.length > 0) io.log(paper.join('\n\n'));
     }
+    // The series ends with its answer: intervals and verdicts, and whether every run was valid.
+    const headline = headlineLines(report.groups, baseline);
+    if (!json && headline.length > 0) io.log(headline.join('\n'));
     for (const f of report.htmlFiles) io.warn(`html: ${f}`);
   } catch (err) {
     // The runs are on disk whatever happens here: a report failure must not lose them.

@@ -8,6 +8,7 @@ import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
 import type { RunGroup } from '../run-format/report.js';
 import type { Comparison } from '../run-format/report.js';
+import { barInterval, changeInterval } from './evidence-charts.js';
 
 const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };
 export const STRATEGY_COLORS: Record<string, string> = {
@@ -348,7 +349,29 @@ export function phaseBarsSpec(groups: readonly RunGroup[], metric: 'p95' | 'good
         SERVICE_CLASSES.map((c) => {
           const s = p.classes[c][metric];
           const label = several ? seriesLabel(g, groups) : c;
-          return { phase: p.name, cls: c, series: label, median: s.median, q1: s.q1, q3: s.q3, n: s.n };
+          // With per-second data: the pooled value and its 95 % interval; else median and IQR.
+          const iv = barInterval(g, p.name, c, metric);
+          if (iv)
+            return {
+              phase: p.name,
+              cls: c,
+              series: label,
+              median: iv.value,
+              q1: iv.lo,
+              q3: iv.hi,
+              n: 2,
+              ci: true,
+            };
+          return {
+            phase: p.name,
+            cls: c,
+            series: label,
+            median: s.median,
+            q1: s.q1,
+            q3: s.q3,
+            n: s.n,
+            ci: false,
+          };
         }),
       ),
     )
@@ -383,7 +406,12 @@ export function phaseBarsSpec(groups: readonly RunGroup[], metric: 'p95' | 'good
         ]
       : []),
   ];
-  const sub = showIqr ? ' — median, error bar = IQR' : '';
+  const ci = values.some((v) => v.ci);
+  const sub = ci
+    ? ' — error bar = 95 % interval (block bootstrap over seconds)'
+    : showIqr
+      ? ' — median, error bar = IQR'
+      : '';
   if (!several) {
     return {
       $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
@@ -413,7 +441,7 @@ function seriesLabel(g: RunGroup, all: readonly RunGroup[]): string {
 }
 
 /** The change against the baseline, per phase, class and strategy ((value - base) / base). */
-export function comparisonSpec(cmp: Comparison): TopLevelSpec {
+export function comparisonSpec(cmp: Comparison, groups: readonly RunGroup[] = []): TopLevelSpec {
   const several = new Set(cmp.entries.map((e) => `${e.plan} ${e.mixLabel}`)).size > 1;
   const label = (e: Comparison['entries'][number]): string => {
     const name = several ? `${e.strategy} ${e.mixLabel}` : e.strategy;
@@ -421,10 +449,21 @@ export function comparisonSpec(cmp: Comparison): TopLevelSpec {
   };
   const values = cmp.entries
     .flatMap((e) =>
-      e.rows.flatMap((r) => [
-        { series: label(e), phase: r.phase, cls: r.cls, metric: 'p95 change', value: r.p95Change },
-        { series: label(e), phase: r.phase, cls: r.cls, metric: 'goodput change', value: r.goodputChange },
-      ]),
+      e.rows.flatMap((r) => {
+        const p95 = changeInterval(groups, e, r.phase, r.cls, 'p95');
+        const gp = changeInterval(groups, e, r.phase, r.cls, 'goodput');
+        const base = { series: label(e), phase: r.phase, cls: r.cls };
+        return [
+          { ...base, metric: 'p95 change', value: r.p95Change, lo: p95?.lo ?? null, hi: p95?.hi ?? null },
+          {
+            ...base,
+            metric: 'goodput change',
+            value: r.goodputChange,
+            lo: gp?.lo ?? null,
+            hi: gp?.hi ?? null,
+          },
+        ];
+      }),
     )
     .filter((v) => v.value !== null);
   const phaseOrder: string[] = [];
@@ -435,7 +474,7 @@ export function comparisonSpec(cmp: Comparison): TopLevelSpec {
   const x = { field: 'phase', type: 'nominal', sort: phaseOrder, title: null, axis: { labelAngle: 0 } };
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title: `Change vs ${cmp.baseline} (negative p95 = lower latency, positive goodput = more)`,
+    title: `Change vs ${cmp.baseline} (negative p95 = lower latency, positive goodput = more) — error bar = 95 % interval`,
     data: { values },
     facet: {
       row: { field: 'metric', type: 'nominal', title: null, sort: ['p95 change', 'goodput change'] },
@@ -457,6 +496,17 @@ export function comparisonSpec(cmp: Comparison): TopLevelSpec {
               title: 'strategy',
               scale: colorScale(seriesOrder, known),
             },
+          },
+        },
+        {
+          // The 95 % interval of each change (absent for runs without per-second data).
+          mark: { type: 'rule', color: '#222', strokeWidth: 1.5 },
+          transform: [{ filter: 'datum.lo != null' }],
+          encoding: {
+            x,
+            xOffset: { field: 'series', sort: seriesOrder },
+            y: { field: 'lo', type: 'quantitative' },
+            y2: { field: 'hi' },
           },
         },
         { mark: { type: 'rule', color: '#000' }, encoding: { y: { datum: 0 } } },

@@ -6,6 +6,7 @@ import { SERVICE_CLASSES } from '../core/service-class.js';
 import type { ClassMetric, RunGroup } from '../run-format/report.js';
 import type { Stat } from '../run-format/report.js';
 import { parseTolerance, TOLERANCE_FIELDS, type Tolerance, type ToleranceField } from './tolerance.js';
+import { estimateOf, GATED_INTERVAL, intervalVerdict, ratioInterval } from './gate-intervals.js';
 
 /**
  * Multiple of the baseline's relative IQR a metric may worsen by before the gate fails. With three
@@ -38,6 +39,8 @@ export interface GateCell {
   /** max(noise, floor): how far the metric may move in its worse direction. */
   tolerance: number;
   verdict: GateVerdict;
+  /** 95 % interval of the relative change, when both runs have per-second data: the verdict reads it. */
+  interval?: { lo: number; hi: number };
 }
 
 export interface GateResult {
@@ -140,6 +143,18 @@ export function runGate(
                 ]);
           for (const [subject, bs, cs] of pairs) {
             const cell = gateCell(bs ?? null, cs ?? null, def.kind, def.better, floor, k);
+            const im = GATED_INTERVAL[metric];
+            const ce = im ? estimateOf(g.evidence, bp.name, subject, im) : null;
+            const be = im ? estimateOf(b.evidence, bp.name, subject, im) : null;
+            const iv = ce && be && def.kind === 'relative' ? ratioInterval(ce, be) : null;
+            // With an interval, noise is in it: the tolerance is the floor alone.
+            if (cell && iv && cell.verdict !== 'new' && cell.verdict !== 'missing')
+              Object.assign(cell, {
+                interval: iv,
+                tolerance: floor,
+                noise: 0,
+                verdict: intervalVerdict(iv, def.better, floor),
+              });
             if (cell) cells.push({ group: b.key, phase: bp.name, subject, metric, ...cell });
           }
         }
@@ -204,6 +219,7 @@ function amount(x: number, kind: GateCell['kind'], signed: boolean): string {
 
 function toleranceText(c: GateCell): string {
   if (c.verdict === 'missing' && c.baseline === null) return '-';
+  if (c.interval) return `${amount(c.tolerance, c.kind, false)} (floor; interval)`;
   return `${amount(c.tolerance, c.kind, false)} (${c.noise >= c.floor ? 'noise' : 'floor'})`;
 }
 
@@ -234,7 +250,9 @@ function rows(cells: readonly GateCell[]): string[][] {
     c.metric,
     statText(c.baseline),
     statText(c.current),
-    c.change === null ? '-' : amount(c.change, c.kind, true),
+    c.change === null
+      ? '-'
+      : `${amount(c.change, c.kind, true)}${c.interval ? ` [${amount(c.interval.lo, c.kind, true)}, ${amount(c.interval.hi, c.kind, true)}]` : ''}`,
     toleranceText(c),
   ]);
 }
@@ -243,7 +261,7 @@ function rows(cells: readonly GateCell[]): string[][] {
 export function gateSummaryLine(r: GateResult): string {
   const count = (v: GateVerdict): number => r.cells.filter((c) => c.verdict === v).length;
   const head = r.failed.length > 0 ? 'FAIL' : 'PASS';
-  return `gate ${head}: ${count('worse')} worse beyond tolerance, ${count('missing')} missing, ${count('better')} better, ${count('pass')} within noise, ${count('new')} new (${r.cells.length} cells; tolerance max(${r.k} × IQR, floor))`;
+  return `gate ${head}: ${count('worse')} worse beyond tolerance, ${count('missing')} missing, ${count('better')} better, ${count('pass')} within noise, ${count('new')} new (${r.cells.length} cells; with a 95 % interval of the change: worse only when all of it is beyond the floor, else tolerance max(${r.k} × IQR, floor))`;
 }
 
 /** The per-cell verdict table as aligned plain text (CI logs, terminals). */

@@ -1,5 +1,8 @@
 // report.html: one self-contained file (inline CSS and SVG, no scripts, nothing fetched).
 import type { LoadedRun } from '../metrics/load-run.js';
+import { attachEvidence } from './evidence.js';
+import { evidenceNotes, intervalTables, verdictTable } from './evidence-render.js';
+import { headlineLines } from './headline.js';
 import { aggregateRuns } from './aggregate.js';
 import { type RunGroup } from '../run-format/report.js';
 import {
@@ -57,6 +60,7 @@ const chart = (svg: string): string => `<div class="chart">${svg}</div>`;
 export async function renderRunHtml(run: LoadedRun): Promise<string> {
   const s = run.summary;
   const [group] = aggregateRuns([s]) as [RunGroup];
+  attachEvidence([group], [run]);
   const cfg = run.config;
   const meta = [
     ['strategy', s.strategy],
@@ -96,6 +100,8 @@ export async function renderRunHtml(run: LoadedRun): Promise<string> {
   parts.push(chart(await renderSvg(phaseBarsSpec([group], 'p95'))));
   parts.push(chart(await renderSvg(phaseBarsSpec([group], 'goodput'))));
   parts.push(...groupTables(group).map(tableHtml));
+  parts.push(...intervalTables([group]).map(tableHtml));
+  for (const n of evidenceNotes([group])) parts.push(`<p class="note">${escapeHtml(n)}</p>`);
   if (run.timeline.length > 0 && run.replicaIds.length > 0) {
     parts.push('<h2>Replicas</h2>');
     parts.push(chart(await renderSvg(cpuTimelineSpec(run))));
@@ -122,6 +128,12 @@ export async function renderRunHtml(run: LoadedRun): Promise<string> {
 }
 
 /** The comparison page of several runs: strategies against the baseline, repeats as median and IQR. */
+/** The headline as a block on top of a page. */
+function headlineHtml(lines: readonly string[]): string[] {
+  if (lines.length === 0) return [];
+  return [`<pre class="headline">${escapeHtml(lines.join('\n'))}</pre>`];
+}
+
 export async function renderComparisonHtml(groups: readonly RunGroup[], baseline = 'rr'): Promise<string> {
   const cmp = compareStrategies(groups, baseline);
   const runs = groups.reduce((n, g) => n + g.runIds.length, 0);
@@ -132,11 +144,14 @@ export async function renderComparisonHtml(groups: readonly RunGroup[], baseline
       baseline,
     )}</b> · repeats as median and IQR, quantiles by ${escapeHtml(QUANTILE_METHOD)}</div>`,
     ...settingsLines(groups).map((l) => `<div class="meta">${escapeHtml(l)}</div>`),
+    ...headlineHtml(headlineLines(groups, baseline)),
   ];
   if (cmp.entries.length > 0) {
     parts.push(`<h2>Against ${escapeHtml(baseline)}</h2>`);
-    parts.push(chart(await renderSvg(comparisonSpec(cmp))));
+    parts.push(chart(await renderSvg(comparisonSpec(cmp, groups))));
     parts.push(tableHtml(comparisonTable(cmp)));
+    const verdicts = verdictTable(groups, baseline, true);
+    if (verdicts) parts.push(tableHtml(verdicts));
   }
   for (const k of cmp.missingBaseline)
     parts.push(`<p class="note">No ${escapeHtml(baseline)} runs for ${escapeHtml(k)}.</p>`);
@@ -148,5 +163,6 @@ export async function renderComparisonHtml(groups: readonly RunGroup[], baseline
   );
   parts.push('<h2>Tables</h2>');
   parts.push(...groups.flatMap(groupTables).map(tableHtml));
+  parts.push(...intervalTables(groups).map(tableHtml));
   return page(`plb comparison: ${plans}`, parts.join('\n'));
 }

@@ -6,11 +6,11 @@ import { REF_PHASE } from '../faults/actions.js';
 import type { AggregatedPhase, RunGroup } from '../run-format/report.js';
 import type { Stat } from '../run-format/report.js';
 import { FAULT_INTERVAL } from '../metrics/summary.js';
+import { claimInterval, claimVerdict } from './paper-intervals.js';
 import {
   PUBLISHED_CLAIMS,
   REPRODUCE_RULE,
   publishedText,
-  verdictOf,
   type PublishedClaim,
   type Verdict,
 } from './paper-published.js';
@@ -82,6 +82,8 @@ export interface ClaimResult {
   published: string;
   /** In the claim's unit: percent, percentage points or a ratio. */
   measured: number | null;
+  /** 95 % interval of the measured value (null: no per-second data, or no rr baseline). */
+  interval: { lo: number; hi: number } | null;
   verdict: Verdict;
   source: string;
 }
@@ -222,6 +224,7 @@ function experimentFigures(
     c.phases.flatMap((phase) =>
       c.mixes.map((mix): ClaimResult => {
         const measured = measure(c, phase, mix, find, fig5, fig6);
+        const interval = claimInterval(c, phase, find(PLB, mix), find(SHARED, mix));
         return {
           id: c.id,
           phase,
@@ -230,7 +233,8 @@ function experimentFigures(
           measure: c.measure,
           published: publishedText(c),
           measured,
-          verdict: verdictOf(c, measured),
+          interval,
+          verdict: claimVerdict(c, measured, interval),
           source: c.source,
         };
       }),

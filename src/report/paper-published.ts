@@ -34,10 +34,11 @@ export interface PublishedClaim {
 export const REPRODUCE_TOLERANCE_PP = 5;
 
 export const REPRODUCE_RULE =
-  `reproduced: the measured median (plb, over the repeats) has the published sign and lies in the ` +
-  `published range widened by ${REPRODUCE_TOLERANCE_PP} percentage points each side (a single ` +
-  `published value is a range of one point); "> 2x": the plb/rr ratio of medians is above 2. ` +
-  `not reproduced: otherwise. not measured: no runs (or no value) for the cell.`;
+  `accepted range: the published range widened by ${REPRODUCE_TOLERANCE_PP} percentage points each side, on ` +
+  `the published side of 0 (a single published value is a range of one point; "> 2x": a plb/rr ratio above 2). ` +
+  `With the 95 % interval of the measured value (plb; pooled over the repeats): reproduced when all of it lies ` +
+  `in the accepted range, contradicted when none of it does, inconclusive when it overlaps both (or has no ` +
+  `interval: runs without per-second data). not measured: no runs (or no value) for the cell.`;
 
 const FIG4 =
   'In the two-replica-down interval, where pressure is strongest, Premium goodput under PLB is more than twice that of 5RR, while Premium p95 latency is reduced by $18.2\\%$.';
@@ -144,18 +145,7 @@ export const PUBLISHED_CLAIMS: readonly PublishedClaim[] = [
   },
 ];
 
-export type Verdict = 'reproduced' | 'not reproduced' | 'not measured';
-
-/** The rule of REPRODUCE_RULE for one measured value (in the claim's unit). */
-export function verdictOf(claim: PublishedClaim, measured: number | null): Verdict {
-  if (measured === null || !Number.isFinite(measured)) return 'not measured';
-  if (claim.above) return measured > claim.low ? 'reproduced' : 'not reproduced';
-  const sign = Math.sign(claim.low + claim.high);
-  if (sign !== 0 && Math.sign(measured) !== sign) return 'not reproduced';
-  const ok =
-    measured >= claim.low - REPRODUCE_TOLERANCE_PP && measured <= claim.high + REPRODUCE_TOLERANCE_PP;
-  return ok ? 'reproduced' : 'not reproduced';
-}
+export type Verdict = 'reproduced' | 'contradicted' | 'inconclusive' | 'not measured';
 
 /** The published value as the paper states it, in the claim's unit. */
 export function publishedText(claim: PublishedClaim): string {

@@ -94,8 +94,8 @@ export function paperTables(f: PaperFigures, wide: boolean): TableModel[] {
           ? (v) => `${v.toFixed(1)} pp`
           : (v) => `${v > 0 ? '+' : ''}${v.toFixed(1)}%`;
     t.push({
-      title: title(`paper vs measured (plb medians; tolerance ±${REPRODUCE_TOLERANCE_PP} pp)`),
-      head: ['claim', 'phase', 'mix', 'cls', 'paper', 'measured', 'verdict'],
+      title: title(`paper vs measured (plb medians, 95 % interval; tolerance ±${REPRODUCE_TOLERANCE_PP} pp)`),
+      head: ['claim', 'phase', 'mix', 'cls', 'paper', 'measured', '95 % interval', 'verdict'],
       rows: f.claims.map((c) => [
         c.id,
         c.phase,
@@ -103,6 +103,7 @@ export function paperTables(f: PaperFigures, wide: boolean): TableModel[] {
         short(c.cls),
         c.published,
         fmtValue(c.measured, unit(c.measure)),
+        c.interval ? `${unit(c.measure)(c.interval.lo)}..${unit(c.measure)(c.interval.hi)}` : '-',
         c.verdict,
       ]),
     });

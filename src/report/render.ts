@@ -13,6 +13,8 @@ import type { RunSummary } from '../run-format/summary.js';
 import { paperFigures } from './paper-figures.js';
 import { paperSection } from './paper-render.js';
 import { replicaLatencyTable, signalsTable } from './signals-table.js';
+import { evidenceCsvRows, evidenceNotes, intervalTables, verdictTable } from './evidence-render.js';
+import { headlineLines } from './headline.js';
 import type { ReportJson } from '../run-format/report.js';
 
 import {
@@ -349,10 +351,14 @@ const CSV_HEAD = [
   'n',
   'baseline',
   'settings',
+  'lo',
+  'hi',
+  'verdict',
+  'detectable',
 ];
 
 /** Long format: one row per group, phase, subject (class, replica or `all`) and metric. */
-export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): string {
+export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null, baseline = 'rr'): string {
   const rows: (string | number | null)[][] = [CSV_HEAD];
   for (const g of groups) {
     const pre = [g.plan, g.strategy, g.mixLabel, g.runIds.length];
@@ -385,8 +391,13 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null): 
       rows.push([...pre, 'goodputChange', r.goodputChange, null, null, null, e.baseline, e.settingsLabel]);
     }
   }
-  // null cells are empty; cells holding commas, quotes or newlines are quoted (RFC 4180).
-  return stringify(rows);
+  rows.push(...evidenceCsvRows(groups, baseline));
+  // Every row has every column; null cells are empty; cells holding commas, quotes or newlines are quoted (RFC 4180).
+  return stringify(
+    rows.map((r) =>
+      r.length < CSV_HEAD.length ? [...r, ...Array(CSV_HEAD.length - r.length).fill(null)] : r,
+    ),
+  );
 }
 
 const PER_RUN_HEAD = [
@@ -459,14 +470,16 @@ export function renderCsvPerRun(summaries: readonly RunSummary[]): string {
 
 export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline: string): ReportJson {
   const paper = paperFigures(groups);
+  const headline = headlineLines(groups, baseline);
   return {
-    schema: 'plb-report/2',
+    schema: 'plb-report/3',
     quantileMethod: QUANTILE_METHOD,
     baseline,
     groups,
     settings: settingsDiff(groups),
     comparison: cmp,
     ...(paper ? { paper } : {}),
+    ...(headline.length > 0 ? { headline } : {}),
   };
 }
 
@@ -481,14 +494,18 @@ export function renderReport(
   const hasCmp = cmp.entries.length > 0;
   if (format === 'json')
     return JSON.stringify(reportJson(groups, hasCmp ? cmp : null, baseline), null, 2) + '\n';
-  if (format === 'csv') return renderCsv(groups, hasCmp ? cmp : null);
+  if (format === 'csv') return renderCsv(groups, hasCmp ? cmp : null, baseline);
   // Markdown is for documents, not terminals: every column.
   const wide = format === 'markdown' || (opts.wide ?? false);
   const tables = groups.flatMap((g) => tablesOf(g, { wide }));
   if (hasCmp) tables.push(comparisonTable(cmp, { wide }));
+  const verdicts = verdictTable(groups, baseline, wide);
+  if (verdicts) tables.push(verdicts);
+  if (wide) tables.push(...intervalTables(groups));
   const render = format === 'markdown' ? renderMarkdown : renderTable;
   const notes = [
     ...groups.flatMap(groupNotes),
+    ...evidenceNotes(groups),
     ...cmp.missingBaseline.map((k) =>
       escapeControl(`note: no ${baseline} runs for ${k}, so no comparison there`),
     ),
@@ -499,7 +516,11 @@ export function renderReport(
     ...(wide ? [] : ['--wide: every column (lifetimes, sessions cut, admission, connect time) and IQRs']),
     ...(groups.some((g) => g.runIds.length > 1) ? [`quantiles: ${QUANTILE_METHOD}`] : []),
   ];
-  const header = settingsLines(groups).map(escapeControl);
+  const headline = headlineLines(groups, baseline).map(escapeControl);
+  const header = [
+    ...(headline.length > 0 ? [headline.join('\n')] : []),
+    ...settingsLines(groups).map(escapeControl),
+  ];
   const paper = paperSection(paperFigures(groups), format === 'markdown' ? 'markdown' : 'table', wide);
   return [...header, ...tables.map(render), ...paper, ...notes, ...footer].join('\n\n') + '\n';
 }

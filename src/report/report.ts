@@ -4,6 +4,7 @@ import { PlbError } from '../core/errors.js';
 import { checkWritableFile, writeFileSafe } from '../core/safe-write.js';
 import { loadRun, type LoadedRun } from '../metrics/load-run.js';
 import { aggregateRuns } from './aggregate.js';
+import { attachEvidence } from './evidence.js';
 import { type RunGroup } from '../run-format/report.js';
 import { renderComparisonHtml, renderRunHtml } from './html.js';
 import { renderReport, type ReportFormat } from './render.js';
@@ -81,6 +82,7 @@ export async function writeReports(
       configs: new Map(runs.map((r) => [r.summary, r.config])),
     },
   );
+  attachEvidence(groups, runs, baseline);
   const format = opts.format ?? 'table';
   const text = renderReport(groups, { format, baseline });
 

@@ -3,6 +3,7 @@ import { z } from 'zod';
 
 import type { Assignable } from './type-check.js';
 import { mixSchema, serviceClassRecord, serviceClassSchema } from './common.js';
+import { groupEvidenceSchema } from './evidence.js';
 import type { ClassPhaseStats } from './summary.js';
 
 /** Per phase and class metrics the report shows, in display order. */
@@ -29,8 +30,11 @@ export type ClassMetric = (typeof CLASS_METRICS)[number];
 export const FIG4_METRICS = ['goodput', 'p95', 'lifetimeP50Ms'] as const;
 export type Fig4Metric = (typeof FIG4_METRICS)[number];
 
-/** /2: the comparison's p95Change is (p95 - base) / base, negative = lower latency (/1 had it the other way). */
-export const REPORT_SCHEMA_ID = 'plb-report/2';
+/**
+ * /2: the comparison's p95Change is (p95 - base) / base, negative = lower latency (/1 had it the
+ * other way). /3: groups carry `evidence` (95 % intervals and verdicts) and the report a `headline`.
+ */
+export const REPORT_SCHEMA_ID = 'plb-report/3';
 
 export const statSchema = z
   .object({
@@ -129,6 +133,7 @@ export const runGroupSchema = z.object({
     )
     .optional()
     .describe('per phase, class and SQL template: p50/p95 ms, queries/s, errors over the runs'),
+  evidence: groupEvidenceSchema.optional().describe('95 % intervals and verdicts from the per-second data'),
 });
 
 export const comparisonRowSchema = z.object({
@@ -222,7 +227,8 @@ export const paperFiguresSchema = z.object({
       measure: z.enum(['goodputRatio', 'p95VsRr', 'p95VsRef', 'gapPp']),
       published: z.string(),
       measured: nullNum,
-      verdict: z.enum(['reproduced', 'not reproduced', 'not measured']),
+      interval: z.object({ lo: z.number(), hi: z.number() }).nullable(),
+      verdict: z.enum(['reproduced', 'contradicted', 'inconclusive', 'not measured']),
       source: z.string().describe("the paper's sentence"),
     }),
   ),
@@ -239,6 +245,10 @@ export const reportJsonSchema = z
     settings: settingsDiffSchema.describe('the settings the groups differ in, and those they share'),
     comparison: comparisonSchema.nullable(),
     paper: paperReportSchema.optional().describe('the PLB paper figures, when some plans are paper-rq1/2/3'),
+    headline: z
+      .array(z.string())
+      .optional()
+      .describe('the question answered in a few lines, with intervals and verdicts'),
   })
   .meta({ title: 'plb report JSON', description: 'What plb report --json prints.' });
 
@@ -251,7 +261,7 @@ const _id: Assignable<ReportJson['schema'], typeof REPORT_SCHEMA_ID> = true;
  */
 export const reportBaselineSchema = z.object({
   // The groups read here mean the same in /1 and /2 (only the comparison's sign changed).
-  schema: z.enum(['plb-report/1', REPORT_SCHEMA_ID]),
+  schema: z.enum(['plb-report/1', 'plb-report/2', REPORT_SCHEMA_ID]),
   groups: z.array(
     z.object({
       key: z.string(),
@@ -267,6 +277,7 @@ export const reportBaselineSchema = z.object({
           cpuCv: statSchema.optional(),
         }),
       ),
+      evidence: groupEvidenceSchema.optional(),
     }),
   ),
 });

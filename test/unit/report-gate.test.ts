@@ -242,7 +242,7 @@ describe('plb report --gate and --baseline-out', () => {
     expect(out.candidate).toEqual({ file, warnings: [] });
     const doc = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
     expect(doc).toMatchObject({
-      schema: 'plb-report/2',
+      schema: 'plb-report/3',
       baseline: 'rr',
       candidate: { runs: 9, seeds: [1000, 1001, 1002], commit: 'abc123' },
     });
@@ -308,7 +308,7 @@ describe('plb report --gate and --baseline-out', () => {
     expect(stderr).toMatch(/^gate FAIL: 1 worse beyond tolerance/m);
     expect(readFileSync(summary, 'utf8')).toMatch(/^## plb nightly gate: ❌ FAIL/);
     await expect(Report.run([...args, '--compare-to', good], ROOT)).resolves.toMatchObject({
-      schema: 'plb-report/2',
+      schema: 'plb-report/3',
     });
     out.mockRestore();
     err.mockRestore();

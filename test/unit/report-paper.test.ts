@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { paperQuestionOf, paperFigures } from '../../src/report/paper-figures.js';
-import { PUBLISHED_CLAIMS, verdictOf, REPRODUCE_RULE } from '../../src/report/paper-published.js';
+import { PUBLISHED_CLAIMS, REPRODUCE_RULE } from '../../src/report/paper-published.js';
+import { claimVerdict } from '../../src/report/paper-intervals.js';
 import { renderReport } from '../../src/report/render.js';
 import { DEFAULT_READINGS, READING_PRESETS } from '../../src/router/readings.js';
 import type { RunConfig } from '../../src/run-format/config.js';
@@ -177,20 +178,21 @@ describe('RQ2: Fig. 4, Fig. 5 and the published claims', () => {
     expect(f.fig5.some((c) => c.phase === 'ref')).toBe(false);
   });
 
-  it('paper vs measured: reproduced, not reproduced, not measured', () => {
+  it('paper vs measured: the measured value; without per-second data no interval, so inconclusive', () => {
     const claim = (id: string, phase: string, mix: string) =>
       f.claims.find((c) => c.id === id && c.phase === phase && c.mix === mix);
     // Premium goodput 90 vs 40: 2.25x > 2.
     expect(claim('rq2-goodput-2x', 'down-2', '25:75')).toMatchObject({
       measured: 2.25,
-      verdict: 'reproduced',
+      interval: null,
+      verdict: 'inconclusive',
     });
-    // +20.0 % vs the published +18.2 % (within 5 pp).
-    expect(claim('rq2-p95-18.2', 'down-2', '25:75')?.verdict).toBe('reproduced');
+    // +20.0 % vs the published +18.2 % (within 5 pp), but no interval to tell.
+    expect(claim('rq2-p95-18.2', 'down-2', '25:75')?.verdict).toBe('inconclusive');
     // down-1 premium: 90 vs 100 = +10 % in 6.0..33.4.
     expect(claim('fig5-premium', 'down-1', '50:50')?.measured).toBeCloseTo(10);
     // Freemium down-1: 120 vs 100 = -20 % in -31.8..-14.0.
-    expect(claim('fig5-freemium', 'down-1', '25:75')?.verdict).toBe('reproduced');
+    expect(claim('fig5-freemium', 'down-1', '25:75')?.measured).toBeCloseTo(-20);
     expect(f.claims.every((c) => c.source.length > 20)).toBe(true);
     expect(report.rule).toBe(REPRODUCE_RULE);
   });
@@ -239,13 +241,13 @@ describe("RQ3: Fig. 6 against each class's own ref", () => {
   it('claims per mix; 75:25 has no runs: not measured', () => {
     const verdicts = f.claims.filter((c) => c.id === 'fig6-premium-down-2').map((c) => [c.mix, c.verdict]);
     expect(verdicts).toEqual([
-      ['25:75', 'reproduced'],
-      ['50:50', 'reproduced'],
+      ['25:75', 'inconclusive'],
+      ['50:50', 'inconclusive'],
       ['75:25', 'not measured'],
     ]);
-    // Premium down-1 at -10 % is in -18.6..-4.7; Freemium down-2 at +30 % in 21.6..33.9.
-    expect(f.claims.find((c) => c.id === 'fig6-freemium-down-2' && c.mix === '50:50')?.verdict).toBe(
-      'reproduced',
+    // Freemium down-2 at +30 % (in 21.6..33.9), measured without an interval.
+    expect(f.claims.find((c) => c.id === 'fig6-freemium-down-2' && c.mix === '50:50')?.measured).toBeCloseTo(
+      30,
     );
   });
 });
@@ -280,23 +282,33 @@ describe('RQ1: fault-interval retention and CPU, measured only', () => {
   });
 });
 
-describe('verdict rule', () => {
+describe('verdict rule: the interval against the accepted range', () => {
   const byId = (id: string) => PUBLISHED_CLAIMS.find((c) => c.id === id)!;
-  it('sign, widened range, ratio above', () => {
+  const at = (v: number) => ({ lo: v, hi: v });
+  it('a point interval: sign, widened range, ratio above', () => {
     const p = byId('fig5-premium');
-    expect([5, 1.1, 38.4, 38.5, -3, null].map((v) => verdictOf(p, v))).toEqual([
+    expect([5, 1.1, 38.4, 38.5, -3].map((v) => claimVerdict(p, v, at(v)))).toEqual([
       'reproduced',
       'reproduced',
       'reproduced',
-      'not reproduced',
-      'not reproduced',
-      'not measured',
+      'contradicted',
+      'contradicted',
     ]);
-    expect(verdictOf(byId('fig5-freemium'), 2)).toBe('not reproduced');
-    expect([2.01, 2, 1.5].map((v) => verdictOf(byId('rq2-goodput-2x'), v))).toEqual([
+    expect(claimVerdict(p, null, null)).toBe('not measured');
+    expect(claimVerdict(byId('fig5-freemium'), 2, at(2))).toBe('contradicted');
+    expect([2.01, 2, 1.5].map((v) => claimVerdict(byId('rq2-goodput-2x'), v, at(v)))).toEqual([
       'reproduced',
-      'not reproduced',
-      'not reproduced',
+      'contradicted',
+      'contradicted',
     ]);
+  });
+  it('inside: reproduced; outside: contradicted; across an edge, or none: inconclusive', () => {
+    const p = byId('fig5-premium'); // 6.0..33.4 %, accepted 1.0..38.4
+    expect(claimVerdict(p, 20, { lo: 10, hi: 30 })).toBe('reproduced');
+    expect(claimVerdict(p, 50, { lo: 45, hi: 60 })).toBe('contradicted');
+    expect(claimVerdict(p, -10, { lo: -20, hi: -2 })).toBe('contradicted');
+    expect(claimVerdict(p, 20, { lo: -5, hi: 45 })).toBe('inconclusive');
+    expect(claimVerdict(p, 36, { lo: 30, hi: 42 })).toBe('inconclusive');
+    expect(claimVerdict(p, 20, null)).toBe('inconclusive');
   });
 });

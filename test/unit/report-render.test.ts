@@ -170,10 +170,12 @@ describe('output formats', () => {
 
   it('csv: long format with raw numbers', () => {
     const lines = renderReport(groups, { format: 'csv' }).trim().split('\n');
-    expect(lines[0]).toBe('plan,strategy,mix,runs,phase,subject,metric,median,q1,q3,n,baseline,settings');
-    expect(lines).toContain('demo-cascade,rr,25:75,3,down-1,premium,p95,22,21,24,3,,');
-    expect(lines).toContain('demo-cascade,rr,25:75,3,ref,premium,goodputRetention,,,,0,,');
-    expect(lines).toContain('demo-cascade,plb,25:75,3,down-1,premium,goodputChange,0.21875,,,,rr,');
+    expect(lines[0]).toBe(
+      'plan,strategy,mix,runs,phase,subject,metric,median,q1,q3,n,baseline,settings,lo,hi,verdict,detectable',
+    );
+    expect(lines).toContain('demo-cascade,rr,25:75,3,down-1,premium,p95,22,21,24,3,,,,,,');
+    expect(lines).toContain('demo-cascade,rr,25:75,3,ref,premium,goodputRetention,,,,0,,,,,,');
+    expect(lines).toContain('demo-cascade,plb,25:75,3,down-1,premium,goodputChange,0.21875,,,,rr,,,,,');
   });
 
   it('csv: any name reads back as written (commas, quotes, newlines)', () => {
@@ -199,17 +201,21 @@ describe('output formats', () => {
       'n',
       'baseline',
       'settings',
+      'lo',
+      'hi',
+      'verdict',
+      'detectable',
     ]);
     expect(new Set(body.map((r) => r[0]))).toEqual(new Set(renamed.map((g) => g.plan)));
     expect(new Set(body.map((r) => r[4]))).toEqual(
       new Set(renamed.flatMap((g) => g.phases.map((p) => p.name))),
     );
-    expect(body.every((r) => r.length === 13)).toBe(true);
+    expect(body.every((r) => r.length === 17)).toBe(true);
   });
 
   it('json: groups, comparison and the quantile method', () => {
     const j = JSON.parse(renderReport(groups, { format: 'json' })) as ReportJson;
-    expect(j.schema).toBe('plb-report/2');
+    expect(j.schema).toBe('plb-report/3');
     expect(j.quantileMethod).toBe('linear interpolation (Hyndman-Fan type 7)');
     expect(j.groups).toHaveLength(3);
     expect(j.groups[2]?.phases[2]?.classes.premium.p95).toEqual({ median: 82, q1: 81, q3: 84, n: 3 });

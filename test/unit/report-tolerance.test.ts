@@ -169,7 +169,7 @@ describe('plb report --compare-to', () => {
     }
     expect(exit).toBe(3);
     await expect(Report.run([...args, '--tolerance', 'p95=150%'], ROOT)).resolves.toMatchObject({
-      schema: 'plb-report/2',
+      schema: 'plb-report/3',
     });
     out.mockRestore();
     errOut.mockRestore();

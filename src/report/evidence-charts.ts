@@ -1,0 +1,43 @@
+// What the bar charts draw as error bars: the 95 % interval of a bar (pooled over the group's
+// runs) or of a change, from the groups' evidence; null when there is none.
+import type { IntervalMetric } from '../metrics/intervals.js';
+import type { ServiceClass } from '../core/service-class.js';
+import type { RunGroup } from '../run-format/report.js';
+
+export interface Bar {
+  value: number;
+  lo: number;
+  hi: number;
+}
+
+/** A bar's 95 % interval, with the value it belongs to (the pooled estimate). */
+export function barInterval(
+  g: RunGroup,
+  phase: string,
+  cls: ServiceClass,
+  metric: IntervalMetric,
+): Bar | null {
+  const e = g.evidence?.phases.find((p) => p.name === phase)?.classes[cls].metrics[metric];
+  return e && e.value !== null && e.lo !== null && e.hi !== null
+    ? { value: e.value, lo: e.lo, hi: e.hi }
+    : null;
+}
+
+/** The 95 % interval of a change against the baseline strategy (Δ, a fraction). */
+export function changeInterval(
+  groups: readonly RunGroup[],
+  find: { plan: string; mixLabel: string; settingsLabel: string; strategy: string },
+  phase: string,
+  cls: ServiceClass,
+  metric: IntervalMetric,
+): { lo: number; hi: number } | null {
+  const g = groups.find(
+    (x) =>
+      x.plan === find.plan &&
+      x.mixLabel === find.mixLabel &&
+      x.settingsLabel === find.settingsLabel &&
+      x.strategy === find.strategy,
+  );
+  const c = g?.evidence?.phases.find((p) => p.name === phase)?.classes[cls].vsBaseline?.[metric];
+  return c && c.lo !== null && c.hi !== null ? { lo: c.lo, hi: c.hi } : null;
+}
