@@ -44,6 +44,12 @@ import {
 } from './balance.js';
 import { collectEnvironment } from './environment.js';
 import {
+  ADMISSION_CHECKS,
+  admissionFlags,
+  resolveAdmission,
+  type AdmissionFlagValues,
+} from './admission-options.js';
+import {
   DEFAULT_WORKLOAD,
   parseMix,
   parsePerClass,
@@ -158,7 +164,7 @@ export function presetSeriesFlags() {
   };
 }
 
-const STRATEGY_LIST = 'plb, rr, static, lc, wlc, or via (an external balancer, --via)';
+const STRATEGY_LIST = 'plb, rr, static, lc, wlc, plb-admit, lc-queue, or via (an external balancer, --via)';
 
 /** Flags shared by `bench run` and `bench matrix` (and seriesFlags). --json comes with enableJsonFlag. */
 export const benchFlags = {
@@ -345,6 +351,7 @@ export const benchFlags = {
     helpGroup: HELP_GROUPS.router,
   }),
   ...balanceFlags,
+  ...admissionFlags,
 };
 
 /** `--metrics-port`: the live registry and its server (closed at the end of the command). */
@@ -376,7 +383,7 @@ function withLiveMetrics(
     : writer;
 }
 
-export interface BenchFlagValues extends BalanceFlagValues {
+export interface BenchFlagValues extends BalanceFlagValues, AdmissionFlagValues {
   plan?: string | undefined;
   strategies: string;
   mixes: string;
@@ -586,6 +593,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   via: (v) => parseVia(String(v)),
   'via-label': (v) => parseViaLabel(String(v)),
   ...BALANCE_CHECKS,
+  ...ADMISSION_CHECKS,
 };
 
 /**
@@ -718,6 +726,10 @@ export async function executeBench(
       ...(lifetimeMs !== undefined ? { maxSessionLifetimeMs: lifetimeMs } : {}),
       classes,
     };
+    const admission = resolveAdmission(flags, {
+      sessions: workload.model === 'closed' ? workload.clients : workload.maxOpenSessions,
+      replicas: plan.replicas,
+    });
     // A via run is named after its balancer (via:<label>), so its report group says which one.
     const named = strategies.map((s) => (s === VIA && via ? viaStrategy(via.label) : s));
     const runs = expandSeries(named, mixes, flags.repeat, seed);
@@ -769,6 +781,7 @@ export async function executeBench(
           slowStartMs,
           ...(lagWeights ? { lagWeights } : {}),
           balance,
+          admission,
           progressEveryS: flags.progress,
           driver: lease.driver,
           spec: lease.spec,
@@ -784,6 +797,7 @@ export async function executeBench(
                   slowStartMs,
                   borrowing,
                   readings,
+                  admission,
                   onRoleChange,
                 }),
           createWriter: observeWriters(lease, (run, index) => {

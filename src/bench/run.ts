@@ -16,6 +16,7 @@ import {
 import { nearestRank } from '../metrics/math.js';
 import type { RoleVector, ServiceClass } from '../router/types.js';
 import { DataSource } from '../workload/data-source.js';
+import { AdmissionWaiter, isQueueingRouter } from '../workload/admission-wait.js';
 import { Rng } from '../workload/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
 import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
@@ -116,6 +117,8 @@ export interface RunParts {
   health: HealthChecker;
   ds: DataSource;
   injector: Injector;
+  /** plb-admit / lc-queue: where sessions wait for a slot. */
+  admission?: AdmissionWaiter;
 }
 
 /** The real parts: health checks and sessions over the connector, faults through the driver. */
@@ -130,7 +133,9 @@ export function runParts(x: PartsInputs): RunParts {
     },
     (f) => writer.recorder.replicaFailure(f.replica, clock.now(), f.cause),
   );
+  const admission = isQueueingRouter(x.router) ? new AdmissionWaiter(x.router, clock) : undefined;
   const ds = new DataSource({
+    ...(admission ? { admission } : {}),
     router: x.router,
     connector: x.connector,
     connectTimeoutMs: config.workload.connectTimeoutMs,
@@ -160,7 +165,7 @@ export function runParts(x: PartsInputs): RunParts {
         error: reason,
       }),
   });
-  return { health, ds, injector };
+  return { health, ds, injector, ...(admission ? { admission } : {}) };
 }
 
 /** A fault was applied: recorded, logged, told to the router in oracle mode, quota tracked. */
@@ -276,6 +281,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   );
   const endMs = sampler.stop(config.plan.duration * 1000);
   stopping = true;
+  parts.admission?.stop();
   await ending.guard('stopping the injector', () => parts.injector.stop());
   // Sessions finish their current query; a hung one is bounded by the query timeout.
   await within(runClock, config.workload.queryTimeoutMs + 2000, Promise.allSettled(clients.tasks));

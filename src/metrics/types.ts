@@ -1,3 +1,4 @@
+import type { RecoveryTail } from './recovery-tail.js';
 import type { FailureCause } from '../cluster/failure-cause.js';
 import type { ServiceClass } from '../router/types.js';
 import type { ReplicaLag, ReplicaLagStats } from './lag.js';
@@ -43,6 +44,11 @@ export interface Recorder {
   loopDelay(atMs: number, delayMs: number): void;
   /** A session could not be opened (NO_REPLICA or connect error). */
   admissionFailed(cls: ServiceClass, atMs: number, reason: string): void;
+  /**
+   * With an admission queue (plb-admit, lc-queue): how long a session waited for a slot, recorded
+   * at admission (its own metric, like connect time: never part of a query's latency).
+   */
+  sessionQueued?(cls: ServiceClass, atMs: number, queueMs: number): void;
   /** CPU fraction of its quota per server over the last sample interval (0..1+, null = down). */
   cpu(atMs: number, fractions: Record<string, number | null>): void;
   /** The router's view of every replica at a moment (for timeline.csv): open sessions, role, health. */
@@ -142,6 +148,10 @@ export interface ClassPhaseStats extends Percentiles {
   /** Connect + authentication time of the sessions opened in the phase. Absent in older runs. */
   connectP50Ms?: number | null;
   connectP95Ms?: number | null;
+  /** Admission queue (plb-admit, lc-queue): wait of the sessions admitted in the phase, and timeouts. */
+  queueP50Ms?: number | null;
+  queueP95Ms?: number | null;
+  queueTimeouts?: number;
 }
 
 export interface ReplicaPhaseStats {
@@ -240,6 +250,8 @@ export interface RunSummary {
   detection: DetectionRecord[];
   /** Absent in older runs. */
   detectionCounts?: DetectionCounts;
+  /** Per rejoin: seconds until each class's p95 is back within 10 % of ref (recovery-tail.ts). */
+  recoveryTail?: RecoveryTail[];
   /** Why the run is not complete: failed faults, an error, a stop, a crash. Absent when complete. */
   errors?: string[];
   /** Rebuilt by the report from the per-second files of a run that died before finishing. */
