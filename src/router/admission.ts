@@ -198,10 +198,13 @@ export class AdmittingRouter<T = unknown> implements Router {
     return this.limits.effective(r.id, r.weight, ramp);
   }
 
-  /** May a cls session go to r now? */
-  fits(r: ReplicaSnapshot, cls: ServiceClass, nowMs: number): boolean {
+  /**
+   * May a cls session go to r now? overflow: r may also be a replica of the other class's role
+   * that cls has not borrowed (the caller found every replica of its own full), as borrowed.
+   */
+  fits(r: ReplicaSnapshot, cls: ServiceClass, nowMs: number, overflow = false): boolean {
     if (!r.healthy) return false;
-    const place = placeOf(r, cls);
+    const place = placeOf(r, cls) ?? (overflow && r.borrowedBy === undefined ? 'borrowed' : undefined);
     if (place === undefined) return false;
     const limit = this.limitOf(r, nowMs);
     if (r.sessions.premium + r.sessions.freemium >= limit) return false;
@@ -242,10 +245,25 @@ export class AdmittingRouter<T = unknown> implements Router {
     chosen.sessions[cls] -= 1;
     if (this.fits(chosen, cls, nowMs)) return first;
     this.inner.release(first.replica, cls, nowMs);
+    // The replicas cls may use first; then, with all of them full, the other role's replicas
+    // with room (a full replica is the strongest pressure there is: borrowing by limits).
+    const best =
+      this.leastLoaded(snap, chosen, cls, nowMs, false) ?? this.leastLoaded(snap, chosen, cls, nowMs, true);
+    if (!best || !this.inner.assign) return undefined;
+    return this.inner.assign(best.id, cls, nowMs);
+  }
+
+  private leastLoaded(
+    snap: readonly ReplicaSnapshot[],
+    skip: ReplicaSnapshot,
+    cls: ServiceClass,
+    nowMs: number,
+    overflow: boolean,
+  ): ReplicaSnapshot | undefined {
     let best: ReplicaSnapshot | undefined;
     let bestKey = Infinity;
     for (const r of snap) {
-      if (r === chosen || !this.fits(r, cls, nowMs)) continue;
+      if (r === skip || !this.fits(r, cls, nowMs, overflow)) continue;
       const ramp = slowStartRamp(nowMs, this.upSince.get(r.id), this.opts.slowStartMs);
       const key = admissionKey(r.sessions.premium + r.sessions.freemium, r.weight, ramp);
       if (key < bestKey) {
@@ -253,8 +271,7 @@ export class AdmittingRouter<T = unknown> implements Router {
         bestKey = key;
       }
     }
-    if (!best || !this.inner.assign) return undefined;
-    return this.inner.assign(best.id, cls, nowMs);
+    return best;
   }
 }
 
