@@ -714,6 +714,10 @@ export async function executeBench(
         : parseSessionLifetime(flags['max-session-lifetime']);
     const seed = flags.seed ?? newSeed();
     if (flags['metrics-port'] !== undefined) checkBenchValue('metrics-port', flags['metrics-port']);
+    const admission = resolveAdmission(flags, {
+      sessions: flags.model === 'open' ? DEFAULT_WORKLOAD.maxOpenSessions : flags.clients,
+      replicas: plan.replicas,
+    });
     // Last check, the only one that creates something: the folder the run directories go into.
     ensureWritableDir(flags.out, '--out');
     const workload: WorkloadSpec = {
@@ -726,10 +730,6 @@ export async function executeBench(
       ...(lifetimeMs !== undefined ? { maxSessionLifetimeMs: lifetimeMs } : {}),
       classes,
     };
-    const admission = resolveAdmission(flags, {
-      sessions: workload.model === 'closed' ? workload.clients : workload.maxOpenSessions,
-      replicas: plan.replicas,
-    });
     // A via run is named after its balancer (via:<label>), so its report group says which one.
     const named = strategies.map((s) => (s === VIA && via ? viaStrategy(via.label) : s));
     const runs = expandSeries(named, mixes, flags.repeat, seed);
