@@ -16,11 +16,16 @@ export interface SloGuardOptions {
   target: SloTarget;
   /** The share of every own or mixed replica's limit freemium always keeps, in [0, 1] (default 0.25). */
   minShare?: number;
-  /** The window premium's p95 is taken over, ms (default 5000). */
+  /**
+   * The window premium's p95 is taken over, ms (default 15000): a p95 over a few seconds of
+   * premium queries swings by several times on its own, and a guard chasing it never settles.
+   */
   windowMs?: number;
+  /** A relative target's reference: premium's p95 over this window before the first failure (default 30000, as ref). */
+  referenceWindowMs?: number;
   /** How often the guard moves, ms (default 1000). */
   intervalMs?: number;
-  /** Tightening per interval while above target (default 0.25 of the full range). */
+  /** Tightening (and loosening) per interval while above (below) target (default 0.25 of the full range). */
   step?: number;
   /** Loosen only below target x (1 - hysteresis) (default 0.1). */
   hysteresis?: number;
@@ -32,11 +37,12 @@ export type Place = 'own' | 'shared' | 'borrowed';
 export const DEFAULT_MIN_SHARE = 0.25;
 /** Fewer premium samples than this in the window: no verdict, the guard holds its level. */
 const MIN_SAMPLES = 20;
-const MAX_SAMPLES = 8192;
+const MAX_SAMPLES = 16_384;
 
 export class SloGuard {
   readonly minShare: number;
   private readonly windowMs: number;
+  private readonly referenceWindowMs: number;
   private readonly intervalMs: number;
   private readonly step: number;
   private readonly hysteresis: number;
@@ -61,7 +67,8 @@ export class SloGuard {
     this.minShare = opts.minShare ?? DEFAULT_MIN_SHARE;
     if (!(this.minShare >= 0 && this.minShare <= 1))
       throw new PlbError('BAD_INPUT', `SLO guard min share must be in [0, 1] (got ${String(this.minShare)})`);
-    this.windowMs = opts.windowMs ?? 5000;
+    this.windowMs = opts.windowMs ?? 15_000;
+    this.referenceWindowMs = opts.referenceWindowMs ?? 30_000;
     this.intervalMs = opts.intervalMs ?? 1000;
     this.step = opts.step ?? 0.25;
     this.hysteresis = opts.hysteresis ?? 0.1;
@@ -88,11 +95,11 @@ export class SloGuard {
   }
 
   /** Premium's p95 over the window ending at nowMs (null: fewer than MIN_SAMPLES). */
-  p95(nowMs: number): number | null {
+  p95(nowMs: number, windowMs = this.windowMs): number | null {
     const xs: number[] = [];
     for (let k = 0; k < this.count; k++) {
       const i = (this.head - 1 - k + MAX_SAMPLES) % MAX_SAMPLES;
-      if ((this.at[i] as number) < nowMs - this.windowMs) break;
+      if ((this.at[i] as number) < nowMs - windowMs) break;
       xs.push(this.lat[i] as number);
     }
     if (xs.length < MIN_SAMPLES) return null;
@@ -106,7 +113,7 @@ export class SloGuard {
    */
   freezeReference(nowMs: number): void {
     if (this.refMs !== undefined) return;
-    const p = this.p95(nowMs);
+    const p = this.p95(nowMs, this.referenceWindowMs);
     if (p !== null) this.refMs = p;
   }
 
@@ -120,7 +127,7 @@ export class SloGuard {
     const target = this.targetMs();
     if (p === null || target === undefined) return;
     if (p > target) this.level = Math.min(1, this.level + this.step);
-    else if (p < target * (1 - this.hysteresis)) this.level = Math.max(0, this.level - this.step / 2);
+    else if (p < target * (1 - this.hysteresis)) this.level = Math.max(0, this.level - this.step);
   }
 
   /**
