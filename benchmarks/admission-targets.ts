@@ -17,7 +17,12 @@ interface ClassStats {
 interface Summary {
   strategy: string;
   mix: { premium: number; freemium: number };
-  phases: { name: string; startS: number; endS: number; classes: Record<'premium' | 'freemium', ClassStats> }[];
+  phases: {
+    name: string;
+    startS: number;
+    endS: number;
+    classes: Record<'premium' | 'freemium', ClassStats>;
+  }[];
   recoveryTail?: { phase: string; premiumS: number | null; freemiumS: number | null }[];
 }
 
@@ -73,9 +78,15 @@ for (const [key, runs] of [...groups].sort()) {
   console.log(`${label}${label ? ' ' : ''}${key} (${runs.length} runs; median [min..max])`);
   for (const ph of phaseNames) {
     const worst = (cls: 'premium' | 'freemium') =>
-      fmt(runs.map(({ s }) => s.phases.find((p) => p.name === ph)?.classes[cls].queueP95Ms ?? null), 0);
+      fmt(
+        runs.map(({ s }) => s.phases.find((p) => p.name === ph)?.classes[cls].queueP95Ms ?? null),
+        0,
+      );
     const timeouts = (cls: 'premium' | 'freemium') =>
-      fmt(runs.map(({ s }) => s.phases.find((p) => p.name === ph)?.classes[cls].queueTimeouts ?? null), 0);
+      fmt(
+        runs.map(({ s }) => s.phases.find((p) => p.name === ph)?.classes[cls].queueTimeouts ?? null),
+        0,
+      );
     console.log(
       `  ${ph.padEnd(9)} premium p95/ref ${fmt(ratio(ph, 'premium', 'p95'))}  freemium goodput/ref ${fmt(ratio(ph, 'freemium', 'goodput'))}  premium goodput/ref ${fmt(ratio(ph, 'premium', 'goodput'))}  queue p95 ms P ${worst('premium')} F ${worst('freemium')}  timeouts P ${timeouts('premium')} F ${timeouts('freemium')}`,
     );
@@ -88,7 +99,12 @@ for (const [key, runs] of [...groups].sort()) {
   console.log(`  freemium goodput in the last 10 s / ref ${fmt(endF)}`);
   for (const t of runs[0]?.s.recoveryTail ?? []) {
     const tails = (cls: 'premiumS' | 'freemiumS') =>
-      fmt(runs.map(({ s }) => s.recoveryTail?.find((x) => x.phase === t.phase)?.[cls] ?? null), 0);
-    console.log(`  recovery tail after ${t.phase} (s): premium ${tails('premiumS')} freemium ${tails('freemiumS')}`);
+      fmt(
+        runs.map(({ s }) => s.recoveryTail?.find((x) => x.phase === t.phase)?.[cls] ?? null),
+        0,
+      );
+    console.log(
+      `  recovery tail after ${t.phase} (s): premium ${tails('premiumS')} freemium ${tails('freemiumS')}`,
+    );
   }
 }
