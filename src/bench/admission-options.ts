@@ -10,7 +10,8 @@ import type { AdmissionOptions } from '../router/admission.js';
 import type { SessionLimitOptions } from '../router/session-limits.js';
 import { DEFAULT_MIN_SHARE, type SloTarget } from '../router/slo-guard.js';
 
-const HELP = 'ADMISSION (plb-admit, lc-queue)';
+// Help groups are upper-case words (cli-conventions.test.ts).
+const HELP = 'ADMISSION';
 
 /** The strategies that take admission options. */
 export const ADMISSION_STRATEGIES: readonly string[] = ['plb-admit', 'lc-queue'];
