@@ -49,8 +49,11 @@ export class AdmissionWaiter {
     return this.pending.size;
   }
 
-  /** Admitted now, or after a wait; rejects ADMISSION_FULL (queue full) or ADMISSION_TIMEOUT. */
-  acquire(cls: ServiceClass): Promise<Admitted> {
+  /**
+   * Admitted now, or after a wait; rejects ADMISSION_FULL (queue full) or ADMISSION_TIMEOUT, or
+   * INTERRUPTED when `signal` aborts while it waits (a client that left gives up its place).
+   */
+  acquire(cls: ServiceClass, signal?: AbortSignal): Promise<Admitted> {
     // Hand freed slots to earlier waiters before this newcomer looks.
     this.pump();
     const ticket = {};
@@ -62,6 +65,16 @@ export class AdmissionWaiter {
     if (r !== 'queued') return Promise.resolve({ replica: r.replica, queueMs: 0 });
     return new Promise<Admitted>((resolve, reject) => {
       this.pending.set(ticket, { resolve, reject, cls });
+      signal?.addEventListener(
+        'abort',
+        () => {
+          if (!this.pending.delete(ticket)) return;
+          this.router.cancel(ticket);
+          reject(new PlbError('INTERRUPTED', `admission: a waiting ${cls} session left`));
+          this.schedule();
+        },
+        { once: true },
+      );
       this.schedule();
     });
   }
