@@ -4,7 +4,15 @@
  * never holds more sessions on a replica than its limit, and the rejoin's recovery tail is in the
  * summary. With CI=true missing server binaries fail the suite instead of skipping it.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,6 +42,7 @@ describe.skipIf(!haveServerBinaries && !ci)('plb-admit on a local cluster', () =
       throw new Error('CI=true and no postgres server binaries: this test must run in CI');
     saved = process.env.PLB_STATE_DIR;
     work = mkdtempSync(join(tmpdir(), 'plb-admit-it-'));
+    chmodSync(work, 0o755); // the postgres OS user must reach the state folder inside
     process.env.PLB_STATE_DIR = join(work, 'state');
   });
 
