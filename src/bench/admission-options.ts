@@ -4,8 +4,8 @@
  * passes the resolved options to the router.
  */
 import { Flags } from '@oclif/core';
-import { PlbError } from '../errors.js';
-import { parseDuration } from '../faults/plan.js';
+import { PlbError } from '../core/errors.js';
+import { parseDuration } from '../core/duration.js';
 import type { AdmissionOptions } from '../router/admission.js';
 import type { SessionLimitOptions } from '../router/session-limits.js';
 import { DEFAULT_MIN_SHARE, type SloTarget } from '../router/slo-guard.js';

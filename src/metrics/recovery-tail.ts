@@ -1,4 +1,4 @@
-import type { ServiceClass } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import type { Phase } from './types.js';
 
 /** The window a class's p95 is judged over after a rejoin, and the tolerance against its ref. */

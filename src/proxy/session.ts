@@ -9,9 +9,9 @@
 import { createConnection, type Socket } from 'node:net';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
-import { classifyFailure, isDeathEvidence } from '../cluster/failure-cause.js';
-import { isPlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
+import { classifyFailure, isDeathEvidence } from '../core/failure-cause.js';
+import { isPlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
 import type { CancelKeys } from './cancel-keys.js';
 import { chooseClass, MAX_STARTUP_PACKET, readStartupPacket, type ClassFrom } from './startup-packet.js';
 import type { ProxyStats } from './stats.js';

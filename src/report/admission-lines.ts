@@ -1,4 +1,4 @@
-import type { RunSummary } from '../metrics/types.js';
+import type { RunSummary } from '../run-format/summary.js';
 
 /**
  * With an admission queue (plb-admit, lc-queue): per phase, each class's queue p95 and timeouts

@@ -1,7 +1,7 @@
 import type { Cancel } from '../clock/index.js';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import type { Handout, RequestResult } from '../router/admission.js';
-import type { ServiceClass } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 
 /** What the waiter needs of a router with an admission queue (src/router/admission.ts). */
 export interface QueueingRouter {

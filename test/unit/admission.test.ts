@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { AdmittingRouter, placeOf, type AdmissionOptions } from '../../src/router/admission.js';
 import { createRouter, type Router, type ServiceClass } from '../../src/router/index.js';
 import { SessionLimits } from '../../src/router/session-limits.js';
