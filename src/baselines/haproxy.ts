@@ -26,6 +26,13 @@ export interface HaproxyConfigOptions {
   user: string;
   /** Per-class listeners: the first `premium` replicas serve premium, the rest freemium. */
   partition?: Partition;
+  /**
+   * HAProxy's admission: at most `maxconn` sessions per server, the rest wait in the backend's
+   * queue up to `timeoutMs` (`timeout queue`), the lc-queue baseline of plb-admit. priority (with
+   * per-class listeners): one shared backend, premium's frontend sets a higher priority class so
+   * its queued sessions are served first (set-priority-class), instead of static partitions.
+   */
+  queue?: { maxconn: number; timeoutMs: number; priority?: boolean };
 }
 
 const IND = '    ';
@@ -47,6 +54,7 @@ export function haproxyConfig(o: HaproxyConfigOptions): string {
     `fall ${health.fall}`,
     `rise ${health.rise}`,
     ...(o.slowStartMs > 0 ? [`slowstart ${ms(o.slowStartMs)}`] : []),
+    ...(o.queue ? [`maxconn ${o.queue.maxconn}`] : []),
   ].join(' ');
   const lines = [
     `# written by plb haproxy-config: cluster ${o.cluster}, ${o.replicas.length} replicas, balance ${o.balance}`,
@@ -61,6 +69,7 @@ export function haproxyConfig(o: HaproxyConfigOptions): string {
     `${IND}timeout client 1h`,
     `${IND}timeout server 1h`,
     `${IND}timeout check ${ms(health.intervalMs)}`,
+    ...(o.queue ? [`${IND}timeout queue ${ms(o.queue.timeoutMs)}`] : []),
     // A connect refused by a server not yet marked down is retried on another one.
     `${IND}option redispatch`,
     `${IND}default-server ${server}`,
@@ -72,13 +81,24 @@ export function haproxyConfig(o: HaproxyConfigOptions): string {
     `${IND}option pgsql-check user ${o.user}`,
     ...members.map((r) => `${IND}server ${r.id} ${formatHostPort(r)}`),
   ];
-  const frontend = (name: string, at: HostPort, to: string): string[] => [
+  const frontend = (name: string, at: HostPort, to: string, priorityClass?: number): string[] => [
     '',
     `frontend ${name}`,
     `${IND}bind ${formatHostPort(at)}`,
+    // Queued connections of a lower class are served first (HAProxy 1.9+).
+    ...(priorityClass !== undefined
+      ? [`${IND}tcp-request content set-priority-class int(${priorityClass})`]
+      : []),
     `${IND}default_backend ${to}`,
   ];
-  if (isPerClass(o.listen)) {
+  if (isPerClass(o.listen) && o.queue?.priority) {
+    lines.push(
+      '# one shared backend; premium is queued ahead of freemium (set-priority-class)',
+      ...frontend('plb_premium', o.listen.premium, 'plb_replicas', -1),
+      ...frontend('plb_freemium', o.listen.freemium, 'plb_replicas', 1),
+      ...backend('plb_replicas', o.replicas),
+    );
+  } else if (isPerClass(o.listen)) {
     const part = partitionFor(o.replicas.length, o.partition);
     const premium = o.replicas.slice(0, part.premium);
     const freemium = o.replicas.slice(part.premium);

@@ -46,6 +46,12 @@ import {
 } from './balance.js';
 import { collectEnvironment } from './environment.js';
 import {
+  ADMISSION_CHECKS,
+  admissionFlags,
+  resolveAdmission,
+  type AdmissionFlagValues,
+} from './admission-options.js';
+import {
   DEFAULT_WORKLOAD,
   parseMix,
   parsePerClass,
@@ -161,7 +167,7 @@ export function presetSeriesFlags() {
   };
 }
 
-const STRATEGY_LIST = 'plb, rr, static, lc, wlc, or via (an external balancer, --via)';
+const STRATEGY_LIST = 'plb, rr, static, lc, wlc, plb-admit, lc-queue, or via (an external balancer, --via)';
 
 /** Flags shared by `bench run` and `bench matrix` (and seriesFlags). --json comes with enableJsonFlag. */
 export const benchFlags = {
@@ -308,6 +314,7 @@ export const benchFlags = {
     helpGroup: HELP_GROUPS.router,
   }),
   ...balanceFlags,
+  ...admissionFlags,
 };
 
 /** `--metrics-port`: the live registry and its server (closed at the end of the command). */
@@ -339,7 +346,7 @@ function withLiveMetrics(
     : writer;
 }
 
-export interface BenchFlagValues extends BalanceFlagValues {
+export interface BenchFlagValues extends BalanceFlagValues, AdmissionFlagValues {
   plan?: string | undefined;
   strategies: string;
   mixes: string;
@@ -514,6 +521,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   via: (v) => parseVia(String(v)),
   'via-label': (v) => parseViaLabel(String(v)),
   ...BALANCE_CHECKS,
+  ...ADMISSION_CHECKS,
 };
 
 /**
@@ -635,6 +643,10 @@ export async function executeBench(
         : parseSessionLifetime(flags['max-session-lifetime']);
     const seed = flags.seed ?? newSeed();
     if (flags['metrics-port'] !== undefined) checkBenchValue('metrics-port', flags['metrics-port']);
+    const admission = resolveAdmission(flags, {
+      sessions: flags.model === 'open' ? DEFAULT_WORKLOAD.maxOpenSessions : flags.clients,
+      replicas: plan.replicas,
+    });
     // Last check, the only one that creates something: the folder the run directories go into.
     ensureWritableDir(flags.out, '--out');
     const workload: WorkloadSpec = {
@@ -699,6 +711,7 @@ export async function executeBench(
           slowStartMs,
           ...(lagWeights ? { lagWeights } : {}),
           balance,
+          admission,
           progressEveryS: flags.progress,
           driver: lease.driver,
           spec: lease.spec,
@@ -714,6 +727,7 @@ export async function executeBench(
                   slowStartMs,
                   borrowing,
                   readings,
+                  admission,
                   onRoleChange,
                 }),
           createWriter: observeWriters(lease, (run, index) => {

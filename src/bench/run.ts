@@ -22,6 +22,7 @@ import { harnessRateWarnings } from '../metrics/harness-rate.js';
 import type { RoleVector } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { DataSource } from '../workload/data-source.js';
+import { AdmissionWaiter, isQueueingRouter } from '../workload/admission-wait.js';
 import { Rng } from '../core/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
 import { splitByMix } from '../workload/spec.js';
@@ -108,6 +109,8 @@ export interface RunParts {
   health: HealthChecker;
   ds: DataSource;
   injector: Injector;
+  /** plb-admit / lc-queue: where sessions wait for a slot. */
+  admission?: AdmissionWaiter;
 }
 
 /** The real parts: health checks and sessions over the connector, faults through the driver. */
@@ -122,7 +125,9 @@ export function runParts(x: PartsInputs): RunParts {
     },
     (f) => writer.recorder.replicaFailure(f.replica, clock.now(), f.cause),
   );
+  const admission = isQueueingRouter(x.router) ? new AdmissionWaiter(x.router, clock) : undefined;
   const ds = new DataSource({
+    ...(admission ? { admission } : {}),
     router: x.router,
     connector: x.connector,
     connectTimeoutMs: config.workload.connectTimeoutMs,
@@ -152,7 +157,7 @@ export function runParts(x: PartsInputs): RunParts {
         error: reason,
       }),
   });
-  return { health, ds, injector };
+  return { health, ds, injector, ...(admission ? { admission } : {}) };
 }
 
 /** A fault was applied: recorded, logged, told to the router in oracle mode, quota tracked. */
@@ -271,6 +276,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   );
   const endMs = sampler.stop(config.plan.duration * 1000);
   stopping = true;
+  parts.admission?.stop();
   await ending.guard('stopping the injector', () => parts.injector.stop());
   // Sessions finish their current query; a hung one is bounded by the query timeout.
   await within(runClock, config.workload.queryTimeoutMs + 2000, Promise.allSettled(clients.tasks));

@@ -1,4 +1,6 @@
 import { performance } from 'node:perf_hooks';
+import type { AdmissionOptions } from '../router/admission.js';
+import { ADMISSION_STRATEGIES } from './admission-options.js';
 import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -74,6 +76,8 @@ export interface SeriesOptions {
   lagWeights?: LagWeightOptions;
   /** Static weights, per-replica quotas, zones, lag eviction (balance.ts). */
   balance?: BalanceOptions;
+  /** plb-admit / lc-queue: limits, queue, guard (admission-options.ts), recorded in their runs' config. */
+  admission?: Omit<AdmissionOptions, 'slowStartMs'>;
   progressEveryS: number;
   driver: ClusterDriver;
   spec: ClusterSpec;
@@ -258,6 +262,9 @@ async function series(
           ...simExtras,
           repeat: run.repeat,
           cluster: opts.spec,
+          ...(opts.admission && ADMISSION_STRATEGIES.includes(run.strategy)
+            ? { admission: opts.admission }
+            : {}),
         },
       },
     );

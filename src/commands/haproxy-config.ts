@@ -21,6 +21,13 @@ function durationMs(flag: string, text: string, positive: boolean): number {
   return s * 1000;
 }
 
+function checkMaxconn(text: string, flag: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1)
+    throw new PlbError('BAD_INPUT', `${flag}: sessions per server, an integer >= 1 (got "${text}")`);
+  return n;
+}
+
 function checkUser(text: string, flag: string): string {
   if (!/^[A-Za-z0-9_.-]{1,63}$/.test(text))
     throw new PlbError(
@@ -39,6 +46,8 @@ export default class HaproxyConfig extends PlbCommand {
     '<%= config.bin %> haproxy-config --balance roundrobin --listen 127.0.0.1:25501',
     '<%= config.bin %> haproxy-config --listen premium=127.0.0.1:25501,freemium=127.0.0.1:25502 --partition 3:2',
     '<%= config.bin %> haproxy-config --replica 127.0.0.1:25433,127.0.0.1:25434',
+    '<%= config.bin %> haproxy-config --maxconn 220 --queue-timeout 10s',
+    '<%= config.bin %> haproxy-config --maxconn 220 --priority --listen premium=127.0.0.1:25501,freemium=127.0.0.1:25502',
   ];
 
   static override flags = {
@@ -83,6 +92,19 @@ export default class HaproxyConfig extends PlbCommand {
       description: 'with per-class --listen: replicas premium:freemium (the first serve premium)',
       default: benchFlags.partition.default as string,
     }),
+    maxconn: checkedText((v, flag) => checkMaxconn(v, flag))({
+      description:
+        'sessions per server at most; the rest wait in the queue (--queue-timeout): the baseline of plb-admit',
+    }),
+    'queue-timeout': checkedText((v, flag) => durationMs(flag, v, true))({
+      description: 'with --maxconn: how long a session waits in the queue (timeout queue)',
+      default: '10s',
+    }),
+    priority: Flags.boolean({
+      description:
+        'with --maxconn and per-class --listen: one shared backend, premium queued ahead of freemium (set-priority-class)',
+      default: false,
+    }),
     user: checkedText((v, flag) => checkUser(v, flag))({
       description: 'user named in the pgsql-check startup packet',
       default: PLB_USER,
@@ -96,6 +118,11 @@ export default class HaproxyConfig extends PlbCommand {
       : (await openCluster(flags.name)).endpoints().filter((e) => e.kind === 'replica');
     const listen = parseVia(flags.listen, '--listen');
     const perClass = flags.listen.includes('=');
+    if (flags.priority && (flags.maxconn === undefined || !perClass))
+      throw new PlbError(
+        'BAD_INPUT',
+        '--priority: needs --maxconn and a per-class --listen premium=...,freemium=...',
+      );
     const config = haproxyConfig({
       cluster: flags.replica ? '(--replica)' : flags.name,
       replicas,
@@ -109,6 +136,15 @@ export default class HaproxyConfig extends PlbCommand {
       },
       user: flags.user,
       ...(perClass ? { partition: parsePartition(flags.partition, '--partition') } : {}),
+      ...(flags.maxconn !== undefined
+        ? {
+            queue: {
+              maxconn: checkMaxconn(flags.maxconn, '--maxconn'),
+              timeoutMs: durationMs('--queue-timeout', flags['queue-timeout'], true),
+              priority: flags.priority,
+            },
+          }
+        : {}),
     });
     if (this.jsonEnabled()) return { config };
     process.stdout.write(config);

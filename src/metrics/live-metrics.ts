@@ -205,6 +205,7 @@ export function createLiveMetrics(t: SignalThresholds = DEFAULT_SIGNAL_THRESHOLD
       harnessCpu: (...a) => inner.harnessCpu(...a),
       loopDelay: (...a) => inner.loopDelay(...a),
       admissionFailed: (...a) => inner.admissionFailed(...a),
+      sessionQueued: (...a) => inner.sessionQueued?.(...a),
       cpu(atMs, fractions) {
         inner.cpu(atMs, fractions);
         for (const [replica, v] of Object.entries(fractions)) {

@@ -344,6 +344,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         ...(stats.faultInterval ? { faultInterval: stats.faultInterval } : {}),
         detection: detectionRecords(events),
         detectionCounts: detectionCounts(events),
+        ...(stats.recoveryTail ? { recoveryTail: stats.recoveryTail } : {}),
         ...(complete ? {} : { errors }),
       };
       writeAtomic(path(RUN_FILES.summary), `${JSON.stringify(summary, null, 2)}\n`);

@@ -35,6 +35,10 @@ export interface ClassLog {
   /** ENDING_CODE of each closed session. */
   closeEnding: Column<Uint8Array>;
   admissionAt: Column<Float64Array>;
+  /** Admission queue: when sessions were admitted and how long they waited; when waits timed out. */
+  queueAt: Column<Float64Array>;
+  queueUs: Column<Float32Array>;
+  queueTimeoutAt: Column<Float64Array>;
 }
 
 /** Classified failures per replica (only the COUNTED_CAUSES; index into that list). */
@@ -105,6 +109,9 @@ function newClassLog(): ClassLog {
     closeLifetimeMs: f64(),
     closeEnding: u8(),
     admissionAt: f64(),
+    queueAt: f64(),
+    queueUs: f32(),
+    queueTimeoutAt: f64(),
   };
 }
 
@@ -251,11 +258,18 @@ export class MetricsStore implements Recorder {
     this.second(atMs)?.loopHist.recordValue(us);
   }
 
-  admissionFailed(cls: ServiceClass, atMs: number, _reason: string): void {
+  admissionFailed(cls: ServiceClass, atMs: number, reason: string): void {
     if (this.sealed) return;
     this.logs[cls].admissionAt.push(atMs);
+    if (reason === 'ADMISSION_TIMEOUT') this.logs[cls].queueTimeoutAt.push(atMs);
     const s = this.second(atMs)?.classes[cls];
     if (s) s.admission++;
+  }
+
+  sessionQueued(cls: ServiceClass, atMs: number, queueMs: number): void {
+    if (this.sealed) return;
+    this.logs[cls].queueAt.push(atMs);
+    this.logs[cls].queueUs.push(toLatencyUs(queueMs));
   }
 
   cpu(atMs: number, fractions: Record<string, number | null>): void {

@@ -1,3 +1,4 @@
+import { recoveryTails, type RecoveryTail } from './recovery-tail.js';
 import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { newLatencyHistogram } from './histogram.js';
@@ -73,8 +74,17 @@ function classStats(log: ClassLog, phases: readonly Phase[], hists: Histogram[])
     const p = phaseIndexAt(phases, log.openAt.get(i));
     if (p >= 0) connects[p]?.recordValue(log.openConnectUs.get(i));
   }
+  const queues = log.queueAt.length > 0 ? phases.map(() => newLatencyHistogram()) : undefined;
+  if (queues) {
+    for (let i = 0; i < log.queueAt.length; i++) {
+      const p = phaseIndexAt(phases, log.queueAt.get(i));
+      if (p >= 0) queues[p]?.recordValue(log.queueUs.get(i));
+    }
+  }
+  const timeouts = countByPhase(phases, log.queueTimeoutAt.length, (i) => log.queueTimeoutAt.get(i));
   return phases.map((ph, p) => {
     const h = hists[p] ?? newLatencyHistogram();
+    const q = queues?.[p];
     const pct = percentilesMs(h);
     const conn = connects[p] ?? newLatencyHistogram();
     const life = (lifetimes[p] ?? []).sort((a, b) => a - b);
@@ -96,6 +106,13 @@ function classStats(log: ClassLog, phases: readonly Phase[], hists: Histogram[])
       lifetimeP95Ms: round(nearestRank(life, 95), 3),
       connectP50Ms: conn.totalCount > 0 ? round(percentileMs(conn, 50), 3) : null,
       connectP95Ms: conn.totalCount > 0 ? round(percentileMs(conn, 95), 3) : null,
+      ...(queues
+        ? {
+            queueP50Ms: q && q.totalCount > 0 ? round(percentileMs(q, 50), 3) : null,
+            queueP95Ms: q && q.totalCount > 0 ? round(percentileMs(q, 95), 3) : null,
+            queueTimeouts: timeouts[p] ?? 0,
+          }
+        : {}),
     };
   });
 }
@@ -241,7 +258,12 @@ function replicaQuietS(store: MetricsStore, phases: readonly Phase[]): number[][
 export function summarizePhases(
   store: MetricsStore,
   phases: readonly Phase[],
-): { phases: PhaseSummary[]; histograms: PhaseHistogram[]; faultInterval?: PhaseSummary } {
+): {
+  phases: PhaseSummary[];
+  histograms: PhaseHistogram[];
+  faultInterval?: PhaseSummary;
+  recoveryTail?: RecoveryTail[];
+} {
   const histograms: PhaseHistogram[] = [];
   const perClass = {} as Record<ServiceClass, ClassPhaseStats[]>;
   for (const cls of SERVICE_CLASSES) {
@@ -257,8 +279,9 @@ export function summarizePhases(
     store,
     phases,
   );
+  const tails = tailsOf(store, phases, summaries);
   const fault = faultIntervalPhases(phases);
-  if (!fault) return { phases: summaries, histograms };
+  if (!fault) return { phases: summaries, histograms, ...tails };
   // The same stats over [ref, fault interval]: a second pass keeps the phase pass one-owner-per-sample.
   const faultClasses = {} as Record<ServiceClass, ClassPhaseStats[]>;
   for (const cls of SERVICE_CLASSES) {
@@ -273,7 +296,35 @@ export function summarizePhases(
     store,
     fault,
   );
-  return { phases: summaries, histograms, faultInterval: both[both.length - 1] };
+  return { phases: summaries, histograms, faultInterval: both[both.length - 1], ...tails };
+}
+
+/** The recovery tail of every rejoin (absent without one): recovery-tail.ts. */
+function tailsOf(
+  store: MetricsStore,
+  phases: readonly Phase[],
+  summaries: readonly PhaseSummary[],
+): { recoveryTail?: RecoveryTail[] } {
+  const ref = summaries.find((s) => s.name === 'ref');
+  const last = phases[phases.length - 1];
+  if (!ref || !last || !phases.some((p) => p.name.startsWith('rejoin'))) return {};
+  const series = (cls: ServiceClass) => {
+    const log = store.logs[cls];
+    return {
+      length: log.queryEnd.length,
+      endMs: (i: number) => log.queryEnd.get(i),
+      latencyUs: (i: number) => log.queryLatUs.get(i),
+    };
+  };
+  const refP95 = (cls: ServiceClass) => (ref.classes[cls].queries > 0 ? ref.classes[cls].p95 : null);
+  return {
+    recoveryTail: recoveryTails(
+      { premium: series('premium'), freemium: series('freemium') },
+      phases,
+      { premium: refP95('premium'), freemium: refP95('freemium') },
+      last.endMs,
+    ),
+  };
 }
 
 /**

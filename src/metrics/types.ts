@@ -45,6 +45,11 @@ export interface Recorder {
   loopDelay(atMs: number, delayMs: number): void;
   /** A session could not be opened (NO_REPLICA or connect error). */
   admissionFailed(cls: ServiceClass, atMs: number, reason: string): void;
+  /**
+   * With an admission queue (plb-admit, lc-queue): how long a session waited for a slot, recorded
+   * at admission (its own metric, like connect time: never part of a query's latency).
+   */
+  sessionQueued?(cls: ServiceClass, atMs: number, queueMs: number): void;
   /** CPU fraction of its quota per server over the last sample interval (0..1+, null = down). */
   cpu(atMs: number, fractions: Record<string, number | null>): void;
   /** The router's view of every replica at a moment (for timeline.csv): open sessions, role, health. */

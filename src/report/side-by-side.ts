@@ -1,3 +1,4 @@
+import { admissionLines } from './admission-lines.js';
 import Table from 'cli-table3';
 import type { ClassPhaseStats, RunSummary } from '../run-format/summary.js';
 import { crossZoneLine, signalsLine } from './signals-table.js';
@@ -61,6 +62,7 @@ export function renderSideBySide(summaries: readonly RunSummary[], opts: TableOp
     lines.push(`${label(s, summaries)} ${measurementLine(s)}`);
     for (const l of lagLines(s.phases)) lines.push(`${label(s, summaries)} ${l}`);
     lines.push(`${label(s, summaries)} ${signalsLine(s.phases)}`);
+    for (const l of admissionLines(s)) lines.push(`${label(s, summaries)} ${l}`);
     const zone = crossZoneLine(s.phases);
     if (zone) lines.push(`${label(s, summaries)} ${zone}`);
     for (const e of s.errors ?? []) lines.push(`${label(s, summaries)} incomplete: ${e}`);

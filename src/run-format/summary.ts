@@ -29,6 +29,9 @@ export const classPhaseStatsSchema = z.object({
   lifetimeP95Ms: ms,
   connectP50Ms: ms.optional().describe('absent in older runs'),
   connectP95Ms: ms.optional().describe('absent in older runs'),
+  queueP50Ms: ms.optional().describe('admission queue wait; only with plb-admit or lc-queue'),
+  queueP95Ms: ms.optional().describe('admission queue wait; only with plb-admit or lc-queue'),
+  queueTimeouts: z.number().optional().describe('sessions whose admission wait timed out'),
 });
 
 export const replicaPhaseStatsSchema = z.object({
@@ -146,6 +149,17 @@ export const summarySchema = z
       ),
     detection: z.array(detectionRecordSchema),
     detectionCounts: detectionCountsSchema.optional(),
+    recoveryTail: z
+      .array(
+        z.object({
+          phase: z.string(),
+          atS: z.number(),
+          premiumS: z.number().nullable(),
+          freemiumS: z.number().nullable(),
+        }),
+      )
+      .optional()
+      .describe('per rejoin: seconds until each class p95 is back within 10 % of ref (null: not in the run)'),
     errors: z.array(z.string()).optional(),
     rebuilt: z.boolean().optional(),
     templates: z

@@ -2,6 +2,7 @@ import { asError, PlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { isStatementError, type Connector, type DbConnection } from '../cluster/connector.js';
 import type { SessionRouter } from '../router/types.js';
+import type { AdmissionWaiter } from './admission-wait.js';
 
 /** What the data source needs of a router: admission and release (see src/router). */
 export interface DataSourceOptions {
@@ -16,6 +17,8 @@ export interface DataSourceOptions {
   onConnectError?: (replica: string, err: Error) => void;
   /** An open session's connection broke (server gone): passive health signal. */
   onSessionError?: (replica: string, err: Error) => void;
+  /** plb-admit / lc-queue: sessions wait here for a slot; told of every release and query latency. */
+  admission?: AdmissionWaiter;
 }
 
 /**
@@ -26,10 +29,19 @@ export interface DataSourceOptions {
 export class DataSource {
   constructor(private readonly opts: DataSourceOptions) {}
 
+  /** Sessions pass an admission queue (their queue time is recorded). */
+  get queueing(): boolean {
+    return this.opts.admission !== undefined;
+  }
+
   async getConnection(req: { class: ServiceClass; zone?: string }): Promise<PinnedConnection> {
     const cls = req.class;
-    const { replica } = this.opts.router.admit(cls, this.opts.now(), req.zone);
+    let replica: string;
+    let queueMs = 0;
+    if (this.opts.admission) ({ replica, queueMs } = await this.opts.admission.acquire(cls));
+    else ({ replica } = this.opts.router.admit(cls, this.opts.now(), req.zone));
     const conn = new PinnedConnection(replica, cls, this.opts.now(), this.opts);
+    conn.queueMs = queueMs;
     try {
       await conn.open();
     } catch (err) {
@@ -50,6 +62,8 @@ export class PinnedConnection {
   private broken = false;
   /** Connect + authentication, ms (its own metric: not part of any query's latency). */
   connectMs = 0;
+  /** Time the session waited in the admission queue before it had a replica, ms (its own metric). */
+  queueMs = 0;
 
   private conn: DbConnection | undefined;
 
@@ -98,7 +112,12 @@ export class PinnedConnection {
     if (this.closed || !this.conn)
       throw new PlbError('SESSION_FAILED', `session on ${this.replica} is not open`);
     try {
-      return await this.conn.query(text, values);
+      const admission = this.opts.admission;
+      if (!admission) return await this.conn.query(text, values);
+      const start = this.opts.now();
+      const rows = await this.conn.query(text, values);
+      admission.observe(this.cls, this.at, this.opts.now() - start);
+      return rows;
     } catch (err) {
       const e = asError(err);
       // A server-side statement error keeps the session usable; a lost connection or timeout does not.
@@ -117,6 +136,7 @@ export class PinnedConnection {
     if (this.closed) return;
     this.closed = true;
     this.opts.router.release(this.replica, this.cls, this.opts.now());
+    this.opts.admission?.released();
     await this.conn?.end(this.broken ? 0 : 1000);
   }
 }

@@ -59,6 +59,7 @@ export async function runSession(
     return isPlbError(err, 'NO_REPLICA') ? 'no-replica' : 'connect-failed';
   }
   const opened = conn.openedMs;
+  if (ctx.ds.queueing) recorder.sessionQueued?.(cls, opened, conn.queueMs);
   const crossZone = zone !== undefined && ctx.zoneOf ? ctx.zoneOf(conn.replica) !== zone : undefined;
   recorder.sessionOpened(cls, conn.replica, opened, conn.connectMs, crossZone);
   const w = spec.classes[cls];

@@ -100,6 +100,24 @@ describe('haproxy-config', () => {
     );
   });
 
+  it('maxconn and a queue (the lc-queue baseline), and a priority queue over one backend', () => {
+    const q = haproxyConfig({ ...base, queue: { maxconn: 220, timeoutMs: 10_000 } });
+    expect(q).toContain('    timeout queue 10s\n');
+    expect(q).toContain('    default-server check inter 1s fall 2 rise 2 slowstart 10s maxconn 220\n');
+    const p = haproxyConfig({
+      ...base,
+      listen: parseVia('premium=127.0.0.1:25501,freemium=127.0.0.1:25502'),
+      queue: { maxconn: 100, timeoutMs: 5000, priority: true },
+    });
+    expect(p.match(/default_backend plb_replicas/g)).toHaveLength(2);
+    expect(p).toContain('set-priority-class int(-1)');
+    expect(p.match(/server r\d/g)).toHaveLength(5);
+    if (haproxyBin !== null) {
+      check(q);
+      check(p);
+    }
+  });
+
   it('the command prints it from --replica lists; bad flags are one line', async () => {
     const ok = await runCommand(HaproxyConfigCommand, [
       '--replica',
@@ -115,6 +133,15 @@ describe('haproxy-config', () => {
     const bad = await runCommand(HaproxyConfigCommand, ['--replica', '127.0.0.1', '--listen', 'x']);
     expect(bad.code).toBe(1);
     expect(bad.stderr.trim()).toMatch(/^Error: --listen: expected host:port/);
+    const maxconn = await runCommand(HaproxyConfigCommand, ['--replica', '127.0.0.1:1', '--maxconn', '0']);
+    expect(maxconn.stderr.trim()).toMatch(/^Error: --maxconn: /);
+    const timeout = await runCommand(HaproxyConfigCommand, [
+      '--replica',
+      '127.0.0.1:1',
+      '--queue-timeout',
+      'x',
+    ]);
+    expect(timeout.stderr.trim()).toMatch(/^Error: --queue-timeout: /);
     const user = await runCommand(HaproxyConfigCommand, ['--replica', '127.0.0.1:1', '--user', 'a b']);
     expect(user.stderr.trim()).toMatch(/^Error: --user: /);
   });

@@ -1,3 +1,4 @@
+import { ADMISSION_STRATEGIES, admissionFlags } from '../../bench/admission-options.js';
 import { Args, Flags } from '@oclif/core';
 import { benchFlags, presetSeriesFlags, seriesFlags } from '../../bench/options.js';
 import { HELP_GROUPS } from '../../cli/router-flags.js';
@@ -92,7 +93,7 @@ export default class PaperRun extends PlbCommand {
     );
     if (dryRun) {
       say(
-        `  same as: plb bench matrix --plan ${planPath} --strategy ${strategy.join(',')} --mix ${mix.join(',')} --repeat ${flags.repeat} --clients ${T} --think-time ${flags['think-time']} --out ${outDir}`,
+        `  same as: plb bench matrix --plan ${planPath} --strategy ${strategy.join(',')} --mix ${mix.join(',')} --repeat ${flags.repeat} --clients ${T} --think-time ${flags['think-time']} --out ${outDir}${admissionArgs(flags, strategy)}`,
       );
       return;
     }
@@ -110,4 +111,13 @@ export default class PaperRun extends PlbCommand {
     );
     if (code !== 0) this.exit(code);
   }
+}
+
+/** The admission flags of a dry run's command, when a strategy takes them. */
+function admissionArgs(flags: Record<string, unknown>, strategies: readonly string[]): string {
+  if (!strategies.some((s) => ADMISSION_STRATEGIES.includes(s))) return '';
+  return Object.keys(admissionFlags)
+    .filter((k) => flags[k] !== undefined)
+    .map((k) => ` --${k} ${String(flags[k])}`)
+    .join('');
 }
