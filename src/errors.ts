@@ -6,6 +6,8 @@ import { escapeControl } from './text.js';
  */
 export type PlbErrorCode =
   | 'NO_REPLICA'
+  | 'ADMISSION_FULL'
+  | 'ADMISSION_TIMEOUT'
   | 'BAD_INPUT'
   | 'PLAN_INVALID'
   | 'CLUSTER_UP_FAILED'

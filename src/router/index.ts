@@ -62,3 +62,9 @@ export {
   STRATEGY_NAMES,
   type StrategyInfo,
 } from './strategies.js';
+export {
+  AdmissionQueue,
+  QUEUE_ORDER,
+  type AdmissionQueueOptions,
+  type QueuedItem,
+} from './admission-queue.js';

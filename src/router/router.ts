@@ -1,4 +1,5 @@
 import { PlbError } from '../errors.js';
+import { admissionFor, AdmittingRouter } from './admission.js';
 import { GroupedLeastLoaded, NO_GROUP } from './least-loaded.js';
 import {
   rebalanceSteps,
@@ -106,6 +107,15 @@ abstract class BaseRouter implements Router {
     r.sessions[cls] -= 1;
     this.sessionsChanged(i);
     return true;
+  }
+
+  /** Counts a session of cls on a replica the caller chose (admission control picked it). */
+  assign(replica: string, cls: ServiceClass, _nowMs: number): Admission {
+    const r = this.replica(replica);
+    if (!r.healthy) throw this.noReplica(cls);
+    r.sessions[cls] += 1;
+    this.sessionsChanged(r.index);
+    return { replica: r.id };
   }
 
   protected badClass(cls: unknown): PlbError {
@@ -554,5 +564,19 @@ export function createRouter(options: RouterOptions): Router {
       return new LeastSessionsRouter('lc', options, 0);
     case 'wlc':
       return new LeastSessionsRouter('wlc', options, slowStartMs);
+    case 'plb-admit':
+      return new AdmittingRouter(
+        new PlbRouter(options, slowStartMs),
+        strategy,
+        admissionFor(options, slowStartMs),
+      );
+    case 'lc-queue': {
+      // HAProxy's queue knows no classes and no SLO: one FIFO, no guard.
+      const { guard: _guard, ...plain } = admissionFor(options, 0);
+      return new AdmittingRouter(new LeastSessionsRouter('lc', options, 0), strategy, {
+        ...plain,
+        classBlind: true,
+      });
+    }
   }
 }

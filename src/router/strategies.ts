@@ -18,6 +18,16 @@ export const STRATEGIES: readonly StrategyInfo[] = [
   },
   { name: 'lc', summary: 'least sessions over the healthy replicas' },
   { name: 'wlc', summary: 'weighted least sessions with a slow-start ramp for rejoining replicas' },
+  {
+    name: 'plb-admit',
+    summary:
+      'plb with per-replica session limits, a priority queue at admission and the SLO guard (--admission-*)',
+  },
+  {
+    name: 'lc-queue',
+    summary:
+      'least sessions with a per-replica limit and one FIFO queue (HAProxy leastconn + maxconn + timeout queue)',
+  },
 ];
 
 export const STRATEGY_NAMES: readonly StrategyName[] = STRATEGIES.map((s) => s.name);

@@ -1,3 +1,5 @@
+import type { AdmissionOptions } from './admission.js';
+
 export type ServiceClass = 'premium' | 'freemium';
 export type Role = 'premium' | 'mixed' | 'freemium';
 export interface RoleVector {
@@ -8,7 +10,7 @@ export interface RoleVector {
 export const SERVICE_CLASSES: readonly ServiceClass[] = ['premium', 'freemium'];
 
 /** The routing strategies plb compares (DESIGN.md). */
-export type StrategyName = 'plb' | 'rr' | 'static' | 'lc' | 'wlc';
+export type StrategyName = 'plb' | 'rr' | 'static' | 'lc' | 'wlc' | 'plb-admit' | 'lc-queue';
 
 /** A static per-class partition: the first `premium` replicas serve premium, the rest freemium. */
 export interface Partition {
@@ -56,6 +58,8 @@ export interface PlbReadings {
 }
 
 export interface RouterOptions {
+  /** plb-admit and lc-queue: session limits, the queue and the SLO guard (admission.ts). */
+  admission?: Omit<AdmissionOptions, 'slowStartMs'>;
   strategy: StrategyName;
   replicas: ReadonlyArray<string | ReplicaSpec>;
   /** plb: premium:mixed:freemium ratio, scaled to K with targetRoleVector (default 2:1:2). */
@@ -125,4 +129,6 @@ export interface Router {
    * that weigh replicas (wlc, plb) use it from the next admission on, the others ignore it.
    */
   setWeight(replica: string, weight: number): void;
+  /** Counts a session of cls on a replica chosen by admission control (admission.ts). */
+  assign?(replica: string, cls: ServiceClass, nowMs: number): Admission;
 }

@@ -10,11 +10,11 @@ const admitN = (
 ) => Array.from({ length: n }, () => r.admit(cls, t).replica);
 
 describe('strategy names', () => {
-  it('lists the five strategies for CLI flags', () => {
-    expect(STRATEGY_NAMES).toEqual(['plb', 'rr', 'static', 'lc', 'wlc']);
+  it('lists the strategies for CLI flags', () => {
+    expect(STRATEGY_NAMES).toEqual(['plb', 'rr', 'static', 'lc', 'wlc', 'plb-admit', 'lc-queue']);
     expect(isStrategyName('wlc')).toBe(true);
     expect(isStrategyName('x')).toBe(false);
-    expect(describeStrategies().split('\n')).toHaveLength(5);
+    expect(describeStrategies().split('\n')).toHaveLength(7);
   });
 });
 
