@@ -11,6 +11,7 @@ import { parseDuration } from '../faults/plan.js';
 import { isStrategyName, STRATEGY_NAMES } from '../router/index.js';
 import type { BorrowingOptions, Partition, RoleVector, StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './startup-packet.js';
+import { limitFlags, parseLimitFlags, type LimitConfig, type LimitFlagValues } from './limit-options.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;
@@ -77,6 +78,7 @@ export const proxyFlags = {
   fall: benchFlags.fall,
   rise: benchFlags.rise,
   'hang-timeout': benchFlags['hang-timeout'],
+  ...limitFlags,
   name: Flags.string({
     description: 'cluster name (brought up by `plb cluster up`)',
     default: benchFlags.name.default as string,
@@ -84,7 +86,7 @@ export const proxyFlags = {
   }),
 };
 
-export interface ProxyFlagValues {
+export interface ProxyFlagValues extends LimitFlagValues {
   name: string;
   host: string;
   'premium-port': number;
@@ -104,7 +106,7 @@ export interface ProxyFlagValues {
   'metrics-port'?: number | undefined;
 }
 
-export interface ProxyConfig {
+export interface ProxyConfig extends LimitConfig {
   name: string;
   host: string;
   ports: { premium?: number; freemium?: number };
@@ -189,6 +191,7 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     slowStartMs: checkBenchValue('slow-start', f['slow-start']) as number,
     health,
     statsEveryS: f['stats-every'],
+    ...parseLimitFlags(f, f.strategy),
     stopTimeoutMs: durationMs('stop-timeout', f['stop-timeout'], false),
     ...(f['metrics-port'] !== undefined ? { metricsPort: metricsPort(f['metrics-port']) } : {}),
   };

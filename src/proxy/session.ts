@@ -36,8 +36,14 @@ export interface SessionHost {
   readonly connectAttempts: number;
   readonly cancelKeys: CancelKeys;
   readonly stats: ProxyStats;
-  /** A replica for a session of cls (throws PlbError NO_REPLICA when none may take it). */
-  admit(cls: ServiceClass): { replica: string; host: string; port: number };
+  /**
+   * A replica for a session of cls, perhaps after a wait for a slot (admission-gate.ts); rejects
+   * with PlbError NO_REPLICA when none may take it, ADMISSION_FULL or ADMISSION_TIMEOUT when the
+   * session could not get a slot.
+   */
+  acquire(cls: ServiceClass, ticket: object): Promise<{ replica: string; host: string; port: number }>;
+  /** The session's client left while it waited for a slot: stop waiting (acquire rejects). */
+  cancelWait(ticket: object): void;
   release(replica: string, cls: ServiceClass): void;
   /** A passive failure signal for the health checker. */
   reportFailure(replica: string, err: unknown, via: 'connect' | 'session'): void;
@@ -74,6 +80,8 @@ export class ProxySession {
   private readonly framer = new BackendFramer();
   private readonly parser = new Parser();
   private admitted = false;
+  /** Waiting for a replica slot (the gate holds it). */
+  private waiting = false;
   private clientGone = false;
   private backendGone = false;
   private clientTerminated = false;
@@ -196,6 +204,7 @@ export class ProxySession {
   private onClientClose(): void {
     this.clientGone = true;
     clearTimeout(this.startupTimer);
+    if (this.waiting) this.host.cancelWait(this);
     this.releaseOnce();
     if (this.backend && !this.backendGone) {
       // The backend sees EOF and ends its session (a vanished replica: destroyed after a while).
@@ -229,14 +238,22 @@ export class ProxySession {
     for (let attempt = 0; attempt < this.host.connectAttempts; attempt++) {
       let target: { replica: string; host: string; port: number };
       try {
-        target = this.host.admit(cls);
+        this.waiting = true;
+        target = await this.host.acquire(cls, this);
       } catch (err) {
+        if (this.clientGone) return this.finish();
+        if (isPlbError(err, 'ADMISSION_FULL') || isPlbError(err, 'ADMISSION_TIMEOUT')) {
+          counters.refused += 1;
+          return this.refuse('53300', `plb proxy: ${err.message}`);
+        }
         if (!isPlbError(err, 'NO_REPLICA')) throw err;
         if (lastError === undefined) {
           counters.refused += 1;
           return this.refuse('57P03', `no replica available for class ${cls}`);
         }
         break;
+      } finally {
+        this.waiting = false;
       }
       this.admitted = true;
       this.replica = target.replica;
