@@ -6,7 +6,7 @@
  * proxy can replace BackendKeyData with its own key and, when the replica goes away, tell the
  * client with an ErrorResponse at a message boundary instead of leaving it hanging.
  */
-import { createConnection, type Socket } from 'node:net';
+import { createConnection, type OnReadOpts, type Socket } from 'node:net';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
 import { classifyFailure, isDeathEvidence } from '../cluster/failure-cause.js';
@@ -54,6 +54,8 @@ type Phase = 'startup' | 'connecting' | 'backend-startup' | 'ready' | 'closing';
 
 const STARTUP_TYPES: ReadonlySet<number> = new Set([MSG_ERROR, MSG_BACKEND_KEY, MSG_READY]);
 const SESSION_TYPES: ReadonlySet<number> = new Set([MSG_ERROR]);
+/** The backend read buffer (libuv reads up to this much at once). */
+const READ_BUFFER_BYTES = 32 * 1024;
 /** How long a closed side waits for the other to finish closing before it is destroyed. */
 const LINGER_MS = 5000;
 
@@ -89,6 +91,14 @@ export class ProxySession {
   private lastServerError: ServerError | undefined;
   private key: { pid: number; secret: Buffer } | undefined;
   private startupTimer: NodeJS.Timeout | undefined;
+  /**
+   * The backend is read into this session's own buffer (net's onread: no stream machinery or
+   * allocation per read). A read is handed to `sink` at once; when the client's write of it is left
+   * pending, the buffer is still referenced, so the next read gets a fresh one (`readBuffer`).
+   */
+  private rbuf: Buffer | undefined;
+  private rbufBusy = false;
+  private sink: (chunk: Buffer) => boolean = () => false;
   private lingerTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -260,7 +270,10 @@ export class ProxySession {
       let answer: FirstAnswer;
       let socket: Socket | undefined;
       try {
-        socket = await connectTcp(target.host, target.port, this.host.connectTimeoutMs);
+        socket = await connectTcp(target.host, target.port, this.host.connectTimeoutMs, {
+          buffer: () => this.readBuffer(),
+          callback: (n, buf) => this.sink((buf as Buffer).subarray(0, n)),
+        });
         answer = this.clientGone ? { ok: false, err: undefined } : await this.firstAnswer(socket, packet);
       } catch (err) {
         answer = { ok: false, err, retry: true };
@@ -301,14 +314,16 @@ export class ProxySession {
       let socketError: Error | undefined;
       const end = (a: FirstAnswer): void => {
         clearTimeout(timer);
-        socket.off('data', onData);
+        this.sink = () => false;
         socket.off('close', onClose);
         resolve(a);
       };
-      const onData = (chunk: Buffer): void => {
-        socket.pause();
+      // Copied: the read buffer is used again. Reading stops (false) until attach() resumes it.
+      this.sink = (read: Buffer): boolean => {
+        const chunk = Buffer.from(read);
         const dying = this.dyingServerError(chunk);
         end(dying ? { ok: false, err: dying, retry: true } : { ok: true, chunk });
+        return false;
       };
       const onClose = (): void =>
         end({
@@ -330,7 +345,6 @@ export class ProxySession {
         ms,
       );
       socket.on('error', (err) => (socketError = err));
-      socket.on('data', onData);
       socket.on('close', onClose);
       socket.write(packet);
     });
@@ -356,19 +370,27 @@ export class ProxySession {
     backend.setNoDelay(true);
     backend.on('error', (err) => (this.backendError = err));
     backend.on('close', () => this.onBackendClose());
-    backend.on('data', (d: Buffer) => this.onBackendData(d));
+    this.sink = (d) => this.onBackendData(d);
     this.framer.hook = { types: STARTUP_TYPES, fn: (type, msg) => this.onStartupMessage(type, msg) };
     const pending = this.inbuf;
     this.inbuf = Buffer.alloc(0);
     if (pending.length > 0) backend.write(pending);
-    this.onBackendData(first);
-    backend.resume();
+    if (this.onBackendData(first)) backend.resume();
   }
 
   // ---- backend side -----------------------------------------------------------------------
 
-  private onBackendData(d: Buffer): void {
-    if (this.clientGone) return;
+  private readBuffer(): Buffer {
+    if (this.rbuf === undefined || this.rbufBusy) {
+      this.rbuf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+      this.rbufBusy = false;
+    }
+    return this.rbuf;
+  }
+
+  /** A read from the backend (a view of the read buffer); false stops reading (backpressure). */
+  private onBackendData(d: Buffer): boolean {
+    if (this.clientGone) return true;
     let out: Buffer[];
     try {
       out = this.framer.push(d);
@@ -377,9 +399,9 @@ export class ProxySession {
       this.host.log(`session on ${this.replica}: ${err instanceof Error ? err.message : String(err)}`);
       this.client.destroy();
       this.backend?.destroy();
-      return;
+      return true;
     }
-    if (out.length === 0) return;
+    if (out.length === 0) return true;
     let ok = true;
     if (out.length === 1) ok = this.client.write(out[0] as Buffer);
     else {
@@ -387,10 +409,13 @@ export class ProxySession {
       for (const b of out) ok = this.client.write(b);
       this.client.uncork();
     }
+    // Not all written at once: the kernel did not take it, the pending write holds the buffer.
+    if (this.client.writableLength > 0) this.rbufBusy = true;
     if (!ok) {
-      this.backend?.pause();
       this.client.once('drain', () => this.backend?.resume());
+      return false;
     }
+    return true;
   }
 
   /** Startup: record the server's errors, swap BackendKeyData for the proxy's key, see ReadyForQuery. */
@@ -452,7 +477,10 @@ export class ProxySession {
     if (serverSaid) {
       // The server ended the session with its own FATAL (shutdown, authentication...), already relayed.
       const se = this.lastServerError as ServerError;
-      this.host.reportFailure(replica, Object.assign(new Error(se.message), se), via);
+      // A server that answers 08xxx itself (08P01: the client broke the protocol) is alive: a
+      // hostile client must not count toward marking its replica down.
+      if (!(se.code ?? '').startsWith('08'))
+        this.host.reportFailure(replica, Object.assign(new Error(se.message), se), via);
       this.client.end();
     } else {
       const err =
@@ -537,9 +565,9 @@ export class ProxySession {
 }
 
 /** A TCP connection to a replica, or the error (refused, or no answer within timeoutMs). */
-function connectTcp(host: string, port: number, timeoutMs: number): Promise<Socket> {
+function connectTcp(host: string, port: number, timeoutMs: number, onread: OnReadOpts): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const s = createConnection({ host, port });
+    const s = createConnection({ host, port, onread, noDelay: true });
     const timer = setTimeout(() => {
       s.destroy();
       reject(
