@@ -5,7 +5,9 @@
 import { Flags } from '@oclif/core';
 import { PlbError } from '../errors.js';
 import { parseDuration } from '../faults/plan.js';
+import type { SecureContext } from 'node:tls';
 import { defaultMaxClientConn } from './process-usage.js';
+import { loadTls } from './tls-client.js';
 
 const GROUP = 'PROXY LIMITS';
 
@@ -33,6 +35,12 @@ export const limitFlags = {
     default: '10s',
     helpGroup: GROUP,
   }),
+  'tls-cert': Flags.string({
+    description:
+      'PEM certificate: clients may use TLS (sslmode=require); the proxy ends it, replicas get plain TCP',
+    helpGroup: GROUP,
+  }),
+  'tls-key': Flags.string({ description: 'PEM private key of --tls-cert', helpGroup: GROUP }),
 };
 
 export interface LimitFlagValues {
@@ -40,11 +48,14 @@ export interface LimitFlagValues {
   'admission-limit'?: number | undefined;
   'admission-queue'?: number | undefined;
   'admission-timeout'?: string | undefined;
+  'tls-cert'?: string | undefined;
+  'tls-key'?: string | undefined;
 }
 
 export interface LimitConfig {
   maxClientConn: number;
   admission?: { limit: number; queue: number; timeoutMs: number };
+  tls?: SecureContext;
 }
 
 function positiveInt(flag: string, n: number | undefined): number | undefined {
@@ -66,7 +77,9 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
       'BAD_INPUT',
       `--admission-timeout: expected a duration like 10s or 500ms (got "${text}")`,
     );
+  const tls = loadTls(f['tls-cert'], f['tls-key']);
+  const base = { maxClientConn, ...(tls ? { tls } : {}) };
   const queues = strategy === 'plb-admit' || strategy === 'lc-queue';
-  if (limit === undefined && !queues) return { maxClientConn };
-  return { maxClientConn, admission: { limit: limit ?? 1000, queue, timeoutMs: s * 1000 } };
+  if (limit === undefined && !queues) return base;
+  return { ...base, admission: { limit: limit ?? 1000, queue, timeoutMs: s * 1000 } };
 }

@@ -3,6 +3,7 @@
  * is routed when it connects and stays on its replica (session-level, as in the paper).
  */
 import { createServer, type Server, type Socket } from 'node:net';
+import type { SecureContext } from 'node:tls';
 import { realClock, within, type Clock } from '../clock/index.js';
 import type { Connector } from '../cluster/connector.js';
 import type { Endpoint } from '../cluster/driver.js';
@@ -56,6 +57,8 @@ export interface ProxyOptions {
    * limit, except for the plb-admit and lc-queue strategies, which bring their own defaults.
    */
   admission?: { limit: number; queue: number; timeoutMs: number };
+  /** Certificate and key for clients' TLS (tls-client.ts); absent: SSLRequest answered 'N'. */
+  tls?: SecureContext;
 }
 
 export interface ProxyHandle {
@@ -150,6 +153,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     connectAttempts: opts.connectAttempts ?? DEFAULT_CONNECT_ATTEMPTS,
     cancelKeys,
     stats,
+    tls: opts.tls,
     acquire: async (cls, ticket) => {
       const replica = await gate.acquire(cls, ticket);
       const ep = byId.get(replica) as Endpoint;

@@ -76,6 +76,7 @@ export async function executeProxy(
       statsEveryS: config.statsEveryS,
       maxClientConn: config.maxClientConn,
       ...(config.admission ? { admission: config.admission } : {}),
+      ...(config.tls ? { tls: config.tls } : {}),
       log: io.log,
     }));
     if (metrics) io.log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);

@@ -7,6 +7,8 @@
  * client with an ErrorResponse at a message boundary instead of leaving it hanging.
  */
 import { createConnection, type OnReadOpts, type Socket } from 'node:net';
+import type { SecureContext } from 'node:tls';
+import { upgradeClient } from './tls-client.js';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
 import { classifyFailure, isDeathEvidence } from '../cluster/failure-cause.js';
@@ -36,6 +38,8 @@ export interface SessionHost {
   readonly connectAttempts: number;
   readonly cancelKeys: CancelKeys;
   readonly stats: ProxyStats;
+  /** With a certificate (--tls-cert/--tls-key): SSLRequest is answered 'S' and TLS ends here. */
+  readonly tls?: SecureContext | undefined;
   /**
    * A replica for a session of cls, perhaps after a wait for a slot (admission-gate.ts); rejects
    * with PlbError NO_REPLICA when none may take it, ADMISSION_FULL or ADMISSION_TIMEOUT when the
@@ -102,19 +106,29 @@ export class ProxySession {
   private lingerTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly client: Socket,
+    private client: Socket,
     private readonly listenerClass: ServiceClass,
     private readonly host: SessionHost,
   ) {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     client.setNoDelay(true);
-    client.on('data', (d: Buffer) => this.onClientData(d));
-    client.on('error', () => undefined); // a reset client is an ordinary end
-    client.on('close', () => this.onClientClose());
+    this.listen(client);
     this.startupTimer = setTimeout(() => {
       if (this.phase === 'startup') this.refuse('08P01', 'timeout waiting for the startup packet');
     }, host.startupTimeoutMs);
     this.startupTimer.unref();
+  }
+
+  private listen(client: Socket): void {
+    client.on('data', (d: Buffer) => this.onClientData(d));
+    client.on('error', () => undefined); // a reset client is an ordinary end
+    client.on('close', () => this.onClientClose());
+  }
+
+  /** The client's socket is now the TLS one over it (tls-client.ts). */
+  useClientSocket(socket: Socket): void {
+    this.client = socket;
+    this.listen(socket);
   }
 
   /** Graceful stop ran out of time: tell the client (at a boundary) and close both sides. */
@@ -184,7 +198,15 @@ export class ProxySession {
           return this.refuse(p.code, p.reason);
         case 'ssl':
         case 'gssenc':
-          // No TLS or GSS encryption here: the client goes on in plain text (or gives up).
+          if (p.kind === 'ssl' && this.host.tls) {
+            // Bytes after the request would be read as if they had come encrypted: refused.
+            if (this.inbuf.length > p.length)
+              return this.refuse('08P01', 'unexpected data after the SSL request');
+            this.inbuf = Buffer.alloc(0);
+            this.client.write('S');
+            return upgradeClient(this, this.client, this.host.tls);
+          }
+          // No certificate (or GSS): the client goes on in plain text (or gives up).
           this.inbuf = this.inbuf.subarray(p.length);
           this.client.write('N');
           continue;

@@ -6,6 +6,7 @@
  * connection is left open. Against real postgres processes (local driver, two standbys); skips
  * without the server binaries, except with CI=true (a failure there).
  */
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -17,7 +18,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Credentials, Endpoint } from '../../src/cluster/driver.js';
 import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
 import { clusterSpec } from '../../src/cluster/select.js';
+import { findBinDir } from '../../src/cluster/local/binaries.js';
 import { startProxy, type ProxyHandle } from '../../src/proxy/proxy-server.js';
+import { loadTls } from '../../src/proxy/tls-client.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 
 const ci = process.env.CI === 'true';
@@ -196,7 +199,30 @@ describe.skipIf(!haveServerBinaries)('plb proxy fuzz on a local cluster', () => 
     await driver.up(() => undefined);
     creds = await driver.credentials();
     replicas = driver.endpoints().filter((e) => e.kind === 'replica');
+    // A self-signed certificate: clients may ask for TLS (sslmode=require), the proxy ends it.
+    const cert = join(stateDir, 'proxy.crt');
+    const key = join(stateDir, 'proxy.key');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     proxy = await startProxy({
+      tls: loadTls(cert, key),
       replicas,
       connector: driver.connector(creds),
       host: '127.0.0.1',
@@ -221,6 +247,39 @@ describe.skipIf(!haveServerBinaries)('plb proxy fuzz on a local cluster', () => 
     if (stateDir) rmSync(stateDir, { recursive: true, force: true });
     console.log(`fuzz actions: ${JSON.stringify(counts)}`);
   });
+
+  it('TLS: sslmode=require ends at the proxy; sslmode=disable still plain', async () => {
+    const psql = (mode: string): Promise<string> =>
+      new Promise((resolve, reject) =>
+        execFile(
+          join(findBinDir(), 'psql'),
+          [
+            `host=127.0.0.1 port=${PREMIUM_PORT} user=${creds.user} dbname=${creds.database} sslmode=${mode}`,
+            '-XAt',
+            '-c',
+            'select 40 + 2',
+            '-c',
+            '\\conninfo',
+          ],
+          { env: { ...process.env, PGPASSWORD: creds.password }, encoding: 'utf8', timeout: 20_000 },
+          (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(stdout)),
+        ),
+      );
+    const secure = await psql('require');
+    expect(secure).toContain('42');
+    expect(secure).toMatch(/SSL connection \(protocol: TLSv1\.[23]/);
+    const plain = await psql('disable');
+    expect(plain).toContain('42');
+    expect(plain).not.toContain('SSL connection');
+    // node-postgres with TLS: the socket it reads is encrypted.
+    const c = new pg.Client({ ...pgConfig(FREEMIUM_PORT), ssl: { rejectUnauthorized: false } });
+    await c.connect();
+    expect((await c.query('select 1 as one')).rows[0]).toEqual({ one: 1 });
+    expect(
+      (c as unknown as { connection: { stream: { encrypted?: boolean } } }).connection.stream.encrypted,
+    ).toBe(true);
+    await c.end();
+  }, 30_000);
 
   it('never crashes, keeps serving, and leaks no session slot', async () => {
     // A live session's key, so some cancels are real ones (a cancel of an idle session is harmless).
