@@ -13,6 +13,10 @@ export default tseslint.config(
     },
   },
   {
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+  },
+  {
     // The router is pure: time is passed in, nothing is read from the outside world.
     files: ['src/router/**/*.ts'],
     rules: {

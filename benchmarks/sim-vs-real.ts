@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
-import type { RunSummary } from '../src/metrics/types.js';
+import type { RunSummary } from '../src/run-format/summary.js';
 
 const P95_TOLERANCE = 0.3;
 const GOODPUT_TOLERANCE = 0.1;

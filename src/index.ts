@@ -1,12 +1,14 @@
 // The library's public exports.
-export * from './errors.js';
+export * from './core/errors.js';
 export * from './router/index.js';
 export type * from './cluster/driver.js';
-export type * from './faults/types.js';
+export type * from './core/replica-ids.js';
+export type * from './core/endpoint.js';
 export type * from './metrics/types.js';
 export { loadPlan, parsePlan, planPhases } from './faults/plan.js';
 export { DataSource, PinnedConnection, type DataSourceOptions } from './workload/data-source.js';
-export { HealthChecker, HealthTracker, DEFAULT_HEALTH, type HealthOptions } from './cluster/health.js';
+export { HealthChecker, HealthTracker, DEFAULT_HEALTH } from './cluster/health.js';
+export { type HealthOptions } from './run-format/config.js';
 export {
   bringUp,
   openCluster,

@@ -3,8 +3,9 @@
  * (session-level, like plb), roundrobin or leastconn, slowstart, and health checks with plb's
  * interval, fall and rise. Pure: text in, text out (`plb haproxy-config` prints it).
  */
-import type { HostPort, ViaEndpoints } from '../bench/via.js';
-import { formatHostPort } from '../bench/via.js';
+import type { ViaEndpoints } from '../bench/via.js';
+import type { HostPort } from '../core/endpoint.js';
+import { formatHostPort } from '../core/endpoint.js';
 import { partitionFor } from '../router/role-vector.js';
 import type { Partition } from '../router/types.js';
 

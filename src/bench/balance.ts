@@ -5,11 +5,11 @@
  * spreads them in, run.ts applies them.
  */
 import { Flags } from '@oclif/core';
-import { PlbError } from '../errors.js';
-import type { FaultPlan } from '../faults/types.js';
+import { PlbError } from '../core/errors.js';
+import type { FaultPlan } from '../run-format/plan.js';
 import { parseMaxLag } from '../router/max-lag.js';
 import { DEFAULT_ZONE_SPILL, parseClientZones } from '../router/zones.js';
-import { parseDuration } from '../faults/plan.js';
+import { parseDuration } from '../core/duration.js';
 
 /** What a run balances by, beyond its strategy. Every field absent: as before. */
 export interface BalanceOptions {

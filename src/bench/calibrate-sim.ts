@@ -16,7 +16,8 @@ import { cpus as hostCpus, loadavg, release, type as osType } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Table from 'cli-table3';
 import type pg from 'pg';
-import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 import {
   connect,
   currentWalLsn,
@@ -28,17 +29,18 @@ import {
 import { DEFAULT_REPLICAS, parseCpus, parseDriverChoice } from '../cluster/select.js';
 import { checkCalibration, type SimCalibration } from '../cluster/sim/calibration.js';
 import { validateClusterName } from '../cluster/state.js';
-import { formatError, PlbError } from '../errors.js';
+import { formatError, PlbError } from '../core/errors.js';
 import { coefficientOfVariation } from '../metrics/math.js';
 import { quantile } from '../metrics/math.js';
-import { checkWritableFile, writeFileSafe } from '../safe-write.js';
-import { tableStyle } from '../table-style.js';
+import { checkWritableFile, writeFileSafe } from '../core/safe-write.js';
+import { tableStyle } from '../core/table-style.js';
 import { measureConnects, replicaCpu, type ConnectSamples } from '../workload/calibrate.js';
-import { makeQuery } from '../workload/queries.js';
-import { Rng } from '../workload/rng.js';
-import { DEFAULT_WORKLOAD, type QueryKind } from '../workload/spec.js';
+import { makeQuery } from '../cluster/queries.js';
+import { Rng } from '../core/rng.js';
+import { DEFAULT_WORKLOAD } from '../workload/spec.js';
+import { type QueryKind } from '../run-format/config.js';
 import { leaseCluster } from './cluster-lease.js';
-import { handleStopSignals, STOP_SIGNALS } from './stop-signals.js';
+import { handleStopSignals, STOP_SIGNALS } from '../cli/stop-signals.js';
 
 export const KINDS: readonly QueryKind[] = ['point', 'range', 'scan'];
 

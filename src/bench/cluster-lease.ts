@@ -1,4 +1,5 @@
-import type { ClusterDriver, ClusterSpec } from '../cluster/driver.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import type { ClusterSpec } from '../run-format/cluster-record.js';
 import { acquireClusterLock } from '../cluster/lock.js';
 import {
   bringUp,
@@ -13,14 +14,14 @@ import type { SimCalibration } from '../cluster/sim/calibration.js';
 import { checkCapacity, connectionsFor, CONNECTION_RESERVE, MAX_MAX_CONNECTIONS } from '../cluster/sizing.js';
 import { defaultStateDir, readClusterRecord } from '../cluster/state.js';
 import type { VirtualClock } from '../clock/virtual.js';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import {
   ExternalDriver,
   externalConfig,
   primaryMaxConnections,
   type ExternalCluster,
 } from '../cluster/external/index.js';
-import { hookEvents } from '../cluster/external/hook-events.js';
+import { hookEvents } from './hook-events.js';
 import type { RunWriter } from '../metrics/types.js';
 
 export interface ClusterLease {

@@ -9,7 +9,7 @@ import { arch, cpus, platform, release } from 'node:os';
 import { join } from 'node:path';
 import type { ClusterDriver } from '../cluster/driver.js';
 import { withClient } from '../cluster/pg-util.js';
-import { packageRoot } from '../package-info.js';
+import { packageRoot } from '../core/package-info.js';
 import type { RunEnvironment } from '../run-format/config.js';
 
 const PROBE_TIMEOUT_MS = 3000;

@@ -1,38 +1,39 @@
 import { Flags } from '@oclif/core';
-import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
+import { DEFAULT_HEALTH } from '../cluster/health.js';
+import { type HealthOptions } from '../run-format/config.js';
 import { DEFAULT_BASE_PORT, parseCpus, parseDriverChoice } from '../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
-import { formatError, PlbError } from '../errors.js';
-import { errorLine, exitCodeOf } from '../fail.js';
-import { ensureWritableDir } from '../safe-write.js';
-import { loadPlan, MAX_SIM_REPLICAS, parseDuration } from '../faults/plan.js';
+import { formatError, PlbError } from '../core/errors.js';
+import { errorLine, exitCodeOf } from '../core/fail.js';
+import { ensureWritableDir } from '../core/safe-write.js';
+import { loadPlan } from '../faults/plan.js';
+import { MAX_SIM_REPLICAS } from '../core/replica-ids.js';
 import { createRunWriter, type RunWriter } from '../metrics/index.js';
 import { createLiveMetrics, type LiveMetrics } from '../metrics/live-metrics.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import {
   createRouter,
-  DEFAULT_BORROWING,
-  DEFAULT_SLOW_START_MS,
   isStrategyName,
   parsePartition,
   parseReadings,
   parseRoleVector,
   resolveBorrowing,
 } from '../router/index.js';
-import type { BorrowingOptions, ServiceClass, StrategyName } from '../router/types.js';
+import type { StrategyName } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { renderComparison, renderReport, writeReports } from '../report/index.js';
-import { colourEnabled } from '../table-style.js';
+import { colourEnabled } from '../core/table-style.js';
 import { trackSeries } from './series-progress.js';
-import { renderBenchResults } from '../report/side-by-side.js';
+import { renderBenchResults } from './results.js';
 import { paperFigures } from '../report/paper-figures.js';
 import { paperSection } from '../report/paper-render.js';
-import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from './stop-signals.js';
+import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from '../cli/stop-signals.js';
 import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
-import { checkSeed, MAX_SEED } from '../workload/rng.js';
+import { checkSeed, MAX_SEED } from '../core/rng.js';
 import { parseWriteRate, refuseLagWithSim } from '../workload/writer.js';
 import { parseLagWeights, type LagWeightOptions } from '../router/lag-weight.js';
 import type { BenchResult } from './run.js';
-import { packageVersion } from '../package-info.js';
+import { packageVersion } from '../core/package-info.js';
 import { leaseCluster, observeWriters } from './cluster-lease.js';
 import {
   BALANCE_CHECKS,
@@ -49,13 +50,12 @@ import {
   parsePerClass,
   parseQueryWeights,
   queryWeightsLabel,
-  type ClassWorkload,
   type PerClass,
-  type WorkloadSpec,
 } from '../workload/spec.js';
+import { type ClassWorkload, type WorkloadSpec } from '../run-format/config.js';
 import { loadWorkloadFile } from '../workload/workload-file.js';
 import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../cluster/external/index.js';
-import type { FaultPlan } from '../faults/types.js';
+import type { FaultPlan } from '../run-format/plan.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
 import {
   defaultViaLabel,
@@ -67,15 +67,15 @@ import {
   viaStrategy,
   type ViaOptions,
 } from './via.js';
-
-/** Help sections of the bench flags (oclif `helpGroup`). */
-export const HELP_GROUPS = {
-  workload: 'WORKLOAD',
-  router: 'PLB ROUTER',
-  health: 'HEALTH',
-  cluster: 'CLUSTER',
-  output: 'OUTPUT',
-} as const;
+import {
+  durationMsFlag,
+  healthFlags,
+  HELP_GROUPS,
+  parseBorrowing,
+  positive,
+  ROUTER_CHECKS,
+  routerFlags,
+} from '../cli/router-flags.js';
 
 /**
  * A flag whose value is checked when the command line is read, by the same function executeBench
@@ -226,54 +226,14 @@ export const benchFlags = {
     default: String(DEFAULT_TARGET_CPU),
     helpGroup: HELP_GROUPS.workload,
   }),
-  reference: checkedString({
-    description: 'plb reference split premium:mixed:freemium (K=5)',
-    default: '2:1:2',
-    helpGroup: HELP_GROUPS.router,
-  }),
-  partition: checkedString({
-    description: 'static partition premium:freemium',
-    default: '3:2',
-    helpGroup: HELP_GROUPS.router,
-  }),
-  borrow: checkedString({
-    description:
-      'plb borrowing: premium:freemium pressure ratios (a class borrows a replica of the other role when its own best replica is that many times as loaded), or off',
-    default: '1.5:2',
-    helpGroup: HELP_GROUPS.router,
-  }),
+  ...routerFlags,
   readings: checkedString({
     description:
       "plb readings of the paper's repair rules: a preset (plb, paper) and/or key=value over it: donors=above-target|mixed-first, canonicalize=borrowed|all, reference=literal|floored, repair=target|none|shared (none and shared: ablations); borrowing is --borrow",
     default: 'plb',
     helpGroup: HELP_GROUPS.router,
   }),
-  'slow-start': checkedString({
-    description: 'plb/wlc slow-start ramp of a rejoining replica',
-    default: `${DEFAULT_SLOW_START_MS / 1000}s`,
-    helpGroup: HELP_GROUPS.router,
-  }),
-  'health-interval': checkedString({
-    description: 'health check interval',
-    default: `${DEFAULT_HEALTH.intervalMs}ms`,
-    helpGroup: HELP_GROUPS.health,
-  }),
-  fall: checkedNumber({
-    description: 'failed checks that mark a replica down',
-    default: DEFAULT_HEALTH.fall,
-    helpGroup: HELP_GROUPS.health,
-  }),
-  rise: checkedNumber({
-    description: 'good checks that mark it up again',
-    default: DEFAULT_HEALTH.rise,
-    helpGroup: HELP_GROUPS.health,
-  }),
-  'hang-timeout': checkedString({
-    description:
-      'a replica that answers nothing, not even its health check, this long is taken for down (overload and slowness never are)',
-    default: `${DEFAULT_HEALTH.hangMs}ms`,
-    helpGroup: HELP_GROUPS.health,
-  }),
+  ...healthFlags,
   oracle: Flags.boolean({
     description: 'the injector tells the router about faults (no detection delay)',
     default: false,
@@ -433,24 +393,6 @@ function lagWeightsFlag(text: string): LagWeightOptions | undefined {
   return text.trim() === 'off' ? undefined : parseLagWeights(text);
 }
 
-function durationMsFlag(name: string, value: string): number {
-  const s = parseDuration(value);
-  if (s === undefined || !(s >= 0))
-    throw new PlbError('BAD_INPUT', `--${name}: expected a duration like 10s or 500ms (got "${value}")`);
-  return s * 1000;
-}
-
-function positive(name: string, n: number, integer = true, max = Infinity): number {
-  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
-    throw new PlbError(
-      'BAD_INPUT',
-      `--${name}: must be a positive ${integer ? 'integer' : 'number'} (got ${n})`,
-    );
-  }
-  if (n > max) throw new PlbError('BAD_INPUT', `--${name}: must be at most ${max} (got ${n})`);
-  return n;
-}
-
 /** Upper bounds of the flags: past them a run cannot work here, and would only exhaust the machine. */
 export const LIMITS = {
   clients: 100_000,
@@ -459,28 +401,6 @@ export const LIMITS = {
   rate: 100_000,
   datasetRows: 100_000_000,
 } as const;
-
-/** '1.5:2' -> pressure ratios for premium and freemium (return ratios follow), 'off' -> false. */
-export function parseBorrowing(text: string): BorrowingOptions | false {
-  if (text.trim() === 'off') return false;
-  const m = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(text);
-  if (!m)
-    throw new PlbError(
-      'BAD_INPUT',
-      `--borrow: expected premium:freemium ratios like 1.5:2, or off (got "${text}")`,
-    );
-  const ratio = (cls: 'premium' | 'freemium', v: number) => {
-    if (!(v > 1)) throw new PlbError('BAD_INPUT', `--borrow: the ${cls} ratio must be > 1 (got ${v})`);
-    // Keep a band between borrowing and returning: returnRatio * pressureRatio > 1.
-    return { pressureRatio: v, returnRatio: Math.max(DEFAULT_BORROWING[cls].returnRatio, 1.25 / v) };
-  };
-  const options: BorrowingOptions = {
-    premium: ratio('premium', Number(m[1])),
-    freemium: ratio('freemium', Number(m[2])),
-  };
-  resolveBorrowing(options);
-  return options;
-}
 
 /** The router's strategies, and via (an external balancer, src/bench/via.ts). */
 function parseStrategies(text: string, field: string): string[] {
@@ -570,15 +490,8 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   'query-mix': (v) => parsePerClass(String(v), '--query-mix', (w) => parseQueryWeights(w, '--query-mix')),
   workload: (v) => loadWorkloadFile(String(v)),
   'target-cpu': (v) => targetCpu(String(v)),
-  reference: (v) => parseRoleVector(String(v), '--reference'),
-  partition: (v) => parsePartition(String(v), '--partition'),
-  borrow: (v) => parseBorrowing(String(v)),
   readings: (v) => parseReadings(String(v), '--readings'),
-  'slow-start': (v) => durationMsFlag('slow-start', String(v)),
-  'health-interval': (v) => positive('health-interval', durationMsFlag('health-interval', String(v)), false),
-  fall: (v) => positive('fall', Number(v)),
-  rise: (v) => positive('rise', Number(v)),
-  'hang-timeout': (v) => positive('hang-timeout', durationMsFlag('hang-timeout', String(v)), false),
+  ...ROUTER_CHECKS,
   cpus: (v) => parseCpus('--cpus', String(v)),
   'base-port': (v) => positive('base-port', Number(v), true, 65535),
   progress: (v) => nonNegativeInteger('progress', Number(v), 86_400),

@@ -1,49 +1,36 @@
 import { realClock, within, type Clock } from '../clock/index.js';
 import type { Connector } from '../cluster/connector.js';
-import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
-import { HealthChecker, type HealthOptions } from '../cluster/health.js';
-import { errorText, PlbError } from '../errors.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
+import { HealthChecker } from '../cluster/health.js';
+import { type HealthOptions } from '../run-format/config.js';
+import { errorText, PlbError } from '../core/errors.js';
 import { replicaStateAfter } from '../faults/actions.js';
 import { Injector, type InjectedFault } from '../faults/injector.js';
-import type { FaultPlan } from '../faults/types.js';
+import type { FaultPlan } from '../run-format/plan.js';
 import {
   HARNESS_LOOP_P99_LIMIT_MS,
   type Recorder,
   type ReplicaState,
-  type RunSummary,
   type RunWriter,
 } from '../metrics/types.js';
+import { type RunSummary } from '../run-format/summary.js';
 import { nearestRank } from '../metrics/math.js';
-import type { RoleVector, ServiceClass } from '../router/types.js';
+import type { RoleVector } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { DataSource } from '../workload/data-source.js';
-import { Rng } from '../workload/rng.js';
+import { Rng } from '../core/rng.js';
 import { runClient, runSession, type SessionContext } from '../workload/session-loop.js';
-import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
+import { splitByMix } from '../workload/spec.js';
+import { type WorkloadSpec } from '../run-format/config.js';
 import { lagWeighting, ReplicaWeights, startWriteLoad, type WriteLoad } from './write-load.js';
 import type { LagWeightOptions } from '../router/lag-weight.js';
 import { maxLagFactor } from '../router/max-lag.js';
 import { clientZone } from '../router/zones.js';
 import type { BalanceOptions } from './balance.js';
-import { formatHostPort, viaConnector, type ViaOptions } from './via.js';
-
-/** The part of the router the runner uses (src/router createRouter()). */
-export interface RunnerRouter {
-  admit(cls: ServiceClass, nowMs: number, zone?: string): { replica: string };
-  release(replica: string, cls: ServiceClass, nowMs: number): void;
-  /** `--strategy via`: the session landed on this replica (see AdmissionControl.landed). */
-  landed?(target: string, replica: string, cls: ServiceClass, nowMs: number): void;
-  markDown(replica: string, nowMs: number): void;
-  markUp(replica: string, nowMs: number): void;
-  /** Lag-derived weights (src/router Router.setWeight); absent in routers made for tests. */
-  setWeight?(replica: string, weight: number): void;
-  snapshot(): ReadonlyArray<{
-    id: string;
-    healthy: boolean;
-    role: string;
-    weight?: number;
-    sessions: { premium: number; freemium: number };
-  }>;
-}
+import { viaConnector, type ViaOptions } from './via.js';
+import { formatHostPort } from '../core/endpoint.js';
+import type { SessionRouter } from '../router/types.js';
 
 export interface BenchConfig {
   plan: FaultPlan;
@@ -75,7 +62,7 @@ export interface BenchDeps {
   createRouter: (
     replicaIds: string[],
     onRoleChange: (c: { replica: string; from: string; to: string; reason: string; nowMs: number }) => void,
-  ) => RunnerRouter;
+  ) => SessionRouter;
   createWriter: (replicaIds: string[]) => RunWriter;
   /** The parts that watch, route and break the cluster; defaults are the real ones (`runParts`). */
   createParts?: (x: PartsInputs) => RunParts;
@@ -101,7 +88,7 @@ export interface PartsInputs {
   ids: readonly string[];
   connector: Connector;
   clock: Clock;
-  router: RunnerRouter;
+  router: SessionRouter;
   writer: RunWriter;
   log: (line: string) => void;
   /** A replica's health changed (detected, or told by the oracle). */
@@ -466,7 +453,7 @@ class Sampler {
   constructor(
     private readonly config: BenchConfig,
     private readonly driver: ClusterDriver,
-    private readonly router: RunnerRouter,
+    private readonly router: SessionRouter,
     private readonly writer: RunWriter,
     private readonly clock: Clock,
     private readonly quota: ReadonlyMap<string, number>,

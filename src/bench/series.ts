@@ -1,18 +1,22 @@
 import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../package-info.js';
-import type { ClusterDriver, ClusterSpec } from '../cluster/driver.js';
-import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
-import { PlbError } from '../errors.js';
-import type { FaultPlan } from '../faults/types.js';
-import type { RoleVector, ServiceClass } from '../router/types.js';
+import { packageRoot } from '../core/package-info.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import type { ClusterSpec } from '../run-format/cluster-record.js';
+import { DEFAULT_HEALTH } from '../cluster/health.js';
+import { type HealthOptions } from '../run-format/config.js';
+import { PlbError } from '../core/errors.js';
+import type { FaultPlan } from '../run-format/plan.js';
+import type { RoleVector } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { VirtualClock } from '../clock/virtual.js';
 import { classQueryCpuMs, meanQueryCpuMs, simDriverOf, type SimDriver } from '../cluster/sim/index.js';
 import { calibrateThinkTime, thinkTimesFor, type ClassThinkInputs } from '../workload/calibrate.js';
-import { MAX_SEED, Rng } from '../workload/rng.js';
-import { prepareCluster, runBench, type BenchDeps, type BenchResult, type RunnerRouter } from './run.js';
-import { splitByMix, type WorkloadSpec } from '../workload/spec.js';
+import { MAX_SEED, Rng } from '../core/rng.js';
+import { prepareCluster, runBench, type BenchDeps, type BenchResult } from './run.js';
+import { splitByMix } from '../workload/spec.js';
+import { type WorkloadSpec } from '../run-format/config.js';
 import type { BalanceOptions } from './balance.js';
 import type { LagWeightOptions } from '../router/lag-weight.js';
 import { isViaStrategy, type ViaOptions } from './via.js';
@@ -245,5 +249,3 @@ async function series(
   }
   return { results, interrupted: false };
 }
-
-export type { RunnerRouter };

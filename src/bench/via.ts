@@ -7,16 +7,12 @@
  */
 import type { Connector, DbConnection, OpenOptions } from '../cluster/connector.js';
 import { openPgClient, pgConnection } from '../cluster/connector.js';
-import type { Credentials, Endpoint } from '../cluster/driver.js';
-import { PlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
-import { SERVICE_CLASSES } from '../router/types.js';
-import type { RunnerRouter } from './run.js';
-
-export interface HostPort {
-  host: string;
-  port: number;
-}
+import type { Credentials, Endpoint } from '../core/endpoint.js';
+import { PlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
+import type { SessionRouter } from '../router/types.js';
+import { formatHostPort, type HostPort } from '../core/endpoint.js';
 
 /** Where each class's sessions connect (one endpoint for both, or one per class). */
 export type ViaEndpoints = Record<ServiceClass, HostPort>;
@@ -82,10 +78,6 @@ export function defaultViaLabel(endpoints: ViaEndpoints): string {
   return p === q ? p : `${p},${q}`;
 }
 
-export function formatHostPort(e: HostPort): string {
-  return e.host.includes(':') ? `[${e.host}]:${e.port}` : `${e.host}:${e.port}`;
-}
-
 /** What the connector opens for a class's via session (never a replica id). */
 export function viaTarget(cls: ServiceClass): string {
   return `${VIA}:${cls}`;
@@ -97,7 +89,7 @@ export function viaTarget(cls: ServiceClass): string {
  * changes only mark replicas in the snapshot. Every replica reports role mixed: the balancer's
  * own partitions, if it has any, are not known here.
  */
-export class ViaAdmissions implements RunnerRouter {
+export class ViaAdmissions implements SessionRouter {
   private readonly replicas = new Map<
     string,
     { healthy: boolean; sessions: { premium: number; freemium: number } }

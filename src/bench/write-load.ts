@@ -3,14 +3,14 @@
  * sampler asks once a second. Absent in read-only runs (the default), which measure as before.
  */
 import type { Clock } from '../clock/index.js';
-import type { Credentials, Endpoint } from '../cluster/driver.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { LagProbe } from '../cluster/lag-probe.js';
 import { connect } from '../cluster/pg-util.js';
-import { errorText } from '../errors.js';
-import type { ReplicaLag } from '../metrics/lag.js';
+import { errorText } from '../core/errors.js';
+import type { ReplicaLag } from '../cluster/lag-probe.js';
 import type { RunWriter } from '../metrics/types.js';
 import { lagWeight, type LagWeightOptions } from '../router/lag-weight.js';
-import type { Rng } from '../workload/rng.js';
+import type { Rng } from '../core/rng.js';
 import { Writer, type WriteConnection } from '../workload/writer.js';
 
 /** Client-side bound of one write batch: a stuck primary must not hold the writer forever. */

@@ -1,5 +1,5 @@
-import { PlbError } from '../errors.js';
-import { MinHeap } from '../min-heap.js';
+import { PlbError } from '../core/errors.js';
+import { MinHeap } from '../core/min-heap.js';
 import { sleepWith, type Cancel, type Clock } from './index.js';
 
 interface Due {

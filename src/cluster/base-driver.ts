@@ -3,16 +3,12 @@
  * servers' addresses and settings, free ports, readiness, the pg connector and the dataset.
  * Each driver adds how it starts, stops and measures its servers.
  */
-import {
-  serverIds,
-  type ClusterSpec,
-  type Credentials,
-  type Endpoint,
-  type ServerId,
-  type ServerStatus,
-} from './driver.js';
-import { PlbError } from '../errors.js';
-import { ensureDataset } from '../workload/dataset.js';
+import { type ServerStatus } from './driver.js';
+import { type ClusterSpec } from '../run-format/cluster-record.js';
+import { serverIds, type ServerId } from '../core/replica-ids.js';
+import { type Credentials, type Endpoint } from '../core/endpoint.js';
+import { PlbError } from '../core/errors.js';
+import { ensureDataset } from './dataset.js';
 import { pgConnector, type Connector } from './connector.js';
 import { portFree } from './ports.js';
 import { currentWalLsn, replicaReplication, setWalReplayPaused, waitServerReady } from './pg-util.js';

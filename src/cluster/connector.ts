@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Credentials, Endpoint } from './driver.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 
 export interface OpenOptions {
   /** Connect + authentication must finish within this (ms). */

@@ -1,57 +1,7 @@
 import type { Connector } from './connector.js';
-
-/**
- * The contract between plb and a cluster. Implementations: docker/ (dockerode), local/ (postgres
- * processes), sim/ (simulated replicas in virtual time) and external/ (a cluster plb did not make,
- * driven by the user's hooks). Server ids are 'primary' and 'r1'..'rK'.
- */
-export type ServerId = string;
-
-/** Replica ids of a cluster of K standbys: 'r1'..'rK' (plans, reports and the router use them). */
-export function replicaIds(replicas: number): ServerId[] {
-  return Array.from({ length: replicas }, (_, i) => `r${i + 1}`);
-}
-
-/** 'primary', then 'r1'..'rK'. */
-export function serverIds(replicas: number): ServerId[] {
-  return ['primary', ...replicaIds(replicas)];
-}
-
-const naturalOrder = new Intl.Collator('en', { numeric: true });
-
-/** Natural order of server ids: r2 before r10 (a plain sort puts r10 first). */
-export function compareReplicaIds(a: string, b: string): number {
-  return naturalOrder.compare(a, b);
-}
-
-export interface ClusterSpec {
-  /** Cluster name; containers are plb-<name>-primary, plb-<name>-r1.. */
-  name: string;
-  /** Number of streaming standbys (the read pool). */
-  replicas: number;
-  /** The primary listens on basePort, replica i on basePort + i. */
-  basePort: number;
-  /** CPU quota per replica (cores). */
-  cpus: number;
-  /** CPU quota for the primary (cores). */
-  primaryCpus: number;
-  /** Memory limit per server, MiB (sized from maxConnections unless given). */
-  memoryMb: number;
-  /**
-   * max_connections of every server. Standbys need at least the primary's value, so all servers
-   * share it; a bench sizes it so one surviving replica can hold every session (sizing.ts).
-   */
-  maxConnections: number;
-  /** Docker image (docker driver only). */
-  image?: string;
-  /** Folder for state: password file, local data directories. */
-  stateDir: string;
-  /**
-   * Unique id of this cluster instance (its record's id): a driver with an id touches only what
-   * carries it. Without one (an explicit `cluster down --name`), everything of the name.
-   */
-  id?: string;
-}
+import type { ServerId } from '../core/replica-ids.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
+import type { ClusterSpec } from '../run-format/cluster-record.js';
 
 /** Defaults of a cluster spec (clusterSpec() fills them in; the CLI's flags show them). */
 export const DEFAULT_CLUSTER: Readonly<
@@ -89,20 +39,6 @@ export const DEFAULT_CLUSTER: Readonly<
    */
   maxConnections: 200,
 });
-
-export interface Endpoint {
-  id: ServerId;
-  kind: 'primary' | 'replica';
-  /** 127.0.0.1 for the clusters plb makes; any host for an external one. */
-  host: string;
-  port: number;
-}
-
-export interface Credentials {
-  user: string;
-  password: string;
-  database: string;
-}
 
 export interface ServerStatus {
   id: ServerId;

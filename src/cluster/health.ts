@@ -1,23 +1,7 @@
 import { realClock, type Cancel, type Clock } from '../clock/index.js';
 import type { Connector, DbConnection } from './connector.js';
-import { classifyFailure, isDeathEvidence, type FailureCause } from './failure-cause.js';
-
-export interface HealthOptions {
-  /** Time between checks of one replica. */
-  intervalMs: number;
-  /** A check unanswered this long is slow evidence (recorded, never a death on its own). */
-  timeoutMs: number;
-  /** Consecutive pieces of death evidence (unreachable) that mark a replica down. */
-  fall: number;
-  /** Consecutive answered checks that mark it up again. */
-  rise: number;
-  /**
-   * A replica that answers nothing at all, not even its health check, for this long is taken
-   * for unreachable: a paused or hung server never refuses, it only stays silent. A busy server
-   * answers SELECT 1 within its CPU share well before this.
-   */
-  hangMs: number;
-}
+import { classifyFailure, isDeathEvidence, type FailureCause } from '../core/failure-cause.js';
+import type { HealthOptions } from '../run-format/config.js';
 
 /**
  * Defaults: HAProxy's are inter 2s fall 3 rise 2; demo phases are 15 s long, so we check every

@@ -6,9 +6,22 @@
  * for a connect: a throttled standby's fork + authentication can take seconds).
  */
 import type pg from 'pg';
-import type { ReplicaLag } from '../metrics/lag.js';
-import type { Credentials, Endpoint } from './driver.js';
+
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { connect } from './pg-util.js';
+
+/** One replica's lag at a sample; null = not known (replica down, paused or not answering). */
+export interface ReplicaLag {
+  /**
+   * On the standby: now() - pg_last_xact_replay_timestamp() while it has received WAL it has not
+   * replayed, 0 when replay has caught up with receive.
+   */
+  lagMs: number | null;
+  /** pg_stat_replication.replay_lag on the primary (null once the standby is idle and caught up). */
+  replayLagMs: number | null;
+  /** Bytes between the primary's current WAL position and the standby's replay position. */
+  lagBytes: number | null;
+}
 
 /** Per sample, each query is given this long: a paused or overloaded server costs a null, not the sampler's second. */
 const PROBE_TIMEOUT_MS = 700;

@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PlbError } from '../errors.js';
-import { escapeControl } from '../text.js';
+import { PlbError } from '../core/errors.js';
+import { escapeControl } from '../core/text.js';
 import { ensureClusterDir } from './state.js';
 
 export interface LockHolder {

@@ -4,8 +4,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import type { Credentials, Endpoint } from './driver.js';
-import { errorText, PlbError } from '../errors.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
+import { errorText, PlbError } from '../core/errors.js';
 
 /** Anything with a host and port (an Endpoint or a bare address). */
 export interface PgAddress {

@@ -6,8 +6,9 @@ import { existsSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { checkCpus, validateSpec } from './base-driver.js';
-import { DEFAULT_CLUSTER, type ClusterDriver, type ClusterSpec } from './driver.js';
-import { formatError, PlbError } from '../errors.js';
+import { DEFAULT_CLUSTER, type ClusterDriver } from './driver.js';
+import { type ClusterSpec } from '../run-format/cluster-record.js';
+import { formatError, PlbError } from '../core/errors.js';
 import { createLocalDriver } from './local/index.js';
 import { acquireClusterLock } from './lock.js';
 import {
@@ -18,9 +19,9 @@ import {
   removeClusterRecord,
   validateClusterName,
   writeClusterRecord,
-  type ClusterRecord,
   type DriverKind,
 } from './state.js';
+import { type ClusterRecord } from '../run-format/cluster-record.js';
 import { ephemeralWarning } from './ports.js';
 import { memoryForConnections } from './sizing.js';
 

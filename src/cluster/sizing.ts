@@ -2,7 +2,7 @@
  * Sizing a cluster for a workload (DESIGN.md, Scale): every replica must be able to hold every
  * session that could land on it when it is the only survivor, plus plb's own connections.
  */
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 
 export const MIN_MAX_CONNECTIONS = 20;
 export const MAX_MAX_CONNECTIONS = 20_000;

@@ -25,11 +25,13 @@ import {
 } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { DEFAULT_CLUSTER, type ClusterSpec, type Credentials } from './driver.js';
-import { PlbError } from '../errors.js';
-import { makeDirs } from '../safe-write.js';
+import { DEFAULT_CLUSTER } from './driver.js';
+import { type Credentials } from '../core/endpoint.js';
+import { PlbError } from '../core/errors.js';
+import { makeDirs } from '../core/safe-write.js';
 import { clusterRecordSchema } from '../run-format/cluster-record.js';
 import { firstIssue } from '../run-format/parse.js';
+import type { ClusterRecord } from '../run-format/cluster-record.js';
 
 export const PLB_USER = 'plb';
 export const PLB_DATABASE = 'plb';
@@ -37,21 +39,6 @@ export const PLB_DATABASE = 'plb';
 export const DEFAULT_CLUSTER_NAME = DEFAULT_CLUSTER.name;
 
 export type DriverKind = 'docker' | 'local';
-
-/** What `cluster status/down` and `bench run` need to find an existing cluster. */
-export interface ClusterRecord {
-  version: 1;
-  name: string;
-  /** Unique id of this cluster instance: plb removes only what carries it (labels, data folder). */
-  id: string;
-  driver: DriverKind;
-  spec: ClusterSpec;
-  createdAt: string;
-  /** Per-server CPU quota set after up (setCpus); the local driver records it without enforcing. */
-  cpus?: Record<string, number>;
-  /** Driver-specific extras (e.g. the local driver's binary folder). */
-  extra?: Record<string, unknown>;
-}
 
 /**
  * PLB_STATE_DIR, else $XDG_STATE_HOME/plb, else ~/.local/state/plb (root: /var/lib/plb): per user,

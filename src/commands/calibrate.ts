@@ -1,10 +1,10 @@
 import { Flags } from '@oclif/core';
 import { CALIBRATE_DEFAULTS, executeCalibrate } from '../bench/calibrate-sim.js';
 import type { SimCalibration } from '../cluster/sim/calibration.js';
-import { PlbCommand } from '../plb-command.js';
+import { PlbCommand } from '../cli/plb-command.js';
 import { DEFAULT_BASE_PORT } from '../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
-import { escapeLines } from '../text.js';
+import { escapeLines } from '../core/text.js';
 
 export default class Calibrate extends PlbCommand {
   static override description =

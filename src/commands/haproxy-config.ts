@@ -2,13 +2,13 @@ import { Flags } from '@oclif/core';
 import { HAPROXY_BALANCES, haproxyConfig, type HaproxyBalance } from '../baselines/haproxy.js';
 import { benchFlags } from '../bench/options.js';
 import { parseHostPort, parseVia } from '../bench/via.js';
-import { checkedText } from '../cli-flags.js';
+import { checkedText } from '../cli/flags.js';
 import { DEFAULT_HEALTH } from '../cluster/health.js';
 import { openCluster } from '../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME, PLB_USER } from '../cluster/state.js';
-import { PlbError } from '../errors.js';
-import { parseDuration } from '../faults/plan.js';
-import { PlbCommand } from '../plb-command.js';
+import { PlbError } from '../core/errors.js';
+import { parseDuration } from '../core/duration.js';
+import { PlbCommand } from '../cli/plb-command.js';
 import { parsePartition } from '../router/index.js';
 import { DEFAULT_SLOW_START_MS } from '../router/slow-start.js';
 

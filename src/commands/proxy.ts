@@ -1,7 +1,7 @@
-import { PlbCommand } from '../plb-command.js';
+import { PlbCommand } from '../cli/plb-command.js';
 import { proxyFlags } from '../proxy/options.js';
 import { executeProxy, type ProxySummary } from '../proxy/run.js';
-import { escapeLines } from '../text.js';
+import { escapeLines } from '../core/text.js';
 
 export default class Proxy extends PlbCommand {
   static override description =

@@ -1,12 +1,13 @@
 import { Args, Errors, Flags } from '@oclif/core';
-import { EXIT_CODES_HELP, errorLine } from '../fail.js';
-import { PlbCommand } from '../plb-command.js';
+import { EXIT_CODES_HELP, errorLine } from '../core/fail.js';
+import { PlbCommand } from '../cli/plb-command.js';
 import { compareStrategies } from '../report/compare.js';
 import { renderCsvPerRun, renderReport, reportJson, SIGN_CONVENTION } from '../report/render.js';
-import { DEFAULT_TOLERANCE, TOLERANCE_EXIT_CODE, TOLERANCE_FIELDS } from '../report/tolerance.js';
+import { DEFAULT_TOLERANCE, TOLERANCE_FIELDS } from '../report/tolerance.js';
+import { TOLERANCE_EXIT_CODE } from '../core/fail.js';
 import { annotation, DEFAULT_GATE_FLOORS, GATE_K, reportGate } from '../report/gate.js';
 import { writeReports } from '../report/report.js';
-import { escapeLines } from '../text.js';
+import { escapeLines } from '../core/text.js';
 
 const OUTPUT = 'OUTPUT';
 const COMPARISON = 'COMPARISON';

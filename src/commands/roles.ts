@@ -1,8 +1,8 @@
 import { Flags } from '@oclif/core';
-import { checkedText } from '../cli-flags.js';
-import { PlbCommand } from '../plb-command.js';
+import { checkedText } from '../cli/flags.js';
+import { PlbCommand } from '../cli/plb-command.js';
 import Table from 'cli-table3';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import {
   formatReadings,
   formatRoleVector,
@@ -14,7 +14,7 @@ import {
   type PlbReadings,
   type RoleVector,
 } from '../router/index.js';
-import { tableStyle } from '../table-style.js';
+import { tableStyle } from '../core/table-style.js';
 
 /** Where a row's target comes from. */
 type TargetRule = 'reference' | 'fixed' | 'scaled + floors' | 'shared' | 'kept';

@@ -3,7 +3,7 @@
  * to its replica, to K+, and which phase it opens. The plan checker, the dry run, the injector's
  * oracle mode, the detection records and the run's phases all read it from here.
  */
-import type { FaultAction } from './types.js';
+import type { FaultAction } from '../run-format/plan.js';
 
 /** Name of the reference phase, the window just before the first fault. */
 export const REF_PHASE = 'ref';

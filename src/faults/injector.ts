@@ -1,7 +1,7 @@
 import type { Clock } from '../clock/index.js';
 import type { ClusterDriver } from '../cluster/driver.js';
-import { errorText } from '../errors.js';
-import type { FaultEvent } from './types.js';
+import { errorText } from '../core/errors.js';
+import type { FaultEvent } from '../run-format/plan.js';
 
 export interface InjectedFault {
   event: FaultEvent;

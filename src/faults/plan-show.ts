@@ -23,8 +23,8 @@ import type {
   ServiceClass,
   StrategyName,
 } from '../router/index.js';
-import { tableStyle } from '../table-style.js';
-import { compareReplicaIds, replicaIds } from '../cluster/driver.js';
+import { tableStyle } from '../core/table-style.js';
+import { compareReplicaIds, replicaIds } from '../core/replica-ids.js';
 import {
   phaseNameFor,
   stateAfter,
@@ -33,7 +33,7 @@ import {
   type PlanReplicaState,
 } from './actions.js';
 import { planPhases } from './plan.js';
-import type { FaultAction, FaultPlan } from './types.js';
+import type { FaultAction, FaultPlan } from '../run-format/plan.js';
 
 export interface PlanShowOptions {
   strategy: StrategyName;

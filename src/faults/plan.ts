@@ -5,12 +5,15 @@
 import { readFileSync, statSync } from 'node:fs';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, Scalar } from 'yaml';
 import type { Document, Node as YamlNode, YAMLMap } from 'yaml';
-import { DEFAULT_CLUSTER, replicaIds } from '../cluster/driver.js';
-import { PlbError } from '../errors.js';
-import { escapeControl, hasControl } from '../text.js';
+import { DEFAULT_CLUSTER } from '../cluster/driver.js';
+import { replicaIds } from '../core/replica-ids.js';
+import { PlbError } from '../core/errors.js';
+import { escapeControl, hasControl } from '../core/text.js';
 import { actionRequirement, computePhases, stateAfter, type PlanReplicaState } from './actions.js';
-import type { FaultAction, FaultEvent, FaultPlan } from './types.js';
+import type { FaultAction, FaultEvent, FaultPlan } from '../run-format/plan.js';
 import { faultActionSchema } from '../run-format/plan.js';
+import { parseDuration } from '../core/duration.js';
+import { MAX_SIM_REPLICAS } from '../core/replica-ids.js';
 
 // The one list of actions is the plan schema's.
 export const FAULT_ACTIONS: readonly FaultAction[] = faultActionSchema.options;
@@ -34,8 +37,6 @@ export const DEFAULT_PLAN: Readonly<Pick<FaultPlan, 'warmup' | 'referenceWindow'
     replicas: DEFAULT_CLUSTER.replicas,
   });
 export const MAX_REPLICAS = 64;
-/** A simulated cluster (`--driver sim`) takes plans this large. */
-export const MAX_SIM_REPLICAS = 1000;
 
 /** How large a plan may be: `maxReplicas` is MAX_SIM_REPLICAS for a simulated cluster. */
 export interface PlanLimits {
@@ -104,24 +105,6 @@ export function loadPlan(path: string, limits: PlanLimits = {}): FaultPlan {
     });
   }
   return parsePlan(text, path, limits);
-}
-
-/**
- * Parses a duration in seconds: a number, or a string like `90`, `90s`, `2m`, `1m30s`, `500ms`, `1h`.
- * Returns undefined when the value is not a duration (negative numbers are returned as such).
- */
-export function parseDuration(value: unknown): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
-  if (typeof value !== 'string') return undefined;
-  const s = value.trim();
-  if (/^-?\d+(\.\d+)?$/.test(s)) return Number(s);
-  const m =
-    /^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$/.exec(s);
-  if (!m || s === '') return undefined;
-  const [, h, min, sec, ms] = m;
-  const total = Number(h ?? 0) * 3600 + Number(min ?? 0) * 60 + Number(sec ?? 0) + Number(ms ?? 0) / 1000;
-  // Round to the millisecond so "1m30.1s" does not print as 90.10000000000001.
-  return Math.round(total * 1000) / 1000;
 }
 
 export interface PlanPhase {

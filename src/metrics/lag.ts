@@ -6,20 +6,9 @@
 import { f64, type Column } from './columns.js';
 import { nearestRank, round } from './math.js';
 import { phaseIndexAt } from './phases.js';
-import type { Phase, PhaseSummary } from './types.js';
-
-/** One replica's lag at a sample; null = not known (replica down, paused or not answering). */
-export interface ReplicaLag {
-  /**
-   * On the standby: now() - pg_last_xact_replay_timestamp() while it has received WAL it has not
-   * replayed, 0 when replay has caught up with receive.
-   */
-  lagMs: number | null;
-  /** pg_stat_replication.replay_lag on the primary (null once the standby is idle and caught up). */
-  replayLagMs: number | null;
-  /** Bytes between the primary's current WAL position and the standby's replay position. */
-  lagBytes: number | null;
-}
+import type { Phase } from '../faults/actions.js';
+import type { PhaseSummary } from '../run-format/summary.js';
+import type { ReplicaLag } from '../cluster/lag-probe.js';
 
 /** A replica's lag over a phase: the standby's lag in ms and the primary's byte distance. */
 export interface ReplicaLagStats {

@@ -1,7 +1,7 @@
 // Live metrics of a bench run in Prometheus text (`--metrics-port`): a recorder that passes every
 // call on to the run's own and keeps prom-client series on its own registry (never the global one).
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { computeSignals, DEFAULT_SIGNAL_THRESHOLDS, type SignalThresholds } from './signals.js';
 import type { Recorder, ReplicaState, RunWriter } from './types.js';
 

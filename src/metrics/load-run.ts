@@ -1,13 +1,14 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
-import { PlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
+import { PlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { readHistogramLog } from './histogram.js';
 import { pidAlive, rebuildFaultInterval, rebuildSummary, runFacts } from './rebuild.js';
 import { RUN_FILES, histogramFiles } from './run-writer.js';
 import { parseTimeline, type TimelineRow } from './timeline.js';
-import type { RunEvent, RunSummary } from './types.js';
+import type { RunEvent } from './types.js';
+import type { RunSummary } from '../run-format/summary.js';
 import { configSchema, type RunConfig } from '../run-format/config.js';
 import { runEventSchema } from '../run-format/events.js';
 import { firstIssue, parseOrThrow } from '../run-format/parse.js';

@@ -1,6 +1,6 @@
 // The HTTP side of `--metrics-port`: GET /metrics on 127.0.0.1 answers the live registry's text.
 import { createServer, type Server } from 'node:http';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 
 export interface MetricsServer {
   readonly port: number;

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { newLatencyHistogram } from './histogram.js';
 import { histogramPercentile, mean, percentileMs, percentilesMs, round } from './math.js';
 import { computePhases, phaseIndexAt, type FaultMark } from './phases.js';
@@ -29,16 +29,15 @@ import {
 } from './summary.js';
 import type { TimelineRow } from './timeline.js';
 import { lagStatsOf } from './lag.js';
+import { type Phase, type RunEvent } from './types.js';
 import {
   SUMMARY_SCHEMA_VERSION,
   type ClassPhaseStats,
   type HarnessPhaseStats,
-  type Phase,
   type PhaseSummary,
   type ReplicaPhaseStats,
-  type RunEvent,
   type RunSummary,
-} from './types.js';
+} from '../run-format/summary.js';
 
 /** Is process `pid` alive? (A run whose writer lives is still going, not crashed.) */
 export function pidAlive(pid: number): boolean {

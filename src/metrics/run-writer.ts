@@ -9,9 +9,9 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import { CONFIG_SCHEMA_VERSION } from '../run-format/config.js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { histogramLog, newLatencyHistogram } from './histogram.js';
 import { percentileMs, round } from './math.js';
 import { computePhases, livePhaseName, type FaultMark } from './phases.js';
@@ -25,13 +25,8 @@ import {
   secondLine,
 } from './seconds.js';
 import { timelineHeaderLine, timelineRow } from './timeline.js';
-import {
-  SUMMARY_SCHEMA_VERSION,
-  type ReplicaState,
-  type RunEvent,
-  type RunSummary,
-  type RunWriter,
-} from './types.js';
+import { type ReplicaState, type RunEvent, type RunWriter } from './types.js';
+import { SUMMARY_SCHEMA_VERSION, type RunSummary } from '../run-format/summary.js';
 
 /** File names of a run directory (DESIGN.md, Run directory). */
 export const RUN_FILES = {

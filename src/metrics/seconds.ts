@@ -3,7 +3,7 @@
 // and seconds.jsonl (what the summary needs that timeline.csv does not hold, one line a second).
 import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
-import type { ServiceClass } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { newLatencyHistogram } from './histogram.js';
 import type { SecondAgg } from './store.js';
 

@@ -1,6 +1,7 @@
 // The four balance signals of the replica-load-balancing guide (its "Monitoring and Alerting
 // Signals"): query-share spread, CPU-share spread, a silent replica, realised vs configured weight.
 // Pure: per phase from the summary's replica stats, per second from timeline rows.
+import type { PhaseSignals, SignalName } from '../run-format/summary.js';
 
 /** The thresholds a signal alerts over. */
 export interface SignalThresholds {
@@ -27,9 +28,6 @@ export const DEFAULT_SIGNAL_THRESHOLDS: Readonly<SignalThresholds> = Object.free
   weightDeviation: 0.5,
 });
 
-export const SIGNAL_NAMES = ['queryShareSpread', 'cpuShareSpread', 'silent', 'weightDeviation'] as const;
-export type SignalName = (typeof SIGNAL_NAMES)[number];
-
 /** One replica over a phase (or a second), as the signals need it. */
 export interface SignalInput {
   id: string;
@@ -42,19 +40,6 @@ export interface SignalInput {
   weight: number;
   /** Longest stretch without a new session while up, s (undefined: use sessionsOpened over the span). */
   longestQuietS?: number;
-}
-
-export interface PhaseSignals {
-  queryShareSpread: number | null;
-  cpuShareSpread: number | null;
-  /** Replicas up that got no new session for silentWindowS or longer. */
-  silent: string[];
-  /** Per replica up: share of new sessions / share of configured weight (null: no sessions at all). */
-  weightRatio: Record<string, number | null>;
-  /** Worst |ratio - 1| over the replicas up (null without sessions). */
-  weightDeviation: number | null;
-  /** The signals over their thresholds. */
-  alerts: SignalName[];
 }
 
 /** max/mean; null for no values or a zero mean (nothing to spread). */

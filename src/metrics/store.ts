@@ -1,10 +1,11 @@
 import type { Histogram } from 'hdr-histogram-js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { f32, f64, u16, u8, type Column } from './columns.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
-import type { FailureCause } from '../cluster/failure-cause.js';
+import type { FailureCause } from '../core/failure-cause.js';
 import type { Recorder, ReplicaState, SessionEnding } from './types.js';
-import { LagLog, type ReplicaLag } from './lag.js';
+import { LagLog } from './lag.js';
+import { type ReplicaLag } from '../cluster/lag-probe.js';
 
 /** Replica index stored for a replica id the run was not told about (16-bit: a simulated cluster has up to 1000). */
 export const UNKNOWN_REPLICA = 0xffff;

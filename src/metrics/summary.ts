@@ -1,5 +1,5 @@
 import type { Histogram } from 'hdr-histogram-js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { newLatencyHistogram } from './histogram.js';
 import {
   percentileMs,
@@ -17,17 +17,15 @@ import { phaseIndexAt } from './phases.js';
 import { lagPhaseStats } from './lag.js';
 import { computeSignals, longestGapMs } from './signals.js';
 import { COUNTED_CAUSES, ENDING_CODE, UNKNOWN_REPLICA, type ClassLog, type MetricsStore } from './store.js';
+import { HARNESS_LOOP_P99_LIMIT_MS, type Phase, type RunEvent } from './types.js';
 import {
-  HARNESS_LOOP_P99_LIMIT_MS,
   type ClassPhaseStats,
   type DetectionCounts,
   type DetectionRecord,
   type HarnessPhaseStats,
-  type Phase,
   type PhaseSummary,
   type ReplicaPhaseStats,
-  type RunEvent,
-} from './types.js';
+} from '../run-format/summary.js';
 
 export interface PhaseHistogram {
   cls: ServiceClass;

@@ -1,6 +1,6 @@
 import { CsvError, parse, type InfoRecord } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { percentileMs, round } from './math.js';
 import { COUNTED_CAUSES, type SecondAgg } from './store.js';
 import type { ReplicaState } from './types.js';

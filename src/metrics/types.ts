@@ -1,7 +1,9 @@
-import type { FailureCause } from '../cluster/failure-cause.js';
-import type { ServiceClass } from '../router/types.js';
-import type { ReplicaLag, ReplicaLagStats } from './lag.js';
-import type { PhaseSignals } from './signals.js';
+import type { FailureCause } from '../core/failure-cause.js';
+import type { ServiceClass } from '../core/service-class.js';
+import type { ReplicaLag } from '../cluster/lag-probe.js';
+import type { RunSummary } from '../run-format/summary.js';
+import type { RunEventRecord } from '../run-format/events.js';
+import type { Assignable } from '../run-format/type-check.js';
 
 /** How a session ended: by finishing its queries, by an error, or cut off by the end of the run. */
 export type SessionEnding = 'finished' | 'failed' | 'cut';
@@ -120,128 +122,6 @@ export interface Percentiles {
   p99: number | null;
 }
 
-export interface ClassPhaseStats extends Percentiles {
-  /** Completed queries. */
-  queries: number;
-  errors: number;
-  /** Completed queries per second. */
-  goodput: number;
-  /** goodput / goodput in ref (null for ref itself or when ref is 0). */
-  goodputRetention: number | null;
-  /** p95 / p95 in ref - 1 (null when either is missing). */
-  p95Inflation: number | null;
-  sessionsOpened: number;
-  sessionsClosed: number;
-  sessionsFailed: number;
-  /** Sessions cut off by the end of the run (not failed, not finished). Absent in older runs. */
-  sessionsCut?: number;
-  admissionFailures: number;
-  /** Lifetime of the sessions that finished normally (failed and cut sessions excluded). */
-  lifetimeP50Ms: number | null;
-  lifetimeP95Ms: number | null;
-  /** Connect + authentication time of the sessions opened in the phase. Absent in older runs. */
-  connectP50Ms?: number | null;
-  connectP95Ms?: number | null;
-}
-
-export interface ReplicaPhaseStats {
-  /** Up for the whole phase. */
-  up: boolean;
-  cpuMean: number | null;
-  sessionsOpened: number;
-  queries: number;
-  /** Failures heard of on this replica by cause (only unreachable counts toward fall). Absent in older runs. */
-  unreachable?: number;
-  overloaded?: number;
-  slow?: number;
-  /** Replication lag over the phase; only in runs with the write workload on (`--write-rate`). */
-  lag?: ReplicaLagStats;
-  /** Latency of the queries it served (every class), ms; absent in older runs and past PER_REPLICA_LATENCY_MAX replicas. */
-  p50Ms?: number | null;
-  p95Ms?: number | null;
-  /** Longest stretch of the phase without a new session, s (the silent-replica signal). Absent in older runs. */
-  longestQuietS?: number;
-  /** Configured weight (router snapshot). Absent in older runs. */
-  weight?: number;
-}
-
-/** The client process over a phase: did the harness keep up? */
-export interface HarnessPhaseStats {
-  cpuMean: number | null;
-  cpuMax: number | null;
-  /** Event-loop delay over the whole phase. */
-  loopP50Ms: number | null;
-  loopP99Ms: number | null;
-  loopMaxMs: number | null;
-  /** loopP99Ms above HARNESS_LOOP_P99_LIMIT_MS: the phase measured the harness too. */
-  saturated: boolean;
-}
-
-export interface PhaseSummary {
-  name: string;
-  startS: number;
-  endS: number;
-  survivors: number;
-  classes: Record<ServiceClass, ClassPhaseStats>;
-  replicas: Record<string, ReplicaPhaseStats>;
-  /** Mean CPU fraction over the replicas up in the phase, and its coefficient of variation. */
-  cpuMean: number | null;
-  cpuCv: number | null;
-  /** Absent in runs recorded before harness sampling. */
-  harness?: HarnessPhaseStats;
-  /** Set when the phase is not the measurement it claims to be (a fault that failed), and why. */
-  invalid?: string;
-  /** The guide's four balance signals over the phase (metrics/signals.ts). Absent in older runs. */
-  signals?: PhaseSignals;
-  /**
-   * With zones: sessions opened in the phase, and the share whose replica was outside their
-   * client's zone (null: none opened). Absent without zones and in rebuilt summaries.
-   */
-  crossZone?: { sessions: number; share: number | null };
-}
-
-export interface DetectionRecord {
-  replica: string;
-  action: string;
-  injectedMs: number;
-  /** When the router first saw it (null = never within the run). */
-  detectedMs: number | null;
-  delayMs: number | null;
-}
-
-/** Every 'detect' event of a run, and those no injected fault explains (false detections). */
-export interface DetectionCounts {
-  down: number;
-  up: number;
-  /** A down while the plan had the replica up, or an up while it had it down. */
-  unexplained: number;
-}
-
-export const SUMMARY_SCHEMA_VERSION = 1;
-
-export interface RunSummary {
-  schemaVersion: typeof SUMMARY_SCHEMA_VERSION;
-  runId: string;
-  strategy: string;
-  plan: string;
-  mix: { premium: number; freemium: number };
-  clients: number;
-  seed: number;
-  complete: boolean;
-  startedAt: string;
-  durationS: number;
-  phases: PhaseSummary[];
-  /**
-   * The whole fault interval (first down until every replica is back, or the end) with the stats
-   * of a phase, named `fault`; retention and inflation against ref. Absent without a down fault
-   * and in older runs (the report computes it from their per-second files).
-   */
-  faultInterval?: PhaseSummary;
-  detection: DetectionRecord[];
-  /** Absent in older runs. */
-  detectionCounts?: DetectionCounts;
-  /** Why the run is not complete: failed faults, an error, a stop, a crash. Absent when complete. */
-  errors?: string[];
-  /** Rebuilt by the report from the per-second files of a run that died before finishing. */
-  rebuilt?: boolean;
-}
+// RunEvent is deliberately loose (an index signature); every schema-valid event must still be one.
+const _eventShape: Assignable<RunEventRecord, RunEvent> = true;
+const _eventTypes: Assignable<RunEvent['type'], RunEventRecord['type']> = true;

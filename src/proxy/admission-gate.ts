@@ -7,9 +7,10 @@
  * full) or ADMISSION_TIMEOUT, which the session tells its client as 53300.
  */
 import type { Clock, Cancel } from '../clock/index.js';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import type { AdmittingRouter } from '../router/admission.js';
-import type { Router, ServiceClass } from '../router/types.js';
+import type { Router } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 
 interface Waiter {
   resolve: (replica: string) => void;

@@ -5,7 +5,7 @@
  * With both listeners, a tenth of the limit is kept for premium: freemium connections stop at
  * 90 %, so a freemium flood cannot lock premium clients out.
  */
-import type { ServiceClass } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { errorResponse } from './wire.js';
 
 export interface ClientLimitOptions {

@@ -3,8 +3,8 @@
  * limit with its queue (router/admission.ts). Each checked as it is read, one line naming the flag.
  */
 import { Flags } from '@oclif/core';
-import { PlbError } from '../errors.js';
-import { parseDuration } from '../faults/plan.js';
+import { PlbError } from '../core/errors.js';
+import { parseDuration } from '../core/duration.js';
 import type { SecureContext } from 'node:tls';
 import { defaultMaxClientConn } from './process-usage.js';
 import { loadTls } from './tls-client.js';

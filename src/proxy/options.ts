@@ -1,13 +1,15 @@
 /**
  * `plb proxy` flags and their validation. The router and health flags mean what they mean in
- * `plb bench run` and are parsed by the same functions (router/, bench/options.ts, faults/plan.ts).
+ * `plb bench run` and are parsed by the same functions (cli/router-flags.ts).
  */
 import { Flags } from '@oclif/core';
-import { benchFlags, checkBenchValue, HELP_GROUPS } from '../bench/options.js';
-import { DEFAULT_HEALTH, type HealthOptions } from '../cluster/health.js';
-import { checkedText } from '../cli-flags.js';
-import { PlbError } from '../errors.js';
-import { parseDuration } from '../faults/plan.js';
+import { checkRouterValue, healthFlags, HELP_GROUPS, routerFlags } from '../cli/router-flags.js';
+import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
+import { DEFAULT_HEALTH } from '../cluster/health.js';
+import { type HealthOptions } from '../run-format/config.js';
+import { checkedText } from '../cli/flags.js';
+import { PlbError } from '../core/errors.js';
+import { parseDuration } from '../core/duration.js';
 import { isStrategyName, STRATEGY_NAMES } from '../router/index.js';
 import type { BorrowingOptions, Partition, RoleVector, StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './startup-packet.js';
@@ -70,18 +72,12 @@ export const proxyFlags = {
     default: 'plb',
     helpGroup: HELP_GROUPS.router,
   }),
-  reference: benchFlags.reference,
-  partition: benchFlags.partition,
-  borrow: benchFlags.borrow,
-  'slow-start': benchFlags['slow-start'],
-  'health-interval': benchFlags['health-interval'],
-  fall: benchFlags.fall,
-  rise: benchFlags.rise,
-  'hang-timeout': benchFlags['hang-timeout'],
+  ...routerFlags,
+  ...healthFlags,
   ...limitFlags,
   name: Flags.string({
     description: 'cluster name (brought up by `plb cluster up`)',
-    default: benchFlags.name.default as string,
+    default: DEFAULT_CLUSTER_NAME,
     helpGroup: HELP_GROUPS.cluster,
   }),
 };
@@ -170,10 +166,10 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     );
   const health: HealthOptions = {
     ...DEFAULT_HEALTH,
-    intervalMs: checkBenchValue('health-interval', f['health-interval']) as number,
-    fall: checkBenchValue('fall', f.fall) as number,
-    rise: checkBenchValue('rise', f.rise) as number,
-    hangMs: checkBenchValue('hang-timeout', f['hang-timeout']) as number,
+    intervalMs: checkRouterValue('health-interval', f['health-interval']) as number,
+    fall: checkRouterValue('fall', f.fall) as number,
+    rise: checkRouterValue('rise', f.rise) as number,
+    hangMs: checkRouterValue('hang-timeout', f['hang-timeout']) as number,
   };
   health.timeoutMs = health.intervalMs;
   return {
@@ -185,10 +181,10 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     },
     classFrom: f['class-from'] as ClassFrom,
     strategy: f.strategy,
-    reference: checkBenchValue('reference', f.reference) as RoleVector,
-    partition: checkBenchValue('partition', f.partition) as Partition,
-    borrowing: checkBenchValue('borrow', f.borrow) as BorrowingOptions | false,
-    slowStartMs: checkBenchValue('slow-start', f['slow-start']) as number,
+    reference: checkRouterValue('reference', f.reference) as RoleVector,
+    partition: checkRouterValue('partition', f.partition) as Partition,
+    borrowing: checkRouterValue('borrow', f.borrow) as BorrowingOptions | false,
+    slowStartMs: checkRouterValue('slow-start', f['slow-start']) as number,
     health,
     statsEveryS: f['stats-every'],
     ...parseLimitFlags(f, f.strategy),

@@ -2,7 +2,8 @@
 // read from the router and the counters at each scrape, on a registry of its own.
 import { Gauge, Registry } from 'prom-client';
 import { computeSignals } from '../metrics/signals.js';
-import { SERVICE_CLASSES, type ReplicaSnapshot } from '../router/types.js';
+import { type ReplicaSnapshot } from '../router/types.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
 import type { ProxyStats } from './stats.js';
 
 export interface ProxyView {

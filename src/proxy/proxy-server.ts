@@ -6,22 +6,17 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import { realClock, within, type Clock } from '../clock/index.js';
 import type { Connector } from '../cluster/connector.js';
-import type { Endpoint } from '../cluster/driver.js';
-import { HealthChecker, type HealthOptions } from '../cluster/health.js';
-import { PlbError } from '../errors.js';
+import type { Endpoint } from '../core/endpoint.js';
+import { HealthChecker } from '../cluster/health.js';
+import { type HealthOptions } from '../run-format/config.js';
+import { PlbError } from '../core/errors.js';
 import { createRouter } from '../router/index.js';
 import { AdmittingRouter } from '../router/admission.js';
 import { AdmissionGate } from './admission-gate.js';
 import { clientLimiter } from './client-limit.js';
 import { defaultMaxClientConn, UsageSampler, type ProcessUsage } from './process-usage.js';
-import type {
-  BorrowingOptions,
-  Partition,
-  RoleVector,
-  Router,
-  ServiceClass,
-  StrategyName,
-} from '../router/types.js';
+import type { BorrowingOptions, Partition, RoleVector, Router, StrategyName } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { CancelKeys } from './cancel-keys.js';
 import { ProxySession, type SessionHost } from './session.js';
 import type { ClassFrom } from './startup-packet.js';

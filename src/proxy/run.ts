@@ -1,5 +1,5 @@
 /** `plb proxy` as the command runs it: flags -> the cluster's replicas -> listeners, until a stop signal. */
-import { handleStopSignals, type StopSignalDeps } from '../bench/stop-signals.js';
+import { handleStopSignals, type StopSignalDeps } from '../cli/stop-signals.js';
 import { openCluster } from '../cluster/select.js';
 import type { ReplicaSnapshot } from '../router/types.js';
 import { parseProxyFlags, type ProxyFlagValues } from './options.js';

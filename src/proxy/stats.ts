@@ -1,4 +1,5 @@
-import type { ReplicaSnapshot, ServiceClass } from '../router/types.js';
+import type { ReplicaSnapshot } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 
 export interface ClassCounters {
   /** Sessions admitted to a replica and connected (since the start). */

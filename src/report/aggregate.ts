@@ -1,10 +1,11 @@
 // Groups runs of one strategy+plan+mix and settings (repeats) and reduces every metric to median and IQR.
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
-import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../metrics/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
+import type { PhaseSummary, RunSummary } from '../run-format/summary.js';
 import { FAULT_INTERVAL } from '../metrics/summary.js';
-import { compareReplicaIds } from '../cluster/driver.js';
+import { compareReplicaIds } from '../core/replica-ids.js';
 import type { RunConfig } from '../run-format/config.js';
-import { stat, type Stat } from './stats.js';
+import { stat } from './stats.js';
+import { type Stat } from '../run-format/report.js';
 import {
   runSettings,
   SETTING_NAMES,
@@ -14,47 +15,13 @@ import {
   type SettingsDiff,
   type SettingValue,
 } from './settings.js';
-
-/** Per phase and class metrics the report shows, in display order. */
-export const CLASS_METRICS = [
-  'goodput',
-  'p50',
-  'p95',
-  'p99',
-  'goodputRetention',
-  'p95Inflation',
-  'lifetimeP50Ms',
-  'lifetimeP95Ms',
-  'queries',
-  'errors',
-  'sessionsOpened',
-  'sessionsFailed',
-  'sessionsCut',
-  'admissionFailures',
-  'connectP50Ms',
-  'connectP95Ms',
-] as const satisfies readonly (keyof ClassPhaseStats)[];
-export type ClassMetric = (typeof CLASS_METRICS)[number];
-
-export interface AggregatedPhase {
-  name: string;
-  /** Runs of the group that have this phase. */
-  runs: number;
-  startS: Stat;
-  endS: Stat;
-  survivors: Stat;
-  classes: Record<ServiceClass, Record<ClassMetric, Stat>>;
-  replicas: Record<string, AggregatedReplica>;
-  cpuMean: Stat;
-  cpuCv: Stat;
-  /** The client process: its CPU (fraction of one core) and event-loop delay p99 over the phase. */
-  harnessCpu: Stat;
-  harnessLoopP99Ms: Stat;
-  /** `<runId>: <why>` for every run in which this phase is not a valid measurement (a failed fault). */
-  invalid: string[];
-  /** The four balance signals over the runs (absent when no run recorded them). */
-  signals?: AggregatedSignals;
-}
+import {
+  CLASS_METRICS,
+  type AggregatedPhase,
+  type AggregatedReplica,
+  type ClassMetric,
+  type RunGroup,
+} from '../run-format/report.js';
 
 export interface AggregatedSignals {
   queryShareSpread: Stat;
@@ -63,58 +30,6 @@ export interface AggregatedSignals {
   /** Replicas silent in at least one run, and in how many runs some replica was. */
   silent: string[];
   silentRuns: number;
-}
-
-export interface AggregatedReplica {
-  cpuMean: Stat;
-  /** p95 of the queries it served, ms (absent when no run recorded it). */
-  p95Ms?: Stat;
-  /** Failures heard of, by cause (only unreachable counts toward fall). */
-  unreachable: Stat;
-  overloaded: Stat;
-  slow: Stat;
-}
-
-export interface AggregatedDetection {
-  replica: string;
-  action: string;
-  /** 1-based occurrence of this replica+action in the run. */
-  occurrence: number;
-  delayMs: Stat;
-  /** Runs in which the router never saw it. */
-  missed: number;
-}
-
-export interface RunGroup {
-  /**
-   * `plan|strategy|mix`; when groups of the report share that but differ in settings,
-   * `plan|strategy|mix|<settingsLabel>` (a baseline of runs alike keeps matching).
-   */
-  key: string;
-  /** Every setting (settings.ts) readable, e.g. `{'think time': '250ms', ...}`; `unknown` when not recorded. */
-  settings: Record<string, string>;
-  /** Canonical text of the settings: the runs of a group have the same. */
-  settingsKey: string;
-  /** The settings this group differs in from others of the report, e.g. `think time 1s · readings paper` ('' when none). */
-  settingsLabel: string;
-  plan: string;
-  strategy: string;
-  mix: { premium: number; freemium: number };
-  /** `premium:freemium` in percent, e.g. `25:75`. */
-  mixLabel: string;
-  runIds: string[];
-  /** Every run of the group finished normally. */
-  complete: boolean;
-  /** `<runId>: <why>` for every run of the group that is not complete (in the medians or not). */
-  problems: string[];
-  /** Incomplete runs left out of the medians because complete ones exist (includeIncomplete adds them). */
-  excluded: string[];
-  phases: AggregatedPhase[];
-  /** The runs' fault-interval entries (summary faultInterval, named `fault`); absent when no run has one. */
-  faultInterval?: AggregatedPhase;
-  detection: AggregatedDetection[];
-  /** All detections, and those no injected fault explains (false ones). */
-  detections: { down: Stat; up: Stat; unexplained: Stat };
 }
 
 const STRATEGY_ORDER = ['plb', 'rr', 'static', 'lc', 'wlc'];

@@ -1,10 +1,11 @@
 // `plb report runs/ --baseline-out FILE`: a baseline for --compare-to made from these runs, so a
 // CI runner's own artifacts can become its next baseline (benchmarks/baseline/README.md).
-import type { RunSummary } from '../metrics/types.js';
-import { writeFileSafe } from '../safe-write.js';
-import type { RunGroup } from './aggregate.js';
+import type { RunSummary } from '../run-format/summary.js';
+import { writeFileSafe } from '../core/safe-write.js';
+import type { RunGroup } from '../run-format/report.js';
 import { compareStrategies } from './compare.js';
-import { reportJson, type ReportJson } from './render.js';
+import { reportJson } from './render.js';
+import { type ReportJson } from '../run-format/report.js';
 
 /** Where a candidate came from: enough to tell whether it is fit to promote. */
 export interface CandidateProvenance {

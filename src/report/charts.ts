@@ -4,10 +4,10 @@ import { compile, type TopLevelSpec } from 'vega-lite';
 import type { LoadedRun } from '../metrics/load-run.js';
 import type { TimelineReplicaCells, TimelineRow } from '../metrics/timeline.js';
 import { HARNESS_LOOP_P99_LIMIT_MS } from '../metrics/types.js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
-import { compareReplicaIds } from '../cluster/driver.js';
-import type { RunGroup } from './aggregate.js';
-import type { Comparison } from './compare.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
+import { compareReplicaIds } from '../core/replica-ids.js';
+import type { RunGroup } from '../run-format/report.js';
+import type { Comparison } from '../run-format/report.js';
 
 const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };
 export const STRATEGY_COLORS: Record<string, string> = {

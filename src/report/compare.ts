@@ -1,8 +1,9 @@
 // Strategy against baseline. Every change plb prints has one sign: (value - base) / base, so a
 // negative p95 change is lower latency and a positive goodput change more goodput (the same sign
 // as p95 inflation against ref and as --tolerance's moved lines).
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
-import type { RunGroup } from './aggregate.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
+import type { RunGroup } from '../run-format/report.js';
+import type { Comparison, ComparisonRow, StrategyComparison } from '../run-format/report.js';
 
 /** (p95 - base) / base: negative = lower latency than the baseline. Null when either is missing or base is 0. */
 export function p95Change(p95: number | null, base: number | null): number | null {
@@ -14,37 +15,6 @@ export function p95Change(p95: number | null, base: number | null): number | nul
 export function goodputChange(goodput: number | null, base: number | null): number | null {
   if (goodput === null || base === null || base === 0) return null;
   return (goodput - base) / base;
-}
-
-export interface ComparisonRow {
-  phase: string;
-  cls: ServiceClass;
-  /** Medians over the repeats. */
-  p95: number | null;
-  baseP95: number | null;
-  p95Change: number | null;
-  goodput: number | null;
-  baseGoodput: number | null;
-  goodputChange: number | null;
-}
-
-export interface StrategyComparison {
-  plan: string;
-  mixLabel: string;
-  /** The settings the compared groups differ in from other groups ('' when none). */
-  settingsLabel: string;
-  strategy: string;
-  baseline: string;
-  runs: number;
-  baselineRuns: number;
-  rows: ComparisonRow[];
-}
-
-export interface Comparison {
-  baseline: string;
-  entries: StrategyComparison[];
-  /** plan+mix sets with several strategies but no run of the baseline strategy. */
-  missingBaseline: string[];
 }
 
 /**

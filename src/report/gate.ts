@@ -1,10 +1,10 @@
 // `plb report --compare-to <baseline> --gate`: the nightly's one-sided, noise-aware verdict.
 import type { BaselineGroup } from '../run-format/report.js';
 import { appendFileSync } from 'node:fs';
-import { PlbError } from '../errors.js';
-import { SERVICE_CLASSES } from '../router/types.js';
-import type { ClassMetric, RunGroup } from './aggregate.js';
-import type { Stat } from './stats.js';
+import { PlbError } from '../core/errors.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
+import type { ClassMetric, RunGroup } from '../run-format/report.js';
+import type { Stat } from '../run-format/report.js';
 import { parseTolerance, TOLERANCE_FIELDS, type Tolerance, type ToleranceField } from './tolerance.js';
 
 /**

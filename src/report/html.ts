@@ -1,6 +1,7 @@
 // report.html: one self-contained file (inline CSS and SVG, no scripts, nothing fetched).
 import type { LoadedRun } from '../metrics/load-run.js';
-import { aggregateRuns, type RunGroup } from './aggregate.js';
+import { aggregateRuns } from './aggregate.js';
+import { type RunGroup } from '../run-format/report.js';
 import {
   classTimelineSpec,
   comparisonSpec,
@@ -12,7 +13,8 @@ import {
 } from './charts.js';
 import { compareStrategies } from './compare.js';
 import { paperHtml } from './paper-charts.js';
-import { comparisonTable, groupTables, settingsLines, type TableModel } from './render.js';
+import { comparisonTable, groupTables, settingsLines } from './render.js';
+import { type TableModel } from './table-model.js';
 import { QUANTILE_METHOD } from '../metrics/math.js';
 import { hasLag, lagTimelineSpec } from './lag-chart.js';
 import { readSeconds, spreadSeries, spreadTimelineSpec } from './signal-charts.js';

@@ -1,11 +1,12 @@
 // The PLB paper's figures as charts of the comparison page (vega-lite, rendered to SVG by charts.ts).
 import type { TopLevelSpec } from 'vega-lite';
-import { SERVICE_CLASSES } from '../router/types.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
 import { STRATEGY_COLORS } from './charts.js';
-import type { RunGroup } from './aggregate.js';
-import { FIG4_METRICS, paperFigures, type PaperFigures } from './paper-figures.js';
+import type { RunGroup } from '../run-format/report.js';
+import { paperFigures, type PaperFigures } from './paper-figures.js';
+import { FIG4_METRICS } from '../run-format/report.js';
 import { paperTables } from './paper-render.js';
-import type { TableModel } from './render.js';
+import type { TableModel } from './table-model.js';
 
 const SCHEMA = 'https://vega.github.io/schema/vega-lite/v5.json';
 const METRIC_TITLE = {

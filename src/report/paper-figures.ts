@@ -1,10 +1,10 @@
 // What the PLB paper shows per experiment (section V: RQ1, Fig. 4, Fig. 5, Fig. 6), from the
 // report's groups, and the paper's published numbers beside plb's (paper-published.ts).
 // Experiments are known by plan name: paper-rq1, paper-rq2, paper-rq3 (and their -quick variants).
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { REF_PHASE } from '../faults/actions.js';
-import type { AggregatedPhase, RunGroup } from './aggregate.js';
-import type { Stat } from './stats.js';
+import type { AggregatedPhase, RunGroup } from '../run-format/report.js';
+import type { Stat } from '../run-format/report.js';
 import { FAULT_INTERVAL } from '../metrics/summary.js';
 import {
   PUBLISHED_CLAIMS,
@@ -14,6 +14,7 @@ import {
   type PublishedClaim,
   type Verdict,
 } from './paper-published.js';
+import { FIG4_METRICS, type Fig4Metric, type PaperReport } from '../run-format/report.js';
 
 export type PaperQuestion = 'rq1' | 'rq2' | 'rq3';
 export const PAPER_QUESTIONS: readonly PaperQuestion[] = ['rq1', 'rq2', 'rq3'];
@@ -27,8 +28,6 @@ const STATIC = 'static';
 export const FIG4_MIX = '25:75';
 
 /** Fig. 4's metrics; "observed session lifetime" is the median lifetime of the sessions that finished. */
-export const FIG4_METRICS = ['goodput', 'p95', 'lifetimeP50Ms'] as const;
-export type Fig4Metric = (typeof FIG4_METRICS)[number];
 
 /** The experiment a plan name is (`paper-rq2`, `paper-rq2-quick`), or null. */
 export function paperQuestionOf(plan: string): PaperQuestion | null {
@@ -99,11 +98,6 @@ export interface PaperFigures {
   fig5: Fig5Cell[];
   fig6: Fig6Cell[];
   claims: ClaimResult[];
-}
-
-export interface PaperReport {
-  rule: string;
-  experiments: PaperFigures[];
 }
 
 const EMPTY: Stat = { median: null, q1: null, q3: null, n: 0 };

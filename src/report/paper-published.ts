@@ -2,7 +2,7 @@
 // rule that says whether a measured cell reproduces it. Signs follow paper-figures.ts: Fig. 5
 // changes are (rr - plb) / rr (positive = PLB better), Fig. 6 changes (p95 - ref) / ref
 // (positive = degradation), the gap is Freemium minus Premium in percentage points.
-import type { ServiceClass } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 
 /** What a claim is about: one figure's value in one phase, class and mix. */
 export type ClaimMeasure =

@@ -1,6 +1,7 @@
 // The "Paper figures" section of `plb report` (text and markdown): paper-figures.ts as tables.
-import { fmtStat, fmtValue, renderMarkdown, renderTable, type TableModel } from './render.js';
-import { FIG4_METRICS, type PaperFigures, type PaperReport } from './paper-figures.js';
+import { fmtStat, fmtValue, renderMarkdown, renderTable, type TableModel } from './table-model.js';
+import { type PaperFigures } from './paper-figures.js';
+import { FIG4_METRICS, type PaperReport } from '../run-format/report.js';
 import { REPRODUCE_TOLERANCE_PP } from './paper-published.js';
 
 const num =

@@ -1,18 +1,35 @@
 // Text outputs of `plb report`: terminal tables, markdown, CSV (long format) and JSON.
-import Table from 'cli-table3';
 import { stringify } from 'csv-stringify/sync';
-import { SERVICE_CLASSES } from '../router/types.js';
-import { aggregateRuns, CLASS_METRICS, compareReplicaIds, settingsDiff, type RunGroup } from './aggregate.js';
-import { differLine, sharedLine, type SettingsDiff } from './settings.js';
-import { compareStrategies, type Comparison } from './compare.js';
-import { QUANTILE_METHOD, type Stat } from './stats.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
+import { aggregateRuns, compareReplicaIds, settingsDiff } from './aggregate.js';
+import { CLASS_METRICS, type RunGroup } from '../run-format/report.js';
+import { differLine, sharedLine } from './settings.js';
+import { compareStrategies } from './compare.js';
+import { type Comparison } from '../run-format/report.js';
+import { QUANTILE_METHOD } from './stats.js';
+import { type Stat } from '../run-format/report.js';
 import { quantile } from '../metrics/math.js';
-import type { RunSummary } from '../metrics/types.js';
-import { tableStyle } from '../table-style.js';
-import { escapeControl } from '../text.js';
-import { paperFigures, type PaperReport } from './paper-figures.js';
+import type { RunSummary } from '../run-format/summary.js';
+import { paperFigures } from './paper-figures.js';
 import { paperSection } from './paper-render.js';
 import { replicaLatencyTable, signalsTable } from './signals-table.js';
+import type { ReportJson } from '../run-format/report.js';
+
+import {
+  fixed,
+  fmtStat,
+  fmtValue,
+  int,
+  pct,
+  renderMarkdown,
+  renderTable,
+  seconds,
+  signedPct,
+  type Fmt,
+  type TableModel,
+  type TableOptions,
+} from './table-model.js';
+import { escapeControl } from '../core/text.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -22,45 +39,6 @@ export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
  * is worse, for goodput better.
  */
 export const SIGN_CONVENTION = 'Δ = (value - ref) / ref: p95 Δ < 0 is faster, goodput Δ > 0 more.';
-
-/**
- * wide: every column, with IQRs (HTML and markdown, and the terminal with --wide). false: compact
- * for a terminal, at most 100 columns for the demo plan: medians and the columns that tell the story.
- */
-export interface TableOptions {
-  wide?: boolean;
-}
-
-/** A table as strings, rendered later to the terminal, markdown or HTML. */
-export interface TableModel {
-  title: string;
-  head: string[];
-  rows: string[][];
-}
-
-type Fmt = (v: number) => string;
-const fixed =
-  (digits: number): Fmt =>
-  (v) =>
-    v.toFixed(digits);
-const pct: Fmt = (v) => `${(v * 100).toFixed(1)}%`;
-const signedPct: Fmt = (v) => `${v > 0 ? '+' : ''}${(v * 100).toFixed(1)}%`;
-const seconds: Fmt = (v) => (v / 1000).toFixed(1);
-const int: Fmt = (v) => String(Math.round(v * 10) / 10);
-
-export function fmtValue(v: number | null, f: Fmt): string {
-  return v === null ? '-' : f(v);
-}
-
-/**
- * `12.0` for one run (or when every repeat gave the same value); `12.0 [11.0..13.0]` (median
- * [q1..q3]) when the IQR comes from several runs that differ.
- */
-export function fmtStat(s: Stat, f: Fmt, wide = true): string {
-  if (s.median === null) return '-';
-  if (!wide || s.n <= 1 || s.q1 === null || s.q3 === null || f(s.q1) === f(s.q3)) return f(s.median);
-  return `${f(s.median)} [${f(s.q1)}..${f(s.q3)}]`;
-}
 
 export function groupTitle(g: RunGroup, iqr = true): string {
   const runs =
@@ -318,25 +296,6 @@ export function comparisonTable(cmp: Comparison, opts: TableOptions = {}): Table
   return { title, head, rows };
 }
 
-export function renderTable(t: TableModel): string {
-  // Names come from files on disk: their control characters are escaped here, before colour
-  // codes are put around them (the caller cannot tell the two apart afterwards).
-  const table = new Table({
-    head: t.head.map(escapeControl),
-    style: tableStyle(),
-    // Compact: no separator line between body rows.
-    chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
-  });
-  for (const r of t.rows) table.push(r.map(escapeControl));
-  return `${escapeControl(t.title)}\n${table.toString()}`;
-}
-
-export function renderMarkdown(t: TableModel): string {
-  const esc = (s: string): string => s.replace(/\|/g, '\\|');
-  const line = (cells: string[]): string => `| ${cells.map(esc).join(' | ')} |`;
-  return [`### ${t.title}`, '', line(t.head), line(t.head.map(() => '---')), ...t.rows.map(line)].join('\n');
-}
-
 /** What makes a group's numbers less than a clean measurement: invalid phases, incomplete runs. */
 export function groupNotes(g: RunGroup): string[] {
   const out: string[] = [];
@@ -493,19 +452,6 @@ export function renderCsvPerRun(summaries: readonly RunSummary[]): string {
     }
   }
   return stringify(rows);
-}
-
-/** plb-report/2: comparison p95Change is (p95 - base) / base (plb-report/1 had the opposite sign). */
-export interface ReportJson {
-  schema: 'plb-report/2';
-  quantileMethod: string;
-  baseline: string;
-  groups: RunGroup[];
-  /** What the groups differ in and share. */
-  settings: SettingsDiff;
-  comparison: Comparison | null;
-  /** The PLB paper's figures and paper vs measured, when some groups are paper experiments. */
-  paper?: PaperReport;
 }
 
 export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline: string): ReportJson {

@@ -1,9 +1,10 @@
 // `plb report` as a function: load run directories, render text, write HTML, check tolerances.
 import { dirname, join, resolve, sep } from 'node:path';
-import { PlbError } from '../errors.js';
-import { checkWritableFile, writeFileSafe } from '../safe-write.js';
+import { PlbError } from '../core/errors.js';
+import { checkWritableFile, writeFileSafe } from '../core/safe-write.js';
 import { loadRun, type LoadedRun } from '../metrics/load-run.js';
-import { aggregateRuns, type RunGroup } from './aggregate.js';
+import { aggregateRuns } from './aggregate.js';
+import { type RunGroup } from '../run-format/report.js';
 import { renderComparisonHtml, renderRunHtml } from './html.js';
 import { renderReport, type ReportFormat } from './render.js';
 import { findRunDirs } from './run-dir.js';

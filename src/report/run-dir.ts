@@ -2,7 +2,7 @@
 // one parser of the run-directory format); this only walks folders.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import { RUN_FILES } from '../metrics/run-writer.js';
 
 /**

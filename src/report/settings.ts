@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { RunConfig } from '../run-format/config.js';
-import type { ClassWorkload } from '../workload/spec.js';
+import type { ClassWorkload } from '../run-format/config.js';
 import { readingsName } from '../router/readings.js';
 
 /** Setting names in display order (the report's words). */

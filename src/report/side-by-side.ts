@@ -1,11 +1,11 @@
 import Table from 'cli-table3';
-import type { ClassPhaseStats, RunSummary } from '../metrics/types.js';
+import type { ClassPhaseStats, RunSummary } from '../run-format/summary.js';
 import { crossZoneLine, signalsLine } from './signals-table.js';
-import { SERVICE_CLASSES } from '../router/types.js';
-import { tableStyle } from '../table-style.js';
-import { SIGN_CONVENTION, type TableOptions } from './render.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
+import { tableStyle } from '../core/table-style.js';
+import { SIGN_CONVENTION } from './render.js';
+import { type TableOptions } from './table-model.js';
 import { lagLines } from '../metrics/lag.js';
-import type { BenchResult } from '../bench/run.js';
 
 const ms = (v: number | null): string => (v === null ? '-' : v < 10 ? v.toFixed(2) : v.toFixed(1));
 const pct = (v: number | null): string => (v === null ? '-' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(0)}%`);
@@ -96,20 +96,4 @@ function label(s: RunSummary, all: readonly RunSummary[]): string {
   return sameStrategy > 1
     ? `${s.strategy} #${all.filter((x) => x.strategy === s.strategy).indexOf(s) + 1}`
     : s.strategy;
-}
-
-export function renderBenchResults(
-  results: readonly BenchResult[],
-  opts: { json: boolean; wide?: boolean },
-): string {
-  if (opts.json)
-    return JSON.stringify(
-      results.map((r) => ({ dir: r.dir, interrupted: r.interrupted, summary: r.summary })),
-      null,
-      2,
-    );
-  return renderSideBySide(
-    results.map((r) => r.summary),
-    { wide: opts.wide ?? false },
-  );
 }

@@ -1,9 +1,10 @@
 // The balance-signal and per-replica latency tables of `plb report` (the guide's monitoring
 // signals, metrics/signals.ts), one per group, next to the phase and replica tables.
 import { DEFAULT_SIGNAL_THRESHOLDS, type SignalThresholds } from '../metrics/signals.js';
-import type { PhaseSummary } from '../metrics/types.js';
-import { compareReplicaIds, type RunGroup } from './aggregate.js';
-import type { Stat } from './stats.js';
+import type { PhaseSummary } from '../run-format/summary.js';
+import { compareReplicaIds } from './aggregate.js';
+import { type RunGroup } from '../run-format/report.js';
+import type { Stat } from '../run-format/report.js';
 
 export interface SignalTableParts {
   title: (g: RunGroup, wide: boolean) => string;

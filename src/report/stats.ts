@@ -2,15 +2,7 @@ import { quantile } from '../metrics/math.js';
 
 // The report states the method (render.ts, html.ts); quantiles live in metrics/math.ts.
 export { QUANTILE_METHOD } from '../metrics/math.js';
-
-/** Median and interquartile range of the non-null values of one metric across repeats. */
-export interface Stat {
-  median: number | null;
-  q1: number | null;
-  q3: number | null;
-  /** Number of non-null values the stat is made of. */
-  n: number;
-}
+import type { Stat } from '../run-format/report.js';
 
 export function stat(values: readonly (number | null | undefined)[]): Stat {
   const xs = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));

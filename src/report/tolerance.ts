@@ -1,16 +1,14 @@
 // `--compare-to <summary.json> --tolerance <spec>`: did a metric move beyond its tolerance?
 // Two-sided, fixed tolerances; the nightly uses the one-sided, IQR-aware gate in gate.ts.
 import { readFileSync } from 'node:fs';
-import { PlbError } from '../errors.js';
-import { SERVICE_CLASSES } from '../router/types.js';
+import { PlbError } from '../core/errors.js';
+import { SERVICE_CLASSES } from '../core/service-class.js';
 import { validateSummary } from '../metrics/load-run.js';
 import { reportBaselineSchema, type BaselineGroup } from '../run-format/report.js';
 import { parseOrThrow } from '../run-format/parse.js';
-import { aggregateRuns, type ClassMetric } from './aggregate.js';
-import type { Stat } from './stats.js';
-
-/** Exit code of `plb report` when a metric moved beyond its tolerance. */
-export const TOLERANCE_EXIT_CODE = 3;
+import { aggregateRuns } from './aggregate.js';
+import { type ClassMetric } from '../run-format/report.js';
+import type { Stat } from '../run-format/report.js';
 
 export const DEFAULT_TOLERANCE = 'p95=25%,goodput=20%,retention=0.15';
 

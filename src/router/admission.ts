@@ -1,9 +1,11 @@
-import { PlbError } from '../errors.js';
-import { AdmissionQueue, type AdmissionQueueOptions } from './admission-queue.js';
-import { SessionLimits, type SessionLimitOptions } from './session-limits.js';
-import { SloGuard, type Place, type SloGuardOptions } from './slo-guard.js';
+import { PlbError } from '../core/errors.js';
+import type { AdmissionOptions } from './admission-options.js';
+import { AdmissionQueue } from './admission-queue.js';
+import { SessionLimits } from './session-limits.js';
+import { SloGuard, type Place } from './slo-guard.js';
 import { admissionKey, slowStartRamp } from './slow-start.js';
-import type { Admission, ReplicaSnapshot, RoleChange, Router, ServiceClass, StrategyName } from './types.js';
+import type { ServiceClass } from '../core/service-class.js';
+import type { Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } from './types.js';
 
 /**
  * Priority admission around a router (plb-admit: plb inside; lc-queue: leastconn inside, the
@@ -13,16 +15,7 @@ import type { Admission, ReplicaSnapshot, RoleChange, Router, ServiceClass, Stra
  * the SLO guard shrinks freemium's caps while premium is above its target. Sessions never move once
  * admitted. Pure: time is passed in; the caller waits (workload/admission-wait.ts).
  */
-export interface AdmissionOptions {
-  limits: SessionLimitOptions;
-  queue: AdmissionQueueOptions;
-  /** Absent: no guard (limits and queue only). */
-  guard?: SloGuardOptions;
-  /** One FIFO for both classes (HAProxy without set-priority-class): the lc-queue baseline. */
-  classBlind?: boolean;
-  /** The inner router's slow start, so a rejoining replica's limit ramps with its weight. */
-  slowStartMs: number;
-}
+export type { AdmissionOptions };
 
 export type RequestResult = Admission | 'queued' | 'full';
 

@@ -1,6 +1,6 @@
 // The router: pure (no I/O, no timers, no clock; nowMs is passed in).
 export type * from './types.js';
-export { SERVICE_CLASSES } from './types.js';
+export { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 export { createRouter } from './router.js';
 export { maxLagFactor, parseMaxLag } from './max-lag.js';
 export {

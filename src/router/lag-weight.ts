@@ -5,7 +5,7 @@
  * the floor keeps a trickle of traffic so a recovering replica is still seen to recover, and
  * draining is the backstop. Pure: the caller measures the lag and applies the factor.
  */
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 
 export interface LagWeightOptions {
   /** Full weight at or below this lag, ms. */

@@ -2,7 +2,7 @@
 // Ordering is (key, index): the same least key / lowest index rule as the plain scans in plb-rules.
 // Groups are small integers and heaps are typed arrays: admit/release run here per session, so the hot
 // path avoids string-keyed lookups and allocations.
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 
 /** No group: the replica is out of the pool. */
 export const NO_GROUP = -1;

@@ -4,7 +4,7 @@
  * lag-derived weights (lag-weight.ts) are gradual and early; the guide's backstop. Pure: the
  * caller measures the lag and applies the factor as lag-weight's.
  */
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 
 /** 1 (full weight) at or under the budget, 0 (evicted) above it; an unknown lag (null) keeps 1. */
 export function maxLagFactor(lagMs: number | null, maxLagMs: number): number {

@@ -1,14 +1,8 @@
 // The PLB decisions of DESIGN.md as small pure functions. The router applies them with indexed heaps;
 // decidePlbAdmission is the plain specification the property tests hold the fast path to.
-import { PlbError } from '../errors.js';
-import type {
-  BorrowingOptions,
-  BorrowThresholds,
-  PlbReadings,
-  Role,
-  RoleVector,
-  ServiceClass,
-} from './types.js';
+import { PlbError } from '../core/errors.js';
+import type { BorrowingOptions, BorrowThresholds, PlbReadings, Role, RoleVector } from './types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { referenceTarget } from './role-vector.js';
 import { admissionKey, replicaLoad, slowStartRamp } from './slow-start.js';
 

@@ -1,6 +1,7 @@
 // The readings of the PLB paper's repair rules (types.ts PlbReadings): names, presets, parsing.
-import { PlbError } from '../errors.js';
-import type { BorrowThresholds, PlbReadings, ServiceClass } from './types.js';
+import { PlbError } from '../core/errors.js';
+import type { BorrowThresholds, PlbReadings } from './types.js';
+import type { ServiceClass } from '../core/service-class.js';
 
 /**
  * Each reading and what it means (the paper's section on repair-to-target and canonicalization).

@@ -1,4 +1,4 @@
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import type { Partition, PlbReadings, RoleVector } from './types.js';
 
 /** The paper's reference split for five replicas: premium 2, mixed 1, freemium 2. */

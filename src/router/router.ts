@@ -1,4 +1,4 @@
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import { admissionFor, AdmittingRouter } from './admission.js';
 import { GroupedLeastLoaded, NO_GROUP } from './least-loaded.js';
 import {
@@ -26,9 +26,9 @@ import type {
   RoleVector,
   Router,
   RouterOptions,
-  ServiceClass,
   StrategyName,
 } from './types.js';
+import type { ServiceClass } from '../core/service-class.js';
 
 // Module-local handles on the rules used per admission (cheaper than a cross-module binding per call).
 const keyFn = admissionKey;

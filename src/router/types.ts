@@ -1,13 +1,11 @@
-import type { AdmissionOptions } from './admission.js';
-
-export type ServiceClass = 'premium' | 'freemium';
+import type { ServiceClass } from '../core/service-class.js';
+import type { AdmissionOptions } from './admission-options.js';
 export type Role = 'premium' | 'mixed' | 'freemium';
 export interface RoleVector {
   premium: number;
   mixed: number;
   freemium: number;
 }
-export const SERVICE_CLASSES: readonly ServiceClass[] = ['premium', 'freemium'];
 
 /** The routing strategies plb compares (DESIGN.md). */
 export type StrategyName = 'plb' | 'rr' | 'static' | 'lc' | 'wlc' | 'plb-admit' | 'lc-queue';
@@ -110,7 +108,35 @@ export interface RoleChange {
   nowMs: number;
 }
 
-export interface Router {
+/**
+ * The part of a router a session and the runner use: the one interface the bench's runner, the
+ * DataSource and `--strategy via`'s admissions (an external balancer) share. Router is the whole
+ * of it, as the strategies implement it.
+ */
+export interface SessionRouter {
+  /** Pick a replica for a new session. `zone`: the client's zone, preferred when the router has zones. */
+  admit(cls: ServiceClass, nowMs: number, zone?: string): Admission;
+  /** A session ended. */
+  release(replica: string, cls: ServiceClass, nowMs: number): unknown;
+  /**
+   * The connection landed on `replica` rather than the target admit() named (an external balancer
+   * chose, `--strategy via`): from now on the session counts there, and is released from there.
+   */
+  landed?(target: string, replica: string, cls: ServiceClass, nowMs: number): void;
+  markDown(replica: string, nowMs: number): void;
+  markUp(replica: string, nowMs: number): void;
+  /** Lag-derived weights (lag-weight.ts); absent in routers made for tests. */
+  setWeight?(replica: string, weight: number): void;
+  snapshot(): ReadonlyArray<{
+    id: string;
+    healthy: boolean;
+    role: string;
+    weight?: number;
+    sessions: { premium: number; freemium: number };
+  }>;
+}
+
+export interface Router extends SessionRouter {
   readonly strategy: StrategyName;
   /**
    * Pick a replica for a new session; throws PlbError NO_REPLICA when no healthy replica may take

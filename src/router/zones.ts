@@ -6,7 +6,7 @@
  * when the local pool is under pressure: its best admission key is at least `spill` times the
  * remote one's (and at least ZONE_SPILL_MIN_LOAD). A preference, not a partition: a zone outage never becomes a read outage.
  */
-import { PlbError } from '../errors.js';
+import { PlbError } from '../core/errors.js';
 import { admissionKey } from './slow-start.js';
 import type {
   Admission,
@@ -15,9 +15,9 @@ import type {
   RoleChange,
   Router,
   RouterOptions,
-  ServiceClass,
   StrategyName,
 } from './types.js';
+import type { ServiceClass } from '../core/service-class.js';
 
 /** Spill to another zone when the local best key is at least this many times the remote best. */
 export const DEFAULT_ZONE_SPILL = 2;

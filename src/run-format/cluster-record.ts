@@ -1,8 +1,5 @@
 // <state>/<cluster>/cluster.json: which driver made the cluster, with which spec (cluster/state.ts).
 import { z } from 'zod';
-import type { ClusterSpec } from '../cluster/driver.js';
-import type { ClusterRecord } from '../cluster/state.js';
-import type { SameType } from './type-check.js';
 
 export const clusterSpecSchema = z.object({
   name: z.string(),
@@ -31,5 +28,11 @@ export const clusterRecordSchema = z
   })
   .meta({ title: 'plb cluster record', description: '<state dir>/<cluster>/cluster.json' });
 
-const _spec: SameType<z.infer<typeof clusterSpecSchema>, ClusterSpec> = true;
-const _record: SameType<z.infer<typeof clusterRecordSchema>, ClusterRecord> = true;
+/**
+ * The contract between plb and a cluster. Implementations: docker/ (dockerode), local/ (postgres
+ * processes), sim/ (simulated replicas in virtual time) and external/ (a cluster plb did not make,
+ * driven by the user's hooks). Server ids (core/replica-ids.ts) are 'primary' and 'r1'..'rK'.
+ */
+export type ClusterSpec = z.infer<typeof clusterSpecSchema>;
+/** What `cluster status/down` and `bench run` need to find an existing cluster. */
+export type ClusterRecord = z.infer<typeof clusterRecordSchema>;

@@ -1,6 +1,6 @@
 // Pieces several run-format schemas share.
 import { z } from 'zod';
-import type { ServiceClass } from '../router/types.js';
+import type { ServiceClass } from '../core/service-class.js';
 import type { SameType } from './type-check.js';
 
 export const serviceClassSchema = z.enum(['premium', 'freemium']);

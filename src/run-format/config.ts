@@ -4,14 +4,11 @@
  * run can be written by a library caller with only some; what is there must have its type.
  */
 import { z } from 'zod';
-import type { HealthOptions } from '../cluster/health.js';
-import type { BorrowThresholds, PlbReadings, RoleVector } from '../router/types.js';
-import type { ClassWorkload, WorkloadSpec } from '../workload/spec.js';
+
 import { clusterSpecSchema } from './cluster-record.js';
 import { externalConfigSchema } from './cluster-file.js';
 import { mixSchema, serviceClassRecord } from './common.js';
 import { faultPlanSchema } from './plan.js';
-import type { SameType } from './type-check.js';
 
 /** Version of the config.json format; stamped by the run writer. */
 export const CONFIG_SCHEMA_VERSION = 1;
@@ -68,15 +65,15 @@ export const healthOptionsSchema = z.object({
   hangMs: z.number(),
 });
 
-const roleVectorSchema = z.object({ premium: z.number(), mixed: z.number(), freemium: z.number() });
-const borrowThresholdsSchema = z.object({
+export const roleVectorSchema = z.object({ premium: z.number(), mixed: z.number(), freemium: z.number() });
+export const borrowThresholdsSchema = z.object({
   enabled: z.boolean(),
   pressureRatio: z.number(),
   returnRatio: z.number(),
   minLoad: z.number(),
 });
 
-const readingsSchema = z
+export const readingsSchema = z
   .object({
     donors: z.enum(['above-target', 'mixed-first']),
     canonicalize: z.enum(['borrowed', 'all']),
@@ -154,9 +151,8 @@ export const configSchema = z
 
 export type RunConfig = z.infer<typeof configSchema>;
 
-const _workload: SameType<z.infer<typeof workloadSpecSchema>, WorkloadSpec> = true;
-const _class: SameType<z.infer<typeof classWorkloadSchema>, ClassWorkload> = true;
-const _health: SameType<z.infer<typeof healthOptionsSchema>, HealthOptions> = true;
-const _roles: SameType<z.infer<typeof roleVectorSchema>, RoleVector> = true;
-const _readings: SameType<z.infer<typeof readingsSchema>, PlbReadings> = true;
-const _borrow: SameType<z.infer<typeof borrowThresholdsSchema>, BorrowThresholds> = true;
+export type ClassWorkload = z.infer<typeof classWorkloadSchema>;
+export type WorkloadSpec = z.infer<typeof workloadSpecSchema>;
+export type HealthOptions = z.infer<typeof healthOptionsSchema>;
+/** The query templates of a workload. */
+export type QueryKind = keyof ClassWorkload['queryWeights'];

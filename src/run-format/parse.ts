@@ -3,7 +3,7 @@
  * first bad field only (the rest usually follow from it).
  */
 import type { z } from 'zod';
-import { PlbError, type PlbErrorCode } from '../errors.js';
+import { PlbError, type PlbErrorCode } from '../core/errors.js';
 
 /** `phases[0].classes.premium.p95` from a zod issue path. */
 export function fieldPath(path: readonly PropertyKey[]): string {

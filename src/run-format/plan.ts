@@ -1,12 +1,10 @@
 /**
  * Fault plans, two shapes. planFileSchema: the YAML file a user writes (durations as 90 or "90s"),
  * published for editors; faults/plan.ts stays the parser (line-numbered errors, order and state
- * checks no schema can say). faultPlanSchema: the parsed plan (faults/types.ts), as config.json
+ * checks no schema can say). faultPlanSchema: the parsed plan (FaultPlan), as config.json
  * embeds it.
  */
 import { z } from 'zod';
-import type { FaultAction, FaultEvent, FaultPlan } from '../faults/types.js';
-import type { SameType } from './type-check.js';
 
 export const faultActionSchema = z.enum([
   'down',
@@ -41,10 +39,6 @@ export const faultPlanSchema = z.object({
   cpus: z.record(z.string(), z.number()).optional(),
   zones: z.record(z.string(), z.string()).optional(),
 });
-
-const _action: SameType<z.infer<typeof faultActionSchema>, FaultAction> = true;
-const _event: SameType<z.infer<typeof planEventSchema>, FaultEvent> = true;
-const _plan: SameType<z.infer<typeof faultPlanSchema>, FaultPlan> = true;
 
 // The same duration syntax parseDuration accepts.
 const DURATION_RE =
@@ -105,3 +99,7 @@ export const planFileSchema = z
   });
 
 export type PlanFile = z.infer<typeof planFileSchema>;
+/** A fault plan as parsed and validated (times in seconds from the start of the run). */
+export type FaultAction = z.infer<typeof faultActionSchema>;
+export type FaultEvent = z.infer<typeof planEventSchema>;
+export type FaultPlan = z.infer<typeof faultPlanSchema>;

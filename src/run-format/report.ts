@@ -1,18 +1,33 @@
 // `plb report --json`: aggregated groups (median and IQR over repeats) and the strategy comparison.
 import { z } from 'zod';
-import {
-  CLASS_METRICS,
-  type AggregatedDetection,
-  type AggregatedPhase,
-  type AggregatedReplica,
-  type RunGroup,
-} from '../report/aggregate.js';
-import type { Comparison, ComparisonRow, StrategyComparison } from '../report/compare.js';
-import type { ReportJson } from '../report/render.js';
-import { FIG4_METRICS, type PaperReport } from '../report/paper-figures.js';
-import type { Stat } from '../report/stats.js';
-import type { Assignable, SameType } from './type-check.js';
+
+import type { Assignable } from './type-check.js';
 import { mixSchema, serviceClassRecord, serviceClassSchema } from './common.js';
+import type { ClassPhaseStats } from './summary.js';
+
+/** Per phase and class metrics the report shows, in display order. */
+export const CLASS_METRICS = [
+  'goodput',
+  'p50',
+  'p95',
+  'p99',
+  'goodputRetention',
+  'p95Inflation',
+  'lifetimeP50Ms',
+  'lifetimeP95Ms',
+  'queries',
+  'errors',
+  'sessionsOpened',
+  'sessionsFailed',
+  'sessionsCut',
+  'admissionFailures',
+  'connectP50Ms',
+  'connectP95Ms',
+] as const satisfies readonly (keyof ClassPhaseStats)[];
+export type ClassMetric = (typeof CLASS_METRICS)[number];
+
+export const FIG4_METRICS = ['goodput', 'p95', 'lifetimeP50Ms'] as const;
+export type Fig4Metric = (typeof FIG4_METRICS)[number];
 
 /** /2: the comparison's p95Change is (p95 - base) / base, negative = lower latency (/1 had it the other way). */
 export const REPORT_SCHEMA_ID = 'plb-report/2';
@@ -212,16 +227,6 @@ export const reportJsonSchema = z
   })
   .meta({ title: 'plb report JSON', description: 'What plb report --json prints.' });
 
-const _stat: SameType<z.infer<typeof statSchema>, Stat> = true;
-const _replica: SameType<z.infer<typeof aggregatedReplicaSchema>, AggregatedReplica> = true;
-const _phase: SameType<z.infer<typeof aggregatedPhaseSchema>, AggregatedPhase> = true;
-const _detection: SameType<z.infer<typeof aggregatedDetectionSchema>, AggregatedDetection> = true;
-const _group: SameType<z.infer<typeof runGroupSchema>, RunGroup> = true;
-const _row: SameType<z.infer<typeof comparisonRowSchema>, ComparisonRow> = true;
-const _strategy: SameType<z.infer<typeof strategyComparisonSchema>, StrategyComparison> = true;
-const _comparison: SameType<z.infer<typeof comparisonSchema>, Comparison> = true;
-const _paper: SameType<z.infer<typeof paperReportSchema>, PaperReport> = true;
-const _report: SameType<z.infer<typeof reportJsonSchema>, ReportJson> = true;
 const _id: Assignable<ReportJson['schema'], typeof REPORT_SCHEMA_ID> = true;
 
 /**
@@ -254,3 +259,15 @@ export const reportBaselineSchema = z.object({
 /** A group of a baseline: every RunGroup is one. */
 export type BaselineGroup = z.infer<typeof reportBaselineSchema>['groups'][number];
 const _baselineGroup: Assignable<RunGroup, BaselineGroup> = true;
+/** Median and interquartile range of the non-null values of one metric across repeats. */
+export type Stat = z.infer<typeof statSchema>;
+export type AggregatedReplica = z.infer<typeof aggregatedReplicaSchema>;
+export type AggregatedPhase = z.infer<typeof aggregatedPhaseSchema>;
+export type AggregatedDetection = z.infer<typeof aggregatedDetectionSchema>;
+export type RunGroup = z.infer<typeof runGroupSchema>;
+export type ComparisonRow = z.infer<typeof comparisonRowSchema>;
+export type StrategyComparison = z.infer<typeof strategyComparisonSchema>;
+export type Comparison = z.infer<typeof comparisonSchema>;
+export type PaperReport = z.infer<typeof paperReportSchema>;
+/** plb-report/2: comparison p95Change is (p95 - base) / base (plb-report/1 had the opposite sign). */
+export type ReportJson = z.infer<typeof reportJsonSchema>;

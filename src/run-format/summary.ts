@@ -1,18 +1,13 @@
 // summary.json: the phase tables of one run (src/metrics/types.ts RunSummary is the type the code uses).
 import { z } from 'zod';
-import {
-  SUMMARY_SCHEMA_VERSION,
-  type ClassPhaseStats,
-  type DetectionCounts,
-  type DetectionRecord,
-  type HarnessPhaseStats,
-  type PhaseSummary,
-  type ReplicaPhaseStats,
-  type RunSummary,
-} from '../metrics/types.js';
-import type { SameType } from './type-check.js';
-import { SIGNAL_NAMES, type PhaseSignals } from '../metrics/signals.js';
+
 import { mixSchema, serviceClassRecord } from './common.js';
+
+export const SUMMARY_SCHEMA_VERSION = 1;
+
+/** The distribution signals a phase can alert on (metrics/signals.ts computes them). */
+export const SIGNAL_NAMES = ['queryShareSpread', 'cpuShareSpread', 'silent', 'weightDeviation'] as const;
+export type SignalName = (typeof SIGNAL_NAMES)[number];
 
 const ms = z.number().nullable();
 
@@ -146,11 +141,13 @@ export const summarySchema = z
   .meta({ title: 'plb summary.json', description: 'The phase tables of one run (runs/<id>/summary.json).' });
 
 // The interfaces in metrics/types.ts stay the types the code uses; these fail to compile on drift.
-const _class: SameType<z.infer<typeof classPhaseStatsSchema>, ClassPhaseStats> = true;
-const _replica: SameType<z.infer<typeof replicaPhaseStatsSchema>, ReplicaPhaseStats> = true;
-const _harness: SameType<z.infer<typeof harnessPhaseStatsSchema>, HarnessPhaseStats> = true;
-const _signals: SameType<z.infer<typeof phaseSignalsSchema>, PhaseSignals> = true;
-const _phase: SameType<z.infer<typeof phaseSummarySchema>, PhaseSummary> = true;
-const _detection: SameType<z.infer<typeof detectionRecordSchema>, DetectionRecord> = true;
-const _counts: SameType<z.infer<typeof detectionCountsSchema>, DetectionCounts> = true;
-const _summary: SameType<z.infer<typeof summarySchema>, RunSummary> = true;
+export type ClassPhaseStats = z.infer<typeof classPhaseStatsSchema>;
+export type ReplicaPhaseStats = z.infer<typeof replicaPhaseStatsSchema>;
+/** The client process over a phase: did the harness keep up? */
+export type HarnessPhaseStats = z.infer<typeof harnessPhaseStatsSchema>;
+export type PhaseSummary = z.infer<typeof phaseSummarySchema>;
+export type DetectionRecord = z.infer<typeof detectionRecordSchema>;
+/** Every 'detect' event of a run, and those no injected fault explains (false detections). */
+export type DetectionCounts = z.infer<typeof detectionCountsSchema>;
+export type RunSummary = z.infer<typeof summarySchema>;
+export type PhaseSignals = z.infer<typeof phaseSignalsSchema>;

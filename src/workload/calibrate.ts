@@ -9,15 +9,17 @@
  *   D = connect + n R + (n - 1) Z   =>   Z = (D - connect - n R) / (n - 1),
  * with R = (q / C) / (1 - u) the mean response of a processor-sharing server of C cores at u.
  */
-import type { ClusterDriver, Credentials, Endpoint } from '../cluster/driver.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { connect } from '../cluster/pg-util.js';
-import { PlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
-import { makeQuery } from './queries.js';
-import type { Rng } from './rng.js';
-import { splitByMix, type QueryKind, type WorkloadSpec } from './spec.js';
+import { PlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
+import { makeQuery } from '../cluster/queries.js';
+import type { Rng } from '../core/rng.js';
+import { splitByMix } from './spec.js';
+import { type QueryKind, type WorkloadSpec } from '../run-format/config.js';
 
 /**
  * The replica's cumulative CPU seconds (its cgroup counter, through the driver) as a function;

@@ -1,21 +1,11 @@
-import { asError, PlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
+import { asError, PlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
 import { isStatementError, type Connector, type DbConnection } from '../cluster/connector.js';
+import type { SessionRouter } from '../router/types.js';
 
 /** What the data source needs of a router: admission and release (see src/router). */
-export interface AdmissionControl {
-  /** `zone`: the client's zone (a zoned router prefers its replicas). */
-  admit(cls: ServiceClass, nowMs: number, zone?: string): { replica: string };
-  release(replica: string, cls: ServiceClass, nowMs: number): void;
-  /**
-   * The connection landed on `replica` rather than the target admit() named (an external balancer
-   * chose, `--strategy via`): from now on the session counts there, and is released from there.
-   */
-  landed?(target: string, replica: string, cls: ServiceClass, nowMs: number): void;
-}
-
 export interface DataSourceOptions {
-  router: AdmissionControl;
+  router: Pick<SessionRouter, 'admit' | 'release' | 'landed'>;
   /** Opens connections to replicas (pg, or simulated ones). */
   connector: Connector;
   connectTimeoutMs: number;

@@ -1,11 +1,11 @@
 import type { Clock } from '../clock/index.js';
-import { errorText, isPlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
+import { errorText, isPlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
 import type { Recorder } from '../metrics/types.js';
 import type { DataSource } from './data-source.js';
-import { makeQuery } from './queries.js';
-import type { Rng } from './rng.js';
-import type { WorkloadSpec } from './spec.js';
+import { makeQuery } from '../cluster/queries.js';
+import type { Rng } from '../core/rng.js';
+import type { WorkloadSpec } from '../run-format/config.js';
 
 export interface SessionContext {
   ds: DataSource;

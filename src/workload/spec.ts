@@ -1,40 +1,6 @@
-import { PlbError } from '../errors.js';
-import type { ServiceClass } from '../router/types.js';
-
-export type QueryKind = 'point' | 'range' | 'scan';
-
-export interface ClassWorkload {
-  /** Mean queries per session (geometric around the mean, at least 1). */
-  queriesPerSession: number;
-  /** Mean think time between queries, ms (exponential). */
-  thinkTimeMs: number;
-  /** Relative weights of the query templates. */
-  queryWeights: Record<QueryKind, number>;
-}
-
-export interface WorkloadSpec {
-  /** 'closed': T clients run sessions back to back; 'open': sessions arrive at `rate` per second. */
-  model: 'closed' | 'open';
-  clients: number;
-  /** Sessions per second (open model). */
-  rate: number;
-  /** Share of clients (or sessions) per class. */
-  mix: Record<ServiceClass, number>;
-  /** Seconds over which closed-model clients join (Poisson); default: the plan's warm-up. */
-  rampUpS: number | null;
-  /** Rows in the generated dataset. */
-  datasetRows: number;
-  /** A query slower than this fails (a paused replica never answers). */
-  queryTimeoutMs: number;
-  connectTimeoutMs: number;
-  /** Open model: cap on concurrently open sessions; arrivals beyond it count as admission failures. */
-  maxOpenSessions: number;
-  classes: Record<ServiceClass, ClassWorkload>;
-  /** Rows/s the writer upserts on the primary (`--write-rate`); absent or 0: read-only. */
-  writeRate?: number;
-  /** A session ends after this long even with queries left (`--max-session-lifetime`); absent: none. */
-  maxSessionLifetimeMs?: number;
-}
+import { PlbError } from '../core/errors.js';
+import type { ServiceClass } from '../core/service-class.js';
+import type { QueryKind, WorkloadSpec } from '../run-format/config.js';
 
 const DEFAULT_WEIGHTS: Record<QueryKind, number> = { point: 0.5, range: 0.3, scan: 0.2 };
 

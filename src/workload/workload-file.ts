@@ -1,11 +1,12 @@
-import { readInputFile } from '../input-file.js';
+import { readInputFile } from '../core/input-file.js';
 import { isMap, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
-import { PlbError } from '../errors.js';
-import { parseDuration } from '../faults/plan.js';
+import { PlbError } from '../core/errors.js';
+import { parseDuration } from '../core/duration.js';
 import { fieldPath, firstIssue } from '../run-format/parse.js';
 import { workloadFileSchema } from '../run-format/workload-file.js';
-import { SERVICE_CLASSES, type ServiceClass } from '../router/types.js';
-import { checkQueryWeights, type ClassWorkload, type PerClass } from './spec.js';
+import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
+import { checkQueryWeights, type PerClass } from './spec.js';
+import { type ClassWorkload } from '../run-format/config.js';
 
 const MAX_BYTES = 64 * 1024;
 

@@ -4,21 +4,17 @@
  * paced by the run's clock; a failed batch is counted, the connection reopened on the next tick.
  */
 import type { Clock } from '../clock/index.js';
-import { PlbError } from '../errors.js';
-import type { FaultPlan } from '../faults/types.js';
-import type { Rng } from './rng.js';
+import { PlbError } from '../core/errors.js';
+import type { FaultPlan } from '../run-format/plan.js';
+import type { Rng } from '../core/rng.js';
+import { WRITE_TABLE } from '../cluster/dataset.js';
 
-/** The table the writer owns (created with the dataset, see dataset.ts). */
-export const WRITE_TABLE = 'plb_writes';
 /** Rows are upserted over this many keys: the table stays small however long the run. */
 export const WRITE_KEYS = 10_000;
 /** A batch every this many ms: 200 rows/s are 20-row statements, not 200 round trips. */
 export const WRITE_TICK_MS = 100;
 /** Most rows/s a run may write (one connection; more would measure the writer, not the standbys). */
 export const MAX_WRITE_RATE = 50_000;
-
-export const CREATE_WRITE_TABLE = `CREATE TABLE IF NOT EXISTS ${WRITE_TABLE} (
-  id int PRIMARY KEY, n bigint NOT NULL, payload text NOT NULL, updated_at timestamptz NOT NULL)`;
 
 /** One statement per batch: distinct keys (an upsert may touch a row once), ~130 bytes a row. */
 const UPSERT = `INSERT INTO ${WRITE_TABLE} AS w (id, n, payload, updated_at)

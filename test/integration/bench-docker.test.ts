@@ -9,14 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDockerDriver, dockerAvailable } from '../../src/cluster/docker/index.js';
-import type { ClusterDriver, ClusterSpec } from '../../src/cluster/driver.js';
+import type { ClusterDriver } from '../../src/cluster/driver.js';
+import type { ClusterSpec } from '../../src/run-format/cluster-record.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import { newClusterId, writeClusterRecord } from '../../src/cluster/state.js';
 import { parsePlan } from '../../src/faults/plan.js';
 import { createRunWriter, loadRun } from '../../src/metrics/index.js';
 import { createRouter } from '../../src/router/index.js';
 import type { StrategyName } from '../../src/router/types.js';
-import { runBench, type RunnerRouter } from '../../src/bench/run.js';
+import { runBench } from '../../src/bench/run.js';
+import type { SessionRouter } from '../../src/router/types.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 
 const NAME = 'plbtest-bench';
@@ -102,7 +104,7 @@ describe.skipIf(!available && !ci)('bench run on a Docker cluster', () => {
         },
         {
           driver,
-          createRouter: (ids, onRoleChange): RunnerRouter => {
+          createRouter: (ids, onRoleChange): SessionRouter => {
             const router = createRouter({ strategy, replicas: ids, slowStartMs: 5000, onRoleChange });
             return {
               admit: (cls, nowMs) => {

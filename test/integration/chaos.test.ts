@@ -33,9 +33,9 @@ import { withClusterLock } from '../../src/cluster/lock.js';
 import { bringUp, clusterSpec, downCluster, removeOwned } from '../../src/cluster/select.js';
 import { clusterDir, readClusterRecord } from '../../src/cluster/state.js';
 import { RUN_FILES } from '../../src/metrics/run-writer.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import { writeReports } from '../../src/report/report.js';
-import { Rng } from '../../src/workload/rng.js';
+import { Rng } from '../../src/core/rng.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 
 const RUNS = 20;

@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Credentials, Endpoint } from '../../src/cluster/driver.js';
+import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
 import { createDockerDriver, dockerAvailable, type DockerDriver } from '../../src/cluster/docker/driver.js';
 import { currentWalLsn, waitCaughtUp, withClient } from '../../src/cluster/pg-util.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { portFree } from '../../src/cluster/ports.js';
 
 const NAME = 'plbtest-docker';

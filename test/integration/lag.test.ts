@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/options.js';
 import { downCluster } from '../../src/cluster/select.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import { benchFlagValues, haveServerBinaries } from '../helpers/fixtures.js';
 
 const NAME = 'plbtest-lag';

@@ -20,7 +20,8 @@ import { makeTar } from '../../src/cluster/docker/tar.js';
 import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster, removeOwned } from '../../src/cluster/select.js';
 import { lockFile } from '../../src/cluster/lock.js';
-import { readClusterRecord, type ClusterRecord } from '../../src/cluster/state.js';
+import { readClusterRecord } from '../../src/cluster/state.js';
+import { type ClusterRecord } from '../../src/run-format/cluster-record.js';
 
 const ci = process.env.CI === 'true';
 const available = await dockerAvailable(3000);

@@ -11,7 +11,7 @@ import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Connector } from '../../src/cluster/connector.js';
-import type { Endpoint } from '../../src/cluster/driver.js';
+import type { Endpoint } from '../../src/core/endpoint.js';
 import { startProxy, type ProxyHandle } from '../../src/proxy/proxy-server.js';
 import { readStartupPacket } from '../../src/proxy/startup-packet.js';
 import { backendKeyData, errorResponse } from '../../src/proxy/wire.js';

@@ -15,7 +15,7 @@ import fc from 'fast-check';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Credentials, Endpoint } from '../../src/cluster/driver.js';
+import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
 import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
 import { clusterSpec } from '../../src/cluster/select.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';

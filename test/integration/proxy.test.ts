@@ -13,12 +13,12 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Credentials, Endpoint } from '../../src/cluster/driver.js';
+import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
 import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec } from '../../src/cluster/select.js';
 import { startProxy, type ProxyHandle } from '../../src/proxy/proxy-server.js';
-import type { ServiceClass } from '../../src/router/types.js';
+import type { ServiceClass } from '../../src/core/service-class.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 
 const ci = process.env.CI === 'true';

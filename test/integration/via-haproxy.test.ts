@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/options.js';
 import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster } from '../../src/cluster/select.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import HaproxyConfigCommand from '../../src/commands/haproxy-config.js';
 import { benchFlagValues, haproxyBin, haveServerBinaries, runCommand } from '../helpers/fixtures.js';
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { AdmissionQueue, type QueuedItem } from '../../src/router/admission-queue.js';
-import type { ServiceClass } from '../../src/router/types.js';
+import type { ServiceClass } from '../../src/core/service-class.js';
 
 describe('AdmissionQueue', () => {
   it('serves premium before freemium and FIFO within a class', () => {

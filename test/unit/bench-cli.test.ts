@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchFlagValues } from '../helpers/fixtures.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executeBench, parseBorrowing, type BenchFlagValues } from '../../src/bench/options.js';
+import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
+import { parseBorrowing } from '../../src/cli/router-flags.js';
 import { acquireClusterLock } from '../../src/cluster/lock.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { clusterSpec } from '../../src/cluster/select.js';
 import { newClusterId, writeClusterRecord } from '../../src/cluster/state.js';
 

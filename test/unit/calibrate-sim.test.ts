@@ -11,7 +11,7 @@ import {
   type TemplateSamples,
 } from '../../src/bench/calibrate-sim.js';
 import { checkCalibration, loadCalibration } from '../../src/cluster/sim/calibration.js';
-import { writeFileSafe } from '../../src/safe-write.js';
+import { writeFileSafe } from '../../src/core/safe-write.js';
 
 /** n queries whose per-query CPU alternates lo/hi (mean (lo+hi)/2, cv (hi-lo)/(hi+lo)), latency = cpu + overhead. */
 function template(n: number, lo: number, hi: number, overhead: number): TemplateSamples {

@@ -7,10 +7,10 @@ import Report from '../../src/commands/report.js';
 import Roles from '../../src/commands/roles.js';
 import PlanShow from '../../src/commands/plan/show.js';
 import { checkBenchValue } from '../../src/bench/options.js';
-import { PlbError } from '../../src/errors.js';
-import { errorJson, errorLine, EXIT_CODES_HELP, exitCodeOf } from '../../src/fail.js';
+import { PlbError } from '../../src/core/errors.js';
+import { errorJson, errorLine, EXIT_CODES_HELP, exitCodeOf } from '../../src/core/fail.js';
 import { renderSideBySide } from '../../src/report/side-by-side.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import {
   etaSeconds,
   formatSeconds,

@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { serverSettings, validateSpec } from '../../src/cluster/base-driver.js';
 import { createDockerDriver } from '../../src/cluster/docker/driver.js';
 import { withTimeout } from '../../src/cluster/docker/image.js';
-import { compareReplicaIds, replicaIds, serverIds } from '../../src/cluster/driver.js';
+import { compareReplicaIds, replicaIds, serverIds } from '../../src/core/replica-ids.js';
 import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { clusterSpec } from '../../src/cluster/select.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 
 const spec = clusterSpec({ name: 'base', replicas: 3, basePort: 41000, stateDir: '/tmp/plb-base-test' });
 

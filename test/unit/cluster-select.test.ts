@@ -12,7 +12,7 @@ import {
   parseDriverChoice,
   parsePositiveNumber,
 } from '../../src/cluster/select.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 
 function codeOf(fn: () => unknown): string | undefined {
   try {

@@ -21,10 +21,10 @@ import {
   updateClusterRecord,
   validateClusterName,
   writeClusterRecord,
-  type ClusterRecord,
 } from '../../src/cluster/state.js';
+import { type ClusterRecord } from '../../src/run-format/cluster-record.js';
 import { clusterSpec } from '../../src/cluster/select.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 
 let dir: string;
 beforeEach(() => {

@@ -17,13 +17,13 @@ import {
 import { hookFailure, OUTPUT_KEEP_BYTES, runHook } from '../../src/cluster/external/hooks.js';
 import { ExternalDriver, type HookRecord } from '../../src/cluster/external/index.js';
 import { parseDriverChoice, upCluster, clusterSpec } from '../../src/cluster/select.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { parsePlan } from '../../src/faults/plan.js';
 import { externalConfigSchema } from '../../src/run-format/cluster-file.js';
 import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { renderReport } from '../../src/report/render.js';
 

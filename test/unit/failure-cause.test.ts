@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { classifyFailure, isDeathEvidence } from '../../src/cluster/failure-cause.js';
+import { classifyFailure, isDeathEvidence } from '../../src/core/failure-cause.js';
 import { HealthTracker } from '../../src/cluster/health.js';
-import { PlbError } from '../../src/errors.js';
+import { PlbError } from '../../src/core/errors.js';
 
 /** A server error as pg reports it (DatabaseError with SQLSTATE and severity). */
 function dbError(code: string, message = 'server says no'): pg.DatabaseError {

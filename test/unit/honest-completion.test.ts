@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadRun } from '../../src/metrics/load-run.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';
 import { markInvalidPhases } from '../../src/metrics/summary.js';
-import type { PhaseSummary, RunSummary } from '../../src/metrics/types.js';
+import type { PhaseSummary, RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { renderReport } from '../../src/report/render.js';
 

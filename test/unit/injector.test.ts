@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { realClock } from '../../src/clock/index.js';
 import type { ClusterDriver } from '../../src/cluster/driver.js';
 import { Injector, type InjectedFault } from '../../src/faults/injector.js';
-import type { FaultEvent } from '../../src/faults/types.js';
+import type { FaultEvent } from '../../src/run-format/plan.js';
 
 function fakeDriver(calls: string[], failOn?: string, stillUp?: string): ClusterDriver {
   const act = (name: string) => async (id: string, cpus?: number) => {

@@ -5,11 +5,11 @@ import { benchFlagValues } from '../helpers/fixtures.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
 import { clusterSpec } from '../../src/cluster/select.js';
-import { formatError, PlbError } from '../../src/errors.js';
+import { formatError, PlbError } from '../../src/core/errors.js';
 import { loadPlan, parsePlan } from '../../src/faults/plan.js';
 import { expandSeries } from '../../src/bench/series.js';
-import { Rng } from '../../src/workload/rng.js';
-import { escapeLines } from '../../src/text.js';
+import { Rng } from '../../src/core/rng.js';
+import { escapeLines } from '../../src/core/text.js';
 
 const work = mkdtempSync(join(tmpdir(), 'plb-limits-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));

@@ -9,7 +9,8 @@ import { register } from 'prom-client';
 import { executeBench } from '../../src/bench/options.js';
 import { createLiveMetrics } from '../../src/metrics/live-metrics.js';
 import { startMetricsServer } from '../../src/metrics/metrics-server.js';
-import type { Recorder, RunSummary, RunWriter } from '../../src/metrics/types.js';
+import type { Recorder, RunWriter } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-live-metrics-'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { PhaseSummary, RunSummary } from '../../src/metrics/types.js';
+import type { PhaseSummary, RunSummary } from '../../src/run-format/summary.js';
 import { measurementWarnings } from '../../src/bench/run.js';
 
 const phase = (name: string, loopP99Ms: number): PhaseSummary =>

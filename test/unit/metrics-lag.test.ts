@@ -4,7 +4,7 @@ import { MetricsStore } from '../../src/metrics/store.js';
 import { summarizePhases } from '../../src/metrics/summary.js';
 import type { Phase } from '../../src/metrics/types.js';
 import { parseTimeline, timelineHeaderLine, timelineRow } from '../../src/metrics/timeline.js';
-import { SERVICE_CLASSES } from '../../src/router/types.js';
+import { SERVICE_CLASSES } from '../../src/core/service-class.js';
 
 const phases: Phase[] = [
   { name: 'ref', startMs: 0, endMs: 3000, survivors: 2, down: [] },

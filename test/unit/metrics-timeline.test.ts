@@ -6,7 +6,7 @@ import {
   timelineRow,
 } from '../../src/metrics/timeline.js';
 import type { ReplicaState } from '../../src/metrics/types.js';
-import { SERVICE_CLASSES } from '../../src/router/types.js';
+import { SERVICE_CLASSES } from '../../src/core/service-class.js';
 
 const replicas = ['r1', 'r2'];
 const NASTY = ['down-1', 'a,b', 'say "hi"', 'two\nlines', 'crlf\r\nend', '"', ',', ' padded ', 'ünï,"\n'];

@@ -1,7 +1,8 @@
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { isPlbError } from '../../src/errors.js';
-import { loadPlan, parseDuration, parsePlan } from '../../src/faults/plan.js';
+import { isPlbError } from '../../src/core/errors.js';
+import { loadPlan, parsePlan } from '../../src/faults/plan.js';
+import { parseDuration } from '../../src/core/duration.js';
 
 /** Valid header: duration 90 s, warm-up 10 s, reference 20 s, so the first fault may be at 30 s. */
 const H = 'name: t\nduration: 90\nwarmup: 10\nreference: 20\n';

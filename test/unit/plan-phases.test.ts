@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { FaultPlan } from '../../src/faults/types.js';
+import type { FaultPlan } from '../../src/run-format/plan.js';
 import {
   phaseNameFor,
   replicaStateAfter,

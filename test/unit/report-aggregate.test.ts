@@ -7,7 +7,7 @@ import { differLine, sharedLine } from '../../src/report/settings.js';
 import type { RunConfig } from '../../src/run-format/config.js';
 import { compareStrategies, goodputChange, p95Change } from '../../src/report/compare.js';
 import { loadRun } from '../../src/metrics/load-run.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
 const summaries: RunSummary[] = readdirSync(FIXTURES)

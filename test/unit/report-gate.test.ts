@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import Report from '../../src/commands/report.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { loadRun } from '../../src/metrics/load-run.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import {
   annotation,

@@ -1,7 +1,7 @@
 // Issue 12: the PLB paper's figures per experiment (RQ1, Fig. 4-6) and paper vs measured, from
 // synthetic summaries of the paper plans.
 import { describe, expect, it } from 'vitest';
-import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../../src/metrics/types.js';
+import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { paperQuestionOf, paperFigures } from '../../src/report/paper-figures.js';
 import { PUBLISHED_CLAIMS, verdictOf, REPRODUCE_RULE } from '../../src/report/paper-published.js';

@@ -13,8 +13,8 @@ import {
   renderCsvPerRun,
   replicaTable,
   SIGN_CONVENTION,
-  type ReportJson,
 } from '../../src/report/render.js';
+import { type ReportJson } from '../../src/run-format/report.js';
 import { loadRun } from '../../src/metrics/load-run.js';
 import { compareStrategies } from '../../src/report/compare.js';
 import { renderComparisonHtml } from '../../src/report/html.js';

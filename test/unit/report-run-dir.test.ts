@@ -2,7 +2,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { loadRun, parseEvents } from '../../src/metrics/load-run.js';
 import { parseTimeline } from '../../src/metrics/timeline.js';
 import { writeReports } from '../../src/report/report.js';

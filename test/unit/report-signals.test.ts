@@ -3,7 +3,7 @@ import type { SecondRecord } from '../../src/metrics/seconds.js';
 import type { TimelineRow } from '../../src/metrics/timeline.js';
 import { spreadSeries } from '../../src/report/signal-charts.js';
 import { signalsLine } from '../../src/report/signals-table.js';
-import type { PhaseSummary } from '../../src/metrics/types.js';
+import type { PhaseSummary } from '../../src/run-format/summary.js';
 
 const cells = (cpu: number | null, healthy: boolean) => ({
   cpu,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import Report from '../../src/commands/report.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { writeReports } from '../../src/report/report.js';
 import { loadRun } from '../../src/metrics/load-run.js';
@@ -12,9 +12,9 @@ import {
   DEFAULT_TOLERANCE,
   loadBaseline,
   parseTolerance,
-  TOLERANCE_EXIT_CODE,
 } from '../../src/report/tolerance.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import { TOLERANCE_EXIT_CODE } from '../../src/core/fail.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
 const ROOT = join(import.meta.dirname, '../../package.json');

@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import Report from '../../src/commands/report.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { comparisonDir, writeReports } from '../../src/report/report.js';
-import { ensureWritableDir } from '../../src/safe-write.js';
+import { ensureWritableDir } from '../../src/core/safe-write.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
 const ROOT = join(import.meta.dirname, '../../package.json');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import {
   fullReference,
   parsePartition,

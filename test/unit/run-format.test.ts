@@ -10,7 +10,7 @@ import { collectEnvironment, gitCommit } from '../../src/bench/environment.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import { clusterSpec } from '../../src/cluster/select.js';
 import { newClusterId, readClusterRecord, recordFile, writeClusterRecord } from '../../src/cluster/state.js';
-import { isPlbError } from '../../src/errors.js';
+import { isPlbError } from '../../src/core/errors.js';
 import { loadPlan } from '../../src/faults/plan.js';
 import { loadRun } from '../../src/metrics/load-run.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';

@@ -7,8 +7,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ClusterDriver, ServerStatus } from '../../src/cluster/driver.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';
-import type { RunSummary } from '../../src/metrics/types.js';
-import { runBench, type RunnerRouter } from '../../src/bench/run.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
+import { runBench } from '../../src/bench/run.js';
+import type { SessionRouter } from '../../src/router/types.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 
 // No PostgreSQL here: the dataset is "already loaded"; sessions and health checks fail to connect.
@@ -69,7 +70,7 @@ function stubbornDriver(calls: string[]): ClusterDriver {
   };
 }
 
-function router(failSnapshotAt: number): RunnerRouter {
+function router(failSnapshotAt: number): SessionRouter {
   let n = 0;
   return {
     admit: () => ({ replica: 'r1' }),

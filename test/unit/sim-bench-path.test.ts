@@ -6,7 +6,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runBench, type BenchConfig, type RunnerRouter } from '../../src/bench/run.js';
+import { runBench, type BenchConfig } from '../../src/bench/run.js';
+import type { SessionRouter } from '../../src/router/types.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import { createSimCluster } from '../../src/cluster/sim/index.js';
 import { loadPlan } from '../../src/faults/plan.js';
@@ -71,7 +72,7 @@ async function simulate(opts: { abortAtMs?: number; strategy?: StrategyName } = 
           slowStartMs: config.slowStartMs,
           onRoleChange,
         });
-        const watched: RunnerRouter = {
+        const watched: SessionRouter = {
           admit: (cls, now) => {
             const a = inner.admit(cls, now);
             if (down.has(a.replica)) admittedWhileDown.push(`${a.replica}@${now}`);

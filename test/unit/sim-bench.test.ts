@@ -8,7 +8,7 @@ import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
 import { bringUp, chooseDriverKind, clusterSpec, parseDriverChoice } from '../../src/cluster/select.js';
 import { loadPlan } from '../../src/faults/plan.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-sim-bench-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

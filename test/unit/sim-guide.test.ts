@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-sim-guide-'));

@@ -3,12 +3,12 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock/virtual.js';
 import type { OpenOptions } from '../../src/cluster/connector.js';
-import { classifyFailure } from '../../src/cluster/failure-cause.js';
+import { classifyFailure } from '../../src/core/failure-cause.js';
 import { checkCalibration, loadCalibration, type SimCalibration } from '../../src/cluster/sim/calibration.js';
 import { CfsCpu, SimDriver } from '../../src/cluster/sim/index.js';
-import type { ClusterSpec } from '../../src/cluster/driver.js';
-import { makeQuery } from '../../src/workload/queries.js';
-import { Rng } from '../../src/workload/rng.js';
+import type { ClusterSpec } from '../../src/run-format/cluster-record.js';
+import { makeQuery } from '../../src/cluster/queries.js';
+import { Rng } from '../../src/core/rng.js';
 
 /** Finish times of jobs submitted at the given times with the given demands (period 100 ms). */
 async function finishTimes(

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { handleStopSignals } from '../../src/bench/stop-signals.js';
+import { handleStopSignals } from '../../src/cli/stop-signals.js';
 import { createRunWriter, RUN_FILES } from '../../src/metrics/run-writer.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-signals-'));

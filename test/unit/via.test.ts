@@ -14,7 +14,7 @@ import {
   viaTarget,
 } from '../../src/bench/via.js';
 import type { Connector, DbConnection } from '../../src/cluster/connector.js';
-import type { Endpoint } from '../../src/cluster/driver.js';
+import type { Endpoint } from '../../src/core/endpoint.js';
 import { DataSource } from '../../src/workload/data-source.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 

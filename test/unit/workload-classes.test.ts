@@ -9,7 +9,7 @@ import { checkBenchValue, executeBench, resolveClasses } from '../../src/bench/o
 import { thinkTimeFor, thinkTimesFor, type ClassThinkInputs } from '../../src/workload/calibrate.js';
 import { parseQueryWeights } from '../../src/workload/spec.js';
 import { loadWorkloadFile, parseWorkloadFile } from '../../src/workload/workload-file.js';
-import type { RunSummary } from '../../src/metrics/types.js';
+import type { RunSummary } from '../../src/run-format/summary.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-workload-'));

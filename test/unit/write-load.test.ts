@@ -3,11 +3,11 @@ import { checkBenchValue } from '../../src/bench/options.js';
 import { DRAINED_WEIGHT, lagWeighting } from '../../src/bench/write-load.js';
 import { VirtualClock } from '../../src/clock/virtual.js';
 import { replicaOfSlot } from '../../src/cluster/lag-probe.js';
-import { isPlbError } from '../../src/errors.js';
-import type { FaultPlan } from '../../src/faults/types.js';
+import { isPlbError } from '../../src/core/errors.js';
+import type { FaultPlan } from '../../src/run-format/plan.js';
 import type { RunWriter } from '../../src/metrics/types.js';
 import { DEFAULT_LAG_WEIGHTS } from '../../src/router/lag-weight.js';
-import { Rng } from '../../src/workload/rng.js';
+import { Rng } from '../../src/core/rng.js';
 import {
   batchKeys,
   parseWriteRate,

@@ -8,8 +8,8 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import Docker from 'dockerode';
-import { errorText, PlbError } from '../../errors.js';
-import { composeFile } from '../../package-info.js';
+import { errorText, PlbError } from '../../core/errors.js';
+import { composeFile } from '../../core/package-info.js';
 
 /** Name of the image `plb image build` makes. */
 export const OFFLINE_IMAGE = 'plb-postgres:15-bookworm';

@@ -4,11 +4,11 @@
  * environment variable or a file) and kept only in memory: what is shown or recorded of the
  * cluster is its redacted form (DSNs without password, and the password cut out of any text).
  */
-import { readInputFile } from '../../input-file.js';
+import { readInputFile } from '../../core/input-file.js';
 import { readFileSync } from 'node:fs';
 import { basename, dirname, extname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
-import { PlbError } from '../../errors.js';
+import { PlbError } from '../../core/errors.js';
 import { firstIssue } from '../../run-format/parse.js';
 import {
   clusterFileSchema,
@@ -18,9 +18,9 @@ import {
   type HookName,
   type HookSpec,
 } from '../../run-format/cluster-file.js';
-import { parseDuration } from '../../faults/plan.js';
-import type { FaultPlan } from '../../faults/types.js';
-import { escapeControl } from '../../text.js';
+import { parseDuration } from '../../core/duration.js';
+import type { FaultPlan } from '../../run-format/plan.js';
+import { escapeControl } from '../../core/text.js';
 
 const MAX_FILE_BYTES = 256 * 1024;
 

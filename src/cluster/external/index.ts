@@ -3,7 +3,7 @@
  * connects to it and runs the user's hooks to inject faults; it never creates or removes anything
  * there, and writes to it only the bench's dataset, and only when the file says `prepare: true`.
  */
-import { PlbError } from '../../errors.js';
+import { PlbError } from '../../core/errors.js';
 import {
   setWalReplayPaused,
   withClient,
@@ -13,10 +13,13 @@ import {
   waitServerReady,
 } from '../pg-util.js';
 import { pgConnector, type Connector } from '../connector.js';
-import { ensureDataset } from '../../workload/dataset.js';
+import { ensureDataset } from '../dataset.js';
 import { defaultStateDir } from '../state.js';
 import type { HookName } from '../../run-format/cluster-file.js';
-import type { ClusterDriver, ClusterSpec, Credentials, Endpoint, ServerId, ServerStatus } from '../driver.js';
+import type { ClusterDriver, ServerStatus } from '../driver.js';
+import type { ClusterSpec } from '../../run-format/cluster-record.js';
+import type { Credentials, Endpoint } from '../../core/endpoint.js';
+import type { ServerId } from '../../core/replica-ids.js';
 import { redact, substitute, type ExternalCluster } from './file.js';
 import { hookFailure, runHook, type HookResult } from './hooks.js';
 

@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
-import { PlbError } from '../../errors.js';
+import { PlbError } from '../../core/errors.js';
 
 const NEEDED = ['initdb', 'pg_ctl', 'pg_basebackup', 'postgres'] as const;
 

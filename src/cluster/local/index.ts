@@ -20,15 +20,11 @@ import {
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BaseDriver, serverSettings } from '../base-driver.js';
-import {
-  serverIds,
-  type ClusterDriver,
-  type ClusterSpec,
-  type Endpoint,
-  type ServerId,
-  type ServerStatus,
-} from '../driver.js';
-import { errorText, PlbError } from '../../errors.js';
+import { type ClusterDriver, type ServerStatus } from '../driver.js';
+import { type ClusterSpec } from '../../run-format/cluster-record.js';
+import { serverIds, type ServerId } from '../../core/replica-ids.js';
+import { type Endpoint } from '../../core/endpoint.js';
+import { errorText, PlbError } from '../../core/errors.js';
 import { createReplicationSlot, waitAccepting, withClient } from '../pg-util.js';
 import {
   clusterDir,

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PlbError } from '../../errors.js';
-import { packageRoot } from '../../package-info.js';
-import type { QueryKind } from '../../workload/spec.js';
+import { PlbError } from '../../core/errors.js';
+import { packageRoot } from '../../core/package-info.js';
+import type { QueryKind } from '../../run-format/config.js';
 
 /**
  * What the simulator knows of a real replica, measured by `plb calibrate` on a real cluster

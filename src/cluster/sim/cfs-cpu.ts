@@ -1,4 +1,4 @@
-import { MinHeap } from '../../min-heap.js';
+import { MinHeap } from '../../core/min-heap.js';
 import type { Cancel, Clock } from '../../clock/index.js';
 
 interface Job {

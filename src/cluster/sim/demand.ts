@@ -1,6 +1,6 @@
-import { makeQuery } from '../../workload/queries.js';
-import { Rng } from '../../workload/rng.js';
-import type { QueryKind, WorkloadSpec } from '../../workload/spec.js';
+import { makeQuery } from '../queries.js';
+import { Rng } from '../../core/rng.js';
+import type { QueryKind, WorkloadSpec } from '../../run-format/config.js';
 import type { SimCalibration } from './calibration.js';
 
 const KINDS: readonly QueryKind[] = ['point', 'range', 'scan'];

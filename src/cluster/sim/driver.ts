@@ -1,7 +1,10 @@
 import type { Clock } from '../../clock/index.js';
-import { PlbError } from '../../errors.js';
+import { PlbError } from '../../core/errors.js';
 import type { Connector } from '../connector.js';
-import type { ClusterDriver, ClusterSpec, Credentials, Endpoint, ServerId, ServerStatus } from '../driver.js';
+import type { ClusterDriver, ServerStatus } from '../driver.js';
+import type { ClusterSpec } from '../../run-format/cluster-record.js';
+import type { Credentials, Endpoint } from '../../core/endpoint.js';
+import type { ServerId } from '../../core/replica-ids.js';
 import type { SimCalibration } from './calibration.js';
 import { DemandModel } from './demand.js';
 import { adminShutdown, socketError } from './pg-errors.js';

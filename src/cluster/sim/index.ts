@@ -1,7 +1,8 @@
 import { VirtualClock } from '../../clock/virtual.js';
-import { PlbError } from '../../errors.js';
-import { MAX_SIM_REPLICAS } from '../../faults/plan.js';
-import type { ClusterDriver, ClusterSpec } from '../driver.js';
+import { PlbError } from '../../core/errors.js';
+import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
+import type { ClusterDriver } from '../driver.js';
+import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import { DEFAULT_CLUSTER } from '../driver.js';
 import { connectionsFor } from '../sizing.js';
 import { defaultCalibrationPath, loadCalibration, type SimCalibration } from './calibration.js';

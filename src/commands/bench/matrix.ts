@@ -1,5 +1,5 @@
 import { benchFlags, seriesFlags } from '../../bench/options.js';
-import { PlbCommand } from '../../plb-command.js';
+import { PlbCommand } from '../../cli/plb-command.js';
 import { runBench } from './run.js';
 
 export default class BenchMatrix extends PlbCommand {

@@ -1,7 +1,7 @@
 import { benchFlags, executeBench, seriesFlags } from '../../bench/options.js';
-import { errorJson, errorLine } from '../../fail.js';
-import { PlbCommand } from '../../plb-command.js';
-import { escapeLines } from '../../text.js';
+import { errorJson, errorLine } from '../../core/fail.js';
+import { PlbCommand } from '../../cli/plb-command.js';
+import { escapeLines } from '../../core/text.js';
 
 export default class BenchRun extends PlbCommand {
   static override description =

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { PlbCommand } from '../../plb-command.js';
+import { PlbCommand } from '../../cli/plb-command.js';
 import { downCluster } from '../../cluster/select.js';
 import { withClusterLock } from '../../cluster/lock.js';
 import { DEFAULT_CLUSTER_NAME, defaultStateDir } from '../../cluster/state.js';

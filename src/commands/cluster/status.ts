@@ -1,9 +1,9 @@
 import { Flags } from '@oclif/core';
-import { PlbCommand } from '../../plb-command.js';
+import { PlbCommand } from '../../cli/plb-command.js';
 import Table from 'cli-table3';
 import { openCluster } from '../../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
-import { tableStyle } from '../../table-style.js';
+import { tableStyle } from '../../core/table-style.js';
 
 export default class ClusterStatus extends PlbCommand {
   static override description = 'Per server: role, up/down, port, replication state, replay lag';

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
-import { checkedText } from '../../cli-flags.js';
-import { PlbCommand } from '../../plb-command.js';
+import { checkedText } from '../../cli/flags.js';
+import { PlbCommand } from '../../cli/plb-command.js';
 import {
   clusterSpec,
   DEFAULT_BASE_PORT,

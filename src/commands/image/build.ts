@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { PlbCommand } from '../../plb-command.js';
+import { PlbCommand } from '../../cli/plb-command.js';
 import { buildImage, OFFLINE_IMAGE } from '../../cluster/docker/image.js';
 
 export default class ImageBuild extends PlbCommand {

@@ -8,8 +8,8 @@ import {
   paperPlanPath,
 } from '../../bench/paper-experiments.js';
 import { loadPlan } from '../../faults/plan.js';
-import { PlbCommand } from '../../plb-command.js';
-import { tableStyle } from '../../table-style.js';
+import { PlbCommand } from '../../cli/plb-command.js';
+import { tableStyle } from '../../core/table-style.js';
 
 interface ListedExperiment {
   id: string;

@@ -1,5 +1,6 @@
 import { Args, Flags } from '@oclif/core';
-import { benchFlags, HELP_GROUPS, presetSeriesFlags, seriesFlags } from '../../bench/options.js';
+import { benchFlags, presetSeriesFlags, seriesFlags } from '../../bench/options.js';
+import { HELP_GROUPS } from '../../cli/router-flags.js';
 import {
   estimateWallS,
   formatWall,
@@ -9,7 +10,7 @@ import {
   paperPlanPath,
 } from '../../bench/paper-experiments.js';
 import { loadPlan } from '../../faults/plan.js';
-import { PlbCommand } from '../../plb-command.js';
+import { PlbCommand } from '../../cli/plb-command.js';
 import { runBench } from '../bench/run.js';
 
 // The bench flags whose value the experiment chooses unless the command line gives one.

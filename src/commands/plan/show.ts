@@ -1,11 +1,12 @@
 import { Args, Flags } from '@oclif/core';
 import { defaultPlanPath } from '../../bench/series.js';
-import { checkedText } from '../../cli-flags.js';
-import { PlbCommand } from '../../plb-command.js';
-import { PlbError } from '../../errors.js';
-import { loadPlan, MAX_SIM_REPLICAS } from '../../faults/plan.js';
+import { checkedText } from '../../cli/flags.js';
+import { PlbCommand } from '../../cli/plb-command.js';
+import { PlbError } from '../../core/errors.js';
+import { loadPlan } from '../../faults/plan.js';
+import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';
-import { parseBorrowing } from '../../bench/options.js';
+import { parseBorrowing } from '../../cli/router-flags.js';
 import {
   parsePartition,
   parseReadings,

@@ -1,6 +1,7 @@
 import { Args } from '@oclif/core';
-import { PlbCommand } from '../../plb-command.js';
-import { loadPlan, MAX_REPLICAS, MAX_SIM_REPLICAS } from '../../faults/plan.js';
+import { PlbCommand } from '../../cli/plb-command.js';
+import { loadPlan, MAX_REPLICAS } from '../../faults/plan.js';
+import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
 
 export default class PlanValidate extends PlbCommand {
   static override description = 'Check a fault plan against the schema; errors name the file, line and field';

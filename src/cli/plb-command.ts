@@ -1,6 +1,6 @@
 import { Command, Errors } from '@oclif/core';
-import { errorJson, errorLine, exitCodeOf } from './fail.js';
-import { escapeLines } from './text.js';
+import { errorJson, errorLine, exitCodeOf } from '../core/fail.js';
+import { escapeLines } from '../core/text.js';
 
 /**
  * What every plb command shares: --json (oclif's enableJsonFlag: run() returns the object to print)

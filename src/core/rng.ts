@@ -1,4 +1,4 @@
-import { PlbError } from '../errors.js';
+import { PlbError } from './errors.js';
 
 /** Seeds are exactly the generator's 32-bit state seed: 0 .. 2^32-1, each a different schedule. */
 export const MAX_SEED = 0xffffffff;

@@ -1,6 +1,11 @@
-import type { Credentials, Endpoint } from '../cluster/driver.js';
-import { currentWalLsn, waitCaughtUp, withClient } from '../cluster/pg-util.js';
-import { CREATE_WRITE_TABLE } from './writer.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
+import { currentWalLsn, waitCaughtUp, withClient } from './pg-util.js';
+
+/** The table the workload's writer owns (workload/writer.ts), created with the dataset. */
+export const WRITE_TABLE = 'plb_writes';
+
+export const CREATE_WRITE_TABLE = `CREATE TABLE IF NOT EXISTS ${WRITE_TABLE} (
+  id int PRIMARY KEY, n bigint NOT NULL, payload text NOT NULL, updated_at timestamptz NOT NULL)`;
 
 /**
  * The generated dataset: `plb_items(id, grp, val, payload)` with `rows` rows, loaded on the

@@ -3,8 +3,8 @@
  * the run's 'started' event) and stop once the run is finished. Hooks outside a run (the reset
  * before it) are only logged.
  */
-import type { RunEvent, RunWriter } from '../../metrics/types.js';
-import type { ExternalDriver, HookRecord } from './index.js';
+import type { RunEvent, RunWriter } from '../metrics/types.js';
+import type { ExternalDriver, HookRecord } from '../cluster/external/index.js';
 
 export function hookLine(r: HookRecord): string {
   const how = r.error !== undefined ? `FAILED: ${r.error}` : `exit ${r.exitCode ?? '-'}`;

@@ -1,7 +1,9 @@
 import { Errors } from '@oclif/core';
 import { formatError, isPlbError, type PlbErrorCode } from './errors.js';
-import { TOLERANCE_EXIT_CODE } from './report/tolerance.js';
 import { escapeControl } from './text.js';
+
+/** Exit code of `plb report` when a metric moved beyond its tolerance. */
+export const TOLERANCE_EXIT_CODE = 3;
 
 /** Exit codes, as README.md's table lists them. */
 export const EXIT = {

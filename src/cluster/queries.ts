@@ -1,5 +1,5 @@
-import type { Rng } from './rng.js';
-import type { QueryKind } from './spec.js';
+import type { Rng } from '../core/rng.js';
+import type { QueryKind } from '../run-format/config.js';
 
 /**
  * Query templates from cheap to expensive over the generated `plb_items` table:

@@ -1,0 +1,146 @@
+// The router and health flag groups, shared by `plb bench` and `plb proxy`, with their value checks.
+import { Flags } from '@oclif/core';
+import { parseDuration } from '../core/duration.js';
+import { PlbError } from '../core/errors.js';
+import { DEFAULT_HEALTH } from '../cluster/health.js';
+import {
+  DEFAULT_BORROWING,
+  DEFAULT_SLOW_START_MS,
+  parsePartition,
+  parseRoleVector,
+  resolveBorrowing,
+} from '../router/index.js';
+import type { BorrowingOptions } from '../router/types.js';
+
+/** Help sections of the bench and proxy flags (oclif `helpGroup`). */
+export const HELP_GROUPS = {
+  workload: 'WORKLOAD',
+  router: 'PLB ROUTER',
+  health: 'HEALTH',
+  cluster: 'CLUSTER',
+  output: 'OUTPUT',
+} as const;
+
+/** A duration flag in ms; the error names the flag. */
+export function durationMsFlag(name: string, value: string): number {
+  const s = parseDuration(value);
+  if (s === undefined || !(s >= 0))
+    throw new PlbError('BAD_INPUT', `--${name}: expected a duration like 10s or 500ms (got "${value}")`);
+  return s * 1000;
+}
+
+/** A positive number (an integer unless told), at most max; the error names the flag. */
+export function positive(name: string, n: number, integer = true, max = Infinity): number {
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    throw new PlbError(
+      'BAD_INPUT',
+      `--${name}: must be a positive ${integer ? 'integer' : 'number'} (got ${n})`,
+    );
+  }
+  if (n > max) throw new PlbError('BAD_INPUT', `--${name}: must be at most ${max} (got ${n})`);
+  return n;
+}
+
+/** '1.5:2' -> pressure ratios for premium and freemium (return ratios follow), 'off' -> false. */
+export function parseBorrowing(text: string): BorrowingOptions | false {
+  if (text.trim() === 'off') return false;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(text);
+  if (!m)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--borrow: expected premium:freemium ratios like 1.5:2, or off (got "${text}")`,
+    );
+  const ratio = (cls: 'premium' | 'freemium', v: number) => {
+    if (!(v > 1)) throw new PlbError('BAD_INPUT', `--borrow: the ${cls} ratio must be > 1 (got ${v})`);
+    // Keep a band between borrowing and returning: returnRatio * pressureRatio > 1.
+    return { pressureRatio: v, returnRatio: Math.max(DEFAULT_BORROWING[cls].returnRatio, 1.25 / v) };
+  };
+  const options: BorrowingOptions = {
+    premium: ratio('premium', Number(m[1])),
+    freemium: ratio('freemium', Number(m[2])),
+  };
+  resolveBorrowing(options);
+  return options;
+}
+
+/** The one check of each router and health value, by flag name; throws BAD_INPUT naming the flag. */
+export const ROUTER_CHECKS: Record<string, (v: string | number) => unknown> = {
+  reference: (v) => parseRoleVector(String(v), '--reference'),
+  partition: (v) => parsePartition(String(v), '--partition'),
+  borrow: (v) => parseBorrowing(String(v)),
+  'slow-start': (v) => durationMsFlag('slow-start', String(v)),
+  'health-interval': (v) => positive('health-interval', durationMsFlag('health-interval', String(v)), false),
+  fall: (v) => positive('fall', Number(v)),
+  rise: (v) => positive('rise', Number(v)),
+  'hang-timeout': (v) => positive('hang-timeout', durationMsFlag('hang-timeout', String(v)), false),
+};
+
+export function checkRouterValue(name: string, value: string | number): unknown {
+  const check = ROUTER_CHECKS[name];
+  return check ? check(value) : value;
+}
+
+// Checked when the command line is read, by the same functions executeBench uses.
+const checkedString = Flags.custom<string>({
+  parse: async (input, _ctx, opts) => {
+    checkRouterValue(opts.name, input);
+    return input;
+  },
+});
+const checkedNumber = Flags.custom<number>({
+  parse: async (input, _ctx, opts) => {
+    const n = input.trim() === '' ? NaN : Number(input);
+    checkRouterValue(opts.name, n);
+    return n;
+  },
+});
+
+/** The router's flags a bench and the proxy share. */
+export const routerFlags = {
+  reference: checkedString({
+    description: 'plb reference split premium:mixed:freemium (K=5)',
+    default: '2:1:2',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  partition: checkedString({
+    description: 'static partition premium:freemium',
+    default: '3:2',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  borrow: checkedString({
+    description:
+      'plb borrowing: premium:freemium pressure ratios (a class borrows a replica of the other role when its own best replica is that many times as loaded), or off',
+    default: '1.5:2',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  'slow-start': checkedString({
+    description: 'plb/wlc slow-start ramp of a rejoining replica',
+    default: `${DEFAULT_SLOW_START_MS / 1000}s`,
+    helpGroup: HELP_GROUPS.router,
+  }),
+};
+
+/** The health checker's flags. */
+export const healthFlags = {
+  'health-interval': checkedString({
+    description: 'health check interval',
+    default: `${DEFAULT_HEALTH.intervalMs}ms`,
+    helpGroup: HELP_GROUPS.health,
+  }),
+  fall: checkedNumber({
+    description: 'failed checks that mark a replica down',
+    default: DEFAULT_HEALTH.fall,
+    helpGroup: HELP_GROUPS.health,
+  }),
+  rise: checkedNumber({
+    description: 'good checks that mark it up again',
+    default: DEFAULT_HEALTH.rise,
+    helpGroup: HELP_GROUPS.health,
+  }),
+  'hang-timeout': checkedString({
+    description:
+      'a replica that answers nothing, not even its health check, this long is taken for down (overload and slowness never are)',
+    default: `${DEFAULT_HEALTH.hangMs}ms`,
+    helpGroup: HELP_GROUPS.health,
+  }),
+};
