@@ -6,12 +6,12 @@
  * proxy can replace BackendKeyData with its own key and, when the replica goes away, tell the
  * client with an ErrorResponse at a message boundary instead of leaving it hanging.
  */
-import { createConnection, type OnReadOpts, type Socket } from 'node:net';
+import { createConnection, type Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import { upgradeClient } from './tls-client.js';
+import { connectTcp, firstAnswer, type FirstAnswer } from './backend-connect.js';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
-import { classifyFailure, isDeathEvidence } from '../core/failure-cause.js';
 import { isPlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { CancelKeys } from './cancel-keys.js';
@@ -62,8 +62,6 @@ const SESSION_TYPES: ReadonlySet<number> = new Set([MSG_ERROR]);
 const READ_BUFFER_BYTES = 32 * 1024;
 /** How long a closed side waits for the other to finish closing before it is destroyed. */
 const LINGER_MS = 5000;
-
-type FirstAnswer = { ok: true; chunk: Buffer } | { ok: false; err: unknown; retry?: boolean };
 
 interface ServerError {
   severity?: string | undefined;
@@ -329,61 +327,9 @@ export class ProxySession {
     );
   }
 
-  /** Sends the startup packet and waits for the server's first bytes (the socket is left paused). */
+  /** Sends the startup packet and waits for the server's first bytes (backend-connect.ts). */
   private firstAnswer(socket: Socket, packet: Buffer): Promise<FirstAnswer> {
-    const ms = this.host.connectTimeoutMs;
-    return new Promise((resolve) => {
-      let socketError: Error | undefined;
-      const end = (a: FirstAnswer): void => {
-        clearTimeout(timer);
-        this.sink = () => false;
-        socket.off('close', onClose);
-        resolve(a);
-      };
-      // Copied: the read buffer is used again. Reading stops (false) until attach() resumes it.
-      this.sink = (read: Buffer): boolean => {
-        const chunk = Buffer.from(read);
-        const dying = this.dyingServerError(chunk);
-        end(dying ? { ok: false, err: dying, retry: true } : { ok: true, chunk });
-        return false;
-      };
-      const onClose = (): void =>
-        end({
-          ok: false,
-          err:
-            socketError ??
-            Object.assign(new Error('connection closed before the server answered'), { code: 'ECONNRESET' }),
-          retry: true,
-        });
-      const timer = setTimeout(
-        () =>
-          end({
-            ok: false,
-            err: Object.assign(new Error(`no answer to the startup packet within ${ms} ms`), {
-              code: 'ETIMEDOUT',
-            }),
-            retry: false,
-          }),
-        ms,
-      );
-      socket.on('error', (err) => (socketError = err));
-      socket.on('close', onClose);
-      socket.write(packet);
-    });
-  }
-
-  /** The server's first message is a FATAL of a server going away (shutdown, crash): try elsewhere. */
-  private dyingServerError(chunk: Buffer): Error | undefined {
-    if (chunk[0] !== MSG_ERROR || chunk.length < 5 || chunk.length < 1 + chunk.readInt32BE(1))
-      return undefined;
-    let decoded: BackendMessage | undefined;
-    new Parser().parse(chunk.subarray(0, 1 + chunk.readInt32BE(1)), (m) => (decoded = m));
-    const e = decoded as (BackendMessage & Partial<ServerError>) | undefined;
-    const err = Object.assign(new Error(e?.message ?? 'server error'), {
-      code: e?.code,
-      severity: e?.severity,
-    });
-    return isDeathEvidence(classifyFailure(err)) ? err : undefined;
+    return firstAnswer(socket, packet, this.host.connectTimeoutMs, (sink) => (this.sink = sink));
   }
 
   private attach(backend: Socket, first: Buffer): void {
@@ -584,28 +530,4 @@ export class ProxySession {
     clearTimeout(this.lingerTimer);
     this.resolveDone();
   }
-}
-
-/** A TCP connection to a replica, or the error (refused, or no answer within timeoutMs). */
-function connectTcp(host: string, port: number, timeoutMs: number, onread: OnReadOpts): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const s = createConnection({ host, port, onread, noDelay: true });
-    const timer = setTimeout(() => {
-      s.destroy();
-      reject(
-        Object.assign(new Error(`connect to ${host}:${port} timed out after ${timeoutMs} ms`), {
-          code: 'ETIMEDOUT',
-        }),
-      );
-    }, timeoutMs);
-    s.once('error', (err) => {
-      clearTimeout(timer);
-      s.destroy();
-      reject(err);
-    });
-    s.once('connect', () => {
-      clearTimeout(timer);
-      resolve(s);
-    });
-  });
 }
