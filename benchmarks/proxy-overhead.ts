@@ -1,38 +1,49 @@
-// What `plb proxy` adds: pgbench against one replica directly and through the proxy, in pgbench's own
-// figures. -S (select-only, connections kept): added latency per query; -S -C (a new connection per
-// transaction): the connection rate and the connect time through the proxy. A local cluster of one
-// replica (so the proxy has exactly one place to send a session) is brought up on ports
-// 24700/24701 with the proxy on 24760, and removed at the end. The proxy runs in this process.
+// What a proxy adds: pgbench against one replica directly, through `plb proxy`, through HAProxy
+// (the `plb haproxy-config` TCP configuration, leastconn) and through PgBouncer (session pooling),
+// in pgbench's own figures. Kept connections (`-f select1.sql`): added latency per query and tps;
+// `-C` (a new connection per transaction): added time per connection. A local cluster of one
+// replica (so every path has exactly one place to send a session) is brought up and removed at the
+// end. The plb proxy runs in this process (run it under `node --cpu-prof` to profile it); HAProxy
+// and PgBouncer are started as children and skipped, with a line saying so, when not installed.
 //
-// Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 10] [--clients 4] [--cpus 1] [--repeat 3]
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+// Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 8] [--clients 4] [--cpus 1]
+//        [--repeat 3] [--base-port 26200] [--listen-port 27200] [--only plb,haproxy] [--no-connect]
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
+import { haproxyConfig } from '../src/baselines/haproxy.js';
 import { DEFAULT_HEALTH } from '../src/cluster/health.js';
 import { findBinDir } from '../src/cluster/local/binaries.js';
 import { createLocalDriver } from '../src/cluster/local/index.js';
 import { currentWalLsn, waitCaughtUp } from '../src/cluster/pg-util.js';
 import { clusterSpec } from '../src/cluster/select.js';
-import { startProxy } from '../src/proxy/proxy-server.js';
+import { startProxy, type ProxyHandle } from '../src/proxy/proxy-server.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: number): number => {
   const i = argv.indexOf(`--${n}`);
   return i >= 0 ? Number(argv[i + 1]) : d;
 };
-const seconds = opt('seconds', 10);
+const seconds = opt('seconds', 8);
 const clients = opt('clients', 4);
 const cpus = opt('cpus', 1);
 const repeat = opt('repeat', 3);
-const BASE_PORT = 24700;
-const PROXY_PORT = 24760;
+const BASE_PORT = opt('base-port', 26200);
+const LISTEN = opt('listen-port', 27200);
+const onlyArg = argv.indexOf('--only');
+const only = onlyArg >= 0 ? new Set((argv[onlyArg + 1] ?? '').split(',')) : undefined;
+const withConnect = !argv.includes('--no-connect');
 
+type Via = 'direct' | 'haproxy' | 'pgbouncer' | 'plb';
 interface Figures {
   tps: number;
   latencyMs: number;
   connectMs: number | undefined;
+  /** CPU time the proxy used per transaction (user + system), µs; undefined for direct. */
+  cpuUs: number | undefined;
 }
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
@@ -52,14 +63,67 @@ function figures(out: string): Figures {
     tps: num(/tps = ([\d.]+)/) ?? NaN,
     latencyMs: num(/latency average = ([\d.]+) ms/) ?? NaN,
     connectMs: num(/average connection time = ([\d.]+) ms/),
+    cpuUs: undefined,
   };
 }
 
-const stateDir = mkdtempSync(join(tmpdir(), 'plb-proxy-bench-'));
+function which(names: string[], versionFlag: string): string | undefined {
+  for (const n of names) {
+    try {
+      execFileSync(n, [versionFlag], { stdio: 'ignore' });
+      return n;
+    } catch {
+      // not this one
+    }
+  }
+  return undefined;
+}
+
+async function listening(port: number, timeoutMs = 10_000): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = createConnection({ host: '127.0.0.1', port });
+      s.once('connect', () => (s.destroy(), resolve(true)));
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`nothing listens on ${port} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 10 ms). */
+function procCpuS(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+const spread = (xs: number[], digits: number): string =>
+  xs.length > 1 ? ` [${Math.min(...xs).toFixed(digits)}..${Math.max(...xs).toFixed(digits)}]` : '';
+
+const work = mkdtempSync(join(tmpdir(), 'plb-proxy-bench-'));
+chmodSync(work, 0o755);
 const driver = createLocalDriver(
-  clusterSpec({ name: 'plbbench-proxy', replicas: 1, basePort: BASE_PORT, cpus, stateDir }),
+  clusterSpec({
+    name: 'plbbench-proxy',
+    replicas: 1,
+    basePort: BASE_PORT,
+    cpus,
+    stateDir: join(work, 'state'),
+  }),
 );
 const bin = findBinDir();
+const children: ChildProcess[] = [];
+let proxy: ProxyHandle | undefined;
+/** Per path: the proxy's CPU seconds so far. */
+const cpuOf: Partial<Record<Via, () => number>> = {};
 try {
   await driver.down();
   await driver.up((l) => process.stderr.write(`${l}\n`));
@@ -73,42 +137,120 @@ try {
     env,
   );
   await waitCaughtUp(replica!, creds, await currentWalLsn(primary!, creds), 60_000);
-  const proxy = await startProxy({
-    replicas: [replica!],
-    connector: driver.connector(creds),
-    host: '127.0.0.1',
-    ports: { premium: PROXY_PORT },
-    classFrom: 'off',
-    strategy: 'plb',
-    reference: { premium: 2, mixed: 1, freemium: 2 },
-    partition: { premium: 1, freemium: 0 },
-    slowStartMs: 0,
-    borrowing: false,
-    health: DEFAULT_HEALTH,
-    statsEveryS: 0,
-    log: (l) => process.stderr.write(`proxy: ${l}\n`),
-  });
-  const modes = [
-    { key: '-S', what: 'select-only, kept connections', args: ['-S'] },
-    { key: '-S -C', what: 'select-only, a connection per transaction', args: ['-S', '-C'] },
-  ];
-  // Warm-up (discarded): the replica's cache, the proxy's code paths.
-  for (const port of [replica!.port, PROXY_PORT])
-    await run(
-      join(bin, 'pgbench'),
-      ['-n', '-S', '-c', String(clients), '-T', '3', ...common, '-p', String(port), creds.database],
-      env,
+  const script = join(work, 'select1.sql');
+  writeFileSync(script, 'SELECT 1;\n');
+
+  const ports: Partial<Record<Via, number>> = { direct: replica!.port };
+  const want = (v: Via): boolean => v === 'direct' || only === undefined || only.has(v);
+  if (want('plb')) {
+    proxy = await startProxy({
+      replicas: [replica!],
+      connector: driver.connector(creds),
+      host: '127.0.0.1',
+      ports: { premium: LISTEN },
+      classFrom: 'off',
+      strategy: 'plb',
+      reference: { premium: 2, mixed: 1, freemium: 2 },
+      partition: { premium: 1, freemium: 0 },
+      slowStartMs: 0,
+      borrowing: false,
+      health: DEFAULT_HEALTH,
+      statsEveryS: 0,
+      log: (l) => process.stderr.write(`proxy: ${l}\n`),
+    });
+    ports.plb = LISTEN;
+    cpuOf.plb = () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1e6;
+    };
+  }
+  const haproxy = which(['haproxy', '/usr/sbin/haproxy'], '-v');
+  if (want('haproxy') && haproxy === undefined) console.log('haproxy: not installed, skipped');
+  else if (want('haproxy') && haproxy !== undefined) {
+    const cfg = join(work, 'haproxy.cfg');
+    writeFileSync(
+      cfg,
+      haproxyConfig({
+        cluster: 'plbbench-proxy',
+        replicas: [{ id: replica!.id, host: '127.0.0.1', port: replica!.port }],
+        listen: { host: '127.0.0.1', port: LISTEN + 1 },
+        balance: 'leastconn',
+        slowStartMs: 0,
+        health: DEFAULT_HEALTH,
+        user: creds.user,
+      }),
     );
+    const child = spawn(haproxy, ['-f', cfg, '-db'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    children.push(child);
+    cpuOf.haproxy = () => procCpuS(child.pid as number);
+    await listening(LISTEN + 1);
+    ports.haproxy = LISTEN + 1;
+  }
+  const pgbouncer = which(['pgbouncer', '/usr/sbin/pgbouncer'], '-V');
+  if (want('pgbouncer') && pgbouncer === undefined) console.log('pgbouncer: not installed, skipped');
+  else if (want('pgbouncer') && pgbouncer !== undefined) {
+    // Session pooling, SCRAM with the client (the password in the userlist lets it log in to the server).
+    const ini = join(work, 'pgbouncer.ini');
+    const users = join(work, 'userlist.txt');
+    writeFileSync(users, `"${creds.user}" "${creds.password}"\n`);
+    writeFileSync(
+      ini,
+      [
+        '[databases]',
+        `${creds.database} = host=127.0.0.1 port=${replica!.port} dbname=${creds.database}`,
+        '[pgbouncer]',
+        'listen_addr = 127.0.0.1',
+        `listen_port = ${LISTEN + 2}`,
+        'unix_socket_dir =',
+        'auth_type = scram-sha-256',
+        `auth_file = ${users}`,
+        'pool_mode = session',
+        `default_pool_size = ${clients * 2}`,
+        'max_client_conn = 1000',
+        '',
+      ].join('\n'),
+    );
+    // PgBouncer refuses to run as root: as the server's user, which can read these files.
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot)
+      for (const f of [ini, users])
+        chownSync(f, Number(execFileSync('id', ['-u', 'postgres']).toString()), 0);
+    const child = spawn(pgbouncer, asRoot ? ['-u', 'postgres', ini] : [ini], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    children.push(child);
+    cpuOf.pgbouncer = () => procCpuS(child.pid as number);
+    let log = '';
+    child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+    await listening(LISTEN + 2).catch((err: unknown) => {
+      throw new Error(`pgbouncer: ${String(err)}\n${log}`);
+    });
+    ports.pgbouncer = LISTEN + 2;
+  }
+  const paths = (['direct', 'haproxy', 'pgbouncer', 'plb'] as const).filter((v) => ports[v] !== undefined);
+  const modes = [
+    { key: 'kept', args: ['-f', script] },
+    ...(withConnect ? [{ key: '-C', args: ['-f', script, '-C'] }] : []),
+  ];
+  const bench = async (via: Via, args: string[], s: number): Promise<Figures> => {
+    const all = ['-n', ...args, '-c', String(clients), '-j', '2', '-T', String(s), ...common];
+    const cpu = cpuOf[via];
+    const c0 = cpu?.();
+    const out = await run(join(bin, 'pgbench'), [...all, '-p', String(ports[via]), creds.database], env);
+    const f = figures(out);
+    const tx = Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1] ?? NaN);
+    if (cpu && c0 !== undefined) f.cpuUs = ((cpu() - c0) * 1e6) / tx;
+    return f;
+  };
+  // Warm-up (discarded): the replica's cache, the proxies' code paths.
+  for (const via of paths) await bench(via, ['-f', script], 2);
   const results = new Map<string, Figures[]>();
   for (let r = 0; r < repeat; r++) {
     for (const m of modes) {
-      // Alternate the order, so neither side always runs on a warmer (or more tired) machine.
-      const order = r % 2 === 0 ? (['direct', 'proxy'] as const) : (['proxy', 'direct'] as const);
+      // Rotate the order, so no path always runs on a warmer (or more tired) machine.
+      const order = paths.map((_, i) => paths[(i + r) % paths.length] as Via);
       for (const via of order) {
-        const port = via === 'direct' ? replica!.port : PROXY_PORT;
-        const args = ['-n', ...m.args, '-c', String(clients), '-j', '2', '-T', String(seconds), ...common];
-        const out = await run(join(bin, 'pgbench'), [...args, '-p', String(port), creds.database], env);
-        const f = figures(out);
+        const f = await bench(via, m.args, seconds);
         process.stderr.write(
           `${m.key} ${via}: tps ${f.tps} latency ${f.latencyMs} ms connect ${f.connectMs ?? '-'} ms\n`,
         );
@@ -117,44 +259,61 @@ try {
       }
     }
   }
-  await proxy.stop(1000);
-  const median = (xs: number[]): number => {
-    const s = [...xs].sort((a, b) => a - b);
-    const mid = Math.floor(s.length / 2);
-    return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+  type Key = 'tps' | 'latencyMs' | 'connectMs' | 'cpuUs';
+  const get = (m: string, via: Via): Figures[] => results.get(`${m}|${via}`) ?? [];
+  const med = (m: string, via: Via, k: Key): number => median(get(m, via).map((f) => f[k] ?? NaN));
+  /** The median with [min..max] of the runs; '-' where it was not measured. */
+  const cell = (m: string, via: Via, k: Key, digits: number): string => {
+    const xs = get(m, via).map((f) => f[k] ?? NaN);
+    return xs.length === 0 || xs.some(Number.isNaN)
+      ? '-'
+      : `${median(xs).toFixed(digits)}${spread(xs, digits)}`;
   };
   const table = new Table({
-    head: ['pgbench', 'via', 'tps', 'latency avg ms', 'connect avg ms', 'added latency ms', 'tps vs direct'],
+    head: [
+      'path',
+      'tps',
+      'latency ms',
+      'added/query ms',
+      'CPU µs/query',
+      '-C connect ms',
+      'added/conn ms',
+      '-C CPU µs/conn',
+    ],
     style: { head: [], border: [] },
   });
-  for (const m of modes) {
-    const d = results.get(`${m.key}|direct`) ?? [];
-    const dl = median(d.map((f) => f.latencyMs));
-    const dt = median(d.map((f) => f.tps));
-    for (const via of ['direct', 'proxy'] as const) {
-      const fs = results.get(`${m.key}|${via}`) ?? [];
-      const tps = median(fs.map((f) => f.tps));
-      const lat = median(fs.map((f) => f.latencyMs));
-      const conn = fs.every((f) => f.connectMs !== undefined)
-        ? median(fs.map((f) => f.connectMs as number))
-        : undefined;
-      table.push([
-        m.key,
-        via,
-        tps.toFixed(0),
-        lat.toFixed(3),
-        conn === undefined ? '-' : conn.toFixed(3),
-        via === 'direct' ? '' : (lat - dl).toFixed(3),
-        via === 'direct' ? '' : `${(((tps - dt) / dt) * 100).toFixed(1)} %`,
-      ]);
-    }
+  for (const via of paths) {
+    const direct = via === 'direct';
+    const added = med('kept', via, 'latencyMs') - med('kept', 'direct', 'latencyMs');
+    const addedConn = med('-C', via, 'connectMs') - med('-C', 'direct', 'connectMs');
+    table.push([
+      via,
+      cell('kept', via, 'tps', 0),
+      cell('kept', via, 'latencyMs', 3),
+      direct ? '' : added.toFixed(3),
+      cell('kept', via, 'cpuUs', 1),
+      cell('-C', via, 'connectMs', 2),
+      direct || !withConnect ? '' : addedConn.toFixed(2),
+      cell('-C', via, 'cpuUs', 0),
+    ]);
   }
   console.log(
-    `pgbench ${clients} clients, 2 threads, ${seconds} s a run, median of ${repeat}; one replica at ${cpus} core(s)` +
-      `${driver.cpusEnforced ? '' : ' (quota not enforced here)'}; ${process.version}`,
+    `pgbench -n -f select1.sql -c ${clients} -j 2 -T ${seconds} (and -C), median of ${repeat} [min..max]; ` +
+      `one replica at ${cpus} core(s)${driver.cpusEnforced ? '' : ' (quota not enforced here)'}; node ${process.version}`,
   );
   console.log(table.toString());
+  if (ports.plb !== undefined && ports.haproxy !== undefined) {
+    const addedOf = (via: Via): number => med('kept', via, 'latencyMs') - med('kept', 'direct', 'latencyMs');
+    const connOf = (via: Via): number => med('-C', via, 'connectMs') - med('-C', 'direct', 'connectMs');
+    console.log(
+      `plb vs HAProxy: added per query ${(addedOf('plb') / addedOf('haproxy')).toFixed(2)}x, ` +
+        `tps ${(med('kept', 'plb', 'tps') / med('kept', 'haproxy', 'tps')).toFixed(2)}x` +
+        (withConnect ? `, added per connection ${(connOf('plb') / connOf('haproxy')).toFixed(2)}x` : ''),
+    );
+  }
 } finally {
+  await proxy?.stop(1000);
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   await driver.down();
-  rmSync(stateDir, { recursive: true, force: true });
+  rmSync(work, { recursive: true, force: true });
 }

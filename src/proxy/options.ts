@@ -13,6 +13,7 @@ import { parseDuration } from '../core/duration.js';
 import { isStrategyName, STRATEGY_NAMES } from '../router/index.js';
 import type { BorrowingOptions, Partition, RoleVector, StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './startup-packet.js';
+import { limitFlags, parseLimitFlags, type LimitConfig, type LimitFlagValues } from './limit-options.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;
@@ -73,6 +74,7 @@ export const proxyFlags = {
   }),
   ...routerFlags,
   ...healthFlags,
+  ...limitFlags,
   name: Flags.string({
     description: 'cluster name (brought up by `plb cluster up`)',
     default: DEFAULT_CLUSTER_NAME,
@@ -80,7 +82,7 @@ export const proxyFlags = {
   }),
 };
 
-export interface ProxyFlagValues {
+export interface ProxyFlagValues extends LimitFlagValues {
   name: string;
   host: string;
   'premium-port': number;
@@ -100,7 +102,7 @@ export interface ProxyFlagValues {
   'metrics-port'?: number | undefined;
 }
 
-export interface ProxyConfig {
+export interface ProxyConfig extends LimitConfig {
   name: string;
   host: string;
   ports: { premium?: number; freemium?: number };
@@ -185,6 +187,7 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     slowStartMs: checkRouterValue('slow-start', f['slow-start']) as number,
     health,
     statsEveryS: f['stats-every'],
+    ...parseLimitFlags(f, f.strategy),
     stopTimeoutMs: durationMs('stop-timeout', f['stop-timeout'], false),
     ...(f['metrics-port'] !== undefined ? { metricsPort: metricsPort(f['metrics-port']) } : {}),
   };

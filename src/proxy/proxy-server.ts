@@ -3,6 +3,7 @@
  * is routed when it connects and stays on its replica (session-level, as in the paper).
  */
 import { createServer, type Server, type Socket } from 'node:net';
+import type { SecureContext } from 'node:tls';
 import { realClock, within, type Clock } from '../clock/index.js';
 import type { Connector } from '../cluster/connector.js';
 import type { Endpoint } from '../core/endpoint.js';
@@ -10,6 +11,10 @@ import { HealthChecker } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';
 import { PlbError } from '../core/errors.js';
 import { createRouter } from '../router/index.js';
+import { AdmittingRouter } from '../router/admission.js';
+import { AdmissionGate } from './admission-gate.js';
+import { clientLimiter } from './client-limit.js';
+import { defaultMaxClientConn, UsageSampler, type ProcessUsage } from './process-usage.js';
 import type { BorrowingOptions, Partition, RoleVector, Router, StrategyName } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { CancelKeys } from './cancel-keys.js';
@@ -40,6 +45,15 @@ export interface ProxyOptions {
   startupTimeoutMs?: number;
   connectAttempts?: number;
   clock?: Clock;
+  /** Client connections at once, any phase (default: from the descriptor limit, process-usage.ts). */
+  maxClientConn?: number;
+  /**
+   * Per-replica session limit and the queue in front of it (router/admission.ts). Absent: no
+   * limit, except for the plb-admit and lc-queue strategies, which bring their own defaults.
+   */
+  admission?: { limit: number; queue: number; timeoutMs: number };
+  /** Certificate and key for clients' TLS (tls-client.ts); absent: SSLRequest answered 'N'. */
+  tls?: SecureContext;
 }
 
 export interface ProxyHandle {
@@ -48,6 +62,11 @@ export interface ProxyHandle {
   readonly router: Router;
   readonly stats: ProxyStats;
   readonly health: HealthChecker;
+  readonly gate: AdmissionGate;
+  /** The client limit in force (--max-client-conn). */
+  readonly maxClientConn: number;
+  /** RSS and descriptors now, and their peaks. */
+  usage(): ProcessUsage;
   /** Open client connections (any phase). */
   sessionCount(): number;
   statsLine(): string;
@@ -67,7 +86,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   const ids = opts.replicas.map((r) => r.id);
   const byId = new Map(opts.replicas.map((r) => [r.id, r] as const));
   const log = opts.log;
-  const router = createRouter({
+  const inner = createRouter({
     strategy: opts.strategy,
     replicas: ids,
     reference: opts.reference,
@@ -78,7 +97,29 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       log(
         `role ${c.replica}: ${c.from} -> ${c.to} (${c.reason}${c.borrowedBy ? `, borrowed by ${c.borrowedBy}` : ''})`,
       ),
+    ...(opts.admission
+      ? {
+          admission: {
+            limits: { mode: 'fixed' as const, limit: opts.admission.limit },
+            queue: { capacity: opts.admission.queue, timeoutMs: opts.admission.timeoutMs },
+          },
+        }
+      : {}),
   });
+  // With --admission-limit any strategy gets the limits and the queue around it (no SLO guard).
+  const router: Router =
+    inner instanceof AdmittingRouter || !opts.admission
+      ? inner
+      : new AdmittingRouter(inner, opts.strategy, {
+          limits: { mode: 'fixed', limit: opts.admission.limit },
+          queue: { capacity: opts.admission.queue, timeoutMs: opts.admission.timeoutMs },
+          slowStartMs: opts.slowStartMs,
+        });
+  const gate = new AdmissionGate(
+    router,
+    router instanceof AdmittingRouter ? (router as AdmittingRouter<object>) : undefined,
+    clock,
+  );
   const stats = new ProxyStats(ids);
   const sessions = new Set<ProxySession>();
   const health = new HealthChecker(
@@ -87,7 +128,10 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     { ...opts.health, clock },
     (replica, state, via, cause) => {
       if (state === 'down') router.markDown(replica, clock.now());
-      else router.markUp(replica, clock.now());
+      else {
+        router.markUp(replica, clock.now());
+        gate.pump();
+      }
       log(`${replica} ${state} (${via}: ${cause})`);
       // Its open sessions are told at once when the checks found it dead (a killed server's are gone
       // already; a hung one's never return). Not on sessions' own reports: two sessions ended by
@@ -104,34 +148,55 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     connectAttempts: opts.connectAttempts ?? DEFAULT_CONNECT_ATTEMPTS,
     cancelKeys,
     stats,
-    admit: (cls) => {
-      const { replica } = router.admit(cls, clock.now());
+    tls: opts.tls,
+    acquire: async (cls, ticket) => {
+      const replica = await gate.acquire(cls, ticket);
       const ep = byId.get(replica) as Endpoint;
       return { replica, host: ep.host, port: ep.port };
     },
-    release: (replica, cls) => void router.release(replica, cls, clock.now()),
+    cancelWait: (ticket) => gate.cancel(ticket),
+    release: (replica, cls) => gate.release(replica, cls),
     reportFailure: (replica, err, via) => void health.reportFailure(replica, err, via),
     log,
   };
 
+  const maxClientConn = opts.maxClientConn ?? defaultMaxClientConn();
+  const usage = new UsageSampler(() => sessions.size);
+  const limiter = clientLimiter({ maxClientConn, classes: Object.keys(opts.ports).length });
   const servers: Server[] = [];
   const bound: Partial<Record<ServiceClass, number>> = {};
   const t0 = clock.now();
-  const statsLine = (): string => formatStatsLine((clock.now() - t0) / 1000, stats, router.snapshot());
+  const statsLine = (): string => {
+    const u = usage.now();
+    return (
+      `${formatStatsLine((clock.now() - t0) / 1000, stats, router.snapshot())} | ` +
+      `clients ${sessions.size}/${maxClientConn} over-limit ${stats.overLimit} ` +
+      `queued ${gate.queued('premium')}p/${gate.queued('freemium')}f | rss ${u.rssMiB} MiB fds ${u.fds ?? '?'}`
+    );
+  };
   try {
     for (const cls of ['premium', 'freemium'] as const) {
       const port = opts.ports[cls];
       if (port === undefined) continue;
-      const server = createServer((socket: Socket) => {
+      const server = createServer({ noDelay: true }, (socket: Socket) => {
+        // Over the limit: told at once with a prepared 53300, never parsed, never waiting.
+        if (!limiter.admits(cls, sessions.size)) {
+          stats.overLimit += 1;
+          socket.on('error', () => undefined);
+          socket.end(limiter.refusal);
+          return;
+        }
         const s = new ProxySession(socket, cls, host);
+        usage.noteClients(sessions.size + 1);
         sessions.add(s);
         void s.done.then(() => sessions.delete(s));
       });
       servers.push(server);
-      bound[cls] = await listen(server, opts.host, port, cls);
+      bound[cls] = await listen(server, opts.host, port, cls, limiter.backlog);
     }
   } catch (err) {
     for (const s of servers) s.close();
+    usage.stop();
     throw err;
   }
   health.start();
@@ -143,6 +208,9 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     router,
     stats,
     health,
+    gate,
+    maxClientConn,
+    usage: () => usage.now(),
     sessionCount: () => sessions.size,
     statsLine,
     async stop(graceMs: number) {
@@ -160,11 +228,19 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       }
       await closed;
       health.stop();
+      gate.close();
+      usage.stop();
     },
   };
 }
 
-function listen(server: Server, host: string, port: number, cls: ServiceClass): Promise<number> {
+function listen(
+  server: Server,
+  host: string,
+  port: number,
+  cls: ServiceClass,
+  backlog: number,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
       reject(
@@ -178,7 +254,7 @@ function listen(server: Server, host: string, port: number, cls: ServiceClass): 
       );
     };
     server.once('error', onError);
-    server.listen({ host, port }, () => {
+    server.listen({ host, port, backlog }, () => {
       server.off('error', onError);
       // A listener error later (rare: the interface went away) is logged by the caller's process, not fatal.
       server.on('error', () => undefined);

@@ -9,6 +9,8 @@ import { startProxy, type ProxyHandle } from './proxy-server.js';
 import { proxyRegistry } from './proxy-metrics.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { ClassCounters, ReplicaCounters } from './stats.js';
+import type { GateCounters } from './admission-gate.js';
+import type { ProcessUsage } from './process-usage.js';
 
 export interface ProxyIo {
   log: (line: string) => void;
@@ -22,6 +24,13 @@ export interface ProxySummary {
   classes: Record<'premium' | 'freemium', ClassCounters>;
   replicas: (ReplicaSnapshot & ReplicaCounters)[];
   cancels: number;
+  /** Clients refused at once over --max-client-conn (53300). */
+  overLimit: number;
+  maxClientConn: number;
+  /** Sessions that waited for a replica slot, per class: admitted, refused (queue full), timed out. */
+  admission: Record<'premium' | 'freemium', GateCounters>;
+  /** The process: RSS and descriptors at the stop and their peaks. */
+  usage: ProcessUsage;
 }
 
 /**
@@ -67,6 +76,9 @@ export async function executeProxy(
       borrowing: config.borrowing,
       health: config.health,
       statsEveryS: config.statsEveryS,
+      maxClientConn: config.maxClientConn,
+      ...(config.admission ? { admission: config.admission } : {}),
+      ...(config.tls ? { tls: config.tls } : {}),
       log: io.log,
     }));
     if (metrics) io.log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);
@@ -95,6 +107,10 @@ export async function executeProxy(
       classes: proxy.stats.classes,
       replicas: proxy.router.snapshot().map((r) => ({ ...r, ...proxy.stats.replica(r.id) })),
       cancels: proxy.stats.cancels,
+      overLimit: proxy.stats.overLimit,
+      maxClientConn: proxy.maxClientConn,
+      admission: proxy.gate.counters,
+      usage: proxy.usage(),
     };
   } finally {
     stop.dispose();

@@ -7,9 +7,11 @@
  * client with an ErrorResponse at a message boundary instead of leaving it hanging.
  */
 import { createConnection, type Socket } from 'node:net';
+import type { SecureContext } from 'node:tls';
+import { upgradeClient } from './tls-client.js';
+import { connectTcp, firstAnswer, type FirstAnswer } from './backend-connect.js';
 import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
-import { classifyFailure, isDeathEvidence } from '../core/failure-cause.js';
 import { isPlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { CancelKeys } from './cancel-keys.js';
@@ -36,8 +38,16 @@ export interface SessionHost {
   readonly connectAttempts: number;
   readonly cancelKeys: CancelKeys;
   readonly stats: ProxyStats;
-  /** A replica for a session of cls (throws PlbError NO_REPLICA when none may take it). */
-  admit(cls: ServiceClass): { replica: string; host: string; port: number };
+  /** With a certificate (--tls-cert/--tls-key): SSLRequest is answered 'S' and TLS ends here. */
+  readonly tls?: SecureContext | undefined;
+  /**
+   * A replica for a session of cls, perhaps after a wait for a slot (admission-gate.ts); rejects
+   * with PlbError NO_REPLICA when none may take it, ADMISSION_FULL or ADMISSION_TIMEOUT when the
+   * session could not get a slot.
+   */
+  acquire(cls: ServiceClass, ticket: object): Promise<{ replica: string; host: string; port: number }>;
+  /** The session's client left while it waited for a slot: stop waiting (acquire rejects). */
+  cancelWait(ticket: object): void;
   release(replica: string, cls: ServiceClass): void;
   /** A passive failure signal for the health checker. */
   reportFailure(replica: string, err: unknown, via: 'connect' | 'session'): void;
@@ -48,10 +58,10 @@ type Phase = 'startup' | 'connecting' | 'backend-startup' | 'ready' | 'closing';
 
 const STARTUP_TYPES: ReadonlySet<number> = new Set([MSG_ERROR, MSG_BACKEND_KEY, MSG_READY]);
 const SESSION_TYPES: ReadonlySet<number> = new Set([MSG_ERROR]);
+/** The backend read buffer (libuv reads up to this much at once). */
+const READ_BUFFER_BYTES = 32 * 1024;
 /** How long a closed side waits for the other to finish closing before it is destroyed. */
 const LINGER_MS = 5000;
-
-type FirstAnswer = { ok: true; chunk: Buffer } | { ok: false; err: unknown; retry?: boolean };
 
 interface ServerError {
   severity?: string | undefined;
@@ -74,6 +84,8 @@ export class ProxySession {
   private readonly framer = new BackendFramer();
   private readonly parser = new Parser();
   private admitted = false;
+  /** Waiting for a replica slot (the gate holds it). */
+  private waiting = false;
   private clientGone = false;
   private backendGone = false;
   private clientTerminated = false;
@@ -81,22 +93,40 @@ export class ProxySession {
   private lastServerError: ServerError | undefined;
   private key: { pid: number; secret: Buffer } | undefined;
   private startupTimer: NodeJS.Timeout | undefined;
+  /**
+   * The backend is read into this session's own buffer (net's onread: no stream machinery or
+   * allocation per read). A read is handed to `sink` at once; when the client's write of it is left
+   * pending, the buffer is still referenced, so the next read gets a fresh one (`readBuffer`).
+   */
+  private rbuf: Buffer | undefined;
+  private rbufBusy = false;
+  private sink: (chunk: Buffer) => boolean = () => false;
   private lingerTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly client: Socket,
+    private client: Socket,
     private readonly listenerClass: ServiceClass,
     private readonly host: SessionHost,
   ) {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     client.setNoDelay(true);
-    client.on('data', (d: Buffer) => this.onClientData(d));
-    client.on('error', () => undefined); // a reset client is an ordinary end
-    client.on('close', () => this.onClientClose());
+    this.listen(client);
     this.startupTimer = setTimeout(() => {
       if (this.phase === 'startup') this.refuse('08P01', 'timeout waiting for the startup packet');
     }, host.startupTimeoutMs);
     this.startupTimer.unref();
+  }
+
+  private listen(client: Socket): void {
+    client.on('data', (d: Buffer) => this.onClientData(d));
+    client.on('error', () => undefined); // a reset client is an ordinary end
+    client.on('close', () => this.onClientClose());
+  }
+
+  /** The client's socket is now the TLS one over it (tls-client.ts). */
+  useClientSocket(socket: Socket): void {
+    this.client = socket;
+    this.listen(socket);
   }
 
   /** Graceful stop ran out of time: tell the client (at a boundary) and close both sides. */
@@ -166,7 +196,15 @@ export class ProxySession {
           return this.refuse(p.code, p.reason);
         case 'ssl':
         case 'gssenc':
-          // No TLS or GSS encryption here: the client goes on in plain text (or gives up).
+          if (p.kind === 'ssl' && this.host.tls) {
+            // Bytes after the request would be read as if they had come encrypted: refused.
+            if (this.inbuf.length > p.length)
+              return this.refuse('08P01', 'unexpected data after the SSL request');
+            this.inbuf = Buffer.alloc(0);
+            this.client.write('S');
+            return upgradeClient(this, this.client, this.host.tls);
+          }
+          // No certificate (or GSS): the client goes on in plain text (or gives up).
           this.inbuf = this.inbuf.subarray(p.length);
           this.client.write('N');
           continue;
@@ -196,6 +234,7 @@ export class ProxySession {
   private onClientClose(): void {
     this.clientGone = true;
     clearTimeout(this.startupTimer);
+    if (this.waiting) this.host.cancelWait(this);
     this.releaseOnce();
     if (this.backend && !this.backendGone) {
       // The backend sees EOF and ends its session (a vanished replica: destroyed after a while).
@@ -229,21 +268,32 @@ export class ProxySession {
     for (let attempt = 0; attempt < this.host.connectAttempts; attempt++) {
       let target: { replica: string; host: string; port: number };
       try {
-        target = this.host.admit(cls);
+        this.waiting = true;
+        target = await this.host.acquire(cls, this);
       } catch (err) {
+        if (this.clientGone) return this.finish();
+        if (isPlbError(err, 'ADMISSION_FULL') || isPlbError(err, 'ADMISSION_TIMEOUT')) {
+          counters.refused += 1;
+          return this.refuse('53300', `plb proxy: ${err.message}`);
+        }
         if (!isPlbError(err, 'NO_REPLICA')) throw err;
         if (lastError === undefined) {
           counters.refused += 1;
           return this.refuse('57P03', `no replica available for class ${cls}`);
         }
         break;
+      } finally {
+        this.waiting = false;
       }
       this.admitted = true;
       this.replica = target.replica;
       let answer: FirstAnswer;
       let socket: Socket | undefined;
       try {
-        socket = await connectTcp(target.host, target.port, this.host.connectTimeoutMs);
+        socket = await connectTcp(target.host, target.port, this.host.connectTimeoutMs, {
+          buffer: () => this.readBuffer(),
+          callback: (n, buf) => this.sink((buf as Buffer).subarray(0, n)),
+        });
         answer = this.clientGone ? { ok: false, err: undefined } : await this.firstAnswer(socket, packet);
       } catch (err) {
         answer = { ok: false, err, retry: true };
@@ -277,60 +327,9 @@ export class ProxySession {
     );
   }
 
-  /** Sends the startup packet and waits for the server's first bytes (the socket is left paused). */
+  /** Sends the startup packet and waits for the server's first bytes (backend-connect.ts). */
   private firstAnswer(socket: Socket, packet: Buffer): Promise<FirstAnswer> {
-    const ms = this.host.connectTimeoutMs;
-    return new Promise((resolve) => {
-      let socketError: Error | undefined;
-      const end = (a: FirstAnswer): void => {
-        clearTimeout(timer);
-        socket.off('data', onData);
-        socket.off('close', onClose);
-        resolve(a);
-      };
-      const onData = (chunk: Buffer): void => {
-        socket.pause();
-        const dying = this.dyingServerError(chunk);
-        end(dying ? { ok: false, err: dying, retry: true } : { ok: true, chunk });
-      };
-      const onClose = (): void =>
-        end({
-          ok: false,
-          err:
-            socketError ??
-            Object.assign(new Error('connection closed before the server answered'), { code: 'ECONNRESET' }),
-          retry: true,
-        });
-      const timer = setTimeout(
-        () =>
-          end({
-            ok: false,
-            err: Object.assign(new Error(`no answer to the startup packet within ${ms} ms`), {
-              code: 'ETIMEDOUT',
-            }),
-            retry: false,
-          }),
-        ms,
-      );
-      socket.on('error', (err) => (socketError = err));
-      socket.on('data', onData);
-      socket.on('close', onClose);
-      socket.write(packet);
-    });
-  }
-
-  /** The server's first message is a FATAL of a server going away (shutdown, crash): try elsewhere. */
-  private dyingServerError(chunk: Buffer): Error | undefined {
-    if (chunk[0] !== MSG_ERROR || chunk.length < 5 || chunk.length < 1 + chunk.readInt32BE(1))
-      return undefined;
-    let decoded: BackendMessage | undefined;
-    new Parser().parse(chunk.subarray(0, 1 + chunk.readInt32BE(1)), (m) => (decoded = m));
-    const e = decoded as (BackendMessage & Partial<ServerError>) | undefined;
-    const err = Object.assign(new Error(e?.message ?? 'server error'), {
-      code: e?.code,
-      severity: e?.severity,
-    });
-    return isDeathEvidence(classifyFailure(err)) ? err : undefined;
+    return firstAnswer(socket, packet, this.host.connectTimeoutMs, (sink) => (this.sink = sink));
   }
 
   private attach(backend: Socket, first: Buffer): void {
@@ -339,19 +338,27 @@ export class ProxySession {
     backend.setNoDelay(true);
     backend.on('error', (err) => (this.backendError = err));
     backend.on('close', () => this.onBackendClose());
-    backend.on('data', (d: Buffer) => this.onBackendData(d));
+    this.sink = (d) => this.onBackendData(d);
     this.framer.hook = { types: STARTUP_TYPES, fn: (type, msg) => this.onStartupMessage(type, msg) };
     const pending = this.inbuf;
     this.inbuf = Buffer.alloc(0);
     if (pending.length > 0) backend.write(pending);
-    this.onBackendData(first);
-    backend.resume();
+    if (this.onBackendData(first)) backend.resume();
   }
 
   // ---- backend side -----------------------------------------------------------------------
 
-  private onBackendData(d: Buffer): void {
-    if (this.clientGone) return;
+  private readBuffer(): Buffer {
+    if (this.rbuf === undefined || this.rbufBusy) {
+      this.rbuf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+      this.rbufBusy = false;
+    }
+    return this.rbuf;
+  }
+
+  /** A read from the backend (a view of the read buffer); false stops reading (backpressure). */
+  private onBackendData(d: Buffer): boolean {
+    if (this.clientGone) return true;
     let out: Buffer[];
     try {
       out = this.framer.push(d);
@@ -360,9 +367,9 @@ export class ProxySession {
       this.host.log(`session on ${this.replica}: ${err instanceof Error ? err.message : String(err)}`);
       this.client.destroy();
       this.backend?.destroy();
-      return;
+      return true;
     }
-    if (out.length === 0) return;
+    if (out.length === 0) return true;
     let ok = true;
     if (out.length === 1) ok = this.client.write(out[0] as Buffer);
     else {
@@ -370,10 +377,13 @@ export class ProxySession {
       for (const b of out) ok = this.client.write(b);
       this.client.uncork();
     }
+    // Not all written at once: the kernel did not take it, the pending write holds the buffer.
+    if (this.client.writableLength > 0) this.rbufBusy = true;
     if (!ok) {
-      this.backend?.pause();
       this.client.once('drain', () => this.backend?.resume());
+      return false;
     }
+    return true;
   }
 
   /** Startup: record the server's errors, swap BackendKeyData for the proxy's key, see ReadyForQuery. */
@@ -435,7 +445,10 @@ export class ProxySession {
     if (serverSaid) {
       // The server ended the session with its own FATAL (shutdown, authentication...), already relayed.
       const se = this.lastServerError as ServerError;
-      this.host.reportFailure(replica, Object.assign(new Error(se.message), se), via);
+      // A server that answers 08xxx itself (08P01: the client broke the protocol) is alive: a
+      // hostile client must not count toward marking its replica down.
+      if (!(se.code ?? '').startsWith('08'))
+        this.host.reportFailure(replica, Object.assign(new Error(se.message), se), via);
       this.client.end();
     } else {
       const err =
@@ -517,28 +530,4 @@ export class ProxySession {
     clearTimeout(this.lingerTimer);
     this.resolveDone();
   }
-}
-
-/** A TCP connection to a replica, or the error (refused, or no answer within timeoutMs). */
-function connectTcp(host: string, port: number, timeoutMs: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const s = createConnection({ host, port });
-    const timer = setTimeout(() => {
-      s.destroy();
-      reject(
-        Object.assign(new Error(`connect to ${host}:${port} timed out after ${timeoutMs} ms`), {
-          code: 'ETIMEDOUT',
-        }),
-      );
-    }, timeoutMs);
-    s.once('error', (err) => {
-      clearTimeout(timer);
-      s.destroy();
-      reject(err);
-    });
-    s.once('connect', () => {
-      clearTimeout(timer);
-      resolve(s);
-    });
-  });
 }

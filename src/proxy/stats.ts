@@ -39,6 +39,8 @@ export class ProxyStats {
   readonly classes: Record<ServiceClass, ClassCounters> = { premium: zeroClass(), freemium: zeroClass() };
   readonly replicas = new Map<string, ReplicaCounters>();
   cancels = 0;
+  /** Clients refused at once: over --max-client-conn (53300). */
+  overLimit = 0;
 
   constructor(ids: readonly string[]) {
     for (const id of ids) this.replicas.set(id, { opened: 0, lost: 0, failed: 0 });

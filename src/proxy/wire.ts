@@ -59,8 +59,8 @@ export class BackendFramer {
   private passing = 0;
   /** Type of the last message forwarded (whole or started), -1 before any. */
   lastType = -1;
-  /** Transaction status of the last ReadyForQuery: I (idle), T, E; undefined before one. */
-  txStatus: string | undefined;
+  /** The status byte of the last ReadyForQuery (-1 before one): kept as a number, no string per query. */
+  private txByte = -1;
 
   constructor(
     /** Types the hook sees (by type byte); none when undefined. */
@@ -71,6 +71,11 @@ export class BackendFramer {
   /** False while an oversize message is partly forwarded. */
   get atBoundary(): boolean {
     return this.passing === 0;
+  }
+
+  /** Transaction status of the last ReadyForQuery: I (idle), T, E; undefined before one. */
+  get txStatus(): string | undefined {
+    return this.txByte < 0 ? undefined : String.fromCharCode(this.txByte);
   }
 
   /** Bytes held back (part of an unfinished message). */
@@ -109,7 +114,7 @@ export class BackendFramer {
         return out;
       }
       this.lastType = type;
-      if (type === MSG_READY && len >= 5) this.txStatus = String.fromCharCode(buf[pos + 5] as number);
+      if (type === MSG_READY && len >= 5) this.txByte = buf[pos + 5] as number;
       const hook = this.hook;
       if (hook !== undefined && hook.types.has(type)) {
         const msg = buf.subarray(pos, pos + total);
@@ -122,7 +127,9 @@ export class BackendFramer {
       }
       pos += total;
     }
-    if (pos > start) out.push(buf.subarray(start, pos));
+    // The usual case, a chunk of whole messages none of which was replaced: the chunk itself.
+    if (start === 0 && pos === buf.length) out.push(buf);
+    else if (pos > start) out.push(buf.subarray(start, pos));
     if (pos < buf.length) this.held = Buffer.from(buf.subarray(pos));
     return out;
   }

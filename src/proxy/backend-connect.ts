@@ -1,0 +1,111 @@
+/**
+ * The replica side of a session's start: a TCP connection (read into the session's own buffer,
+ * net's onread) and the server's first answer to the startup packet, which tells a server that is
+ * going away (try another replica) from one that answers.
+ */
+import { createConnection, type OnReadOpts, type Socket } from 'node:net';
+import { Parser } from 'pg-protocol/dist/parser.js';
+import type { BackendMessage } from 'pg-protocol/dist/messages.js';
+import { classifyFailure, isDeathEvidence } from '../core/failure-cause.js';
+import { MSG_ERROR } from './wire.js';
+
+export type FirstAnswer = { ok: true; chunk: Buffer } | { ok: false; err: unknown; retry?: boolean };
+
+interface ServerError {
+  severity?: string | undefined;
+  code?: string | undefined;
+  message: string;
+}
+
+/**
+ * Sends the startup packet and waits for the server's first bytes. The socket reads into a
+ * buffer of the session's (onread); `setSink` points its reads here until the answer, then at
+ * nothing: reading stays stopped until the session resumes it.
+ */
+export function firstAnswer(
+  socket: Socket,
+  packet: Buffer,
+  ms: number,
+  setSink: (sink: (chunk: Buffer) => boolean) => void,
+): Promise<FirstAnswer> {
+  return new Promise((resolve) => {
+    let socketError: Error | undefined;
+    const end = (a: FirstAnswer): void => {
+      clearTimeout(timer);
+      setSink(() => false);
+      socket.off('close', onClose);
+      resolve(a);
+    };
+    // Copied: the read buffer is used again. Reading stops (false) until attach() resumes it.
+    setSink((read: Buffer): boolean => {
+      const chunk = Buffer.from(read);
+      const dying = dyingServerError(chunk);
+      end(dying ? { ok: false, err: dying, retry: true } : { ok: true, chunk });
+      return false;
+    });
+    const onClose = (): void =>
+      end({
+        ok: false,
+        err:
+          socketError ??
+          Object.assign(new Error('connection closed before the server answered'), { code: 'ECONNRESET' }),
+        retry: true,
+      });
+    const timer = setTimeout(
+      () =>
+        end({
+          ok: false,
+          err: Object.assign(new Error(`no answer to the startup packet within ${ms} ms`), {
+            code: 'ETIMEDOUT',
+          }),
+          retry: false,
+        }),
+      ms,
+    );
+    socket.on('error', (err) => (socketError = err));
+    socket.on('close', onClose);
+    socket.write(packet);
+  });
+}
+
+/** The server's first message is a FATAL of a server going away (shutdown, crash): try elsewhere. */
+function dyingServerError(chunk: Buffer): Error | undefined {
+  if (chunk[0] !== MSG_ERROR || chunk.length < 5 || chunk.length < 1 + chunk.readInt32BE(1)) return undefined;
+  let decoded: BackendMessage | undefined;
+  new Parser().parse(chunk.subarray(0, 1 + chunk.readInt32BE(1)), (m) => (decoded = m));
+  const e = decoded as (BackendMessage & Partial<ServerError>) | undefined;
+  const err = Object.assign(new Error(e?.message ?? 'server error'), {
+    code: e?.code,
+    severity: e?.severity,
+  });
+  return isDeathEvidence(classifyFailure(err)) ? err : undefined;
+}
+
+/** A TCP connection to a replica, or the error (refused, or no answer within timeoutMs). */
+export function connectTcp(
+  host: string,
+  port: number,
+  timeoutMs: number,
+  onread: OnReadOpts,
+): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = createConnection({ host, port, onread, noDelay: true });
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(
+        Object.assign(new Error(`connect to ${host}:${port} timed out after ${timeoutMs} ms`), {
+          code: 'ETIMEDOUT',
+        }),
+      );
+    }, timeoutMs);
+    s.once('error', (err) => {
+      clearTimeout(timer);
+      s.destroy();
+      reject(err);
+    });
+    s.once('connect', () => {
+      clearTimeout(timer);
+      resolve(s);
+    });
+  });
+}

@@ -1,0 +1,42 @@
+/**
+ * --max-client-conn: how many client connections the proxy holds at once (any phase: startup,
+ * waiting for a slot, in session). Beyond it a client is answered at once with a prepared
+ * ErrorResponse 53300 (too_many_connections) and closed: never parsed, never left waiting.
+ * With both listeners, a tenth of the limit is kept for premium: freemium connections stop at
+ * 90 %, so a freemium flood cannot lock premium clients out.
+ */
+import type { ServiceClass } from '../core/service-class.js';
+import { errorResponse } from './wire.js';
+
+export interface ClientLimitOptions {
+  maxClientConn: number;
+  /** Listeners open (1 or 2). */
+  classes: number;
+}
+
+export interface ClientLimiter {
+  /** May a new client of the listener's class come in, with `open` clients already there? */
+  admits(cls: ServiceClass, open: number): boolean;
+  /** What a client over the limit is told. */
+  readonly refusal: Buffer;
+  /** The listen backlog: a burst waits in the kernel's accept queue rather than being dropped. */
+  readonly backlog: number;
+}
+
+/** The share of the limit freemium may not take when premium has its own listener. */
+export const PREMIUM_RESERVE = 0.1;
+
+export function clientLimiter(o: ClientLimitOptions): ClientLimiter {
+  const reserve = o.classes > 1 ? Math.floor(o.maxClientConn * PREMIUM_RESERVE) : 0;
+  const freemiumMax = Math.max(1, o.maxClientConn - reserve);
+  const refusal = errorResponse(
+    'FATAL',
+    '53300',
+    `sorry, too many clients already (plb proxy --max-client-conn ${o.maxClientConn})`,
+  );
+  return {
+    admits: (cls, open) => open < (cls === 'premium' ? o.maxClientConn : freemiumMax),
+    refusal,
+    backlog: Math.min(4096, Math.max(511, o.maxClientConn)),
+  };
+}

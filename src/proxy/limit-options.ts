@@ -1,0 +1,85 @@
+/**
+ * `plb proxy` flags that bound it under floods: the client limit and the per-replica session
+ * limit with its queue (router/admission.ts). Each checked as it is read, one line naming the flag.
+ */
+import { Flags } from '@oclif/core';
+import { PlbError } from '../core/errors.js';
+import { parseDuration } from '../core/duration.js';
+import type { SecureContext } from 'node:tls';
+import { defaultMaxClientConn } from './process-usage.js';
+import { loadTls } from './tls-client.js';
+
+const GROUP = 'PROXY LIMITS';
+
+export const limitFlags = {
+  'max-client-conn': Flags.integer({
+    description:
+      'client connections at once, any phase; beyond it a client gets 53300 at once (default: (open-file limit - 64) / 2)',
+    min: 1,
+    helpGroup: GROUP,
+  }),
+  'admission-limit': Flags.integer({
+    description:
+      'sessions a replica holds at most; a session that finds its class full waits (premium first) (default: none, or 1000 with plb-admit/lc-queue)',
+    min: 1,
+    helpGroup: GROUP,
+  }),
+  'admission-queue': Flags.integer({
+    description: 'sessions that may wait for a slot at once; beyond it 53300',
+    default: 1000,
+    min: 1,
+    helpGroup: GROUP,
+  }),
+  'admission-timeout': Flags.string({
+    description: 'how long a session waits for a slot before it gets 53300',
+    default: '10s',
+    helpGroup: GROUP,
+  }),
+  'tls-cert': Flags.string({
+    description:
+      'PEM certificate: clients may use TLS (sslmode=require); the proxy ends it, replicas get plain TCP',
+    helpGroup: GROUP,
+  }),
+  'tls-key': Flags.string({ description: 'PEM private key of --tls-cert', helpGroup: GROUP }),
+};
+
+export interface LimitFlagValues {
+  'max-client-conn'?: number | undefined;
+  'admission-limit'?: number | undefined;
+  'admission-queue'?: number | undefined;
+  'admission-timeout'?: string | undefined;
+  'tls-cert'?: string | undefined;
+  'tls-key'?: string | undefined;
+}
+
+export interface LimitConfig {
+  maxClientConn: number;
+  admission?: { limit: number; queue: number; timeoutMs: number };
+  tls?: SecureContext;
+}
+
+function positiveInt(flag: string, n: number | undefined): number | undefined {
+  if (n === undefined) return undefined;
+  if (!Number.isInteger(n) || n < 1)
+    throw new PlbError('BAD_INPUT', `--${flag}: must be a whole number >= 1 (got ${n})`);
+  return n;
+}
+
+/** The limits, checked; admission only when a limit is given or the strategy queues by itself. */
+export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConfig {
+  const maxClientConn = positiveInt('max-client-conn', f['max-client-conn']) ?? defaultMaxClientConn();
+  const limit = positiveInt('admission-limit', f['admission-limit']);
+  const queue = positiveInt('admission-queue', f['admission-queue']) ?? 1000;
+  const text = f['admission-timeout'] ?? '10s';
+  const s = parseDuration(text);
+  if (s === undefined || !(s > 0))
+    throw new PlbError(
+      'BAD_INPUT',
+      `--admission-timeout: expected a duration like 10s or 500ms (got "${text}")`,
+    );
+  const tls = loadTls(f['tls-cert'], f['tls-key']);
+  const base = { maxClientConn, ...(tls ? { tls } : {}) };
+  const queues = strategy === 'plb-admit' || strategy === 'lc-queue';
+  if (limit === undefined && !queues) return base;
+  return { ...base, admission: { limit: limit ?? 1000, queue, timeoutMs: s * 1000 } };
+}
