@@ -86,7 +86,8 @@ describe.skipIf(!haveChromium)('report.html in Chromium', () => {
     expect(r.charts).toBe(7);
     expect(r.perChart.every((n) => n > 0)).toBe(true);
     expect(r.marks).toBeGreaterThan(50);
-    expect(r.tables).toBe(3);
+    // phase, replica, detection + the intervals table
+    expect(r.tables).toBe(4);
     expect(r.size?.width).toBeGreaterThan(500);
   });
 
@@ -100,7 +101,7 @@ describe.skipIf(!haveChromium)('report.html in Chromium', () => {
     // the change vs rr, p95 and goodput per phase with IQR bars
     expect(r.charts).toBe(3);
     expect(r.perChart.every((n) => n > 0)).toBe(true);
-    // comparison table + 3 groups x (phase, replica, detection)
-    expect(r.tables).toBe(10);
+    // comparison table + verdicts + 3 groups x (phase, replica, detection, intervals)
+    expect(r.tables).toBe(14);
   });
 });

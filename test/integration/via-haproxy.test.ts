@@ -20,7 +20,7 @@ import { benchFlagValues, haproxyBin, haveServerBinaries, runCommand } from '../
 
 const ci = process.env.CI === 'true';
 const NAME = 'plbtest-via';
-const BASE_PORT = 33432;
+const BASE_PORT = 26932; // below the ephemeral range, so no client source port can hold it
 const LISTEN_PORT = 33500;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

@@ -296,11 +296,12 @@ describe('parseDuration', () => {
 describe('plans/', () => {
   const files = readdirSync('plans').filter((f) => f.endsWith('.yaml'));
 
-  it('has the paper plans, their demo versions and the fault-free one', () =>
+  it('has the paper plans, their demo versions, the demo and the fault-free one', () =>
     expect(files.sort()).toEqual([
       'cascade.yaml',
       'demo-cascade.yaml',
       'demo-single.yaml',
+      'demo.yaml',
       'single-fault.yaml',
       'steady.yaml',
     ]));
