@@ -1,3 +1,4 @@
+import { parseLagWeights, parsePartition, parseReadings, parseRoleVector } from '../cli/router-values.js';
 import { Flags } from '@oclif/core';
 import { DEFAULT_HEALTH } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';
@@ -11,14 +12,7 @@ import { MAX_SIM_REPLICAS } from '../core/replica-ids.js';
 import { createRunWriter, type RunWriter } from '../metrics/index.js';
 import { createLiveMetrics, type LiveMetrics } from '../metrics/live-metrics.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
-import {
-  createRouter,
-  isStrategyName,
-  parsePartition,
-  parseReadings,
-  parseRoleVector,
-  resolveBorrowing,
-} from '../router/index.js';
+import { createRouter, isStrategyName, resolveBorrowing } from '../router/index.js';
 import type { StrategyName } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { renderComparison, renderReport, writeReports } from '../report/index.js';
@@ -32,7 +26,7 @@ import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from '../cli/sto
 import { defaultPlanPath, expandSeries, newSeed, runSeries } from './series.js';
 import { checkSeed, MAX_SEED } from '../core/rng.js';
 import { parseWriteRate, refuseLagWithSim } from '../workload/writer.js';
-import { parseLagWeights, type LagWeightOptions } from '../router/lag-weight.js';
+import { type LagWeightOptions } from '../router/lag-weight.js';
 import type { BenchResult } from './run.js';
 import { packageVersion } from '../core/package-info.js';
 import { leaseCluster, observeWriters } from './cluster-lease.js';
