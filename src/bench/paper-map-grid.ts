@@ -5,12 +5,7 @@ import { isMap, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { PlbError } from '../core/errors.js';
 import { readInputFile } from '../core/input-file.js';
 import { fieldPath, firstIssue } from '../run-format/parse.js';
-import {
-  mapGridSchema,
-  type MapCell,
-  type MapGrid,
-  type MapSettings,
-} from '../run-format/paper-map.js';
+import { mapGridSchema, type MapCell, type MapGrid, type MapSettings } from '../run-format/paper-map.js';
 import { checkBenchValue } from './options.js';
 
 const MAX_BYTES = 64 * 1024;
@@ -41,7 +36,8 @@ export function parseMapGrid(text: string, source: string): MapGrid {
     const line = syntax.linePos?.[0].line ?? lc.linePos(syntax.pos[0]).line;
     throw fail(line, `yaml: ${syntax.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`);
   }
-  if (!isMap(doc.contents)) throw fail(lineOf(doc.contents), 'must be a mapping (name, clients, centre, heatmap)');
+  if (!isMap(doc.contents))
+    throw fail(lineOf(doc.contents), 'must be a mapping (name, clients, centre, heatmap)');
   const value: unknown = doc.toJS();
   const lineAt = (path: readonly PropertyKey[]): number => {
     for (let n = path.length; n >= 0; n--) {
@@ -88,12 +84,14 @@ export function parseMapGrid(text: string, source: string): MapGrid {
     if (open(grid.centre) || grid.sweeps.model?.includes('open'))
       throw fail(lineAt(['centre']), `centre.rate${noRate}`);
     grid.ablations.forEach((a, i) => {
-      if (open(a) && a.rate === undefined) throw fail(lineAt(['ablations', i]), `ablations[${i}].rate${noRate}`);
+      if (open(a) && a.rate === undefined)
+        throw fail(lineAt(['ablations', i]), `ablations[${i}].rate${noRate}`);
     });
   }
   const names = new Set<string>();
   grid.ablations.forEach((a, i) => {
-    if (names.has(a.name)) throw fail(lineAt(['ablations', i, 'name']), `ablations[${i}].name "${a.name}" is used twice`);
+    if (names.has(a.name))
+      throw fail(lineAt(['ablations', i, 'name']), `ablations[${i}].name "${a.name}" is used twice`);
     names.add(a.name);
   });
   return grid;

@@ -101,7 +101,9 @@ export async function sweepMap(
     for (const flags of cellSeries(grid, cell, dir)) {
       const code = await opts.run(flags);
       if (code !== 0) {
-        opts.log(`cell ${cell.id}: a series ended with exit code ${code}; the map stops here (run it again to resume)`);
+        opts.log(
+          `cell ${cell.id}: a series ended with exit code ${code}; the map stops here (run it again to resume)`,
+        );
         return { ran, skipped, code, wallS: (Date.now() - started) / 1000 };
       }
     }

@@ -56,7 +56,13 @@ export function claimHeatmapSpec(map: MapJson, key: string): TopLevelSpec | null
       width: 70 * cpus.length,
       height: 40 * new Set(values.map((v) => v.qps)).size,
       encoding: {
-        x: { field: 'cpu', type: 'ordinal', sort: cpus, title: 'reference replica CPU', axis: { labelAngle: 0 } },
+        x: {
+          field: 'cpu',
+          type: 'ordinal',
+          sort: cpus,
+          title: 'reference replica CPU',
+          axis: { labelAngle: 0 },
+        },
         y: { field: 'qps', type: 'ordinal', sort: 'descending', title: 'queries per session' },
       },
       layer: [
@@ -120,7 +126,11 @@ export function claimSweepSpec(map: MapJson, key: string): TopLevelSpec | null {
             mark: { type: 'rule' },
             encoding: {
               y: { field: 'cell', type: 'nominal', title: null, sort: null },
-              x: { field: 'lo', type: 'quantitative', title: `measured (${unitOf(first?.published ?? '')}), 95 % interval; green: accepted range` },
+              x: {
+                field: 'lo',
+                type: 'quantitative',
+                title: `measured (${unitOf(first?.published ?? '')}), 95 % interval; green: accepted range`,
+              },
               x2: { field: 'hi' },
             },
           },
@@ -129,7 +139,11 @@ export function claimSweepSpec(map: MapJson, key: string): TopLevelSpec | null {
             encoding: {
               y: { field: 'cell', type: 'nominal', sort: null },
               x: { field: 'value', type: 'quantitative' },
-              color: { field: 'verdict', type: 'nominal', scale: { domain: VERDICTS, range: VERDICT_COLORS } },
+              color: {
+                field: 'verdict',
+                type: 'nominal',
+                scale: { domain: VERDICTS, range: VERDICT_COLORS },
+              },
             },
           },
         ],

@@ -126,11 +126,27 @@ export function summaryTable(map: MapJson): TableModel {
       .map(cellLabel)
       .slice(0, 3)
       .join('; ');
-    return [k, of[0]?.published ?? '', n('reproduced'), n('contradicted'), n('inconclusive'), n('not measured'), where || '-'];
+    return [
+      k,
+      of[0]?.published ?? '',
+      n('reproduced'),
+      n('contradicted'),
+      n('inconclusive'),
+      n('not measured'),
+      where || '-',
+    ];
   });
   return {
     title: `Paper map ${map.grid}: verdicts per claim over ${map.cells.length} cells (T=${map.clients}, ${map.plans} plans, seed ${map.seed}, ${map.repeat} repeat(s))`,
-    head: ['claim', 'paper', 'reproduced', 'contradicted', 'inconclusive', 'not measured', 'reproduced at (first 3)'],
+    head: [
+      'claim',
+      'paper',
+      'reproduced',
+      'contradicted',
+      'inconclusive',
+      'not measured',
+      'reproduced at (first 3)',
+    ],
     rows,
   };
 }
@@ -151,7 +167,8 @@ export function cellTable(map: MapJson): TableModel {
     ];
   });
   return {
-    title: 'Per cell (R reproduced, C contradicted, i inconclusive, - not measured, blank: not published for the mix); session/phase = median session lifetime over the phase length',
+    title:
+      'Per cell (R reproduced, C contradicted, i inconclusive, - not measured, blank: not published for the mix); session/phase = median session lifetime over the phase length',
     head: ['cell', 'session/phase', ...keys.map((_, i) => `c${i + 1}`)],
     rows,
   };
@@ -201,7 +218,8 @@ export function ablationTable(map: MapJson, keys: readonly string[] = claimKeys(
     ];
   });
   return {
-    title: 'Centre, sweeps and ablations: measured value [95 % interval] and verdict; verdicts that differ from the centre',
+    title:
+      'Centre, sweeps and ablations: measured value [95 % interval] and verdict; verdicts that differ from the centre',
     head: ['cell', ...keys.map((k) => `c${claimKeys(map).indexOf(k) + 1}`), 'differs'],
     rows,
   };

@@ -14,7 +14,9 @@ export const mapSettingsSchema = z
     targetCpu: z.number().min(0.05).max(0.95).describe('reference-phase replica CPU (--target-cpu)'),
     queriesPerSession: z.number().int().min(1).max(100_000).describe('--queries-per-session'),
     mix: mixText.describe('premium:freemium share (--mix)'),
-    reference: shaped(/^\d+:\d+:\d+$/, 'must be premium:mixed:freemium like 2:1:2').describe('reference split (--reference)'),
+    reference: shaped(/^\d+:\d+:\d+$/, 'must be premium:mixed:freemium like 2:1:2').describe(
+      'reference split (--reference)',
+    ),
     readings: z.string().min(1).describe('plb readings (--readings)'),
     model: z.enum(['closed', 'open']).describe('arrival model (--model)'),
     rate: z.number().positive().max(100_000).optional().describe('open model: sessions per second (--rate)'),
@@ -55,14 +57,7 @@ export const mapGridSchema = z
       .strict()
       .default({}),
     /** Named changes from the centre, to test a mechanism (borrowing off, short sessions...). */
-    ablations: z
-      .array(
-        mapSettingsSchema
-          .partial()
-          .extend({ name: nameText })
-          .strict(),
-      )
-      .default([]),
+    ablations: z.array(mapSettingsSchema.partial().extend({ name: nameText }).strict()).default([]),
   })
   .strict();
 export type MapGrid = z.infer<typeof mapGridSchema>;

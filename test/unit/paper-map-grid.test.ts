@@ -66,11 +66,23 @@ describe('paper map grid', () => {
 
   it.each([
     [GOOD.replace('clients: 20', 'clients: many'), 'grid.yaml:2: clients must be a number (got "many")'],
-    [GOOD.replace('  targetCpu: 0.5\n', '  targetCpu: 2\n'), 'grid.yaml:4: centre.targetCpu must be <= 0.95 (got 2)'],
-    [GOOD.replace("mix: ['25:75']", "mix: ['25:75', 'lots']"), 'grid.yaml:13: heatmap.mix[1] must be premium:freemium like 25:75'],
-    [GOOD.replace('model: closed', 'model: poisson'), 'grid.yaml:9: centre.model must be "closed" or "open" (got "poisson")'],
+    [
+      GOOD.replace('  targetCpu: 0.5\n', '  targetCpu: 2\n'),
+      'grid.yaml:4: centre.targetCpu must be <= 0.95 (got 2)',
+    ],
+    [
+      GOOD.replace("mix: ['25:75']", "mix: ['25:75', 'lots']"),
+      'grid.yaml:13: heatmap.mix[1] must be premium:freemium like 25:75',
+    ],
+    [
+      GOOD.replace('model: closed', 'model: poisson'),
+      'grid.yaml:9: centre.model must be "closed" or "open" (got "poisson")',
+    ],
     [GOOD.replace('readings: plb', 'readings: bogus'), 'grid.yaml:8: centre.readings'],
-    [GOOD.replace("reference: '2:1:2'", "reference: '2:1'"), 'grid.yaml:7: centre.reference must be premium:mixed:freemium like 2:1:2'],
+    [
+      GOOD.replace("reference: '2:1:2'", "reference: '2:1'"),
+      'grid.yaml:7: centre.reference must be premium:mixed:freemium like 2:1:2',
+    ],
     [`${GOOD}colour: red\n`, 'grid.yaml:14: has unknown field "colour"'],
     [GOOD.replace(/heatmap:[\s\S]*$/, ''), 'grid.yaml:1: heatmap is missing'],
     [`${GOOD}sweeps:\n  model: [open]\n`, 'grid.yaml:4: centre.rate is missing'],
@@ -92,6 +104,8 @@ describe('paper map grid', () => {
   });
 
   it('names a missing grid file', () => {
-    expect(() => loadMapGrid('no/such/grid.yaml')).toThrow('--grid: no/such/grid.yaml: cannot read (no such file)');
+    expect(() => loadMapGrid('no/such/grid.yaml')).toThrow(
+      '--grid: no/such/grid.yaml: cannot read (no such file)',
+    );
   });
 });

@@ -69,14 +69,26 @@ export default class PaperMap extends PlbCommand {
       default: false,
       helpGroup: HELP_GROUPS.output,
     }),
-    'skip-html': Flags.boolean({ description: 'do not write map.html', default: false, helpGroup: HELP_GROUPS.output }),
+    'skip-html': Flags.boolean({
+      description: 'do not write map.html',
+      default: false,
+      helpGroup: HELP_GROUPS.output,
+    }),
   };
 
   async run(): Promise<MapJson | void> {
     const { flags } = await this.parse(PaperMap);
-    const { grid: gridFlag, quick, out: outFlag, 'dry-run': dryRun, 'skip-html': skipHtml, json: _json, ...rest } =
-      flags;
-    const gridPath = gridFlag ?? join(packageRoot(), 'plans', 'paper', 'map', quick ? 'quick.yaml' : 'full.yaml');
+    const {
+      grid: gridFlag,
+      quick,
+      out: outFlag,
+      'dry-run': dryRun,
+      'skip-html': skipHtml,
+      json: _json,
+      ...rest
+    } = flags;
+    const gridPath =
+      gridFlag ?? join(packageRoot(), 'plans', 'paper', 'map', quick ? 'quick.yaml' : 'full.yaml');
     const grid = loadMapGrid(gridPath);
     const { cells, centre } = expandGrid(grid);
     const out = outFlag ?? join('runs', 'paper', 'map', grid.name);
@@ -87,7 +99,9 @@ export default class PaperMap extends PlbCommand {
     say(
       `paper map ${grid.name}: ${cells.length} cells (${cells.filter((c) => c.kind === 'heatmap').length} heatmap, ${cells.filter((c) => c.kind === 'sweep').length} sweep, ${cells.filter((c) => c.kind === 'ablation').length} ablation), ${todo} to run; T=${grid.clients}, ${grid.plans} plans, seed ${grid.seed}, ${grid.repeat} repeat(s); into ${out}`,
     );
-    say(`  expected wall time: about ${Math.ceil((todo * CELL_WALL_S[grid.plans] * grid.repeat) / 60)} min (simulated)`);
+    say(
+      `  expected wall time: about ${Math.ceil((todo * CELL_WALL_S[grid.plans] * grid.repeat) / 60)} min (simulated)`,
+    );
     if (dryRun) {
       for (const c of cells) say(`  ${c.id} (${c.kind}${c.kind === 'heatmap' ? '' : `: ${c.label}`})`);
       return;
