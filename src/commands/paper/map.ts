@@ -35,8 +35,12 @@ const {
 /** The bench's own defaults of the flags a cell may leave out. */
 const CELL_DEFAULTS = { rate: String(_rate.default), borrow: String(_borrow.default) };
 
-/** Seconds a cell (3 simulated runs of the quick plans at T=30) takes here; see docs/paper-map.md. */
-const CELL_WALL_S = { quick: 12, full: 45 } as const;
+/**
+ * CPU seconds a cell takes on this project's 2-core machine at T=30 (docs/paper-map.md): quick
+ * plans measured (81 s for the 10 cells of the quick grid); the paper's plans estimated from one
+ * run of each (their simulation is about twice as long).
+ */
+const CELL_WALL_S = { quick: 9, full: 20 } as const;
 
 export default class PaperMap extends PlbCommand {
   static override description =
