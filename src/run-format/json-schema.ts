@@ -7,6 +7,7 @@ import { clusterFileSchema } from './cluster-file.js';
 import { clusterRecordSchema } from './cluster-record.js';
 import { configSchema } from './config.js';
 import { runEventSchema } from './events.js';
+import { mapGridSchema, mapJsonSchema } from './paper-map.js';
 import { planFileSchema } from './plan.js';
 import { reportJsonSchema } from './report.js';
 import { summarySchema } from './summary.js';
@@ -22,6 +23,8 @@ export const PUBLISHED_SCHEMAS = {
   'cluster-file': clusterFileSchema,
   report: reportJsonSchema,
   workload: workloadFileSchema,
+  'map-grid': mapGridSchema,
+  map: mapJsonSchema,
 } as const satisfies Record<string, z.ZodType>;
 
 export type PublishedSchemaName = keyof typeof PUBLISHED_SCHEMAS;
