@@ -1,10 +1,9 @@
 // The grid of `plb paper map`: read from YAML (errors are `<file>:<line>: <field> <what>`), every
 // value checked the way the bench checks its flag, then expanded into cells: the heatmap (reference
 // load x queries per session, faceted by mix), one-factor sweeps from the centre, and ablations.
-import { isMap, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
-import { PlbError } from '../core/errors.js';
-import { readInputFile } from '../core/input-file.js';
-import { fieldPath, firstIssue } from '../run-format/parse.js';
+import { isMap } from 'yaml';
+import { readUserFile, YamlFile } from '../core/user-file.js';
+import { fieldPath } from '../run-format/parse.js';
 import { mapGridSchema, type MapCell, type MapGrid, type MapSettings } from '../run-format/paper-map.js';
 import { checkBenchValue } from './options.js';
 
@@ -24,36 +23,12 @@ export const SETTING_FLAGS: Readonly<Record<keyof MapSettings, string>> = {
 
 /** Parses a grid's text; `source` names it in errors. */
 export function parseMapGrid(text: string, source: string): MapGrid {
-  const lc = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false });
-  const lineOf = (node: unknown): number => {
-    const start = (node as YamlNode | undefined)?.range?.[0];
-    return start === undefined ? 1 : lc.linePos(start).line;
-  };
-  const fail = (line: number, msg: string) => new PlbError('BAD_INPUT', `${source}:${line}: ${msg}`);
-  const syntax = doc.errors[0];
-  if (syntax) {
-    const line = syntax.linePos?.[0].line ?? lc.linePos(syntax.pos[0]).line;
-    throw fail(line, `yaml: ${syntax.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`);
-  }
-  if (!isMap(doc.contents))
-    throw fail(lineOf(doc.contents), 'must be a mapping (name, clients, centre, heatmap)');
-  const value: unknown = doc.toJS();
-  const lineAt = (path: readonly PropertyKey[]): number => {
-    for (let n = path.length; n >= 0; n--) {
-      const node = doc.getIn(path.slice(0, n) as unknown[], true);
-      if (node !== undefined) return lineOf(node);
-    }
-    return 1;
-  };
-  const r = mapGridSchema.safeParse(value);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    const path =
-      issue?.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : (issue?.path ?? []);
-    throw fail(lineAt(path), firstIssue(r.error, value));
-  }
-  const grid = r.data;
+  const file = new YamlFile(text, source, 'BAD_INPUT');
+  const fail = (line: number, msg: string) => file.fail(line, msg);
+  const lineAt = (path: readonly PropertyKey[]): number => file.lineAt(path);
+  if (!isMap(file.root))
+    throw fail(file.lineOf(file.root), 'must be a mapping (name, clients, centre, heatmap)');
+  const grid = file.check(mapGridSchema);
   // Each value as the bench would check its flag, named by its place in the file.
   const check = (path: (string | number)[], key: keyof MapSettings, v: string | number): void => {
     try {
@@ -98,7 +73,12 @@ export function parseMapGrid(text: string, source: string): MapGrid {
 }
 
 export function loadMapGrid(path: string): MapGrid {
-  const text = readInputFile(path, '--grid', MAX_BYTES, 'pass a grid file, e.g. plans/paper/map/quick.yaml');
+  const text = readUserFile(path, {
+    code: 'BAD_INPUT',
+    maxBytes: MAX_BYTES,
+    flag: '--grid',
+    hint: 'pass a grid file, e.g. plans/paper/map/quick.yaml',
+  });
   return parseMapGrid(text, path);
 }
 
