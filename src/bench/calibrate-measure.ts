@@ -27,7 +27,7 @@ import {
 } from '../cluster/pg-util.js';
 import { PlbError } from '../core/errors.js';
 import { measureConnects, replicaCpu } from '../workload/calibrate.js';
-import { makeQuery } from '../cluster/queries.js';
+import { makeQuery } from '../workload/statements.js';
 import { Rng } from '../core/rng.js';
 import { type QueryKind } from '../run-format/config.js';
 import { instantiate, type Template } from '../cluster/templates.js';
