@@ -25,4 +25,21 @@ export default tseslint.config(
       'no-restricted-properties': ['error', { object: 'Date', property: 'now' }, { object: 'Math', property: 'random' }],
     },
   },
+  {
+    // One concern per file: a source file past 400 lines is split, not stretched.
+    files: ['src/**/*.ts'],
+    rules: { 'max-lines': ['error', { max: 400 }] },
+  },
+  {
+    // split in progress on other branches
+    files: [
+      'src/bench/options.ts',
+      'src/bench/run.ts',
+      'src/bench/calibrate-sim.ts',
+      'src/proxy/session.ts',
+      'src/report/render.ts',
+      'src/report/charts.ts',
+    ],
+    rules: { 'max-lines': 'off' },
+  },
 );

@@ -1,6 +1,15 @@
 // The library's public exports.
 export * from './core/errors.js';
 export * from './router/index.js';
+// The router's options as written on a command line (the router itself takes them typed).
+export {
+  parseClientZones,
+  parseLagWeights,
+  parseMaxLag,
+  parsePartition,
+  parseReadings,
+  parseRoleVector,
+} from './cli/router-values.js';
 export type * from './cluster/driver.js';
 export type * from './core/replica-ids.js';
 export type * from './core/endpoint.js';

@@ -4,11 +4,11 @@
  * The flags, their one check each, and how they combine with the plan live here; flags.ts
  * spreads them in, run.ts applies them.
  */
+import { parseClientZones, parseMaxLag } from '../cli/router-values.js';
 import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
 import type { FaultPlan } from '../run-format/plan.js';
-import { parseMaxLag } from '../router/max-lag.js';
-import { DEFAULT_ZONE_SPILL, parseClientZones } from '../router/zones.js';
+import { DEFAULT_ZONE_SPILL } from '../router/zones.js';
 import { parseDuration } from '../core/duration.js';
 
 /** What a run balances by, beyond its strategy. Every field absent: as before. */

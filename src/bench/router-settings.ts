@@ -4,13 +4,8 @@
  * is its flag and check (cli/router-flags.ts), its config.json field (run-format/config.ts) and
  * the two lines here.
  */
-import {
-  createRouter,
-  parsePartition,
-  parseReadings,
-  parseRoleVector,
-  resolveBorrowing,
-} from '../router/index.js';
+import { createRouter, resolveBorrowing } from '../router/index.js';
+import { parsePartition, parseReadings, parseRoleVector } from '../cli/router-values.js';
 import type { SessionRouter, StrategyName } from '../router/types.js';
 import type { BenchConfig } from '../run-format/config.js';
 import { durationMsFlag, parseBorrowing } from '../cli/router-flags.js';

@@ -1,15 +1,10 @@
 // The router and health flag groups, shared by `plb bench` and `plb proxy`, with their value checks.
+import { parsePartition, parseRoleVector } from './router-values.js';
 import { Flags } from '@oclif/core';
 import { parseDuration } from '../core/duration.js';
 import { PlbError } from '../core/errors.js';
 import { DEFAULT_HEALTH } from '../cluster/health.js';
-import {
-  DEFAULT_BORROWING,
-  DEFAULT_SLOW_START_MS,
-  parsePartition,
-  parseRoleVector,
-  resolveBorrowing,
-} from '../router/index.js';
+import { DEFAULT_BORROWING, DEFAULT_SLOW_START_MS, resolveBorrowing } from '../router/index.js';
 import type { BorrowingOptions } from '../router/types.js';
 
 /** Help sections of the bench and proxy flags (oclif `helpGroup`). */

@@ -1,3 +1,4 @@
+import { parsePartition } from '../cli/router-values.js';
 import { Flags } from '@oclif/core';
 import { HAPROXY_BALANCES, haproxyConfig, type HaproxyBalance } from '../baselines/haproxy.js';
 import { benchFlags } from '../bench/flags.js';
@@ -9,7 +10,6 @@ import { DEFAULT_CLUSTER_NAME, PLB_USER } from '../cluster/state.js';
 import { PlbError } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';
 import { PlbCommand } from '../cli/plb-command.js';
-import { parsePartition } from '../router/index.js';
 import { DEFAULT_SLOW_START_MS } from '../router/slow-start.js';
 
 export const DEFAULT_HAPROXY_LISTEN = '127.0.0.1:25500';

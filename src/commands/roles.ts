@@ -1,3 +1,4 @@
+import { parseReadings, parseRoleVector } from '../cli/router-values.js';
 import { Flags } from '@oclif/core';
 import { checkedText } from '../cli/flags.js';
 import { PlbCommand } from '../cli/plb-command.js';
@@ -7,8 +8,6 @@ import {
   formatReadings,
   formatRoleVector,
   fullReference,
-  parseReadings,
-  parseRoleVector,
   repairTarget,
   roleVectorTotal,
   type PlbReadings,

@@ -6,9 +6,10 @@ export interface Keyed {
 
 /**
  * A binary min-heap on (key, seq) with the comparison written out: the virtual clock's timers and
- * the simulated CPU's jobs go through it a few times per simulated query, and MinHeap's comparator
- * call was a tenth of a large simulation's time. Ties on key come out in seq order, so the order is
- * the same on every run.
+ * the simulated CPU's jobs go through it a few times per simulated query, and a comparator call
+ * per step was a tenth of a large simulation's time. Ties on key come out in seq order, so the
+ * order is the same on every run. plb's one general heap (the router's least-loaded choice keeps
+ * an indexed heap of its own: it moves an element in place when its key changes).
  */
 export class SeqHeap<T extends Keyed> {
   private readonly h: T[] = [];

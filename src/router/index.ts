@@ -2,23 +2,14 @@
 export type * from './types.js';
 export { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 export { createRouter } from './router.js';
-export { maxLagFactor, parseMaxLag } from './max-lag.js';
+export { maxLagFactor } from './max-lag.js';
 export { BORROW_DWELL_MS, BorrowDwell } from './borrow-dwell.js';
-export {
-  chooseZone,
-  clientZone,
-  DEFAULT_ZONE_SPILL,
-  parseClientZones,
-  poolPressure,
-  ZonedRouter,
-} from './zones.js';
+export { chooseZone, clientZone, DEFAULT_ZONE_SPILL, poolPressure, ZonedRouter } from './zones.js';
 export {
   DEFAULT_PARTITION,
   DEFAULT_REFERENCE,
   formatRoleVector,
   fullReference,
-  parsePartition,
-  parseRoleVector,
   partitionFor,
   referenceTarget,
   roleVectorTotal,
@@ -50,7 +41,6 @@ export {
   DEFAULT_READINGS,
   formatReadings,
   readingsName,
-  parseReadings,
   READING_CHOICES,
   READING_PRESETS,
   resolveReadings,

@@ -5,7 +5,6 @@
  * the floor keeps a trickle of traffic so a recovering replica is still seen to recover, and
  * draining is the backstop. Pure: the caller measures the lag and applies the factor.
  */
-import { PlbError } from '../core/errors.js';
 
 export interface LagWeightOptions {
   /** Full weight at or below this lag, ms. */
@@ -32,30 +31,4 @@ export function lagWeight(lagMs: number | null, o: LagWeightOptions = DEFAULT_LA
   if (lagMs > o.highMs) return 0;
   const f = (o.highMs - lagMs) / (o.highMs - o.lowMs);
   return Math.max(o.floor, f);
-}
-
-function ms(text: string, field: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$/.exec(text);
-  if (!m) throw new PlbError('BAD_INPUT', `${field}: expected a lag like 200ms or 1s (got "${text}")`);
-  return Number(m[1]) * (m[2] === 's' ? 1000 : 1);
-}
-
-/** `200ms:800ms:10%` -> options; `low < high`, floor in (0, 100] %. */
-export function parseLagWeights(text: string, field = '--lag-weights'): LagWeightOptions {
-  const parts = text.split(':');
-  if (parts.length !== 3)
-    throw new PlbError('BAD_INPUT', `${field}: expected low:high:floor like 200ms:800ms:10% (got "${text}")`);
-  const [low, high, floor] = parts as [string, string, string];
-  const lowMs = ms(low, field);
-  const highMs = ms(high, field);
-  if (!(highMs > lowMs))
-    throw new PlbError('BAD_INPUT', `${field}: the high threshold must be above the low one (got "${text}")`);
-  const f = /^\s*(\d+(?:\.\d+)?)\s*%\s*$/.exec(floor);
-  const pct = f ? Number(f[1]) : Number.NaN;
-  if (!(pct > 0 && pct <= 100))
-    throw new PlbError(
-      'BAD_INPUT',
-      `${field}: the floor must be a percentage in (0, 100] like 10% (got "${floor}")`,
-    );
-  return { lowMs, highMs, floor: pct / 100 };
 }

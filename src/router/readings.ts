@@ -1,4 +1,4 @@
-// The readings of the PLB paper's repair rules (types.ts PlbReadings): names, presets, parsing.
+// The readings of the PLB paper's repair rules (types.ts PlbReadings): names, presets, checks.
 import { PlbError } from '../core/errors.js';
 import type { BorrowThresholds, PlbReadings } from './types.js';
 import type { ServiceClass } from '../core/service-class.js';
@@ -67,8 +67,12 @@ export const READING_PRESETS: Readonly<Record<string, Readonly<PlbReadings>>> = 
 });
 
 /** DEFAULT_READINGS with `partial` over it, each value checked (a direct caller's options). */
-export function resolveReadings(partial: Partial<PlbReadings> | undefined, field = 'readings'): PlbReadings {
-  const out: PlbReadings = { ...DEFAULT_READINGS };
+export function resolveReadings(
+  partial: Partial<PlbReadings> | undefined,
+  field = 'readings',
+  base: Readonly<PlbReadings> = DEFAULT_READINGS,
+): PlbReadings {
+  const out: PlbReadings = { ...base };
   for (const [key, value] of Object.entries(partial ?? {})) {
     if (value === undefined) continue;
     setReading(out, key, String(value), field);
@@ -93,43 +97,6 @@ function setReading(out: PlbReadings, key: string, value: string, field: string)
 
 function presetNames(): string {
   return Object.keys(READING_PRESETS).join(', ');
-}
-
-/**
- * '--readings paper', '--readings donors=mixed-first,canonicalize=all', '--readings paper,repair=none':
- * an optional preset first, then key=value pairs over it (over DEFAULT_READINGS without a preset).
- * Throws BAD_INPUT naming `flag`, the bad key or value and the allowed ones.
- */
-export function parseReadings(text: string, flag = '--readings'): PlbReadings {
-  const items = text.split(',').map((s) => s.trim());
-  if (items.some((s) => s === '')) {
-    throw new PlbError(
-      'BAD_INPUT',
-      `${flag}: expected a preset (${presetNames()}) and/or key=value pairs like donors=mixed-first, got '${text}'`,
-    );
-  }
-  let out: PlbReadings = { ...DEFAULT_READINGS };
-  const seen = new Set<string>();
-  items.forEach((item, i) => {
-    const eq = item.indexOf('=');
-    if (eq < 0) {
-      const preset = Object.hasOwn(READING_PRESETS, item) ? READING_PRESETS[item] : undefined;
-      if (preset === undefined) {
-        throw new PlbError(
-          'BAD_INPUT',
-          `${flag}: unknown preset '${item}' (presets: ${presetNames()}; or key=value with ${READING_KEYS.join(', ')})`,
-        );
-      }
-      if (i > 0) throw new PlbError('BAD_INPUT', `${flag}: the preset '${item}' must come first`);
-      out = { ...preset };
-      return;
-    }
-    const key = item.slice(0, eq).trim();
-    if (seen.has(key)) throw new PlbError('BAD_INPUT', `${flag}: ${key} given twice`);
-    seen.add(key);
-    setReading(out, key, item.slice(eq + 1).trim(), flag);
-  });
-  return out;
 }
 
 /**

@@ -89,38 +89,6 @@ export function partitionFor(replicas: number, partition: Partition = DEFAULT_PA
   return { premium, freemium: replicas - premium };
 }
 
-function parseParts(text: string, count: number, flag: string, example: string): number[] {
-  const parts = text.trim().split(':');
-  const nums = parts.map((p) => (/^\d+$/.test(p.trim()) ? Number(p.trim()) : Number.NaN));
-  if (parts.length !== count || nums.some((n) => !Number.isSafeInteger(n))) {
-    throw new PlbError(
-      'BAD_INPUT',
-      `${flag} must be ${count} non-negative integers like ${example}, got '${text}'`,
-      {
-        hint: `e.g. ${flag} ${example}`,
-      },
-    );
-  }
-  if (nums.reduce((a, b) => a + b, 0) < 1) {
-    throw new PlbError('BAD_INPUT', `${flag} must not be all zero, got '${text}'`, {
-      hint: `e.g. ${flag} ${example}`,
-    });
-  }
-  return nums;
-}
-
-/** Parse a premium:mixed:freemium reference like '2:1:2'. Throws BAD_INPUT naming `flag`. */
-export function parseRoleVector(text: string, flag = '--reference'): RoleVector {
-  const [premium = 0, mixed = 0, freemium = 0] = parseParts(text, 3, flag, '2:1:2');
-  return { premium, mixed, freemium };
-}
-
-/** Parse a premium:freemium static partition like '3:2'. Throws BAD_INPUT naming `flag`. */
-export function parsePartition(text: string, flag = '--partition'): Partition {
-  const [premium = 0, freemium = 0] = parseParts(text, 2, flag, '3:2');
-  return { premium, freemium };
-}
-
 export function formatRoleVector(v: RoleVector): string {
   return `${v.premium}:${v.mixed}:${v.freemium}`;
 }

@@ -64,24 +64,6 @@ export function chooseZone(
   return remote !== undefined && ownKey >= ZONE_SPILL_MIN_LOAD && ownKey >= spill * remoteKey ? remote : own;
 }
 
-/** `a:50,b:50` -> zone shares summing to 1 (the share of clients per zone, `--client-zones`). */
-export function parseClientZones(text: string, field = '--client-zones'): Record<string, number> {
-  const out: Record<string, number> = {};
-  let total = 0;
-  for (const part of text.split(',')) {
-    const m = /^\s*([A-Za-z0-9_-]+)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(part);
-    if (!m)
-      throw new PlbError('BAD_INPUT', `${field}: expected zone:share pairs like a:50,b:50 (got "${text}")`);
-    const [, zone, share] = m as unknown as [string, string, string];
-    if (zone in out) throw new PlbError('BAD_INPUT', `${field}: zone ${zone} given twice`);
-    out[zone] = Number(share);
-    total += Number(share);
-  }
-  if (!(total > 0)) throw new PlbError('BAD_INPUT', `${field}: the shares must not all be 0 (got "${text}")`);
-  for (const z of Object.keys(out)) out[z] = (out[z] as number) / total;
-  return out;
-}
-
 /** The zone for a uniform draw u in [0, 1): zones in the order given, each its share of [0, 1). */
 export function clientZone(shares: Readonly<Record<string, number>>, u: number): string {
   const zones = Object.keys(shares);

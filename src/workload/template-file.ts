@@ -8,7 +8,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import type { PlbError } from '../core/errors.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import type { TemplateFile, WorkloadFile } from '../run-format/workload-file.js';
-import { fieldPath } from '../run-format/parse.js';
+import { fieldPath } from '../core/zod-issue.js';
 import { compileParam, type ParamSpec } from '../cluster/generators.js';
 import { DEFAULT_WORKLOAD, checkQueryWeights, QUERY_KINDS, type PerClass } from './spec.js';
 import type { QueryKind } from '../run-format/config.js';

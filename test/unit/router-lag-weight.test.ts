@@ -1,6 +1,7 @@
+import { parseLagWeights } from '../../src/cli/router-values.js';
 import { describe, expect, it } from 'vitest';
 import { createRouter } from '../../src/router/index.js';
-import { DEFAULT_LAG_WEIGHTS, lagWeight, parseLagWeights } from '../../src/router/lag-weight.js';
+import { DEFAULT_LAG_WEIGHTS, lagWeight } from '../../src/router/lag-weight.js';
 
 describe('lag-derived weight', () => {
   it('is full up to the low threshold, linear to the floor at the high one, drained above', () => {

@@ -1,3 +1,4 @@
+import { parseReadings } from '../../src/cli/router-values.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isPlbError } from '../../src/core/errors.js';
@@ -9,7 +10,6 @@ import {
   DEFAULT_READINGS,
   formatReadings,
   fullReference,
-  parseReadings,
   READING_CHOICES,
   rebalanceSteps,
   repairTarget,

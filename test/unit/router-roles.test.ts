@@ -1,13 +1,7 @@
+import { parsePartition, parseRoleVector } from '../../src/cli/router-values.js';
 import { describe, expect, it } from 'vitest';
 import { isPlbError } from '../../src/core/errors.js';
-import {
-  fullReference,
-  parsePartition,
-  parseRoleVector,
-  partitionFor,
-  targetRoleTable,
-  targetRoleVector,
-} from '../../src/router/index.js';
+import { fullReference, partitionFor, targetRoleTable, targetRoleVector } from '../../src/router/index.js';
 
 const v = (premium: number, mixed: number, freemium: number) => ({ premium, mixed, freemium });
 

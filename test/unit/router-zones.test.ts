@@ -1,11 +1,10 @@
+import { parseClientZones, parseMaxLag } from '../../src/cli/router-values.js';
 import { describe, expect, it } from 'vitest';
 import {
   chooseZone,
   clientZone,
   createRouter,
   maxLagFactor,
-  parseClientZones,
-  parseMaxLag,
   poolPressure,
   STRATEGY_NAMES,
 } from '../../src/router/index.js';

@@ -11,27 +11,19 @@
 import { cpus as hostCpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
-import { BaseDriver, serverSettings } from '../base-driver.js';
+import { BaseDriver } from '../base-driver.js';
 import type { ClusterDriver, ServerStatus } from '../driver.js';
 import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import type { ServerId } from '../../core/replica-ids.js';
 import { errorText, PlbError } from '../../core/errors.js';
 import { createReplicationSlot } from '../pg-util.js';
-import { entryScript, packageVersion } from '../../core/package-info.js';
+import { entryScript } from '../../core/package-info.js';
 import { CpuReader } from './cpu.js';
 import { ensureImage, withTimeout } from './image.js';
 import { logText } from './logs.js';
-import { makeTar } from './tar.js';
+import { containerOptions, LABEL_CLUSTER, LABEL_ID, LABEL_SERVER, serverFiles } from './container.js';
 
-export const LABEL_CLUSTER = 'plb.cluster';
-const LABEL_SERVER = 'plb.server';
-const LABEL_VERSION = 'plb.version';
-/** The cluster instance's unique id (its record's id): down removes only what carries it. */
-const LABEL_ID = 'plb.id';
-
-export function containerName(cluster: string, id: ServerId): string {
-  return `plb-${cluster}-${id}`;
-}
+export { containerName, LABEL_CLUSTER } from './container.js';
 
 /** True when the Docker engine answers a ping within timeoutMs. */
 export async function dockerAvailable(timeoutMs = 1500, docker?: Docker): Promise<boolean> {
@@ -66,9 +58,6 @@ function statusCode(err: unknown): number | undefined {
   return (err as { statusCode?: number } | null)?.statusCode;
 }
 
-/** Containers have their own memory limit: shared_buffers may take more of it than a local server's. */
-const SHARED_BUFFERS_MAX_MB = 128;
-
 interface ContainerView {
   id: string;
   running: boolean;
@@ -93,15 +82,6 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
     this.docker = opts.docker ?? new Docker();
     this.cpu = new CpuReader(this.docker);
     this.upTimeoutMs = opts.upTimeoutMs ?? 180_000;
-  }
-
-  private labels(id: ServerId): Record<string, string> {
-    return {
-      [LABEL_CLUSTER]: this.spec.name,
-      [LABEL_SERVER]: id,
-      [LABEL_VERSION]: packageVersion(),
-      ...(this.spec.id !== undefined ? { [LABEL_ID]: this.spec.id } : {}),
-    };
   }
 
   /** Label filter of what this driver owns: its id when it has one, else the whole name. */
@@ -176,51 +156,11 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
   }
 
   private async createServer(id: ServerId, image: string, password: string, script: string): Promise<void> {
-    const primary = id === 'primary';
-    const ep = this.endpoint(id);
-    // initdb and pg_basebackup run with the whole host (faster up); up() then sets the quota.
-    const cpus = hostCpus().length;
-    const memory = this.spec.memoryMb * 1024 * 1024;
-    const conf = serverSettings(this.spec, SHARED_BUFFERS_MAX_MB);
-    const env = [
-      `PLB_ROLE=${primary ? 'primary' : 'standby'}`,
-      `PLB_ID=${id}`,
-      `PLB_PORT=${ep.port}`,
-      `PLB_PRIMARY_PORT=${this.spec.basePort}`,
-      `PLB_SLOT=${id}`,
-      // The entry script also makes max_replication_slots this (more than the slots needed).
-      `PLB_MAX_SENDERS=${conf.maxWalSenders}`,
-      `PLB_SHARED_BUFFERS=${conf.sharedBuffersMb}MB`,
-      `PLB_MAX_CONNECTIONS=${conf.maxConnections}`,
-      'PLB_PASSWORD_FILE=/plb/secret',
-    ];
-    const c = await this.docker.createContainer({
-      name: containerName(this.spec.name, id),
-      Image: image,
-      User: 'postgres',
-      Entrypoint: ['/bin/sh', '/plb/entry.sh'],
-      Cmd: [],
-      Env: env,
-      Labels: this.labels(id),
-      // Fast shutdown on docker stop, as the official image does.
-      StopSignal: 'SIGINT',
-      StopTimeout: 10,
-      HostConfig: {
-        NetworkMode: 'host',
-        NanoCpus: Math.round(cpus * 1e9),
-        Memory: memory,
-        MemorySwap: memory,
-        RestartPolicy: { Name: 'no' },
-      },
-    });
+    const c = await this.docker.createContainer(
+      containerOptions(this.spec, id, image, this.endpoint(id).port),
+    );
     this.ids.set(id, c.id);
-    const tar = await makeTar([
-      { name: 'plb/', mode: 0o755 },
-      { name: 'plb/entry.sh', mode: 0o555, content: script },
-      // Readable by the postgres user inside this container only; the host copy stays 0600.
-      { name: 'plb/secret', mode: 0o444, content: password },
-    ]);
-    const res = await c.putArchive(tar, { path: '/' });
+    const res = await c.putArchive(await serverFiles(script, password), { path: '/' });
     (res as NodeJS.ReadableStream).resume?.();
     await c.start();
   }

@@ -4,12 +4,10 @@
  * environment variable or a file) and kept only in memory: what is shown or recorded of the
  * cluster is its redacted form (DSNs without password, and the password cut out of any text).
  */
-import { readInputFile } from '../../core/input-file.js';
 import { readFileSync } from 'node:fs';
 import { basename, dirname, extname, resolve } from 'node:path';
-import { LineCounter, parseDocument } from 'yaml';
+import { readUserFile, YamlFile } from '../../core/user-file.js';
 import { PlbError } from '../../core/errors.js';
-import { firstIssue } from '../../run-format/parse.js';
 import {
   clusterFileSchema,
   HOOK_NAMES,
@@ -56,7 +54,7 @@ export interface ExternalCluster {
 
 /** Reads, checks and resolves a cluster file; PlbError('BAD_INPUT') naming file, line and field. */
 export function loadClusterFile(path: string, env: NodeJS.ProcessEnv = process.env): ExternalCluster {
-  const text = readInputFile(path, '--cluster-file', MAX_FILE_BYTES);
+  const text = readUserFile(path, { code: 'BAD_INPUT', maxBytes: MAX_FILE_BYTES, flag: '--cluster-file' });
   return parseClusterFile(text, path, env);
 }
 
@@ -66,39 +64,19 @@ export function parseClusterFile(
   path: string,
   env: NodeJS.ProcessEnv = process.env,
 ): ExternalCluster {
-  const where = escapeControl(path);
-  const lc = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false });
-  const syntax = doc.errors[0];
-  if (syntax) {
-    const line = lc.linePos(syntax.pos[0]).line;
-    throw new PlbError(
-      'BAD_INPUT',
-      `${where}:${line}: yaml: ${syntax.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`,
-    );
-  }
-  const raw: unknown = doc.toJSON();
+  const doc = new YamlFile(text, path, 'BAD_INPUT');
+  const raw = doc.toJS();
   // Checked first, and never echoed: a password written into the file would end up in messages.
   const pw = (raw as { password?: unknown } | null)?.password;
   if (pw !== undefined && (typeof pw !== 'object' || pw === null))
-    throw new PlbError(
-      'BAD_INPUT',
-      `${where}:${lineOf(doc, lc, ['password'])}: password must be { env: NAME } or { file: PATH }, not the password itself`,
+    throw doc.fail(
+      doc.lineAt(['password'], 'key'),
+      'password must be { env: NAME } or { file: PATH }, not the password itself',
     );
-  const r = clusterFileSchema.safeParse(raw);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    // An unknown field: its own line, not its parent's.
-    const path =
-      issue?.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : (issue?.path ?? []);
-    const line = lineOf(doc, lc, path);
-    throw new PlbError('BAD_INPUT', `${where}:${line}: ${firstIssue(r.error, raw)}`, {
-      hint: 'schemas/cluster-file.schema.json describes every field',
-    });
-  }
-  const file = r.data;
+  const file = doc.check(clusterFileSchema, 'schemas/cluster-file.schema.json describes every field');
+  // Errors after the schema: at the line of the field's key.
   const fail = (field: string, what: string): PlbError =>
-    new PlbError('BAD_INPUT', `${where}:${lineOf(doc, lc, field.split('.'))}: ${field} ${what}`);
+    doc.fail(doc.lineAt(field.split('.'), 'key'), `${field} ${what}`);
 
   const replicaIds = Object.keys(file.replicas);
   if (replicaIds.length === 0) throw fail('replicas', 'must name at least r1');
@@ -143,25 +121,6 @@ export function parseClusterFile(
     cpus: file.cpus,
     hooks,
   };
-}
-
-/** The line of the field at `path` (its key's line), or of its nearest parent that exists; 1 when none. */
-function lineOf(
-  doc: ReturnType<typeof parseDocument>,
-  lc: LineCounter,
-  path: readonly PropertyKey[],
-): number {
-  type Range = [number, number, number];
-  type Node = { range?: Range; items?: { key?: { value?: unknown; range?: Range }; range?: Range }[] };
-  for (let n = path.length; n > 0; n--) {
-    const parent = doc.getIn(path.slice(0, n - 1) as unknown[], true) as Node | undefined;
-    const k = path[n - 1];
-    // A mapping: the key's line; a list: the item's.
-    const item =
-      typeof k === 'number' ? parent?.items?.[k] : parent?.items?.find((p) => p.key?.value === k)?.key;
-    if (item?.range) return lc.linePos(item.range[0]).line;
-  }
-  return 1;
 }
 
 function defaultName(path: string): string {

@@ -1,3 +1,4 @@
+import { parsePartition, parseReadings, parseRoleVector } from '../../cli/router-values.js';
 import { Args, Flags } from '@oclif/core';
 import { defaultPlanPath } from '../../bench/series.js';
 import { checkedText } from '../../cli/flags.js';
@@ -7,13 +8,7 @@ import { loadPlan } from '../../faults/plan.js';
 import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';
 import { parseBorrowing } from '../../cli/router-flags.js';
-import {
-  parsePartition,
-  parseReadings,
-  parseRoleVector,
-  STRATEGY_NAMES,
-  type StrategyName,
-} from '../../router/index.js';
+import { STRATEGY_NAMES, type StrategyName } from '../../router/index.js';
 
 export default class PlanShow extends PlbCommand {
   static override description =

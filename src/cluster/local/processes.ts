@@ -1,0 +1,57 @@
+// Signals to a local server's processes: postmaster and every descendant, and waiting for them to go.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PlbError } from '../../core/errors.js';
+import { processesUnder, processTree, readStat, signalTree } from './procfs.js';
+
+/**
+ * Signals the postmaster and every descendant. Not the process group: each postgres child calls
+ * setsid() itself, so a group signal would only reach the postmaster.
+ */
+export function signalServer(pid: number, signal: NodeJS.Signals): void {
+  // Postmaster first: once stopped it cannot fork a child the tree snapshot would miss.
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // gone
+  }
+  signalTree(pid, signal);
+}
+
+/** Waits until the postmaster and every child are gone (a restart needs the shared memory free). */
+export async function waitGone(pid: number, pids: number[], timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const alive = () => [pid, ...pids].some((p) => readStat(p) !== null && readStat(p)?.state !== 'Z');
+  while (alive()) {
+    if (Date.now() > deadline) throw new PlbError('TIMEOUT', `processes of server pid ${pid} did not exit`);
+    await sleep(50);
+  }
+}
+
+/** SIGKILL of the postmaster, then of its children; resolves when all are gone. */
+export async function killServer(pid: number): Promise<void> {
+  const tree = processTree(pid).map((s) => s.pid);
+  for (const p of [pid, ...tree]) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  await waitGone(pid, tree);
+}
+
+/**
+ * A plb killed half-way (SIGKILL, power loss) leaves children no pid file names: an initdb, a
+ * pg_basebackup, a postmaster still starting. They work in the cluster's folder: end them.
+ */
+export async function killStrays(root: string): Promise<void> {
+  const strays = processesUnder(root);
+  for (const p of strays) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  if (strays.length > 0) await waitGone(strays[0] as number, strays.slice(1));
+}
