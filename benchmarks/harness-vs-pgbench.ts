@@ -18,7 +18,7 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
-import { executeBench } from '../src/bench/options.js';
+import { executeBench } from '../src/bench/execute.js';
 import { findBinDir } from '../src/cluster/local/binaries.js';
 import { createLocalDriver } from '../src/cluster/local/index.js';
 import { currentWalLsn, waitCaughtUp } from '../src/cluster/pg-util.js';

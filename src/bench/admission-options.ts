@@ -1,6 +1,6 @@
 /**
  * The admission flags of a bench run (plb-admit, lc-queue): the per-replica session limit, the
- * queue, and the SLO guard. Each flag has one check that names it; options.ts spreads them in and
+ * queue, and the SLO guard. Each flag has one check that names it; flags.ts spreads them in and
  * passes the resolved options to the router.
  */
 import { Flags } from '@oclif/core';
@@ -113,7 +113,7 @@ function parseShare(text: string, flag = 'admission-min-share'): number {
   return n;
 }
 
-/** The checks by flag name (options.ts BENCH_CHECKS). */
+/** The checks by flag name (checks.ts BENCH_CHECKS). */
 export const ADMISSION_CHECKS: Record<string, (v: string | number) => unknown> = {
   'admission-limit': (v) => parseLimit(String(v)),
   'admission-queue': (v) => parseQueue(String(v)),

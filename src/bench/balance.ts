@@ -1,7 +1,7 @@
 /**
  * The balancing guide's options of a bench run (reference: replica-load-balancing): static
  * weights, per-replica CPU quotas, zones and the client zone split, ProxySQL-style lag eviction.
- * The flags, their one check each, and how they combine with the plan live here; options.ts
+ * The flags, their one check each, and how they combine with the plan live here; flags.ts
  * spreads them in, run.ts applies them.
  */
 import { parseClientZones, parseMaxLag } from '../cli/router-values.js';
@@ -105,7 +105,7 @@ export function parseSessionLifetime(text: string): number {
   return s * 1000;
 }
 
-/** The checks by flag name (options.ts BENCH_CHECKS). */
+/** The checks by flag name (checks.ts BENCH_CHECKS). */
 export const BALANCE_CHECKS: Record<string, (v: string | number) => unknown> = {
   weights: (v) => parseWeights(String(v)),
   'max-lag': (v) => maxLagFlag(String(v)),

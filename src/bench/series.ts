@@ -1,29 +1,22 @@
 import { performance } from 'node:perf_hooks';
-import type { AdmissionOptions } from '../router/admission.js';
 import { ADMISSION_STRATEGIES } from './admission-options.js';
 import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../core/package-info.js';
 import type { ClusterDriver } from '../cluster/driver.js';
-import type { ClusterSpec } from '../run-format/cluster-record.js';
-import { DEFAULT_HEALTH } from '../cluster/health.js';
-import { type HealthOptions } from '../run-format/config.js';
 import { PlbError } from '../core/errors.js';
-import type { FaultPlan } from '../run-format/plan.js';
-import type { RoleVector } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { VirtualClock } from '../clock/virtual.js';
 import { meanQueryCpuMs, simDriverOf, templatesCpuMs, type SimDriver } from '../cluster/sim/index.js';
 import { calibrateThinkTime, thinkTimesFor, type ClassThinkInputs } from '../workload/calibrate.js';
 import { MAX_SEED, Rng } from '../core/rng.js';
-import { prepareCluster, runBench, type BenchDeps, type BenchResult } from './run.js';
+import { runBench, type BenchDeps, type BenchResult } from './run.js';
+import { benchNeeds, prepareCluster } from './prepare-cluster.js';
 import { splitByMix } from '../workload/spec.js';
 import { classTemplates } from '../workload/statements.js';
-import { type WorkloadSpec } from '../run-format/config.js';
-import type { BalanceOptions } from './balance.js';
-import type { LagWeightOptions } from '../router/lag-weight.js';
-import { isViaStrategy, type ViaOptions } from './via.js';
+import type { BenchConfig, WorkloadSpec } from '../run-format/config.js';
+import { isViaStrategy } from './via.js';
 
 /** The embedded default plan: the short cascade. */
 export function defaultPlanPath(): string {
@@ -62,64 +55,66 @@ export function expandSeries(
   return runs;
 }
 
+/** What every run of a series shares: config.json's fields but each run's strategy and seed. */
+export type SeriesConfig = Omit<BenchConfig, 'strategy' | 'seed' | 'repeat'>;
+
 export interface SeriesOptions {
-  plan: FaultPlan;
-  planPath: string;
+  /** Resolved once (resolve.ts); a run adds its strategy, mix, seed and repeat (runConfig). */
+  config: SeriesConfig;
   runs: SeriesRun[];
-  workload: WorkloadSpec;
-  health?: HealthOptions;
-  oracle: boolean;
-  reference: RoleVector;
-  partition: { premium: number; freemium: number };
-  slowStartMs: number;
-  /** Replica weights follow replication lag (write runs only). */
-  lagWeights?: LagWeightOptions;
-  /** Static weights, per-replica quotas, zones, lag eviction (balance.ts). */
-  balance?: BalanceOptions;
-  /** plb-admit / lc-queue: limits, queue, guard (admission-options.ts), recorded in their runs' config. */
-  admission?: Omit<AdmissionOptions, 'slowStartMs'>;
   progressEveryS: number;
   driver: ClusterDriver;
-  spec: ClusterSpec;
-  createRouter: (strategy: string) => BenchDeps['createRouter'];
   createWriter: (run: SeriesRun, index: number) => BenchDeps['createWriter'];
   log: (line: string) => void;
   signal?: AbortSignal;
-  configExtras?: Record<string, unknown>;
   /** `--think-time auto`: calibrate once, before the first run, so every run gets the same load. */
   autoThink?: { targetCpu: number };
-  /** `--strategy via`: the balancer the via runs go through. */
-  via?: ViaOptions;
+}
+
+/**
+ * One run's config: the series' with the run's strategy, mix, seed and repeat. The admission
+ * options and the via balancer belong to the strategies that use them.
+ */
+export function runConfig(config: SeriesConfig, run: SeriesRun): BenchConfig {
+  const { admission, via, ...shared } = config;
+  return {
+    ...shared,
+    strategy: run.strategy,
+    seed: run.seed,
+    repeat: run.repeat,
+    workload: { ...config.workload, mix: run.mix },
+    ...(admission && ADMISSION_STRATEGIES.includes(run.strategy) ? { admission } : {}),
+    ...(via && isViaStrategy(run.strategy) ? { via } : {}),
+  };
 }
 
 /**
  * `--think-time auto`: one calibration on the first replica (calibrate.ts), whose think time then
  * serves every run of the series (strategies must see the same offered load).
  */
-async function withCalibratedThinkTime(
-  opts: SeriesOptions,
-): Promise<{ workload: WorkloadSpec; extras: Record<string, unknown> }> {
-  if (!opts.autoThink) return { workload: opts.workload, extras: {} };
+async function withCalibratedThinkTime(opts: SeriesOptions): Promise<SeriesConfig> {
+  if (!opts.autoThink) return opts.config;
   const sim = simDriverOf(opts.driver);
   if (sim) return simulatedThinkTime(opts, sim, opts.autoThink.targetCpu);
-  const { replicas, creds } = await prepareCluster(opts.driver, opts.plan, opts.workload, opts.log);
+  const { plan, workload } = opts.config;
+  const { replicas, creds } = await prepareCluster(opts.driver, benchNeeds(plan, workload), opts.log);
   const first = replicas[0];
   if (!first) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no replica to calibrate on');
   const cal = await calibrateThinkTime({
     driver: opts.driver,
     replica: first,
     credentials: creds,
-    workload: opts.workload,
-    replicas: opts.plan.replicas,
-    cpusPerReplica: opts.spec.cpus,
+    workload,
+    replicas: plan.replicas,
+    cpusPerReplica: opts.config.replicaCpus,
     targetCpu: opts.autoThink.targetCpu,
     rng: new Rng(opts.runs[0]?.seed ?? 1).fork(7),
   });
   opts.log(
-    `think time auto: ${thinkLabel(cal.classThinkTimeMs)} for ${opts.workload.clients} clients at ${Math.round(cal.targetCpu * 100)}% replica CPU (${first.id}: ${cal.cpuPerQueryMs} ms CPU a query, ${cal.cpuPerConnectMs} ms a connect; target ${cal.targetQps} q/s; calibration ${(cal.tookMs / 1000).toFixed(1)} s)`,
+    `think time auto: ${thinkLabel(cal.classThinkTimeMs)} for ${workload.clients} clients at ${Math.round(cal.targetCpu * 100)}% replica CPU (${first.id}: ${cal.cpuPerQueryMs} ms CPU a query, ${cal.cpuPerConnectMs} ms a connect; target ${cal.targetQps} q/s; calibration ${(cal.tookMs / 1000).toFixed(1)} s)`,
   );
   if (cal.shortfall) opts.log(`warning: ${cal.shortfall}`);
-  return { workload: withThinkTime(opts.workload, cal.classThinkTimeMs), extras: { calibration: cal } };
+  return { ...opts.config, workload: withThinkTime(workload, cal.classThinkTimeMs), calibration: { ...cal } };
 }
 
 function withThinkTime(workload: WorkloadSpec, thinkTimeMs: Record<ServiceClass, number>): WorkloadSpec {
@@ -137,14 +132,10 @@ function thinkLabel(t: Record<ServiceClass, number>): string {
  * query and a connect cost. The fixed latencies (connect, per-query protocol overhead) are added
  * to the connect's wall time, the one fixed part of a session cycle thinkTimeFor() takes.
  */
-function simulatedThinkTime(
-  opts: SeriesOptions,
-  sim: SimDriver,
-  targetCpu: number,
-): { workload: WorkloadSpec; extras: Record<string, unknown> } {
+function simulatedThinkTime(opts: SeriesOptions, sim: SimDriver, targetCpu: number): SeriesConfig {
   const cal = sim.calibration;
-  const { workload } = opts;
-  const cpus = opts.spec.cpus;
+  const { workload, plan } = opts.config;
+  const cpus = opts.config.replicaCpus;
   const u = Math.min(0.99, Math.max(0.01, targetCpu));
   const cpuPerQueryMs = meanQueryCpuMs(cal, workload, {
     premium: classTemplates(workload, 'premium'),
@@ -165,7 +156,7 @@ function simulatedThinkTime(
   };
   const result = thinkTimesFor({
     classes: { premium: cls('premium'), freemium: cls('freemium') },
-    replicas: opts.plan.replicas,
+    replicas: plan.replicas,
     cpusPerReplica: cpus,
     targetCpu,
     cpuPerConnectS: cal.connect.cpuMs / 1000,
@@ -175,18 +166,17 @@ function simulatedThinkTime(
   );
   if (result.shortfall) opts.log(`warning: ${result.shortfall}`);
   return {
+    ...opts.config,
     workload: withThinkTime(workload, result.thinkTimeMs),
-    extras: {
-      calibration: {
-        ...result,
-        thinkTimeMs: result.thinkTimeMs.premium,
-        classThinkTimeMs: result.thinkTimeMs,
-        targetCpu,
-        source: 'simulator calibration',
-        cpuPerQueryMs: Math.round(cpuPerQueryMs * 1000) / 1000,
-        cpuPerConnectMs: cal.connect.cpuMs,
-        connectWallMs: Math.round(connectWallMs * 1000) / 1000,
-      },
+    calibration: {
+      ...result,
+      thinkTimeMs: result.thinkTimeMs.premium,
+      classThinkTimeMs: result.thinkTimeMs,
+      targetCpu,
+      source: 'simulator calibration',
+      cpuPerQueryMs: Math.round(cpuPerQueryMs * 1000) / 1000,
+      cpuPerConnectMs: cal.connect.cpuMs,
+      connectWallMs: Math.round(connectWallMs * 1000) / 1000,
     },
   };
 }
@@ -223,51 +213,24 @@ async function series(
   sim: SimDriver | undefined,
 ): Promise<{ results: BenchResult[]; interrupted: boolean }> {
   const results: BenchResult[] = [];
-  const { workload, extras } = await withCalibratedThinkTime(opts);
-  const simExtras = sim ? { simCalibration: { path: sim.calibrationPath, contents: sim.calibration } } : {};
+  const calibrated = await withCalibratedThinkTime(opts);
+  const config: SeriesConfig = sim
+    ? { ...calibrated, simCalibration: { path: sim.calibrationPath, contents: { ...sim.calibration } } }
+    : calibrated;
   for (const [i, run] of opts.runs.entries()) {
     if (opts.signal?.aborted) return { results, interrupted: true };
     opts.log(
       `run ${i + 1}/${opts.runs.length}: strategy ${run.strategy}, mix ${run.mix.premium}:${run.mix.freemium}, repeat ${run.repeat}, seed ${run.seed}`,
     );
     sim?.beginRun(run.seed);
-    const result = await runBench(
-      {
-        plan: opts.plan,
-        planPath: opts.planPath,
-        strategy: run.strategy,
-        workload: { ...workload, mix: run.mix },
-        seed: run.seed,
-        health: opts.health ?? DEFAULT_HEALTH,
-        oracle: opts.oracle,
-        reference: opts.reference,
-        partition: opts.partition,
-        slowStartMs: opts.slowStartMs,
-        ...(opts.lagWeights ? { lagWeights: opts.lagWeights } : {}),
-        ...(opts.balance ? { balance: opts.balance } : {}),
-        replicaCpus: opts.spec.cpus,
-        progressEveryS: opts.progressEveryS,
-        ...(opts.via && isViaStrategy(run.strategy) ? { via: opts.via } : {}),
-      },
-      {
-        driver: opts.driver,
-        createRouter: opts.createRouter(run.strategy),
-        createWriter: opts.createWriter(run, i),
-        log: opts.log,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-        ...(sim ? { clock: sim.clock } : {}),
-        configExtras: {
-          ...opts.configExtras,
-          ...extras,
-          ...simExtras,
-          repeat: run.repeat,
-          cluster: opts.spec,
-          ...(opts.admission && ADMISSION_STRATEGIES.includes(run.strategy)
-            ? { admission: opts.admission }
-            : {}),
-        },
-      },
-    );
+    const result = await runBench(runConfig(config, run), {
+      driver: opts.driver,
+      createWriter: opts.createWriter(run, i),
+      log: opts.log,
+      progressEveryS: opts.progressEveryS,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(sim ? { clock: sim.clock } : {}),
+    });
     results.push(result);
     if (result.interrupted) return { results, interrupted: true };
   }

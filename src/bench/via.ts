@@ -13,6 +13,7 @@ import type { ServiceClass } from '../core/service-class.js';
 import { SERVICE_CLASSES } from '../core/service-class.js';
 import type { SessionRouter } from '../router/types.js';
 import { formatHostPort, type HostPort } from '../core/endpoint.js';
+import type { BenchConfig } from '../run-format/config.js';
 
 /** Where each class's sessions connect (one endpoint for both, or one per class). */
 export type ViaEndpoints = Record<ServiceClass, HostPort>;
@@ -69,6 +70,28 @@ export function parseViaLabel(text: string, field = '--via-label'): string {
   if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,39}$/.test(text))
     throw new PlbError('BAD_INPUT', `${field}: letters, digits and . _ : - only, at most 40 (got "${text}")`);
   return text;
+}
+
+/** How config.json records a via balancer: its endpoints as host:port text. */
+export function viaRecord(via: ViaOptions): NonNullable<BenchConfig['via']> {
+  return {
+    label: via.label,
+    endpoints: {
+      premium: formatHostPort(via.endpoints.premium),
+      freemium: formatHostPort(via.endpoints.freemium),
+    },
+  };
+}
+
+/** The balancer a run's config names. */
+export function viaOptionsOf(record: NonNullable<BenchConfig['via']>): ViaOptions {
+  return {
+    label: record.label,
+    endpoints: {
+      premium: parseHostPort(record.endpoints.premium, 'via.endpoints.premium'),
+      freemium: parseHostPort(record.endpoints.freemium, 'via.endpoints.freemium'),
+    },
+  };
 }
 
 /** The default label: the endpoint (one), or both (premium first). */

@@ -10,7 +10,7 @@ import { type Credentials, type Endpoint } from '../core/endpoint.js';
 import { PlbError } from '../core/errors.js';
 import { ensureDataset } from './dataset.js';
 import { pgConnector, type Connector } from './connector.js';
-import { portFree } from './ports.js';
+import { checkBasePort, portFree } from './ports.js';
 import { currentWalLsn, replicaReplication, setWalReplayPaused, waitServerReady } from './pg-util.js';
 import { MAX_MAX_CONNECTIONS, MIN_MAX_CONNECTIONS } from './sizing.js';
 import { loadCredentials, validateClusterName } from './state.js';
@@ -38,12 +38,7 @@ export function validateSpec(spec: ClusterSpec, host: HostLimits = UNLIMITED): v
   if (!Number.isInteger(spec.replicas) || spec.replicas < 1 || spec.replicas > 32) {
     throw new PlbError('BAD_INPUT', `replicas: must be an integer from 1 to 32, got ${spec.replicas}`);
   }
-  if (!Number.isInteger(spec.basePort) || spec.basePort < 1024 || spec.basePort + spec.replicas > 65535) {
-    throw new PlbError(
-      'BAD_INPUT',
-      `base-port: must be an integer from 1024 with room for ${spec.replicas} more ports`,
-    );
-  }
+  checkBasePort(spec.basePort, spec.replicas, 'base-port');
   checkCpus('cpus', spec.cpus, host.cpus);
   checkCpus('primary-cpus', spec.primaryCpus, host.cpus);
   if (

@@ -84,74 +84,131 @@ export const readingsSchema = z
   })
   .describe("plb: the readings of the paper's repair rules the router applied (--readings)");
 
-// Loose: a run keeps whatever else its writer recorded (calibration, fixture marks...).
-export const configSchema = z
-  .looseObject({
-    schemaVersion: z.literal(CONFIG_SCHEMA_VERSION).optional().describe('absent in older runs'),
-    plbVersion: z.string().optional().describe('version of plb that made the run'),
-    environment: environmentSchema.optional(),
-    node: z.string().optional().describe('older runs: Node version (now environment.node)'),
-    driver: z.enum(['docker', 'local', 'sim', 'external']).optional(),
-    external: externalConfigSchema.optional(),
-    cpusEnforced: z.boolean().optional().describe("whether the driver enforced the replicas' CPU quotas"),
-    simCalibration: z
-      .looseObject({ path: z.string(), contents: z.looseObject({ version: z.literal(1) }) })
-      .optional()
-      .describe('--driver sim: the calibration the simulated replicas used'),
-    strategy: z.string().optional(),
-    seed: z.number().optional(),
-    plan: faultPlanSchema.extend({ path: z.string().optional() }).optional(),
-    mix: mixSchema.optional(),
-    clients: z.number().optional(),
-    workload: workloadSpecSchema.optional(),
-    health: healthOptionsSchema.optional(),
-    oracle: z.boolean().optional(),
-    reference: roleVectorSchema.optional(),
-    partition: mixSchema.optional(),
-    slowStartMs: z.number().optional(),
-    borrowing: serviceClassRecord(borrowThresholdsSchema).optional(),
-    readings: readingsSchema
-      .optional()
-      .describe(
-        'absent in older runs: they used donors=above-target canonicalize=borrowed reference=floored repair=target',
-      ),
-    replicaCpus: z.number().optional(),
-    replicas: z.array(z.string()).optional(),
-    repeat: z.number().optional(),
-    cluster: clusterSpecSchema.optional(),
-    calibration: z.looseObject({ thinkTimeMs: z.number() }).optional(),
-    workloadFile: z.string().optional().describe('--workload: the workload file the classes came from'),
-    lagWeights: z
-      .object({ lowMs: z.number(), highMs: z.number(), floor: z.number() })
-      .optional()
-      .describe('--lag-weights: replica weights follow replication lag (absent: off)'),
-    balance: z
+const sloTargetSchema = z.union([
+  z.object({ kind: z.literal('absolute'), ms: z.number() }),
+  z.object({ kind: z.literal('relative'), factor: z.number() }),
+]);
+
+export const admissionSchema = z
+  .object({
+    limits: z.object({
+      mode: z.enum(['fixed', 'gradient']),
+      limit: z.number(),
+      min: z.number().optional(),
+      max: z.number().optional(),
+      tolerance: z.number().optional(),
+      intervalMs: z.number().optional(),
+      smoothing: z.number().optional(),
+    }),
+    queue: z.object({ capacity: z.number(), timeoutMs: z.number() }),
+    guard: z
       .object({
-        weights: z.record(z.string(), z.number()).optional(),
-        cpus: z.record(z.string(), z.number()).optional(),
-        zones: z.record(z.string(), z.string()).optional(),
-        clientZones: z.record(z.string(), z.number()).optional(),
-        zoneSpill: z.number().optional(),
-        maxLagMs: z.number().optional(),
+        target: sloTargetSchema,
+        minShare: z.number().optional(),
+        windowMs: z.number().optional(),
+        referenceWindowMs: z.number().optional(),
+        intervalMs: z.number().optional(),
+        step: z.number().optional(),
+        hysteresis: z.number().optional(),
       })
-      .optional()
-      .describe(
-        'static weights (plan weights: and --weights), per-replica CPU quotas, zones, --client-zones, --zone-spill, --max-lag (absent: none of them)',
-      ),
-    via: z
-      .object({
-        label: z.string(),
-        endpoints: z.object({ premium: z.string(), freemium: z.string() }),
-      })
-      .optional()
-      .describe('--strategy via: the external balancer (strategy via:<label>) and its host:port per class'),
+      .optional(),
+    classBlind: z.boolean().optional(),
   })
-  .meta({
-    title: 'plb config.json',
-    description: 'The resolved configuration, seed and environment of one run (runs/<id>/config.json).',
-  });
+  .describe(
+    'plb-admit, lc-queue: the per-replica session limits, the queue and the SLO guard (--admission-*)',
+  );
+
+export const viaSchema = z
+  .object({
+    label: z.string(),
+    endpoints: z.object({ premium: z.string(), freemium: z.string() }),
+  })
+  .describe('--strategy via: the external balancer (strategy via:<label>) and its host:port per class');
+
+// Every field of config.json; configSchema below keeps whatever else a writer recorded.
+const configFields = z.object({
+  schemaVersion: z.literal(CONFIG_SCHEMA_VERSION).optional().describe('absent in older runs'),
+  plbVersion: z.string().optional().describe('version of plb that made the run'),
+  environment: environmentSchema.optional(),
+  node: z.string().optional().describe('older runs: Node version (now environment.node)'),
+  driver: z.enum(['docker', 'local', 'sim', 'external']).optional(),
+  external: externalConfigSchema.optional(),
+  cpusEnforced: z.boolean().optional().describe("whether the driver enforced the replicas' CPU quotas"),
+  simCalibration: z
+    .looseObject({ path: z.string(), contents: z.looseObject({ version: z.literal(1) }) })
+    .optional()
+    .describe('--driver sim: the calibration the simulated replicas used'),
+  strategy: z.string().optional(),
+  seed: z.number().optional(),
+  plan: faultPlanSchema.extend({ path: z.string().optional() }).optional(),
+  mix: mixSchema.optional(),
+  clients: z.number().optional(),
+  workload: workloadSpecSchema.optional(),
+  health: healthOptionsSchema.optional(),
+  oracle: z.boolean().optional(),
+  reference: roleVectorSchema.optional(),
+  partition: mixSchema.optional(),
+  slowStartMs: z.number().optional(),
+  borrowing: serviceClassRecord(borrowThresholdsSchema).optional(),
+  readings: readingsSchema
+    .optional()
+    .describe(
+      'absent in older runs: they used donors=above-target canonicalize=borrowed reference=floored repair=target',
+    ),
+  replicaCpus: z.number().optional(),
+  replicas: z.array(z.string()).optional(),
+  repeat: z.number().optional(),
+  cluster: clusterSpecSchema.optional(),
+  calibration: z.looseObject({ thinkTimeMs: z.number() }).optional(),
+  workloadFile: z.string().optional().describe('--workload: the workload file the classes came from'),
+  lagWeights: z
+    .object({ lowMs: z.number(), highMs: z.number(), floor: z.number() })
+    .optional()
+    .describe('--lag-weights: replica weights follow replication lag (absent: off)'),
+  balance: z
+    .object({
+      weights: z.record(z.string(), z.number()).optional(),
+      cpus: z.record(z.string(), z.number()).optional(),
+      zones: z.record(z.string(), z.string()).optional(),
+      clientZones: z.record(z.string(), z.number()).optional(),
+      zoneSpill: z.number().optional(),
+      maxLagMs: z.number().optional(),
+    })
+    .optional()
+    .describe(
+      'static weights (plan weights: and --weights), per-replica CPU quotas, zones, --client-zones, --zone-spill, --max-lag (absent: none of them)',
+    ),
+  via: viaSchema.optional(),
+  admission: admissionSchema.optional(),
+});
+
+// Loose: a run keeps whatever else its writer recorded (calibration, fixture marks...).
+export const configSchema = configFields.loose().meta({
+  title: 'plb config.json',
+  description: 'The resolved configuration, seed and environment of one run (runs/<id>/config.json).',
+});
 
 export type RunConfig = z.infer<typeof configSchema>;
+
+type ConfigFields = z.infer<typeof configFields>;
+/** What every bench run has, whoever resolved it (a bench's flags, a library caller). */
+type BenchRequired =
+  | 'strategy'
+  | 'seed'
+  | 'plan'
+  | 'workload'
+  | 'health'
+  | 'oracle'
+  | 'reference'
+  | 'partition'
+  | 'slowStartMs'
+  | 'replicaCpus';
+/**
+ * The one configuration of a bench run: resolved once from the flags (bench/resolve.ts), given to
+ * the runner, which routes, runs and writes it as config.json as it is (adding only what it
+ * learns itself: the replica ids). config.json's own type, with the fields every run has required.
+ */
+export type BenchConfig = Required<Pick<ConfigFields, BenchRequired>> & Omit<ConfigFields, BenchRequired>;
 
 export type ClassWorkload = z.infer<typeof classWorkloadSchema>;
 export type WorkloadSpec = z.infer<typeof workloadSpecSchema>;

@@ -3,7 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { vi } from 'vitest';
-import type { BenchFlagValues } from '../../src/bench/options.js';
+import type { BenchFlagValues } from '../../src/bench/flags.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
 
 const PACKAGE_JSON = join(import.meta.dirname, '../../package.json');

@@ -84,8 +84,7 @@ describe.skipIf(!available && !ci)('bench run on a Docker cluster', () => {
       const badAdmissions: string[] = [];
       const result = await runBench(
         {
-          plan,
-          planPath: 'it-short.yaml',
+          plan: { ...plan, path: 'it-short.yaml' },
           strategy,
           workload: {
             ...DEFAULT_WORKLOAD,
@@ -100,7 +99,6 @@ describe.skipIf(!available && !ci)('bench run on a Docker cluster', () => {
           partition: { premium: 3, freemium: 2 },
           slowStartMs: 5000,
           replicaCpus: spec.cpus,
-          progressEveryS: 0,
         },
         {
           driver,

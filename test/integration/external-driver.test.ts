@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeBench } from '../../src/bench/options.js';
+import { executeBench } from '../../src/bench/execute.js';
 import type { ClusterDriver } from '../../src/cluster/driver.js';
 import { findBinDir, serverUser } from '../../src/cluster/local/binaries.js';
 import { bringUp, clusterSpec, removeOwned } from '../../src/cluster/select.js';

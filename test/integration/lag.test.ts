@@ -8,7 +8,7 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeBench } from '../../src/bench/options.js';
+import { executeBench } from '../../src/bench/execute.js';
 import { downCluster } from '../../src/cluster/select.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import { benchFlagValues, haveServerBinaries } from '../helpers/fixtures.js';

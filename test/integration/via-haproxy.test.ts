@@ -11,7 +11,7 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeBench } from '../../src/bench/options.js';
+import { executeBench } from '../../src/bench/execute.js';
 import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster } from '../../src/cluster/select.js';
 import type { RunSummary } from '../../src/run-format/summary.js';

@@ -17,7 +17,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeBench } from '../../src/bench/options.js';
+import { executeBench } from '../../src/bench/execute.js';
 import type { ClusterDriver } from '../../src/cluster/driver.js';
 import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
 import { withClient } from '../../src/cluster/pg-util.js';

@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { checkBenchValue, executeBench } from '../../src/bench/options.js';
+import { checkBenchValue } from '../../src/bench/checks.js';
+import { executeBench } from '../../src/bench/execute.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-admission-'));

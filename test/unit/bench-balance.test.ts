@@ -5,7 +5,7 @@ import {
   resolveBalance,
   weightedReplicas,
 } from '../../src/bench/balance.js';
-import { checkBenchValue } from '../../src/bench/options.js';
+import { checkBenchValue } from '../../src/bench/checks.js';
 import { lagWeighting, ReplicaWeights } from '../../src/bench/write-load.js';
 import { parsePlan } from '../../src/faults/plan.js';
 import type { RunWriter } from '../../src/metrics/types.js';

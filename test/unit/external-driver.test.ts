@@ -20,7 +20,8 @@ import { parseDriverChoice, upCluster, clusterSpec } from '../../src/cluster/sel
 import { isPlbError } from '../../src/core/errors.js';
 import { parsePlan } from '../../src/faults/plan.js';
 import { externalConfigSchema } from '../../src/run-format/cluster-file.js';
-import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
+import { executeBench } from '../../src/bench/execute.js';
+import { type BenchFlagValues } from '../../src/bench/flags.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 import { createRunWriter } from '../../src/metrics/run-writer.js';
 import type { RunSummary } from '../../src/run-format/summary.js';

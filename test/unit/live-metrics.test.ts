@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { register } from 'prom-client';
-import { executeBench } from '../../src/bench/options.js';
+import { executeBench } from '../../src/bench/execute.js';
 import { createLiveMetrics } from '../../src/metrics/live-metrics.js';
 import { startMetricsServer } from '../../src/metrics/metrics-server.js';
 import type { Recorder, RunWriter } from '../../src/metrics/types.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PhaseSummary, RunSummary } from '../../src/run-format/summary.js';
-import { measurementWarnings } from '../../src/bench/run.js';
+import { measurementWarnings } from '../../src/metrics/measurement-warnings.js';
 
 const phase = (name: string, loopP99Ms: number): PhaseSummary =>
   ({

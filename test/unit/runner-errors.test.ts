@@ -96,8 +96,8 @@ async function bench(id: string, failSnapshotAt: number, calls: string[]): Promi
         referenceWindow: 0.5,
         replicas: 1,
         events: [{ at: 1, replica: 'r1', action: 'down', line: 0 }],
+        path: 'p.yaml',
       },
-      planPath: 'p.yaml',
       strategy: 'rr',
       workload: { ...DEFAULT_WORKLOAD, clients: 1, connectTimeoutMs: 200, queryTimeoutMs: 200 },
       seed: 1,
@@ -107,7 +107,6 @@ async function bench(id: string, failSnapshotAt: number, calls: string[]): Promi
       partition: { premium: 1, freemium: 1 },
       slowStartMs: 0,
       replicaCpus: 0.25,
-      progressEveryS: 0,
     },
     {
       driver: stubbornDriver(calls),

@@ -28,8 +28,7 @@ async function simulate(opts: { abortAtMs?: number; strategy?: StrategyName } = 
   const admittedWhileDown: string[] = [];
   const admitted = new Map<string, number>();
   const config: BenchConfig = {
-    plan,
-    planPath: 'plans/demo-cascade.yaml',
+    plan: { ...plan, path: 'plans/demo-cascade.yaml' },
     strategy: opts.strategy ?? 'plb',
     workload: { ...DEFAULT_WORKLOAD, clients: 32 },
     seed: 5,
@@ -39,7 +38,6 @@ async function simulate(opts: { abortAtMs?: number; strategy?: StrategyName } = 
     partition: { premium: 3, freemium: 2 },
     slowStartMs: 10_000,
     replicaCpus: sim.driver.spec.cpus,
-    progressEveryS: 0,
   };
   const ac = new AbortController();
   const out = mkdtempSync(join(root, 'run-'));

@@ -4,7 +4,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
+import { executeBench } from '../../src/bench/execute.js';
+import { type BenchFlagValues } from '../../src/bench/flags.js';
 import { bringUp, chooseDriverKind, clusterSpec, parseDriverChoice } from '../../src/cluster/select.js';
 import { loadPlan } from '../../src/faults/plan.js';
 import { benchFlagValues } from '../helpers/fixtures.js';

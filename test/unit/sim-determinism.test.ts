@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executeBench } from '../../src/bench/options.js';
+import { executeBench } from '../../src/bench/execute.js';
 import { loadCalibration } from '../../src/cluster/sim/calibration.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executeBench, type BenchFlagValues } from '../../src/bench/options.js';
+import { executeBench } from '../../src/bench/execute.js';
+import { type BenchFlagValues } from '../../src/bench/flags.js';
 import {
   defaultViaLabel,
   identifyReplica,

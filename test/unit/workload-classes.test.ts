@@ -5,7 +5,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkBenchValue, executeBench, resolveClasses } from '../../src/bench/options.js';
+import { checkBenchValue } from '../../src/bench/checks.js';
+import { executeBench } from '../../src/bench/execute.js';
+import { resolveClasses } from '../../src/bench/resolve.js';
 import { thinkTimeFor, thinkTimesFor, type ClassThinkInputs } from '../../src/workload/calibrate.js';
 import { parseQueryWeights } from '../../src/workload/spec.js';
 import { loadWorkloadFile, parseWorkloadFile } from '../../src/workload/workload-file.js';

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executeBench } from '../../src/bench/options.js';
+import { executeBench } from '../../src/bench/execute.js';
 import { defaultCalibrationPath } from '../../src/cluster/sim/calibration.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import { parseWorkloadDocument } from '../../src/workload/workload-file.js';

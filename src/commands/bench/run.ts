@@ -1,4 +1,5 @@
-import { benchFlags, executeBench, seriesFlags } from '../../bench/options.js';
+import { benchFlags, seriesFlags } from '../../bench/flags.js';
+import { executeBench } from '../../bench/execute.js';
 import { errorJson, errorLine } from '../../core/fail.js';
 import { PlbCommand } from '../../cli/plb-command.js';
 import { escapeLines } from '../../core/text.js';

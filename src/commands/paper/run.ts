@@ -1,6 +1,6 @@
 import { ADMISSION_STRATEGIES, admissionFlags } from '../../bench/admission-options.js';
 import { Args, Flags } from '@oclif/core';
-import { benchFlags, presetSeriesFlags, seriesFlags } from '../../bench/options.js';
+import { benchFlags, presetSeriesFlags, seriesFlags } from '../../bench/flags.js';
 import { HELP_GROUPS } from '../../cli/router-flags.js';
 import {
   estimateWallS,

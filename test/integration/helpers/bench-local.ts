@@ -1,7 +1,7 @@
 // Child process of chaos.test.ts: `plb bench run` (executeBench, what the command runs) on a cluster
 // it brings up itself (local or docker driver), to be killed with SIGKILL at some moment.
 // Progress goes to stderr.
-import { executeBench } from '../../../src/bench/options.js';
+import { executeBench } from '../../../src/bench/execute.js';
 import { benchFlagValues } from '../../helpers/fixtures.js';
 
 const [name, port, out, plan, seed, driver] = process.argv.slice(2) as [

@@ -1,0 +1,110 @@
+/**
+ * The one check of every bench value that has one, by flag name: the command line's parser
+ * (flags.ts) and a direct caller of executeBench (resolve.ts) both go through it. Each throws a
+ * BAD_INPUT naming the flag.
+ */
+import { PlbError } from '../core/errors.js';
+import { checkSeed } from '../core/rng.js';
+import { checkBasePort } from '../cluster/ports.js';
+import { parseCpus } from '../cluster/select.js';
+import { isStrategyName } from '../router/index.js';
+import type { LagWeightOptions } from '../router/lag-weight.js';
+import { parseLagWeights, parseReadings } from '../cli/router-values.js';
+import { parseMix, parsePerClass, parseQueryWeights, type PerClass } from '../workload/spec.js';
+import { parseWriteRate } from '../workload/writer.js';
+import { loadWorkloadFile } from '../workload/workload-file.js';
+import { durationMsFlag, positive, ROUTER_CHECKS } from '../cli/router-flags.js';
+import { ADMISSION_CHECKS } from './admission-options.js';
+import { BALANCE_CHECKS } from './balance.js';
+import { parseVia, parseViaLabel, VIA } from './via.js';
+
+export const STRATEGY_LIST =
+  'plb, rr, static, lc, wlc, plb-admit, lc-queue, or via (an external balancer, --via)';
+
+/** Upper bounds of the flags: past them a run cannot work here, and would only exhaust the machine. */
+export const LIMITS = {
+  clients: 100_000,
+  repeat: 1000,
+  /** Open model, sessions per second. */
+  rate: 100_000,
+  datasetRows: 100_000_000,
+} as const;
+
+/** `--lag-weights`: off, or low:high:floor. */
+export function lagWeightsFlag(text: string): LagWeightOptions | undefined {
+  return text.trim() === 'off' ? undefined : parseLagWeights(text);
+}
+
+/** The router's strategies, and via (an external balancer, src/bench/via.ts). */
+export function parseStrategies(text: string, field: string): string[] {
+  const list = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  if (list.length === 0) throw new PlbError('BAD_INPUT', `--${field}: name at least one strategy`);
+  for (const s of list) {
+    if (!isStrategyName(s) && s !== VIA)
+      throw new PlbError('BAD_INPUT', `--${field}: unknown strategy "${s}" (${STRATEGY_LIST})`);
+  }
+  return list;
+}
+
+export function nonNegativeInteger(name: string, n: number, max: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > max)
+    throw new PlbError('BAD_INPUT', `--${name}: must be an integer from 0 to ${max} (got ${n})`);
+  return n;
+}
+
+export function targetCpu(text: string): number {
+  const t = positive('target-cpu', Number(text), false);
+  if (t >= 1)
+    throw new PlbError('BAD_INPUT', `--target-cpu: must be below 1 (a fraction of the quota), got ${t}`);
+  return t;
+}
+
+export function parseQueriesPerSession(text: string): PerClass<number> {
+  return parsePerClass(text, '--queries-per-session', (v) =>
+    positive('queries-per-session', v === '' ? NaN : Number(v)),
+  );
+}
+
+export function parseThinkTime(text: string): PerClass<number> | 'auto' {
+  return text.trim() === 'auto'
+    ? 'auto'
+    : parsePerClass(text, '--think-time', (v) => durationMsFlag('think-time', v));
+}
+
+/** The one check of every bench value that has one, by flag name; throws BAD_INPUT naming the flag. */
+const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
+  strategy: (v) => parseStrategies(String(v), 'strategy'),
+  mix: (v) => parseMix(String(v), '--mix'),
+  repeat: (v) => positive('repeat', Number(v), true, LIMITS.repeat),
+  clients: (v) => positive('clients', Number(v), true, LIMITS.clients),
+  rate: (v) => positive('rate', Number(v), false, LIMITS.rate),
+  seed: (v) => checkSeed(Number(v), '--seed'),
+  'dataset-rows': (v) => positive('dataset-rows', Number(v), true, LIMITS.datasetRows),
+  'write-rate': (v) => parseWriteRate(Number(v)),
+  'lag-weights': (v) => lagWeightsFlag(String(v)),
+  'queries-per-session': (v) => parseQueriesPerSession(String(v)),
+  'think-time': (v) => parseThinkTime(String(v)),
+  'query-mix': (v) => parsePerClass(String(v), '--query-mix', (w) => parseQueryWeights(w, '--query-mix')),
+  workload: (v) => loadWorkloadFile(String(v)),
+  'target-cpu': (v) => targetCpu(String(v)),
+  readings: (v) => parseReadings(String(v), '--readings'),
+  ...ROUTER_CHECKS,
+  cpus: (v) => parseCpus('--cpus', String(v)),
+  // The plan's replicas are not known yet: resolve.ts checks again with them.
+  'base-port': (v) => checkBasePort(Number(v), 0),
+  progress: (v) => nonNegativeInteger('progress', Number(v), 86_400),
+  'metrics-port': (v) => positive('metrics-port', Number(v), true, 65535),
+  via: (v) => parseVia(String(v)),
+  'via-label': (v) => parseViaLabel(String(v)),
+  ...BALANCE_CHECKS,
+  ...ADMISSION_CHECKS,
+};
+
+/** Checks one bench value (as the command line gave it, or a caller passed it). */
+export function checkBenchValue(name: string, value: string | number): unknown {
+  const check = BENCH_CHECKS[name];
+  return check ? check(value) : value;
+}

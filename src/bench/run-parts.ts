@@ -1,0 +1,135 @@
+/**
+ * The parts of a run that watch, route and break the cluster: the health checker, the data
+ * source the sessions connect through, the fault injector (and the admission waiter of the
+ * queueing strategies); and the plan's per-replica CPU quotas.
+ */
+import type { Clock } from '../clock/index.js';
+import type { Connector } from '../cluster/connector.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import { HealthChecker } from '../cluster/health.js';
+import { replicaStateAfter } from '../faults/actions.js';
+import { Injector, type InjectedFault } from '../faults/injector.js';
+import type { RunWriter } from '../metrics/types.js';
+import type { SessionRouter } from '../router/types.js';
+import type { BenchConfig } from '../run-format/config.js';
+import { AdmissionWaiter, isQueueingRouter } from '../workload/admission-wait.js';
+import { DataSource } from '../workload/data-source.js';
+
+/** What the parts of a run are built from. */
+export interface PartsInputs {
+  config: BenchConfig;
+  driver: ClusterDriver;
+  ids: readonly string[];
+  connector: Connector;
+  clock: Clock;
+  router: SessionRouter;
+  writer: RunWriter;
+  log: (line: string) => void;
+  /** A replica's health changed (detected, or told by the oracle). */
+  setHealth: (replica: string, state: 'up' | 'down', via: string, cause: string) => void;
+  /** A throttle changed a replica's quota (CPU fractions are of the current quota). */
+  setQuota: (replica: string, cpus: number) => void;
+  /** A throttle's `weight:` changed a replica's static weight. */
+  setWeight?: (replica: string, weight: number) => void;
+}
+
+export interface RunParts {
+  health: HealthChecker;
+  ds: DataSource;
+  injector: Injector;
+  /** plb-admit / lc-queue: where sessions wait for a slot. */
+  admission?: AdmissionWaiter;
+}
+
+/** The real parts: health checks and sessions over the connector, faults through the driver. */
+export function runParts(x: PartsInputs): RunParts {
+  const { config, clock, writer } = x;
+  const health = new HealthChecker(
+    x.ids,
+    x.connector,
+    { ...config.health, clock },
+    (replica, state, via, cause) => {
+      if (!config.oracle) x.setHealth(replica, state, via, cause);
+    },
+    (f) => writer.recorder.replicaFailure(f.replica, clock.now(), f.cause),
+  );
+  const admission = isQueueingRouter(x.router) ? new AdmissionWaiter(x.router, clock) : undefined;
+  const ds = new DataSource({
+    ...(admission ? { admission } : {}),
+    router: x.router,
+    connector: x.connector,
+    connectTimeoutMs: config.workload.connectTimeoutMs,
+    queryTimeoutMs: config.workload.queryTimeoutMs,
+    now: () => clock.now(),
+    // A balancer that could not be reached (via) says nothing of any one replica.
+    onConnectError: (replica, err) => {
+      if (x.ids.includes(replica)) health.reportFailure(replica, err, 'connect');
+    },
+    onSessionError: (replica, err) => health.reportFailure(replica, err, 'session'),
+  });
+  const injector = new Injector({
+    driver: x.driver,
+    events: config.plan.events,
+    clock,
+    defaultCpus: config.replicaCpus,
+    log: x.log,
+    onInjected: (f) => onInjected(x, f),
+    // Recorded next to the fault; the summary marks its phases invalid and the run incomplete.
+    onNotTaken: (f, reason) =>
+      writer.event({
+        type: 'note',
+        tMs: f.tMs,
+        what: 'fault-not-taken',
+        replica: f.event.replica,
+        action: f.event.action,
+        error: reason,
+      }),
+  });
+  return { health, ds, injector, ...(admission ? { admission } : {}) };
+}
+
+/** A fault was applied: recorded, logged, told to the router in oracle mode, quota tracked. */
+function onInjected(x: PartsInputs, f: InjectedFault): void {
+  x.writer.event({
+    type: 'fault',
+    tMs: f.tMs,
+    issuedMs: f.issuedMs,
+    doneMs: f.doneMs,
+    replica: f.event.replica,
+    action: f.event.action,
+    ...(f.event.cpus !== undefined ? { cpus: f.event.cpus } : {}),
+    ...(f.error !== undefined ? { error: f.error } : {}),
+  });
+  x.log(
+    `t=${(f.tMs / 1000).toFixed(1)}s ${f.event.action} ${f.event.replica}${f.error ? ` FAILED: ${f.error}` : ''}`,
+  );
+  const a = f.event.action;
+  const state = replicaStateAfter(a);
+  if (x.config.oracle && state !== null) x.setHealth(f.event.replica, state, 'oracle', `injected ${a}`);
+  if (a === 'throttle' && f.event.cpus !== undefined) x.setQuota(f.event.replica, f.event.cpus);
+  if (a === 'throttle' && f.event.weight !== undefined) x.setWeight?.(f.event.replica, f.event.weight);
+}
+
+/**
+ * The plan's per-replica CPU quotas (`cpus:`), set before the clients start, through the driver's
+ * throttle (every driver's setCpus); `to` given: put back to that quota at the end.
+ */
+export async function setReplicaCpus(
+  driver: ClusterDriver,
+  cpus: Readonly<Record<string, number>> | undefined,
+  quota: Map<string, number>,
+  log: (l: string) => void,
+  to?: number,
+): Promise<void> {
+  if (!cpus) return;
+  for (const [id, c] of Object.entries(cpus)) {
+    await driver.setCpus(id, to ?? c);
+    quota.set(id, to ?? c);
+  }
+  if (to === undefined)
+    log(
+      `cpus: ${Object.entries(cpus)
+        .map(([id, c]) => `${id}=${c}`)
+        .join(', ')}${driver.cpusEnforced ? '' : ' (not enforced by this driver)'}`,
+    );
+}
