@@ -5,7 +5,7 @@ import { isMap } from 'yaml';
 import { readUserFile, YamlFile } from '../core/user-file.js';
 import { fieldPath } from '../run-format/parse.js';
 import { mapGridSchema, type MapCell, type MapGrid, type MapSettings } from '../run-format/paper-map.js';
-import { checkBenchValue } from './options.js';
+import { checkBenchValue } from './checks.js';
 
 const MAX_BYTES = 64 * 1024;
 

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { benchFlags } from '../../bench/options.js';
+import { benchFlags } from '../../bench/flags.js';
 import { HELP_GROUPS } from '../../cli/router-flags.js';
 import { PlbCommand } from '../../cli/plb-command.js';
 import { packageRoot } from '../../core/package-info.js';
