@@ -81,15 +81,18 @@ function dyingServerError(chunk: Buffer): Error | undefined {
   return isDeathEvidence(classifyFailure(err)) ? err : undefined;
 }
 
-/** A TCP connection to a replica, or the error (refused, or no answer within timeoutMs). */
+/**
+ * A TCP connection to a replica, or the error (refused, or no answer within timeoutMs); read into
+ * `onread`'s buffer when given, else by 'data' events (a socket TLS will take over).
+ */
 export function connectTcp(
   host: string,
   port: number,
   timeoutMs: number,
-  onread: OnReadOpts,
+  onread?: OnReadOpts,
 ): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const s = createConnection({ host, port, onread, noDelay: true });
+    const s = createConnection({ host, port, noDelay: true, ...(onread ? { onread } : {}) });
     const timer = setTimeout(() => {
       s.destroy();
       reject(
