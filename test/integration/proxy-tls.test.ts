@@ -15,6 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataDir } from '../../src/cluster/state.js';
 import type { ProxyHandle, ProxyOptions } from '../../src/proxy/proxy-server.js';
 import { loadTls } from '../../src/proxy/tls-client.js';
+import { parseServerTls } from '../../src/proxy/tls-server.js';
+import { parseLimitFlags } from '../../src/proxy/limit-options.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 import {
   selfSignedCert,
@@ -32,6 +34,17 @@ let nextPort = 22260;
 describe.runIf(ci && !haveServerBinaries)('plb proxy server TLS (CI)', () => {
   it('has the PostgreSQL server binaries', () => {
     throw new Error('CI=true and no PostgreSQL server binaries: the proxy TLS test must run in CI');
+  });
+});
+
+describe('--server-tls values', () => {
+  it('takes disable, prefer and require; anything else is one line naming the flag', () => {
+    expect(parseServerTls(undefined)).toBe('disable');
+    expect(parseServerTls('Require')).toBe('require');
+    expect(parseServerTls('prefer')).toBe('prefer');
+    for (const bad of ['verify-full', 'yes', ''])
+      expect(() => parseServerTls(bad)).toThrow(/^--server-tls: must be disable, prefer or require/);
+    expect(parseLimitFlags({ 'server-tls': 'prefer' }, 'plb').serverTls).toBe('prefer');
   });
 });
 
