@@ -16,6 +16,7 @@ export interface ServerError {
 }
 
 export const MSG_PARAMETER_STATUS = 0x53; // 'S'
+const APP_NAME = Buffer.from('application_name\0');
 
 function decode(msg: Buffer): BackendMessage | undefined {
   let decoded: BackendMessage | undefined;
@@ -34,6 +35,9 @@ export function decodeServerError(msg: Buffer): ServerError {
  * freemium; undefined for any other parameter or name.
  */
 export function reportedClass(msg: Buffer): { cls: ServiceClass; name: string } | undefined {
+  // Most ParameterStatus messages are other settings: not decoded.
+  if (msg.length < 5 + APP_NAME.length || !msg.subarray(5, 5 + APP_NAME.length).equals(APP_NAME))
+    return undefined;
   const m = decode(msg) as (BackendMessage & { parameterName?: string; parameterValue?: string }) | undefined;
   if (m?.parameterName !== 'application_name') return undefined;
   const cls = classOfApplicationName(m.parameterValue ?? '');
