@@ -114,16 +114,16 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls on a local cluster'
   afterAll(async () => {
     await Promise.all(proxies.map((p) => p.stop(1000)));
     await cluster?.down();
-  });
+  }, 60_000);
 
   it('disable (the default): plain TCP to a replica that offers TLS', async () => {
     expect(await serverSsl(await proxyTo('r1', {}))).toBe(false);
-  });
+  }, 60_000);
 
   it('require and prefer: TLS to the replica with ssl=on', async () => {
     expect(await serverSsl(await proxyTo('r1', { serverTls: 'require' }))).toBe(true);
     expect(await serverSsl(await proxyTo('r1', { serverTls: 'prefer' }))).toBe(true);
-  });
+  }, 60_000);
 
   it('prefer goes on in plain text where the replica has no TLS; require refuses, with a clear error', async () => {
     expect(await serverSsl(await proxyTo('r2', { serverTls: 'prefer' }))).toBe(false);
@@ -132,7 +132,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls on a local cluster'
       code: '08006',
       message: expect.stringMatching(/does not accept TLS/),
     });
-  });
+  }, 60_000);
 
   it('over the TLS leg: an 8 MB result arrives whole, and a cancel reaches the backend', async () => {
     const port = await proxyTo('r1', { serverTls: 'require' });
@@ -158,7 +158,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls on a local cluster'
     } finally {
       await c.end();
     }
-  });
+  }, 60_000);
 
   it('sslmode=require end to end: TLS from the client to the proxy and from the proxy to the replica', async () => {
     const { cert, key } = selfSignedCert(cluster.stateDir, 'proxy');
@@ -177,5 +177,5 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls on a local cluster'
       proxies.reduce((n, p) => n + p.router.snapshot().reduce((m, s) => m + s.sessions.premium, 0), 0);
     for (let i = 0; i < 50 && live() > 0; i++) await sleep(100);
     expect(live()).toBe(0);
-  });
+  }, 60_000);
 });
