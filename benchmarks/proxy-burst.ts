@@ -11,7 +11,7 @@
 // Run: node --import tsx benchmarks/proxy-burst.ts [--startups 10000] [--parallel <from ulimit -n>]
 //        [--replicas 2] [--admission-limit 40] [--admission-queue 1000] [--admission-timeout 5s]
 //        [--max-client-conn <proxy default>] [--probes 5] [--burst-premium 0] [--hang-timeout 20]
-//        [--base-port 26400] [--listen-port 27400]
+//        [--strategy plb] [--base-port 26400] [--listen-port 27400]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -24,6 +24,8 @@ import { clusterSpec } from '../src/cluster/select.js';
 import { parseDuration } from '../src/core/duration.js';
 import { fdLimit } from '../src/proxy/process-usage.js';
 import { startProxy } from '../src/proxy/proxy-server.js';
+import { isStrategyName } from '../src/router/index.js';
+import type { StrategyName } from '../src/router/types.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: string): string => {
@@ -38,6 +40,7 @@ const replicas = num('replicas', 2);
 
 interface ServeConfig {
   stateDir: string;
+  strategy: StrategyName;
   maxClientConn?: number;
   admission: { limit: number; queue: number; timeoutMs: number };
 }
@@ -56,7 +59,7 @@ async function serve(config: ServeConfig): Promise<void> {
     host: '127.0.0.1',
     ports: { premium: LISTEN, freemium: LISTEN + 1 },
     classFrom: 'off',
-    strategy: 'plb',
+    strategy: config.strategy,
     reference: { premium: 2, mixed: 1, freemium: 2 },
     partition: { premium: 1, freemium: 1 },
     slowStartMs: 0,
@@ -157,7 +160,14 @@ async function main(): Promise<void> {
     await driver.down();
     await driver.up((l) => process.stderr.write(`${l}\n`));
     const creds = await driver.credentials();
-    const config: ServeConfig = { stateDir, admission, ...(maxArg ? { maxClientConn: maxArg } : {}) };
+    const strategy = opt('strategy', 'plb');
+    if (!isStrategyName(strategy)) throw new Error(`--strategy: unknown strategy "${strategy}"`);
+    const config: ServeConfig = {
+      stateDir,
+      strategy,
+      admission,
+      ...(maxArg ? { maxClientConn: maxArg } : {}),
+    };
     child = spawn(
       process.execPath,
       [...process.execArgv, fileURLToPath(import.meta.url), '--serve', JSON.stringify(config), ...argv],
@@ -245,7 +255,7 @@ async function main(): Promise<void> {
     const fmt = (x: number): string => x.toFixed(1);
     process.stdout.write(
       [
-        `burst: ${startups} startups (${burstPremium} to premium), ${parallel} at once, ${replicas} replicas; ` +
+        `burst: ${startups} startups (${burstPremium} to premium), ${parallel} at once, ${replicas} replicas, ${strategy}; ` +
           `--max-client-conn ${maxClientConn}, --admission-limit ${admission.limit} --admission-queue ${admission.queue} ` +
           `--admission-timeout ${admission.timeoutMs / 1000}s; took ${(burstMs / 1000).toFixed(1)} s`,
         `outcomes: served ${counts.served}, 53300 ${counts.refused}, other error ${counts.error}, hung ${counts.hung}`,
