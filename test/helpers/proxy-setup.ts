@@ -5,6 +5,7 @@ import { chmodSync, chownSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
+import { describe, it } from 'vitest';
 import type { Connector } from '../../src/cluster/connector.js';
 import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
 import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
@@ -125,6 +126,18 @@ export function selfSignedCert(dir: string, base: string, ownerOf?: string): { c
     for (const f of [cert, key]) chownSync(f, st.uid, st.gid);
   }
   return { cert, key };
+}
+
+/**
+ * With CI=true a missing dependency fails (a suite of one failing test); elsewhere the suite that
+ * needs it skips by itself.
+ */
+export function failInCiWithout(have: boolean, what: string): void {
+  describe.runIf(process.env.CI === 'true' && !have)(`${what} (CI)`, () => {
+    it('has what it needs', () => {
+      throw new Error(`CI=true and ${what} cannot run here: it must run in CI`);
+    });
+  });
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

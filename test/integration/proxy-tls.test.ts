@@ -24,18 +24,14 @@ import {
   startTestProxy,
   upProxyCluster,
   type ProxyTestCluster,
+  failInCiWithout,
 } from '../helpers/proxy-setup.js';
 
-const ci = process.env.CI === 'true';
 const NAME = 'plbtest-proxy-tls';
 const BASE_PORT = 22200;
 let nextPort = 22260;
 
-describe.runIf(ci && !haveServerBinaries)('plb proxy server TLS (CI)', () => {
-  it('has the PostgreSQL server binaries', () => {
-    throw new Error('CI=true and no PostgreSQL server binaries: the proxy TLS test must run in CI');
-  });
-});
+failInCiWithout(haveServerBinaries, 'the proxy TLS test (no PostgreSQL server binaries)');
 
 describe('--server-tls values', () => {
   it('takes disable, prefer and require; anything else is one line naming the flag', () => {

@@ -18,37 +18,31 @@ import type { LocalDriver } from '../../src/cluster/local/index.js';
 import type { ProxyHandle } from '../../src/proxy/proxy-server.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
-import { sleep, startTestProxy, upProxyCluster, type ProxyTestCluster } from '../helpers/proxy-setup.js';
+import {
+  failInCiWithout,
+  sleep,
+  startTestProxy,
+  upProxyCluster,
+  type ProxyTestCluster,
+} from '../helpers/proxy-setup.js';
 
-const ci = process.env.CI === 'true';
 const BASE_PORT = 24632;
 const PREMIUM_PORT = 24660;
 const FREEMIUM_PORT = 24661;
 
-describe.runIf(ci && !haveServerBinaries)('plb proxy (CI)', () => {
-  it('has the PostgreSQL server binaries', () => {
-    throw new Error('CI=true and no PostgreSQL server binaries: the proxy tests must run in CI');
-  });
-});
+failInCiWithout(haveServerBinaries, 'the proxy tests (no PostgreSQL server binaries)');
 
 describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
   let cluster: ProxyTestCluster;
-  let driver: LocalDriver;
-  let creds: Credentials;
-  let replicas: Endpoint[];
-  let proxy: ProxyHandle;
-  let bin: string;
+  let driver: LocalDriver, creds: Credentials, replicas: Endpoint[];
+  let proxy: ProxyHandle, bin: string;
   const logs: string[] = [];
   const clients: pg.Client[] = [];
 
   const portOf = (id: string): number => replicas.find((r) => r.id === id)!.port;
   const idOfPort = (port: number): string => replicas.find((r) => r.port === port)!.id;
   const roleOf = (id: string): string => proxy.router.snapshot().find((r) => r.id === id)!.role;
-  const env = (): NodeJS.ProcessEnv => ({
-    ...process.env,
-    PGPASSWORD: creds.password,
-    PGCONNECT_TIMEOUT: '10',
-  });
+  const env = () => ({ ...process.env, PGPASSWORD: creds.password, PGCONNECT_TIMEOUT: '10' });
 
   async function client(port: number, extra: Partial<pg.ClientConfig> = {}): Promise<pg.Client> {
     const c = new pg.Client(cluster.pgConfig(port, extra));
@@ -161,6 +155,15 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     expect(wrong.err).toMatch(/password authentication failed/);
   });
 
+  /** A CancelRequest on the premium port; resolves when the proxy closes it. */
+  const sendCancel = (pid: number, secret: number): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const s = createConnection({ host: '127.0.0.1', port: PREMIUM_PORT });
+      s.on('error', () => resolve());
+      s.on('connect', () => s.write(serialize.cancel(pid, secret)));
+      s.on('close', () => resolve());
+    });
+
   it('a CancelRequest reaches the backend of that session (through the proxy key)', async () => {
     const c = await client(PREMIUM_PORT);
     const { processID, secretKey } = c as unknown as { processID: number; secretKey: number };
@@ -171,22 +174,12 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     );
     await sleep(300);
     const t0 = Date.now();
-    await new Promise<void>((resolve) => {
-      const s = createConnection({ host: '127.0.0.1', port: PREMIUM_PORT });
-      s.on('error', () => resolve());
-      s.on('connect', () => s.write(serialize.cancel(processID, secretKey)));
-      s.on('close', () => resolve());
-    });
+    await sendCancel(processID, secretKey);
     expect(await q).toMatchObject({ code: '57014' });
     expect(Date.now() - t0).toBeLessThan(5000);
     // A wrong key cancels nothing.
     const q2 = c.query('select pg_sleep(0.5) as x');
-    await new Promise<void>((resolve) => {
-      const s = createConnection({ host: '127.0.0.1', port: PREMIUM_PORT });
-      s.on('error', () => resolve());
-      s.on('connect', () => s.write(serialize.cancel(processID, secretKey + 1)));
-      s.on('close', () => resolve());
-    });
+    await sendCancel(processID, secretKey + 1);
     await expect(q2).resolves.toMatchObject({ rowCount: 1 });
     await c.end();
   });
