@@ -13,7 +13,6 @@
 // A local cluster of one replica on ports 26150/26151 is brought up and removed at the end.
 //
 // Run: node --import tsx benchmarks/harness-vs-pgbench.ts [--seconds 10] [--clients 4,32,256] [--repeat 1]
-import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,11 +20,11 @@ import Table from 'cli-table3';
 import { executeBench } from '../src/bench/execute.js';
 import { findBinDir } from '../src/cluster/local/binaries.js';
 import { createLocalDriver } from '../src/cluster/local/index.js';
-import { currentWalLsn, waitCaughtUp } from '../src/cluster/pg-util.js';
 import { clusterSpec } from '../src/cluster/select.js';
 import { quantile } from '../src/metrics/math.js';
 import type { RunSummary } from '../src/run-format/summary.js';
 import { benchFlagValues } from '../test/helpers/fixtures.js';
+import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: string): string => {
@@ -38,14 +37,6 @@ const repeat = Number(opt('repeat', '1'));
 const NAME = 'plbbench-harness';
 const BASE_PORT = 26150;
 const SQL = 'SELECT abalance FROM pgbench_accounts WHERE aid = :aid;';
-
-function run(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((resolve, reject) =>
-    execFile(file, args, { env, encoding: 'utf8', maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`${file} ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
-    ),
-  );
-}
 
 interface Figures {
   qps: number;
@@ -85,7 +76,7 @@ async function pgbench(
   db: string,
 ): Promise<Figures> {
   const logDir = mkdtempSync(join(work, 'pgb-'));
-  const out = await run(
+  const out = await runTool(
     join(bin, 'pgbench'),
     [
       '-n',
@@ -115,8 +106,7 @@ async function pgbench(
       if (Number.isFinite(us) && line !== '') lat.push(us / 1000);
     }
   rmSync(logDir, { recursive: true, force: true });
-  const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN);
-  return { qps: tps, p50Ms: quantile(lat, 0.5) };
+  return { qps: parsePgbench(out).tps, p50Ms: quantile(lat, 0.5) };
 }
 
 async function plb(clients: number, seed: number): Promise<Figures> {
@@ -153,20 +143,11 @@ async function plb(clients: number, seed: number): Promise<Figures> {
 try {
   await driver.down();
   await driver.up((l) => process.stderr.write(`${l}\n`));
-  const creds = await driver.credentials();
-  const [primary, replica] = driver.endpoints();
-  const env = { ...process.env, PGPASSWORD: creds.password };
-  const common = ['-U', creds.user, '-h', '127.0.0.1'];
-  await run(
-    join(bin, 'pgbench'),
-    ['-i', '-q', '-s', '1', ...common, '-p', String(primary!.port), creds.database],
-    env,
-  );
-  await waitCaughtUp(replica!, creds, await currentWalLsn(primary!, creds), 60_000);
+  const { creds, replica, env, common } = await initPgbench(bin, driver);
   // Warm-up (discarded): the replica's cache.
-  await run(
+  await runTool(
     join(bin, 'pgbench'),
-    ['-n', '-S', '-c', '4', '-T', '3', ...common, '-p', String(replica!.port), creds.database],
+    ['-n', '-S', '-c', '4', '-T', '3', ...common, '-p', String(replica.port), creds.database],
     env,
   );
   const rows: { clients: number; pg: Figures[]; plb: Figures[] }[] = [];
@@ -178,7 +159,7 @@ try {
       for (const tool of first === 'pgbench' ? ['pgbench', 'plb'] : ['plb', 'pgbench']) {
         const f: Figures =
           tool === 'pgbench'
-            ? await pgbench(clients, env, common, replica!.port, creds.database)
+            ? await pgbench(clients, env, common, replica.port, creds.database)
             : await plb(clients, 1 + r);
         (tool === 'pgbench' ? row.pg : row.plb).push(f);
         process.stderr.write(

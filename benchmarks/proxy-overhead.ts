@@ -8,7 +8,7 @@
 //
 // Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 8] [--clients 4] [--cpus 1]
 //        [--repeat 3] [--base-port 26200] [--listen-port 27200] [--only plb,haproxy] [--no-connect]
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,9 +18,9 @@ import { haproxyConfig } from '../src/baselines/haproxy.js';
 import { DEFAULT_HEALTH } from '../src/cluster/health.js';
 import { findBinDir } from '../src/cluster/local/binaries.js';
 import { createLocalDriver } from '../src/cluster/local/index.js';
-import { currentWalLsn, waitCaughtUp } from '../src/cluster/pg-util.js';
 import { clusterSpec } from '../src/cluster/select.js';
 import { startProxy, type ProxyHandle } from '../src/proxy/proxy-server.js';
+import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: number): number => {
@@ -44,27 +44,6 @@ interface Figures {
   connectMs: number | undefined;
   /** CPU time the proxy used per transaction (user + system), µs; undefined for direct. */
   cpuUs: number | undefined;
-}
-
-function run(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((resolve, reject) =>
-    execFile(file, args, { env, encoding: 'utf8', maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`${file} ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
-    ),
-  );
-}
-
-function figures(out: string): Figures {
-  const num = (re: RegExp): number | undefined => {
-    const m = re.exec(out);
-    return m ? Number(m[1]) : undefined;
-  };
-  return {
-    tps: num(/tps = ([\d.]+)/) ?? NaN,
-    latencyMs: num(/latency average = ([\d.]+) ms/) ?? NaN,
-    connectMs: num(/average connection time = ([\d.]+) ms/),
-    cpuUs: undefined,
-  };
 }
 
 function which(names: string[], versionFlag: string): string | undefined {
@@ -127,24 +106,15 @@ const cpuOf: Partial<Record<Via, () => number>> = {};
 try {
   await driver.down();
   await driver.up((l) => process.stderr.write(`${l}\n`));
-  const creds = await driver.credentials();
-  const [primary, replica] = driver.endpoints();
-  const env = { ...process.env, PGPASSWORD: creds.password };
-  const common = ['-U', creds.user, '-h', '127.0.0.1'];
-  await run(
-    join(bin, 'pgbench'),
-    ['-i', '-q', '-s', '1', ...common, '-p', String(primary!.port), creds.database],
-    env,
-  );
-  await waitCaughtUp(replica!, creds, await currentWalLsn(primary!, creds), 60_000);
+  const { creds, replica, env, common } = await initPgbench(bin, driver);
   const script = join(work, 'select1.sql');
   writeFileSync(script, 'SELECT 1;\n');
 
-  const ports: Partial<Record<Via, number>> = { direct: replica!.port };
+  const ports: Partial<Record<Via, number>> = { direct: replica.port };
   const want = (v: Via): boolean => v === 'direct' || only === undefined || only.has(v);
   if (want('plb')) {
     proxy = await startProxy({
-      replicas: [replica!],
+      replicas: [replica],
       connector: driver.connector(creds),
       host: '127.0.0.1',
       ports: { premium: LISTEN },
@@ -172,7 +142,7 @@ try {
       cfg,
       haproxyConfig({
         cluster: 'plbbench-proxy',
-        replicas: [{ id: replica!.id, host: '127.0.0.1', port: replica!.port }],
+        replicas: [{ id: replica.id, host: '127.0.0.1', port: replica.port }],
         listen: { host: '127.0.0.1', port: LISTEN + 1 },
         balance: 'leastconn',
         slowStartMs: 0,
@@ -197,7 +167,7 @@ try {
       ini,
       [
         '[databases]',
-        `${creds.database} = host=127.0.0.1 port=${replica!.port} dbname=${creds.database}`,
+        `${creds.database} = host=127.0.0.1 port=${replica.port} dbname=${creds.database}`,
         '[pgbouncer]',
         'listen_addr = 127.0.0.1',
         `listen_port = ${LISTEN + 2}`,
@@ -236,10 +206,10 @@ try {
     const all = ['-n', ...args, '-c', String(clients), '-j', '2', '-T', String(s), ...common];
     const cpu = cpuOf[via];
     const c0 = cpu?.();
-    const out = await run(join(bin, 'pgbench'), [...all, '-p', String(ports[via]), creds.database], env);
-    const f = figures(out);
-    const tx = Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1] ?? NaN);
-    if (cpu && c0 !== undefined) f.cpuUs = ((cpu() - c0) * 1e6) / tx;
+    const out = await runTool(join(bin, 'pgbench'), [...all, '-p', String(ports[via]), creds.database], env);
+    const { tps, latencyMs, connectMs, transactions } = parsePgbench(out);
+    const f: Figures = { tps, latencyMs, connectMs, cpuUs: undefined };
+    if (cpu && c0 !== undefined) f.cpuUs = ((cpu() - c0) * 1e6) / transactions;
     return f;
   };
   // Warm-up (discarded): the replica's cache, the proxies' code paths.

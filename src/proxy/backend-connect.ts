@@ -4,18 +4,11 @@
  * going away (try another replica) from one that answers.
  */
 import { createConnection, type OnReadOpts, type Socket } from 'node:net';
-import { Parser } from 'pg-protocol/dist/parser.js';
-import type { BackendMessage } from 'pg-protocol/dist/messages.js';
 import { classifyFailure, isDeathEvidence } from '../core/failure-cause.js';
+import { decodeServerError } from './server-messages.js';
 import { MSG_ERROR } from './wire.js';
 
 export type FirstAnswer = { ok: true; chunk: Buffer } | { ok: false; err: unknown; retry?: boolean };
-
-interface ServerError {
-  severity?: string | undefined;
-  code?: string | undefined;
-  message: string;
-}
 
 /**
  * Sends the startup packet and waits for the server's first bytes. The socket reads into a
@@ -71,25 +64,23 @@ export function firstAnswer(
 /** The server's first message is a FATAL of a server going away (shutdown, crash): try elsewhere. */
 function dyingServerError(chunk: Buffer): Error | undefined {
   if (chunk[0] !== MSG_ERROR || chunk.length < 5 || chunk.length < 1 + chunk.readInt32BE(1)) return undefined;
-  let decoded: BackendMessage | undefined;
-  new Parser().parse(chunk.subarray(0, 1 + chunk.readInt32BE(1)), (m) => (decoded = m));
-  const e = decoded as (BackendMessage & Partial<ServerError>) | undefined;
-  const err = Object.assign(new Error(e?.message ?? 'server error'), {
-    code: e?.code,
-    severity: e?.severity,
-  });
+  const e = decodeServerError(chunk.subarray(0, 1 + chunk.readInt32BE(1)));
+  const err = Object.assign(new Error(e.message), { code: e.code, severity: e.severity });
   return isDeathEvidence(classifyFailure(err)) ? err : undefined;
 }
 
-/** A TCP connection to a replica, or the error (refused, or no answer within timeoutMs). */
+/**
+ * A TCP connection to a replica, or the error (refused, or no answer within timeoutMs); read into
+ * `onread`'s buffer when given, else by 'data' events (a socket TLS will take over).
+ */
 export function connectTcp(
   host: string,
   port: number,
   timeoutMs: number,
-  onread: OnReadOpts,
+  onread?: OnReadOpts,
 ): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const s = createConnection({ host, port, onread, noDelay: true });
+    const s = createConnection({ host, port, noDelay: true, ...(onread ? { onread } : {}) });
     const timer = setTimeout(() => {
       s.destroy();
       reject(

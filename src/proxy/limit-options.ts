@@ -8,6 +8,7 @@ import { parseDuration } from '../core/duration.js';
 import type { SecureContext } from 'node:tls';
 import { defaultMaxClientConn } from './process-usage.js';
 import { loadTls } from './tls-client.js';
+import { parseServerTls, type ServerTlsMode } from './tls-server.js';
 
 const GROUP = 'PROXY LIMITS';
 
@@ -41,6 +42,12 @@ export const limitFlags = {
     helpGroup: GROUP,
   }),
   'tls-key': Flags.string({ description: 'PEM private key of --tls-cert', helpGroup: GROUP }),
+  'server-tls': Flags.string({
+    description:
+      'TLS to the replicas, as libpq sslmode: disable (plain TCP), prefer (TLS when offered) or require (certificate not verified)',
+    default: 'disable',
+    helpGroup: GROUP,
+  }),
 };
 
 export interface LimitFlagValues {
@@ -50,12 +57,14 @@ export interface LimitFlagValues {
   'admission-timeout'?: string | undefined;
   'tls-cert'?: string | undefined;
   'tls-key'?: string | undefined;
+  'server-tls'?: string | undefined;
 }
 
 export interface LimitConfig {
   maxClientConn: number;
   admission?: { limit: number; queue: number; timeoutMs: number };
   tls?: SecureContext;
+  serverTls: ServerTlsMode;
 }
 
 function positiveInt(flag: string, n: number | undefined): number | undefined {
@@ -78,7 +87,8 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
       `--admission-timeout: expected a duration like 10s or 500ms (got "${text}")`,
     );
   const tls = loadTls(f['tls-cert'], f['tls-key']);
-  const base = { maxClientConn, ...(tls ? { tls } : {}) };
+  const serverTls = parseServerTls(f['server-tls']);
+  const base = { maxClientConn, serverTls, ...(tls ? { tls } : {}) };
   const queues = strategy === 'plb-admit' || strategy === 'lc-queue';
   if (limit === undefined && !queues) return base;
   return { ...base, admission: { limit: limit ?? 1000, queue, timeoutMs: s * 1000 } };

@@ -18,7 +18,9 @@ import { defaultMaxClientConn, UsageSampler, type ProcessUsage } from './process
 import type { BorrowingOptions, Partition, RoleVector, Router, StrategyName } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { CancelKeys } from './cancel-keys.js';
-import { ProxySession, type SessionHost } from './session.js';
+import { ProxySession } from './session.js';
+import type { SessionHost } from './session-host.js';
+import type { ServerTlsMode } from './tls-server.js';
 import type { ClassFrom } from './startup-packet.js';
 import { formatStatsLine, ProxyStats } from './stats.js';
 
@@ -54,6 +56,8 @@ export interface ProxyOptions {
   admission?: { limit: number; queue: number; timeoutMs: number };
   /** Certificate and key for clients' TLS (tls-client.ts); absent: SSLRequest answered 'N'. */
   tls?: SecureContext;
+  /** TLS to the replicas (tls-server.ts); default disable. */
+  serverTls?: ServerTlsMode;
 }
 
 export interface ProxyHandle {
@@ -149,6 +153,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     cancelKeys,
     stats,
     tls: opts.tls,
+    serverTls: opts.serverTls ?? 'disable',
     acquire: async (cls, ticket) => {
       const replica = await gate.acquire(cls, ticket);
       const ep = byId.get(replica) as Endpoint;
@@ -171,6 +176,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     return (
       `${formatStatsLine((clock.now() - t0) / 1000, stats, router.snapshot())} | ` +
       `clients ${sessions.size}/${maxClientConn} over-limit ${stats.overLimit} ` +
+      (stats.lateClass > 0 ? `late-class ${stats.lateClass} ` : '') +
       `queued ${gate.queued('premium')}p/${gate.queued('freemium')}f | rss ${u.rssMiB} MiB fds ${u.fds ?? '?'}`
     );
   };

@@ -26,6 +26,8 @@ export interface ProxySummary {
   cancels: number;
   /** Clients refused at once over --max-client-conn (53300). */
   overLimit: number;
+  /** Sessions that named another class (application_name) only after they were routed. */
+  lateClass: number;
   maxClientConn: number;
   /** Sessions that waited for a replica slot, per class: admitted, refused (queue full), timed out. */
   admission: Record<'premium' | 'freemium', GateCounters>;
@@ -79,6 +81,7 @@ export async function executeProxy(
       maxClientConn: config.maxClientConn,
       ...(config.admission ? { admission: config.admission } : {}),
       ...(config.tls ? { tls: config.tls } : {}),
+      serverTls: config.serverTls,
       log: io.log,
     }));
     if (metrics) io.log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);
@@ -108,6 +111,7 @@ export async function executeProxy(
       replicas: proxy.router.snapshot().map((r) => ({ ...r, ...proxy.stats.replica(r.id) })),
       cancels: proxy.stats.cancels,
       overLimit: proxy.stats.overLimit,
+      lateClass: proxy.stats.lateClass,
       maxClientConn: proxy.maxClientConn,
       admission: proxy.gate.counters,
       usage: proxy.usage(),

@@ -4,70 +4,28 @@
  * startup packet, then relay bytes both ways until either side closes. Authentication passes
  * through end to end. The backend stream is followed message by message (BackendFramer), so the
  * proxy can replace BackendKeyData with its own key and, when the replica goes away, tell the
- * client with an ErrorResponse at a message boundary instead of leaving it hanging.
+ * client with an ErrorResponse at a message boundary instead of leaving it hanging. Routing is
+ * session-route.ts; the messages it decodes, server-messages.ts.
  */
-import { createConnection, type Socket } from 'node:net';
-import type { SecureContext } from 'node:tls';
+import type { Socket } from 'node:net';
 import { upgradeClient } from './tls-client.js';
-import { connectTcp, firstAnswer, type FirstAnswer } from './backend-connect.js';
-import { Parser } from 'pg-protocol/dist/parser.js';
-import type { BackendMessage } from 'pg-protocol/dist/messages.js';
-import { isPlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
-import type { CancelKeys } from './cancel-keys.js';
-import { chooseClass, MAX_STARTUP_PACKET, readStartupPacket, type ClassFrom } from './startup-packet.js';
-import type { ProxyStats } from './stats.js';
-import {
-  BackendFramer,
-  backendKeyData,
-  cancelRequest,
-  errorResponse,
-  MSG_BACKEND_KEY,
-  MSG_ERROR,
-  MSG_READY,
-} from './wire.js';
+import { chooseClass, MAX_STARTUP_PACKET, readStartupPacket } from './startup-packet.js';
+import { forwardCancel } from './cancel-forward.js';
+import { routeSession, type RouteSteps } from './session-route.js';
+import type { SessionHost } from './session-host.js';
+import { BackendWatch } from './backend-watch.js';
+import type { ServerError } from './server-messages.js';
+import { BackendFramer, errorResponse, MSG_ERROR } from './wire.js';
 
-/** What a session needs from the proxy around it. */
-export interface SessionHost {
-  readonly classFrom: ClassFrom;
-  /** The client must send its startup packet within this. */
-  readonly startupTimeoutMs: number;
-  /** TCP connect to a replica must succeed within this. */
-  readonly connectTimeoutMs: number;
-  /** Replicas tried for one session when connecting fails (each failure is reported). */
-  readonly connectAttempts: number;
-  readonly cancelKeys: CancelKeys;
-  readonly stats: ProxyStats;
-  /** With a certificate (--tls-cert/--tls-key): SSLRequest is answered 'S' and TLS ends here. */
-  readonly tls?: SecureContext | undefined;
-  /**
-   * A replica for a session of cls, perhaps after a wait for a slot (admission-gate.ts); rejects
-   * with PlbError NO_REPLICA when none may take it, ADMISSION_FULL or ADMISSION_TIMEOUT when the
-   * session could not get a slot.
-   */
-  acquire(cls: ServiceClass, ticket: object): Promise<{ replica: string; host: string; port: number }>;
-  /** The session's client left while it waited for a slot: stop waiting (acquire rejects). */
-  cancelWait(ticket: object): void;
-  release(replica: string, cls: ServiceClass): void;
-  /** A passive failure signal for the health checker. */
-  reportFailure(replica: string, err: unknown, via: 'connect' | 'session'): void;
-  log(line: string): void;
-}
+export type { SessionHost } from './session-host.js';
 
 type Phase = 'startup' | 'connecting' | 'backend-startup' | 'ready' | 'closing';
 
-const STARTUP_TYPES: ReadonlySet<number> = new Set([MSG_ERROR, MSG_BACKEND_KEY, MSG_READY]);
-const SESSION_TYPES: ReadonlySet<number> = new Set([MSG_ERROR]);
 /** The backend read buffer (libuv reads up to this much at once). */
 const READ_BUFFER_BYTES = 32 * 1024;
 /** How long a closed side waits for the other to finish closing before it is destroyed. */
 const LINGER_MS = 5000;
-
-interface ServerError {
-  severity?: string | undefined;
-  code?: string | undefined;
-  message: string;
-}
 
 export class ProxySession {
   phase: Phase = 'startup';
@@ -80,9 +38,8 @@ export class ProxySession {
   private inbuf: Buffer = Buffer.alloc(0);
   private backend: Socket | undefined;
   private backendPort = 0;
-  private backendHost = '127.0.0.1';
   private readonly framer = new BackendFramer();
-  private readonly parser = new Parser();
+  private watch: BackendWatch | undefined;
   private admitted = false;
   /** Waiting for a replica slot (the gate holds it). */
   private waiting = false;
@@ -90,8 +47,6 @@ export class ProxySession {
   private backendGone = false;
   private clientTerminated = false;
   private backendError: Error | undefined;
-  private lastServerError: ServerError | undefined;
-  private key: { pid: number; secret: Buffer } | undefined;
   private startupTimer: NodeJS.Timeout | undefined;
   /**
    * The backend is read into this session's own buffer (net's onread: no stream machinery or
@@ -148,14 +103,7 @@ export class ProxySession {
   replicaDown(cause: string): void {
     if (this.clientGone || !this.backend || this.backendGone || this.phase === 'closing') return;
     const replica = this.replica as string;
-    const counters = this.host.stats.classes[this.cls as ServiceClass];
-    if (this.phase === 'ready') {
-      counters.lost += 1;
-      this.host.stats.replica(replica).lost += 1;
-    } else {
-      counters.startupFailed += 1;
-      this.host.stats.replica(replica).failed += 1;
-    }
+    this.host.stats.countLoss(this.cls as ServiceClass, replica, this.phase === 'ready');
     this.phase = 'closing';
     this.releaseOnce();
     if (this.framer.atBoundary)
@@ -234,7 +182,7 @@ export class ProxySession {
   private onClientClose(): void {
     this.clientGone = true;
     clearTimeout(this.startupTimer);
-    if (this.waiting) this.host.cancelWait(this);
+    if (this.waiting && this.steps) this.host.cancelWait(this.steps);
     this.releaseOnce();
     if (this.backend && !this.backendGone) {
       // The backend sees EOF and ends its session (a vanished replica: destroyed after a while).
@@ -252,84 +200,34 @@ export class ProxySession {
     this.linger();
   }
 
-  // ---- routing ----------------------------------------------------------------------------
+  // ---- routing (session-route.ts) --------------------------------------------------------
 
-  /**
-   * Admits, connects and sends the startup packet. Until the server's first byte reaches the client
-   * nothing is lost by trying again: a refused or reset connection, or a server that answers with
-   * a FATAL of a dying server (57P01/57P02, 08xxx), is reported and the session admitted anew
-   * (the failures count toward fall, so the router soon leaves that replica). A server that does
-   * not answer within the connect timeout is reported as slow and the client told so.
-   */
+  /** The session's side of routing; also the ticket it waits under (cancelWait). */
+  private steps: RouteSteps | undefined;
+
   private async route(packet: Buffer): Promise<void> {
-    const cls = this.cls as ServiceClass;
-    const counters = this.host.stats.classes[cls];
-    let lastError: unknown;
-    for (let attempt = 0; attempt < this.host.connectAttempts; attempt++) {
-      let target: { replica: string; host: string; port: number };
-      try {
-        this.waiting = true;
-        target = await this.host.acquire(cls, this);
-      } catch (err) {
-        if (this.clientGone) return this.finish();
-        if (isPlbError(err, 'ADMISSION_FULL') || isPlbError(err, 'ADMISSION_TIMEOUT')) {
-          counters.refused += 1;
-          return this.refuse('53300', `plb proxy: ${err.message}`);
-        }
-        if (!isPlbError(err, 'NO_REPLICA')) throw err;
-        if (lastError === undefined) {
-          counters.refused += 1;
-          return this.refuse('57P03', `no replica available for class ${cls}`);
-        }
-        break;
-      } finally {
-        this.waiting = false;
-      }
-      this.admitted = true;
-      this.replica = target.replica;
-      let answer: FirstAnswer;
-      let socket: Socket | undefined;
-      try {
-        socket = await connectTcp(target.host, target.port, this.host.connectTimeoutMs, {
-          buffer: () => this.readBuffer(),
-          callback: (n, buf) => this.sink((buf as Buffer).subarray(0, n)),
-        });
-        answer = this.clientGone ? { ok: false, err: undefined } : await this.firstAnswer(socket, packet);
-      } catch (err) {
-        answer = { ok: false, err, retry: true };
-      }
-      if (this.clientGone) {
-        socket?.destroy();
-        this.releaseOnce();
-        return this.finish();
-      }
-      if (!answer.ok) {
-        socket?.destroy();
-        this.releaseOnce();
-        this.host.reportFailure(target.replica, answer.err, 'connect');
-        lastError = answer.err;
-        if (answer.retry) continue;
-        break;
-      }
-      counters.opened += 1;
-      this.host.stats.replica(target.replica).opened += 1;
-      this.backendHost = target.host;
-      this.backendPort = target.port;
-      this.attach(socket as Socket, answer.chunk);
-      return;
+    this.steps = {
+      host: this.host,
+      cls: this.cls as ServiceClass,
+      clientGone: () => this.clientGone,
+      setWaiting: (w) => (this.waiting = w),
+      admitted: (replica) => {
+        this.admitted = true;
+        this.replica = replica;
+      },
+      release: () => this.releaseOnce(),
+      readBuffer: () => this.readBuffer(),
+      deliver: (chunk) => this.sink(chunk),
+      setSink: (sink) => (this.sink = sink),
+    };
+    const r = await routeSession(this.steps, packet);
+    if (r.kind === 'gone') return this.finish();
+    if (r.kind === 'refused') {
+      if (r.code === '08006') this.replica = undefined;
+      return this.refuse(r.code, r.message);
     }
-    counters.startupFailed += 1;
-    if (this.replica !== undefined) this.host.stats.replica(this.replica).failed += 1;
-    this.replica = undefined;
-    this.refuse(
-      '08006',
-      `could not connect to a replica for class ${cls}: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
-    );
-  }
-
-  /** Sends the startup packet and waits for the server's first bytes (backend-connect.ts). */
-  private firstAnswer(socket: Socket, packet: Buffer): Promise<FirstAnswer> {
-    return firstAnswer(socket, packet, this.host.connectTimeoutMs, (sink) => (this.sink = sink));
+    this.backendPort = r.port;
+    this.attach(r.socket, r.first);
   }
 
   private attach(backend: Socket, first: Buffer): void {
@@ -339,7 +237,15 @@ export class ProxySession {
     backend.on('error', (err) => (this.backendError = err));
     backend.on('close', () => this.onBackendClose());
     this.sink = (d) => this.onBackendData(d);
-    this.framer.hook = { types: STARTUP_TYPES, fn: (type, msg) => this.onStartupMessage(type, msg) };
+    this.watch = new BackendWatch(
+      this.host,
+      this.framer,
+      { cls: this.cls as ServiceClass, replica: this.replica as string, port: this.backendPort },
+      () => {
+        this.phase = 'ready';
+        this.host.stats.classes[this.cls as ServiceClass].ready += 1;
+      },
+    );
     const pending = this.inbuf;
     this.inbuf = Buffer.alloc(0);
     if (pending.length > 0) backend.write(pending);
@@ -386,38 +292,6 @@ export class ProxySession {
     return true;
   }
 
-  /** Startup: record the server's errors, swap BackendKeyData for the proxy's key, see ReadyForQuery. */
-  private onStartupMessage(type: number, msg: Buffer): Buffer | undefined {
-    if (type === MSG_BACKEND_KEY) {
-      if (msg.length < 13) return msg;
-      const backend = {
-        replica: this.replica as string,
-        port: this.backendPort,
-        pid: msg.readInt32BE(5),
-        secret: Buffer.from(msg.subarray(9)),
-      };
-      if (this.key) this.host.cancelKeys.forget(this.key.pid);
-      this.key = this.host.cancelKeys.issue(backend);
-      return backendKeyData(this.key.pid, this.key.secret);
-    }
-    if (type === MSG_ERROR) {
-      this.recordServerError(msg);
-      return msg;
-    }
-    // ReadyForQuery: the session is established; from now on only errors are decoded.
-    this.phase = 'ready';
-    this.host.stats.classes[this.cls as ServiceClass].ready += 1;
-    this.framer.hook = { types: SESSION_TYPES, fn: (_t, m) => (this.recordServerError(m), m) };
-    return msg;
-  }
-
-  private recordServerError(msg: Buffer): void {
-    let decoded: BackendMessage | undefined;
-    this.parser.parse(msg, (m) => (decoded = m));
-    const e = decoded as (BackendMessage & Partial<ServerError>) | undefined;
-    this.lastServerError = { severity: e?.severity, code: e?.code, message: e?.message ?? 'server error' };
-  }
-
   private onBackendClose(): void {
     this.backendGone = true;
     const replica = this.replica as string;
@@ -432,19 +306,13 @@ export class ProxySession {
     const serverSaid =
       this.framer.lastType === MSG_ERROR &&
       this.framer.atBoundary &&
-      (this.lastServerError?.severity === 'FATAL' || this.lastServerError?.severity === 'PANIC');
-    const counters = this.host.stats.classes[cls];
-    if (wasReady) {
-      counters.lost += 1;
-      this.host.stats.replica(replica).lost += 1;
-    } else {
-      counters.startupFailed += 1;
-      this.host.stats.replica(replica).failed += 1;
-    }
+      (this.watch?.lastServerError?.severity === 'FATAL' ||
+        this.watch?.lastServerError?.severity === 'PANIC');
+    this.host.stats.countLoss(cls, replica, wasReady);
     const via = wasReady ? 'session' : 'connect';
     if (serverSaid) {
       // The server ended the session with its own FATAL (shutdown, authentication...), already relayed.
-      const se = this.lastServerError as ServerError;
+      const se = this.watch?.lastServerError as ServerError;
       // A server that answers 08xxx itself (08P01: the client broke the protocol) is alive: a
       // hostile client must not count toward marking its replica down.
       if (!(se.code ?? '').startsWith('08'))
@@ -474,15 +342,7 @@ export class ProxySession {
       return this.linger();
     }
     this.host.stats.cancels += 1;
-    const s = createConnection({ host: this.backendHost, port: key.port });
-    const timer = setTimeout(() => s.destroy(), this.host.connectTimeoutMs);
-    timer.unref();
-    s.on('error', () => undefined);
-    s.on('connect', () => s.end(cancelRequest(key.pid, key.secret)));
-    s.on('data', () => undefined);
-    // The client waits for the close to know the request was delivered.
-    s.on('close', () => {
-      clearTimeout(timer);
+    forwardCancel('127.0.0.1', key, this.host.connectTimeoutMs, () => {
       this.client.end();
       this.linger();
     });
@@ -497,10 +357,7 @@ export class ProxySession {
       this.host.release(this.replica, this.cls);
       if (this.backend) this.host.stats.classes[this.cls].closed += 1;
     }
-    if (this.key) {
-      this.host.cancelKeys.forget(this.key.pid);
-      this.key = undefined;
-    }
+    this.watch?.forgetKey();
   }
 
   /** Gives the sockets a bounded time to close by themselves; then destroys them. */

@@ -111,8 +111,8 @@ export function chooseClass(
   classFrom: ClassFrom,
 ): ClassChoice {
   if (classFrom === 'application_name') {
-    const name = (params.application_name ?? '').trim().toLowerCase();
-    if (name === 'premium' || name === 'freemium') return { ok: true, cls: name, from: classFrom };
+    const cls = classOfApplicationName(params.application_name ?? '');
+    if (cls !== undefined) return { ok: true, cls, from: classFrom };
   } else if (classFrom === 'option') {
     const value = optionValue(params.options ?? '', CLASS_OPTION);
     if (value !== undefined) {
@@ -122,6 +122,12 @@ export function chooseClass(
     }
   }
   return { ok: true, cls: listener, from: 'port' };
+}
+
+/** The class an application_name names (exactly premium or freemium, any case), or none. */
+export function classOfApplicationName(name: string): ServiceClass | undefined {
+  const v = name.trim().toLowerCase();
+  return v === 'premium' || v === 'freemium' ? v : undefined;
 }
 
 /** Splits `options` as the server does: on whitespace, a backslash escaping the next character. */

@@ -41,9 +41,25 @@ export class ProxyStats {
   cancels = 0;
   /** Clients refused at once: over --max-client-conn (53300). */
   overLimit = 0;
+  /**
+   * Sessions that named another class in application_name only after they were routed (reported
+   * by the server as ParameterStatus; with --class-from application_name).
+   */
+  lateClass = 0;
 
   constructor(ids: readonly string[]) {
     for (const id of ids) this.replicas.set(id, { opened: 0, lost: 0, failed: 0 });
+  }
+
+  /** A session its replica took away: lost when it was ready, else failed at startup. */
+  countLoss(cls: ServiceClass, replica: string, wasReady: boolean): void {
+    if (wasReady) {
+      this.classes[cls].lost += 1;
+      this.replica(replica).lost += 1;
+    } else {
+      this.classes[cls].startupFailed += 1;
+      this.replica(replica).failed += 1;
+    }
   }
 
   replica(id: string): ReplicaCounters {

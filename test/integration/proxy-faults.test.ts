@@ -12,7 +12,8 @@ import { serialize } from 'pg-protocol';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Connector } from '../../src/cluster/connector.js';
 import type { Endpoint } from '../../src/core/endpoint.js';
-import { startProxy, type ProxyHandle } from '../../src/proxy/proxy-server.js';
+import type { ProxyHandle } from '../../src/proxy/proxy-server.js';
+import { startTestProxy } from '../helpers/proxy-setup.js';
 import { readStartupPacket } from '../../src/proxy/startup-packet.js';
 import { backendKeyData, errorResponse } from '../../src/proxy/wire.js';
 
@@ -143,19 +144,12 @@ describe('plb proxy failure paths (fake backends)', () => {
       host: '127.0.0.1',
       port: f.port,
     }));
-    proxy = await startProxy({
+    proxy = await startTestProxy({
       replicas,
       connector: alwaysUp,
-      host: '127.0.0.1',
       ports: { premium: 0, freemium: 0 },
-      classFrom: 'off',
       strategy: 'rr',
-      reference: { premium: 2, mixed: 1, freemium: 2 },
-      partition: { premium: 1, freemium: 1 },
-      slowStartMs: 0,
-      borrowing: false,
       health: { intervalMs: 60_000, timeoutMs: 60_000, fall: 5, rise: 1, hangMs: 60_000 },
-      statsEveryS: 0,
       connectTimeoutMs,
       log: (l) => logs.push(l),
     });

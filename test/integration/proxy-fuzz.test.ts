@@ -6,35 +6,33 @@
  * connection is left open. Against real postgres processes (local driver, two standbys); skips
  * without the server binaries, except with CI=true (a failure there).
  */
-import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { createConnection, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
-import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
-import { clusterSpec } from '../../src/cluster/select.js';
+import type { Credentials } from '../../src/core/endpoint.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
-import { startProxy, type ProxyHandle } from '../../src/proxy/proxy-server.js';
+import type { ProxyHandle } from '../../src/proxy/proxy-server.js';
 import { loadTls } from '../../src/proxy/tls-client.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
+import {
+  selfSignedCert,
+  sleep,
+  startTestProxy,
+  upProxyCluster,
+  type ProxyTestCluster,
+  failInCiWithout,
+} from '../helpers/proxy-setup.js';
 
-const ci = process.env.CI === 'true';
 const BASE_PORT = 26230;
 const PREMIUM_PORT = 27230;
 const FREEMIUM_PORT = 27231;
 const SEED = 25_0001;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-describe.runIf(ci && !haveServerBinaries)('plb proxy fuzz (CI)', () => {
-  it('has the PostgreSQL server binaries', () => {
-    throw new Error('CI=true and no PostgreSQL server binaries: the proxy fuzz test must run in CI');
-  });
-});
+failInCiWithout(haveServerBinaries, 'the proxy fuzz test (no PostgreSQL server binaries)');
 
 /** A valid StartupMessage for user/database with extra parameters. */
 function startup(params: Record<string, string>): Buffer {
@@ -82,23 +80,14 @@ const action: fc.Arbitrary<Action> = fc.oneof(
 );
 
 describe.skipIf(!haveServerBinaries)('plb proxy fuzz on a local cluster', () => {
-  let stateDir: string;
-  let driver: LocalDriver;
+  let cluster: ProxyTestCluster;
   let creds: Credentials;
-  let replicas: Endpoint[];
   let proxy: ProxyHandle;
   const logs: string[] = [];
   const counts: Record<string, number> = {};
   let realKey: { pid: number; secret: number } | undefined;
 
-  const pgConfig = (port: number): pg.ClientConfig => ({
-    host: '127.0.0.1',
-    port,
-    user: creds.user,
-    password: creds.password,
-    database: creds.database,
-    connectionTimeoutMillis: 10_000,
-  });
+  const pgConfig = (port: number): pg.ClientConfig => cluster.pgConfig(port);
 
   /** A real client: connects, answers a query, ends. */
   async function realQuery(port: number): Promise<number> {
@@ -186,55 +175,15 @@ describe.skipIf(!haveServerBinaries)('plb proxy fuzz on a local cluster', () => 
   }
 
   beforeAll(async () => {
-    stateDir = mkdtempSync(join(tmpdir(), 'plb-proxy-fuzz-'));
-    const spec = clusterSpec({
-      name: 'plbtest-proxy-fuzz',
-      replicas: 2,
-      basePort: BASE_PORT,
-      maxConnections: 100,
-      stateDir,
-    });
-    driver = createLocalDriver(spec);
-    await driver.down(); // leftovers of an earlier crashed run
-    await driver.up(() => undefined);
-    creds = await driver.credentials();
-    replicas = driver.endpoints().filter((e) => e.kind === 'replica');
+    cluster = await upProxyCluster({ name: 'plbtest-proxy-fuzz', replicas: 2, basePort: BASE_PORT });
+    creds = cluster.creds;
     // A self-signed certificate: clients may ask for TLS (sslmode=require), the proxy ends it.
-    const cert = join(stateDir, 'proxy.crt');
-    const key = join(stateDir, 'proxy.key');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        key,
-        '-out',
-        cert,
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-      ],
-      { stdio: 'ignore' },
-    );
-    proxy = await startProxy({
+    const { cert, key } = selfSignedCert(cluster.stateDir, 'proxy');
+    proxy = await startTestProxy({
+      ...cluster.proxyBase,
       tls: loadTls(cert, key),
-      replicas,
-      connector: driver.connector(creds),
-      host: '127.0.0.1',
       ports: { premium: PREMIUM_PORT, freemium: FREEMIUM_PORT },
       classFrom: 'option',
-      strategy: 'plb',
-      reference: { premium: 2, mixed: 1, freemium: 2 },
-      partition: { premium: 1, freemium: 1 },
-      slowStartMs: 0,
-      borrowing: false,
-      health: { intervalMs: 500, timeoutMs: 500, fall: 3, rise: 2, hangMs: 5000 },
-      statsEveryS: 0,
       startupTimeoutMs: 1500,
       admission: { limit: 40, queue: 200, timeoutMs: 5000 },
       log: (l) => logs.push(l),
@@ -243,8 +192,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy fuzz on a local cluster', () => 
 
   afterAll(async () => {
     await proxy?.stop(1000);
-    await driver?.down();
-    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+    await cluster?.down();
     console.log(`fuzz actions: ${JSON.stringify(counts)}`);
   });
 

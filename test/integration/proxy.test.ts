@@ -6,61 +6,46 @@
  * and a graceful stop. Skips without the server binaries, except with CI=true (a failure there).
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
-import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
-import { bringUp, clusterSpec } from '../../src/cluster/select.js';
-import { startProxy, type ProxyHandle } from '../../src/proxy/proxy-server.js';
+import type { LocalDriver } from '../../src/cluster/local/index.js';
+import type { ProxyHandle } from '../../src/proxy/proxy-server.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
+import {
+  failInCiWithout,
+  sleep,
+  startTestProxy,
+  upProxyCluster,
+  type ProxyTestCluster,
+} from '../helpers/proxy-setup.js';
 
-const ci = process.env.CI === 'true';
 const BASE_PORT = 24632;
 const PREMIUM_PORT = 24660;
 const FREEMIUM_PORT = 24661;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-describe.runIf(ci && !haveServerBinaries)('plb proxy (CI)', () => {
-  it('has the PostgreSQL server binaries', () => {
-    throw new Error('CI=true and no PostgreSQL server binaries: the proxy tests must run in CI');
-  });
-});
+failInCiWithout(haveServerBinaries, 'the proxy tests (no PostgreSQL server binaries)');
 
 describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
-  let stateDir: string;
-  let driver: LocalDriver;
-  let creds: Credentials;
-  let replicas: Endpoint[];
-  let proxy: ProxyHandle;
-  let bin: string;
+  let cluster: ProxyTestCluster;
+  let driver: LocalDriver, creds: Credentials, replicas: Endpoint[];
+  let proxy: ProxyHandle, bin: string;
   const logs: string[] = [];
   const clients: pg.Client[] = [];
 
   const portOf = (id: string): number => replicas.find((r) => r.id === id)!.port;
   const idOfPort = (port: number): string => replicas.find((r) => r.port === port)!.id;
   const roleOf = (id: string): string => proxy.router.snapshot().find((r) => r.id === id)!.role;
-  const env = (): NodeJS.ProcessEnv => ({
-    ...process.env,
-    PGPASSWORD: creds.password,
-    PGCONNECT_TIMEOUT: '10',
-  });
+  const env = () => ({ ...process.env, PGPASSWORD: creds.password, PGCONNECT_TIMEOUT: '10' });
 
   async function client(port: number, extra: Partial<pg.ClientConfig> = {}): Promise<pg.Client> {
-    const c = new pg.Client({
-      host: '127.0.0.1',
-      port,
-      user: creds.user,
-      password: creds.password,
-      database: creds.database,
-      ...extra,
-    });
+    const c = new pg.Client(cluster.pgConfig(port, extra));
     c.on('error', () => undefined);
     clients.push(c);
     await c.connect();
@@ -96,27 +81,12 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
 
   beforeAll(async () => {
     bin = findBinDir();
-    stateDir = mkdtempSync(join(tmpdir(), 'plb-proxy-it-'));
-    const spec = clusterSpec({
-      name: 'plbtest-proxy',
-      replicas: 5,
-      basePort: BASE_PORT,
-      maxConnections: 100,
-      stateDir,
-    });
-    await createLocalDriver(spec).down(); // leftovers of an earlier crashed run
-    // Recorded (as `plb cluster up` does), so the command can find it by name.
-    driver = (await bringUp({ driver: 'local', spec })).driver as LocalDriver;
-    creds = await driver.credentials();
-    replicas = driver.endpoints().filter((e) => e.kind === 'replica');
-    proxy = await startProxy({
-      replicas,
-      connector: driver.connector(creds),
-      host: '127.0.0.1',
+    cluster = await upProxyCluster({ name: 'plbtest-proxy', replicas: 5, basePort: BASE_PORT, record: true });
+    ({ driver, creds, replicas } = cluster);
+    proxy = await startTestProxy({
+      ...cluster.proxyBase,
       ports: { premium: PREMIUM_PORT, freemium: FREEMIUM_PORT },
       classFrom: 'option',
-      strategy: 'plb',
-      reference: { premium: 2, mixed: 1, freemium: 2 },
       partition: { premium: 3, freemium: 2 },
       slowStartMs: 10_000,
       borrowing: {
@@ -124,7 +94,6 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
         freemium: { pressureRatio: 2, returnRatio: 0.625 },
       },
       health: { intervalMs: 300, timeoutMs: 300, fall: 2, rise: 2, hangMs: 3000 },
-      statsEveryS: 0,
       log: (l) => logs.push(l),
     });
   });
@@ -132,8 +101,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
   afterAll(async () => {
     for (const c of clients) await c.end().catch(() => undefined);
     await proxy?.stop(1000);
-    await driver?.down();
-    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+    await cluster?.down();
   });
 
   it('node-postgres through both ports: premium only on premium/mixed replicas, freemium on freemium/mixed', async () => {
@@ -187,6 +155,15 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     expect(wrong.err).toMatch(/password authentication failed/);
   });
 
+  /** A CancelRequest on the premium port; resolves when the proxy closes it. */
+  const sendCancel = (pid: number, secret: number): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const s = createConnection({ host: '127.0.0.1', port: PREMIUM_PORT });
+      s.on('error', () => resolve());
+      s.on('connect', () => s.write(serialize.cancel(pid, secret)));
+      s.on('close', () => resolve());
+    });
+
   it('a CancelRequest reaches the backend of that session (through the proxy key)', async () => {
     const c = await client(PREMIUM_PORT);
     const { processID, secretKey } = c as unknown as { processID: number; secretKey: number };
@@ -197,29 +174,19 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     );
     await sleep(300);
     const t0 = Date.now();
-    await new Promise<void>((resolve) => {
-      const s = createConnection({ host: '127.0.0.1', port: PREMIUM_PORT });
-      s.on('error', () => resolve());
-      s.on('connect', () => s.write(serialize.cancel(processID, secretKey)));
-      s.on('close', () => resolve());
-    });
+    await sendCancel(processID, secretKey);
     expect(await q).toMatchObject({ code: '57014' });
     expect(Date.now() - t0).toBeLessThan(5000);
     // A wrong key cancels nothing.
     const q2 = c.query('select pg_sleep(0.5) as x');
-    await new Promise<void>((resolve) => {
-      const s = createConnection({ host: '127.0.0.1', port: PREMIUM_PORT });
-      s.on('error', () => resolve());
-      s.on('connect', () => s.write(serialize.cancel(processID, secretKey + 1)));
-      s.on('close', () => resolve());
-    });
+    await sendCancel(processID, secretKey + 1);
     await expect(q2).resolves.toMatchObject({ rowCount: 1 });
     await c.end();
   });
 
   it('pgbench -n -C through the proxy, a replica killed mid-run: only the sessions on it fail', async () => {
     // In the suite's temporary folder, removed with it.
-    const script = join(stateDir, 'select.sql');
+    const script = join(cluster.stateDir, 'select.sql');
     writeFileSync(script, 'SELECT inet_server_port();\nSELECT pg_sleep(0.2);\n');
     // An idle node-postgres session on the replica about to die: it must get an ErrorResponse.
     let idle: pg.Client | undefined;
@@ -390,7 +357,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
         '10s',
         '--json',
       ],
-      { env: { ...process.env, PLB_STATE_DIR: stateDir }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { env: { ...process.env, PLB_STATE_DIR: cluster.stateDir }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
     let err = '';

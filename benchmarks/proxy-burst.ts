@@ -1,0 +1,277 @@
+// A flood of startups at `plb proxy` and a real premium client meanwhile. N raw startups go to the
+// freemium listener (or --burst-premium of them to premium), as many at once as the descriptor
+// limit allows; each ends as served (the replica's authentication request came back through the
+// proxy: admitted and connected, then held open until the burst is over, so the replicas fill),
+// refused with 53300 (over --max-client-conn, the admission queue full or its wait timed out),
+// another error, or hung (no answer within --hang-timeout: must be 0). While the burst runs, a real
+// premium client (node-postgres: connect, password, `select 1`) is timed --probes times. The proxy
+// runs in a child process (this file with --serve), so its descriptors, RSS and event loop are its
+// own; both are sampled from /proc. A local cluster is brought up and removed at the end.
+//
+// Run: node --import tsx benchmarks/proxy-burst.ts [--startups 10000] [--parallel <from ulimit -n>]
+//        [--replicas 2] [--admission-limit 40] [--admission-queue 1000] [--admission-timeout 5s]
+//        [--max-client-conn <proxy default>] [--probes 5] [--burst-premium 0] [--hang-timeout 20]
+//        [--strategy plb] [--base-port 26400] [--listen-port 27400]
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { createLocalDriver } from '../src/cluster/local/index.js';
+import { clusterSpec } from '../src/cluster/select.js';
+import { parseDuration } from '../src/core/duration.js';
+import { fdLimit } from '../src/proxy/process-usage.js';
+import { startProxy } from '../src/proxy/proxy-server.js';
+import { isStrategyName } from '../src/router/index.js';
+import type { StrategyName } from '../src/router/types.js';
+
+const argv = process.argv.slice(2);
+const opt = (n: string, d: string): string => {
+  const i = argv.indexOf(`--${n}`);
+  return i >= 0 ? (argv[i + 1] ?? d) : d;
+};
+const num = (n: string, d: number): number => Number(opt(n, String(d)));
+const NAME = 'plbbench-burst';
+const BASE_PORT = num('base-port', 26400);
+const LISTEN = num('listen-port', 27400);
+const replicas = num('replicas', 2);
+
+interface ServeConfig {
+  stateDir: string;
+  strategy: StrategyName;
+  maxClientConn?: number;
+  admission: { limit: number; queue: number; timeoutMs: number };
+}
+
+function spec(stateDir: string) {
+  return clusterSpec({ name: NAME, replicas, basePort: BASE_PORT, maxConnections: 200, stateDir });
+}
+
+/** The child: the proxy in front of the cluster until SIGTERM; then its counters as one JSON line. */
+async function serve(config: ServeConfig): Promise<void> {
+  const driver = createLocalDriver(spec(config.stateDir));
+  const creds = await driver.credentials();
+  const proxy = await startProxy({
+    replicas: driver.endpoints().filter((e) => e.kind === 'replica'),
+    connector: driver.connector(creds),
+    host: '127.0.0.1',
+    ports: { premium: LISTEN, freemium: LISTEN + 1 },
+    classFrom: 'off',
+    strategy: config.strategy,
+    reference: { premium: 2, mixed: 1, freemium: 2 },
+    partition: { premium: 1, freemium: 1 },
+    slowStartMs: 0,
+    borrowing: false,
+    health: { intervalMs: 1000, timeoutMs: 1000, fall: 3, rise: 2, hangMs: 10_000 },
+    statsEveryS: 0,
+    admission: config.admission,
+    ...(config.maxClientConn ? { maxClientConn: config.maxClientConn } : {}),
+    log: (l) => process.stderr.write(`proxy: ${l}\n`),
+  });
+  process.stdout.write(`ready ${proxy.maxClientConn}\n`);
+  process.once('SIGTERM', () => {
+    void proxy.stop(1000).then(() => {
+      const { stats, gate } = proxy;
+      process.stdout.write(
+        `${JSON.stringify({ overLimit: stats.overLimit, classes: stats.classes, admission: gate.counters, usage: proxy.usage() })}\n`,
+      );
+      process.exit(0);
+    });
+  });
+}
+
+type Outcome = 'served' | 'refused' | 'error' | 'hung';
+
+function startupPacket(user: string, database: string): Buffer {
+  const body = Buffer.from(`user\0${user}\0database\0${database}\0application_name\0burst\0\0`);
+  const out = Buffer.alloc(8 + body.length);
+  out.writeInt32BE(out.length, 0);
+  out.writeInt32BE(3 << 16, 4);
+  body.copy(out, 8);
+  return out;
+}
+
+/** One raw startup: how it ended; a served one is held (pushed to `held`) until the burst is over. */
+function oneStartup(port: number, packet: Buffer, hangMs: number, held: Set<() => void>): Promise<Outcome> {
+  return new Promise((resolve) => {
+    let done = false;
+    const s = createConnection({ host: '127.0.0.1', port });
+    const end = (o: Outcome, keep = false): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (keep) held.add(() => s.destroy());
+      else s.destroy();
+      resolve(o);
+    };
+    const timer = setTimeout(() => end('hung'), hangMs);
+    let buf = Buffer.alloc(0);
+    s.on('error', () => end('error'));
+    s.on('close', () => end('error')); // closed without an answer the proxy should give
+    s.on('connect', () => s.write(packet));
+    s.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      if (buf[0] === 0x52) return end('served', true); // 'R': the server asks for a password
+      if (buf[0] === 0x45 && buf.length >= 5 && buf.length >= 1 + buf.readInt32BE(1)) {
+        const code = /C([0-9A-Z]{5})\0/.exec(buf.toString('latin1', 5))?.[1];
+        end(code === '53300' ? 'refused' : 'error');
+      }
+    });
+  });
+}
+
+function procUsage(pid: number): { rssMiB: number; fds: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return { rssMiB: Math.round(kb / 1024), fds: readdirSync(`/proc/${pid}/fd`).length };
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length === 0
+    ? NaN
+    : s.length % 2
+      ? (s[m] as number)
+      : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+async function main(): Promise<void> {
+  const startups = num('startups', 10_000);
+  // This process holds one descriptor per startup in flight; keep 200 for the rest.
+  const parallel = Math.max(1, Math.min(startups, num('parallel', fdLimit() - 200)));
+  const probes = num('probes', 5);
+  const hangMs = num('hang-timeout', 20) * 1000;
+  const burstPremium = num('burst-premium', 0);
+  const admission = {
+    limit: num('admission-limit', 40),
+    queue: num('admission-queue', 1000),
+    timeoutMs: (parseDuration(opt('admission-timeout', '5s')) ?? 5) * 1000,
+  };
+  const maxArg = argv.includes('--max-client-conn') ? num('max-client-conn', 0) : undefined;
+  const work = mkdtempSync(join(tmpdir(), 'plb-burst-bench-'));
+  chmodSync(work, 0o755);
+  const stateDir = join(work, 'state');
+  const driver = createLocalDriver(spec(stateDir));
+  let child: ChildProcess | undefined;
+  try {
+    await driver.down();
+    await driver.up((l) => process.stderr.write(`${l}\n`));
+    const creds = await driver.credentials();
+    const strategy = opt('strategy', 'plb');
+    if (!isStrategyName(strategy)) throw new Error(`--strategy: unknown strategy "${strategy}"`);
+    const config: ServeConfig = {
+      stateDir,
+      strategy,
+      admission,
+      ...(maxArg ? { maxClientConn: maxArg } : {}),
+    };
+    child = spawn(
+      process.execPath,
+      [...process.execArgv, fileURLToPath(import.meta.url), '--serve', JSON.stringify(config), ...argv],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const out: string[] = [];
+    let pending = '';
+    const line = new Promise<string>((resolve, reject) => {
+      child!.stdout!.on('data', (d: Buffer) => {
+        pending += d.toString();
+        for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
+          out.push(pending.slice(0, i));
+          pending = pending.slice(i + 1);
+          if (out.length === 1) resolve(out[0] as string);
+        }
+      });
+      child!.once('exit', (code) => reject(new Error(`proxy child exited (${code})`)));
+    });
+    const maxClientConn = Number((await line).split(' ')[1]);
+    const pid = child.pid as number;
+    const peak = { rssMiB: 0, fds: 0 };
+    const sample = (): void => {
+      try {
+        const u = procUsage(pid);
+        peak.rssMiB = Math.max(peak.rssMiB, u.rssMiB);
+        peak.fds = Math.max(peak.fds, u.fds);
+      } catch {
+        // the child is gone
+      }
+    };
+    const sampler = setInterval(sample, 200);
+
+    const packet = startupPacket(creds.user, creds.database);
+    const held = new Set<() => void>();
+    const counts: Record<Outcome, number> = { served: 0, refused: 0, error: 0, hung: 0 };
+    let next = 0;
+    const t0 = Date.now();
+    const worker = async (): Promise<void> => {
+      while (next < startups) {
+        const i = next++;
+        const port = i < burstPremium ? LISTEN : LISTEN + 1;
+        counts[await oneStartup(port, packet, hangMs, held)] += 1;
+      }
+    };
+    let burstDone = false;
+    const burst = Promise.all(Array.from({ length: parallel }, () => worker())).then(() => {
+      burstDone = true;
+      return Date.now() - t0;
+    });
+    // The real premium client, while the burst is in flight.
+    const probeMs: number[] = [];
+    let probeFailed = 0;
+    await new Promise((r) => setTimeout(r, 300));
+    // Only while the burst is still in flight (a probe after it measures nothing).
+    for (let p = 0; p < probes && !burstDone; p++) {
+      const c = new pg.Client({
+        host: '127.0.0.1',
+        port: LISTEN,
+        user: creds.user,
+        password: creds.password,
+        database: creds.database,
+        connectionTimeoutMillis: 10_000,
+      });
+      c.on('error', () => undefined);
+      const s0 = performance.now();
+      try {
+        await c.connect();
+        await c.query('select 1');
+        probeMs.push(performance.now() - s0);
+      } catch (err) {
+        probeFailed += 1;
+        process.stderr.write(`premium probe ${p + 1}: ${err instanceof Error ? err.message : String(err)}\n`);
+      } finally {
+        await c.end().catch(() => undefined);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const burstMs = await burst;
+    sample();
+    for (const close of held) close();
+    clearInterval(sampler);
+    child.kill('SIGTERM');
+    await new Promise<void>((r) => child!.once('exit', () => r()));
+    const summary = out[1] ? (JSON.parse(out[1]) as Record<string, unknown>) : undefined;
+    const fmt = (x: number): string => x.toFixed(1);
+    process.stdout.write(
+      [
+        `burst: ${startups} startups (${burstPremium} to premium), ${parallel} at once, ${replicas} replicas, ${strategy}; ` +
+          `--max-client-conn ${maxClientConn}, --admission-limit ${admission.limit} --admission-queue ${admission.queue} ` +
+          `--admission-timeout ${admission.timeoutMs / 1000}s; took ${(burstMs / 1000).toFixed(1)} s`,
+        `outcomes: served ${counts.served}, 53300 ${counts.refused}, other error ${counts.error}, hung ${counts.hung}`,
+        `premium client during the burst (${probeMs.length + probeFailed} of ${probes} tries ran before it ended): median ${fmt(median(probeMs))} ms, ` +
+          `max ${probeMs.length ? fmt(Math.max(...probeMs)) : '-'} ms, failed ${probeFailed}`,
+        `proxy process: peak RSS ${peak.rssMiB} MiB, peak fds ${peak.fds} (sampled every 200 ms)`,
+        ...(summary ? [`proxy counters: ${JSON.stringify(summary)}`] : []),
+      ].join('\n') + '\n',
+    );
+  } finally {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await driver.down();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+const serveAt = argv.indexOf('--serve');
+if (serveAt >= 0) await serve(JSON.parse(argv[serveAt + 1] as string) as ServeConfig);
+else await main();

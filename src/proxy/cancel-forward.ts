@@ -1,0 +1,26 @@
+/** A client's CancelRequest, sent on to the session's backend with the backend's own key. */
+import { createConnection } from 'node:net';
+import { cancelRequest } from './wire.js';
+
+/**
+ * Connects to the replica, sends the request and calls done when that connection closes (the
+ * client waits for its own to close to know the request was delivered), or after timeoutMs.
+ * Always plain TCP: PostgreSQL takes a CancelRequest without TLS.
+ */
+export function forwardCancel(
+  host: string,
+  key: { port: number; pid: number; secret: Buffer },
+  timeoutMs: number,
+  done: () => void,
+): void {
+  const s = createConnection({ host, port: key.port });
+  const timer = setTimeout(() => s.destroy(), timeoutMs);
+  timer.unref();
+  s.on('error', () => undefined);
+  s.on('connect', () => s.end(cancelRequest(key.pid, key.secret)));
+  s.on('data', () => undefined);
+  s.on('close', () => {
+    clearTimeout(timer);
+    done();
+  });
+}

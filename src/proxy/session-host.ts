@@ -1,0 +1,35 @@
+/** What a session (session.ts) needs from the proxy around it (proxy-server.ts). */
+import type { SecureContext } from 'node:tls';
+import type { ServiceClass } from '../core/service-class.js';
+import type { CancelKeys } from './cancel-keys.js';
+import type { ClassFrom } from './startup-packet.js';
+import type { ProxyStats } from './stats.js';
+import type { ServerTlsMode } from './tls-server.js';
+
+export interface SessionHost {
+  readonly classFrom: ClassFrom;
+  /** The client must send its startup packet within this. */
+  readonly startupTimeoutMs: number;
+  /** TCP connect to a replica must succeed within this. */
+  readonly connectTimeoutMs: number;
+  /** Replicas tried for one session when connecting fails (each failure is reported). */
+  readonly connectAttempts: number;
+  readonly cancelKeys: CancelKeys;
+  readonly stats: ProxyStats;
+  /** With a certificate (--tls-cert/--tls-key): SSLRequest is answered 'S' and TLS ends here. */
+  readonly tls?: SecureContext | undefined;
+  /** TLS on the replica leg (--server-tls, tls-server.ts). */
+  readonly serverTls: ServerTlsMode;
+  /**
+   * A replica for a session of cls, perhaps after a wait for a slot (admission-gate.ts); rejects
+   * with PlbError NO_REPLICA when none may take it, ADMISSION_FULL or ADMISSION_TIMEOUT when the
+   * session could not get a slot.
+   */
+  acquire(cls: ServiceClass, ticket: object): Promise<{ replica: string; host: string; port: number }>;
+  /** The session's client left while it waited for a slot: stop waiting (acquire rejects). */
+  cancelWait(ticket: object): void;
+  release(replica: string, cls: ServiceClass): void;
+  /** A passive failure signal for the health checker. */
+  reportFailure(replica: string, err: unknown, via: 'connect' | 'session'): void;
+  log(line: string): void;
+}

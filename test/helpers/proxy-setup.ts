@@ -1,0 +1,143 @@
+// Shared by the proxy integration tests: a local cluster in a temporary state folder, a proxy
+// with test-sized defaults in front of it, node-postgres settings, and a self-signed certificate.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type pg from 'pg';
+import { describe, it } from 'vitest';
+import type { Connector } from '../../src/cluster/connector.js';
+import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
+import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
+import { bringUp, clusterSpec } from '../../src/cluster/select.js';
+import { startProxy, type ProxyHandle, type ProxyOptions } from '../../src/proxy/proxy-server.js';
+
+export interface ProxyTestCluster {
+  stateDir: string;
+  driver: LocalDriver;
+  creds: Credentials;
+  replicas: Endpoint[];
+  /** What a proxy in front of it needs (startTestProxy). */
+  proxyBase: { replicas: Endpoint[]; connector: Connector };
+  /** node-postgres settings for a proxy (or replica) port. */
+  pgConfig(port: number, extra?: Partial<pg.ClientConfig>): pg.ClientConfig;
+  /** Stops the cluster and removes its state folder. */
+  down(): Promise<void>;
+}
+
+/**
+ * A local cluster (1 primary + `replicas` standbys) in a fresh temporary state folder, leftovers
+ * of an earlier crashed run of the same name stopped first. `record`: as `plb cluster up` does,
+ * so a command can find it by name.
+ */
+export async function upProxyCluster(opts: {
+  name: string;
+  replicas: number;
+  basePort: number;
+  maxConnections?: number;
+  record?: boolean;
+}): Promise<ProxyTestCluster> {
+  const stateDir = mkdtempSync(join(tmpdir(), `${opts.name}-`));
+  const spec = clusterSpec({
+    name: opts.name,
+    replicas: opts.replicas,
+    basePort: opts.basePort,
+    maxConnections: opts.maxConnections ?? 100,
+    stateDir,
+  });
+  await createLocalDriver(spec).down();
+  let driver: LocalDriver;
+  if (opts.record) driver = (await bringUp({ driver: 'local', spec })).driver as LocalDriver;
+  else {
+    driver = createLocalDriver(spec);
+    await driver.up(() => undefined);
+  }
+  const creds = await driver.credentials();
+  const replicas = driver.endpoints().filter((e) => e.kind === 'replica');
+  return {
+    stateDir,
+    driver,
+    creds,
+    replicas,
+    proxyBase: { replicas, connector: driver.connector(creds) },
+    pgConfig: (port, extra = {}) => ({
+      host: '127.0.0.1',
+      port,
+      user: creds.user,
+      password: creds.password,
+      database: creds.database,
+      connectionTimeoutMillis: 10_000,
+      ...extra,
+    }),
+    down: async () => {
+      await driver.down();
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A proxy over the cluster's replicas: plb, 2:1:2, no borrowing, quick health checks, no stats lines. */
+export function startTestProxy(
+  over: Partial<ProxyOptions> & Pick<ProxyOptions, 'replicas' | 'connector' | 'ports' | 'log'>,
+): Promise<ProxyHandle> {
+  return startProxy({
+    host: '127.0.0.1',
+    classFrom: 'off',
+    strategy: 'plb',
+    reference: { premium: 2, mixed: 1, freemium: 2 },
+    partition: { premium: 1, freemium: 1 },
+    slowStartMs: 0,
+    borrowing: false,
+    health: { intervalMs: 500, timeoutMs: 500, fall: 3, rise: 2, hangMs: 5000 },
+    statsEveryS: 0,
+    ...over,
+  });
+}
+
+/**
+ * A self-signed certificate and key (openssl) in dir, for CN 127.0.0.1; owned like `ownerOf`
+ * when given (a server that runs as another user must be able to read its key).
+ */
+export function selfSignedCert(dir: string, base: string, ownerOf?: string): { cert: string; key: string } {
+  const cert = join(dir, `${base}.crt`);
+  const key = join(dir, `${base}.key`);
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
+  chmodSync(key, 0o600); // PostgreSQL refuses a key others can read
+  if (ownerOf !== undefined) {
+    const st = statSync(ownerOf);
+    for (const f of [cert, key]) chownSync(f, st.uid, st.gid);
+  }
+  return { cert, key };
+}
+
+/**
+ * With CI=true a missing dependency fails (a suite of one failing test); elsewhere the suite that
+ * needs it skips by itself.
+ */
+export function failInCiWithout(have: boolean, what: string): void {
+  describe.runIf(process.env.CI === 'true' && !have)(`${what} (CI)`, () => {
+    it('has what it needs', () => {
+      throw new Error(`CI=true and ${what} cannot run here: it must run in CI`);
+    });
+  });
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
