@@ -6,13 +6,14 @@
 import type { ClusterDriver } from '../cluster/driver.js';
 import { checkBasePort } from '../cluster/ports.js';
 import { DEFAULT_REPLICAS, parseCpus, parseDriverChoice } from '../cluster/select.js';
-import type { SimCalibration } from '../cluster/sim/calibration.js';
+import { checkCalibration, type SimCalibration } from '../cluster/sim/calibration.js';
 import { validateClusterName } from '../cluster/state.js';
 import { allTemplates, type TemplateSet } from '../cluster/templates.js';
 import { formatError, PlbError } from '../core/errors.js';
 import { checkWritableFile, writeFileSafe } from '../core/safe-write.js';
 import { DEFAULT_WORKLOAD } from '../workload/spec.js';
 import { handleStopSignals, STOP_SIGNALS } from '../cli/stop-signals.js';
+import { measureAtLoad } from './calibrate-at-load.js';
 import { measureReplica, settle } from './calibrate-measure.js';
 import {
   CALIBRATE_DEFAULTS,
@@ -173,11 +174,21 @@ async function calibrateOn(
       signal: opts.signal,
       ...(opts.templates ? { extra: allTemplates(opts.templates).filter((t) => !t.writes) } : {}),
     });
-    return summariseCalibration(m, {
+    const sequential = summariseCalibration(m, {
       at: new Date().toISOString(),
       machine: machineDescription(),
       ...(opts.note ? { note: opts.note } : {}),
     });
+    opts.log(`measuring ${replica.id} at load (plb's mix, 16 sessions at 70 % of its quota)`);
+    const atLoad = await measureAtLoad({
+      driver,
+      replica,
+      credentials: creds,
+      replicas: driver.endpoints().filter((e) => e.kind === 'replica').length,
+      cpusPerReplica: quota,
+      sequential,
+    });
+    return checkCalibration({ ...sequential, atLoad }, 'measured');
   } finally {
     // An interrupted restart must not leave the replica of someone's cluster down.
     const after = (await driver.status().catch(() => [])).find((s) => s.id === replica.id);

@@ -193,6 +193,15 @@ export function renderCalibration(cal: SimCalibration, where: string): string {
   t.push(['health check (SELECT 1)', `${cal.healthCpuMs} ms CPU`, '']);
   t.push(['restart: start() -> accepts', `${cal.restartMs} ms`, '']);
   t.push(['then -> streaming', `${cal.catchUpMs} ms`, '']);
+  const a = cal.atLoad;
+  if (a) {
+    const f = (a.queryCpuMs / a.sequentialQueryCpuMs).toFixed(2);
+    t.push([
+      `at load (${a.sessions} sessions, ${Math.round(a.targetCpu * 100)} % of quota)`,
+      `${a.queryCpuMs} ms CPU a query`,
+      `${f}x the sequential mix; connect ${a.connectCpuMs} ms`,
+    ]);
+  }
   const m = cal.measured;
   return [
     `calibration (ms of one core) on PostgreSQL ${m.postgres}, replica quota ${m.replicaCpus} cpus`,
