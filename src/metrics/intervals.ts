@@ -199,9 +199,7 @@ export function bootstrapCell(cell: Cell, opts: BootstrapOptions): CellBootstrap
   >;
   // Each possible block (every start, circularly; and the shorter last block) merged once.
   const full = c.runs.map((r) => tablesOf(c, r.offset, r.len, block));
-  const tail = c.runs.map((r) =>
-    r.len % block === 0 ? null : tablesOf(c, r.offset, r.len, r.len % block),
-  );
+  const tail = c.runs.map((r) => (r.len % block === 0 ? null : tablesOf(c, r.offset, r.len, r.len % block)));
   const draws = c.runs.reduce((s, r) => s + Math.ceil(r.len / block), 0);
   const latT: BlockTable[] = new Array<BlockTable>(draws);
   const lifeT: BlockTable[] = new Array<BlockTable>(draws);
