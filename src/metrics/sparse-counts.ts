@@ -124,3 +124,23 @@ export function sparseOfHistogram(h: Histogram): SparseCounts {
   }
   return { values: Float64Array.from(values), counts: Float64Array.from(counts), total };
 }
+
+/**
+ * The sparse counts of raw values as a histogram of `lowest` and `digits` would hold them (each
+ * value in its bucket's highest equivalent value): a second of queries without a histogram.
+ */
+export function sparseOfValues(values: readonly number[], lowest = 1, digits = 3): SparseCounts {
+  if (values.length === 0) return EMPTY_COUNTS;
+  const l = layoutOf(lowest, digits).h;
+  const keys = Float64Array.from(values, (v) => l.highestEquivalentValue(v)).sort();
+  const outV: number[] = [];
+  const outC: number[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0 && keys[i] === keys[i - 1]) outC[outC.length - 1]!++;
+    else {
+      outV.push(keys[i]!);
+      outC.push(1);
+    }
+  }
+  return { values: Float64Array.from(outV), counts: Float64Array.from(outC), total: keys.length };
+}

@@ -8,7 +8,7 @@ import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
 import type { RunGroup } from '../run-format/report.js';
 import type { Comparison } from '../run-format/report.js';
-import { barInterval, changeInterval } from './evidence-charts.js';
+import { barInterval, changeInterval, missingIntervalNote, NO_INTERVAL_WHY } from './evidence-charts.js';
 
 const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };
 export const STRATEGY_COLORS: Record<string, string> = {
@@ -335,47 +335,58 @@ function roleRank(r: string): number {
   return i === -1 ? 99 : i;
 }
 
+interface PhaseBar {
+  phase: string;
+  cls: ServiceClass;
+  series: string;
+  median: number | null;
+  q1: number | null;
+  q3: number | null;
+  n: number;
+  ci: boolean;
+}
+
+/** The bars of phaseBarsSpec: the pooled value and its 95 % interval, else median and IQR. */
+function phaseBars(groups: readonly RunGroup[], metric: 'p95' | 'goodput'): PhaseBar[] {
+  const several = groups.length > 1;
+  return groups
+    .flatMap((g) =>
+      g.phases.flatMap((p) =>
+        SERVICE_CLASSES.map((c): PhaseBar => {
+          const s = p.classes[c][metric];
+          const series = several ? seriesLabel(g, groups) : c;
+          const iv = barInterval(g, p.name, c, metric);
+          if (iv)
+            return { phase: p.name, cls: c, series, median: iv.value, q1: iv.lo, q3: iv.hi, n: 2, ci: true };
+          return { phase: p.name, cls: c, series, median: s.median, q1: s.q1, q3: s.q3, n: s.n, ci: false };
+        }),
+      ),
+    )
+    .filter((v) => v.median !== null);
+}
+
+/** The note under phaseBarsSpec naming the bars without a 95 % interval; null when none. */
+export function phaseBarsNote(groups: readonly RunGroup[], metric: 'p95' | 'goodput'): string | null {
+  const several = groups.length > 1;
+  return missingIntervalNote(
+    phaseBars(groups, metric).map((b) => ({
+      label: several ? `${b.series} ${b.cls} ${b.phase}` : `${b.cls} ${b.phase}`,
+      ci: b.ci,
+    })),
+    `${NO_INTERVAL_WHY}; those bars show the median, with the IQR over the repeats when there are several`,
+  );
+}
+
 /**
- * Per phase bars of the median with IQR error bars (drawn only when some value comes from several
- * runs). One group: one bar per class. Several: one bar per strategy, one panel per class.
+ * Per phase bars with error bars: the 95 % interval where the runs have per-second data, else
+ * the median with its IQR (drawn only when some value comes from several runs). One group: one
+ * bar per class. Several: one bar per strategy, one panel per class.
  */
 export function phaseBarsSpec(groups: readonly RunGroup[], metric: 'p95' | 'goodput'): TopLevelSpec {
   const several = groups.length > 1;
   const phaseOrder: string[] = [];
   for (const g of groups) for (const p of g.phases) if (!phaseOrder.includes(p.name)) phaseOrder.push(p.name);
-  const values = groups
-    .flatMap((g) =>
-      g.phases.flatMap((p) =>
-        SERVICE_CLASSES.map((c) => {
-          const s = p.classes[c][metric];
-          const label = several ? seriesLabel(g, groups) : c;
-          // With per-second data: the pooled value and its 95 % interval; else median and IQR.
-          const iv = barInterval(g, p.name, c, metric);
-          if (iv)
-            return {
-              phase: p.name,
-              cls: c,
-              series: label,
-              median: iv.value,
-              q1: iv.lo,
-              q3: iv.hi,
-              n: 2,
-              ci: true,
-            };
-          return {
-            phase: p.name,
-            cls: c,
-            series: label,
-            median: s.median,
-            q1: s.q1,
-            q3: s.q3,
-            n: s.n,
-            ci: false,
-          };
-        }),
-      ),
-    )
-    .filter((v) => v.median !== null);
+  const values = phaseBars(groups, metric);
   const seriesOrder = several ? groups.map((g) => seriesLabel(g, groups)) : [...SERVICE_CLASSES];
   const scale = several
     ? colorScale(
@@ -384,7 +395,7 @@ export function phaseBarsSpec(groups: readonly RunGroup[], metric: 'p95' | 'good
       )
     : colorScale(seriesOrder, CLASS_COLORS);
   const title = metric === 'p95' ? 'p95 per phase (ms)' : 'Goodput per phase (q/s)';
-  const showIqr = values.some((v) => v.n > 1);
+  const showIqr = values.some((v) => v.n > 1 && v.q1 !== null);
   const x = { field: 'phase', type: 'nominal', sort: phaseOrder, title: null, axis: { labelAngle: 0 } };
   const xOffset = { field: 'series', sort: seriesOrder };
   const layer = [
@@ -408,7 +419,9 @@ export function phaseBarsSpec(groups: readonly RunGroup[], metric: 'p95' | 'good
   ];
   const ci = values.some((v) => v.ci);
   const sub = ci
-    ? ' — error bar = 95 % interval (block bootstrap over seconds)'
+    ? values.every((v) => v.ci)
+      ? ' — error bar = 95 % interval (block bootstrap over seconds)'
+      : ' — error bar = 95 % interval (block bootstrap over seconds), IQR where there is none'
     : showIqr
       ? ' — median, error bar = IQR'
       : '';
@@ -438,6 +451,23 @@ function seriesLabel(g: RunGroup, all: readonly RunGroup[]): string {
   const mixes = new Set(all.map((x) => `${x.plan} ${x.mixLabel}`));
   const name = mixes.size > 1 ? `${g.strategy} ${g.mixLabel}` : g.strategy;
   return g.settingsLabel ? `${name} · ${g.settingsLabel}` : name;
+}
+
+/** The note under comparisonSpec naming the changes drawn without a 95 % interval; null when none. */
+export function comparisonNote(cmp: Comparison, groups: readonly RunGroup[] = []): string | null {
+  return missingIntervalNote(
+    cmp.entries.flatMap((e) =>
+      e.rows.flatMap((r) =>
+        (['p95', 'goodput'] as const)
+          .filter((m) => (m === 'p95' ? r.p95Change : r.goodputChange) !== null)
+          .map((m) => ({
+            label: `${e.strategy} ${r.cls} ${r.phase} ${m}`,
+            ci: changeInterval(groups, e, r.phase, r.cls, m) !== null,
+          })),
+      ),
+    ),
+    NO_INTERVAL_WHY,
+  );
 }
 
 /** The change against the baseline, per phase, class and strategy ((value - base) / base). */

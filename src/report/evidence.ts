@@ -35,7 +35,8 @@ export const METHOD =
 const NULL_EST: Estimate = { value: null, lo: null, hi: null };
 const num = (v: number): number | null => (Number.isFinite(v) ? v : null);
 
-function overRuns(values: number[]): Estimate {
+/** Mean of the runs' values with its t interval (at least 3 runs, else no value). */
+export function overRuns(values: number[]): Estimate {
   const xs = values.filter((v) => Number.isFinite(v));
   if (xs.length < 3) return NULL_EST;
   const m = xs.reduce((s, v) => s + v, 0) / xs.length;
