@@ -35,7 +35,7 @@ import { quantile } from '../metrics/math.js';
 import { checkWritableFile, writeFileSafe } from '../core/safe-write.js';
 import { tableStyle } from '../core/table-style.js';
 import { measureConnects, replicaCpu, type ConnectSamples } from '../workload/calibrate.js';
-import { makeQuery } from '../cluster/queries.js';
+import { makeQuery } from '../workload/statements.js';
 import { Rng } from '../core/rng.js';
 import { DEFAULT_WORKLOAD } from '../workload/spec.js';
 import { type QueryKind } from '../run-format/config.js';

@@ -6,6 +6,7 @@
  */
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { PlbError } from '../core/errors.js';
 import { packageRoot } from '../core/package-info.js';
@@ -130,6 +131,18 @@ export function defaultWorkloadPath(): string {
 /** Reads the default file's text (the workload-file reader parses it like any other). */
 export function readDefaultWorkload(): string {
   return readFileSync(defaultWorkloadPath(), 'utf8');
+}
+
+/** The SQL of plb's three templates in the default file, by name (the simulator keys costs on it). */
+export function builtinSql(): Record<QueryKind, string> {
+  const doc = parseYaml(readDefaultWorkload()) as { templates?: Record<string, { sql?: unknown }> };
+  const sql = (k: QueryKind): string => {
+    const v = doc.templates?.[k]?.sql;
+    if (typeof v !== 'string')
+      throw new PlbError('INTERNAL', `${defaultWorkloadPath()}: templates.${k}.sql is missing`);
+    return v;
+  };
+  return { point: sql('point'), range: sql('range'), scan: sql('scan') };
 }
 
 /** plb's three templates with the class's weights (point/range/scan), in the default file's order. */

@@ -2,11 +2,14 @@
  * What a session of a class runs: the workload's own templates, or plb's three from the default
  * file (workloads/default.yaml) weighted by the class's queryWeights.
  */
+import type { Rng } from '../core/rng.js';
 import type { ServiceClass } from '../core/service-class.js';
-import type { WorkloadSpec } from '../run-format/config.js';
+import type { QueryKind, WorkloadSpec } from '../run-format/config.js';
 import {
   defaultWorkloadPath,
+  instantiate,
   readDefaultWorkload,
+  type StatementInstance,
   withKindWeights,
   type Template,
   type TemplateSet,
@@ -23,6 +26,13 @@ export function defaultTemplateSet(): TemplateSet {
     defaults = set;
   }
   return defaults;
+}
+
+/** One of plb's three queries (the default file's template of that name) with drawn values. */
+export function makeQuery(kind: QueryKind, rows: number, rng: Rng): StatementInstance {
+  const t = defaultTemplateSet().classes.premium.find((x) => x.name === kind);
+  if (t === undefined) throw new Error(`${defaultWorkloadPath()} has no template ${kind}`);
+  return instantiate(t, rows, rng);
 }
 
 const perSpec = new WeakMap<WorkloadSpec, Record<ServiceClass, Template[]>>();

@@ -6,7 +6,7 @@ import type { ClusterSpec } from '../../src/run-format/cluster-record.js';
 import { checkCalibration, loadCalibration, type SimCalibration } from '../../src/cluster/sim/calibration.js';
 import { deliveredCores, hostShareFromPhases } from '../../src/cluster/sim/host-contention.js';
 import { SimDriver } from '../../src/cluster/sim/index.js';
-import { makeQuery } from '../../src/cluster/queries.js';
+import { makeQuery } from '../../src/workload/statements.js';
 import { Rng } from '../../src/core/rng.js';
 
 const SCAN = makeQuery('scan', 100, new Rng(1)).text;

@@ -7,7 +7,7 @@ import { classifyFailure } from '../../src/core/failure-cause.js';
 import { checkCalibration, loadCalibration, type SimCalibration } from '../../src/cluster/sim/calibration.js';
 import { CfsCpu, SimDriver } from '../../src/cluster/sim/index.js';
 import type { ClusterSpec } from '../../src/run-format/cluster-record.js';
-import { makeQuery } from '../../src/cluster/queries.js';
+import { makeQuery } from '../../src/workload/statements.js';
 import { Rng } from '../../src/core/rng.js';
 
 /** Finish times of jobs submitted at the given times with the given demands (period 100 ms). */

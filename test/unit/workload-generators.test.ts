@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { compileParam, evalBound, zipfian } from '../../src/cluster/generators.js';
-import { makeQuery } from '../../src/cluster/queries.js';
 import { Rng } from '../../src/core/rng.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
-import { classTemplates } from '../../src/workload/statements.js';
+import { classTemplates, makeQuery } from '../../src/workload/statements.js';
 import { drawStatement, highestParam, isWriteStatement } from '../../src/cluster/templates.js';
 
 const draw = (spec: Parameters<typeof compileParam>[0], n: number, seed = 1, rows = 1000) => {

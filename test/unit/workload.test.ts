@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { HealthTracker } from '../../src/cluster/health.js';
 import { isPlbError } from '../../src/core/errors.js';
 import { expandSeries } from '../../src/bench/series.js';
-import { makeQuery } from '../../src/cluster/queries.js';
+import { makeQuery } from '../../src/workload/statements.js';
 import { Rng } from '../../src/core/rng.js';
 import { parseMix, splitByMix } from '../../src/workload/spec.js';
 

@@ -43,6 +43,21 @@ export interface SimCalibration {
   cfsPeriodMs?: number;
   /** Fraction of its quota the host delivers to a saturated replica (absent: 1; host-contention.ts). */
   hostShare?: number;
+  /**
+   * What a query and a connect cost at the load experiments run at (16 sessions at `targetCpu` of
+   * the quota), measured by `plb calibrate` after the sequential figures above. Absent: those stand.
+   */
+  atLoad?: AtLoad;
+}
+
+export interface AtLoad {
+  targetCpu: number;
+  sessions: number;
+  /** Mean CPU of a query of plb's mix at that load, ms of one core. */
+  queryCpuMs: number;
+  /** The same mix's mean from the sequential per-template figures (the scale's denominator). */
+  sequentialQueryCpuMs: number;
+  connectCpuMs: number;
 }
 
 export interface TemplateCost {
@@ -114,6 +129,17 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
     const h = num(c.hostShare, 'hostShare', 0.01);
     if (h > 1) bad('hostShare', 'a number from 0.01 to 1');
   }
+  let atLoad: AtLoad | undefined;
+  if (c.atLoad !== undefined) {
+    const a = obj(c.atLoad, 'atLoad');
+    atLoad = {
+      targetCpu: num(a.targetCpu, 'atLoad.targetCpu', 0.01),
+      sessions: num(a.sessions, 'atLoad.sessions', 1),
+      queryCpuMs: num(a.queryCpuMs, 'atLoad.queryCpuMs', 1e-6),
+      sequentialQueryCpuMs: num(a.sequentialQueryCpuMs, 'atLoad.sequentialQueryCpuMs', 1e-6),
+      connectCpuMs: num(a.connectCpuMs, 'atLoad.connectCpuMs'),
+    };
+  }
   return {
     version: 1,
     measured: {
@@ -132,5 +158,22 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
     ...(c.hostCores !== undefined ? { hostCores: c.hostCores as number } : {}),
     ...(c.cfsPeriodMs !== undefined ? { cfsPeriodMs: c.cfsPeriodMs as number } : {}),
     ...(c.hostShare !== undefined ? { hostShare: c.hostShare as number } : {}),
+    ...(atLoad ? { atLoad } : {}),
   };
+}
+
+/**
+ * The costs the simulator charges: with an `atLoad` measurement, every template's sequential mean
+ * scaled by what plb's mix cost at load over what it cost alone (on the real replica a query under
+ * 16 concurrent sessions at 70 % of a 0.25-core quota used about 3x the CPU it used alone), and the
+ * connect's CPU at load. Without one, the calibration as it is.
+ */
+export function chargedCosts(cal: SimCalibration): SimCalibration {
+  const a = cal.atLoad;
+  if (a === undefined) return cal;
+  const f = a.queryCpuMs / a.sequentialQueryCpuMs;
+  const templates = Object.fromEntries(
+    Object.entries(cal.templates).map(([k, t]) => [k, { ...t, meanMs: t.meanMs * f }]),
+  ) as SimCalibration['templates'];
+  return { ...cal, templates, connect: { ...cal.connect, cpuMs: a.connectCpuMs } };
 }

@@ -1,15 +1,14 @@
-import { makeQuery } from '../queries.js';
 import { Rng } from '../../core/rng.js';
 import type { ServiceClass } from '../../core/service-class.js';
 import type { QueryKind, WorkloadSpec } from '../../run-format/config.js';
-import type { Template } from '../templates.js';
+import { builtinSql, type Template } from '../templates.js';
 import type { SimCalibration } from './calibration.js';
 
 const KINDS: readonly QueryKind[] = ['point', 'range', 'scan'];
 
 /** The SQL text of each template names it (the parameters vary, the text does not). */
 const KIND_OF_TEXT: ReadonlyMap<string, QueryKind> = new Map(
-  KINDS.map((k) => [makeQuery(k, 1000, new Rng(1)).text, k] as const),
+  Object.entries(builtinSql()).map(([k, sql]) => [sql, k as QueryKind] as const),
 );
 
 /** Salt of the simulator's own stream: the workload's forks of the run seed stay as they are. */

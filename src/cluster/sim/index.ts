@@ -5,7 +5,7 @@ import type { ClusterDriver } from '../driver.js';
 import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import { DEFAULT_CLUSTER } from '../driver.js';
 import { connectionsFor } from '../sizing.js';
-import { defaultCalibrationPath, loadCalibration, type SimCalibration } from './calibration.js';
+import { chargedCosts, defaultCalibrationPath, loadCalibration, type SimCalibration } from './calibration.js';
 import { SimDriver } from './driver.js';
 
 export { SimDriver } from './driver.js';
@@ -53,5 +53,10 @@ export function createSimCluster(opts: {
   const path = opts.calibrationPath ?? defaultCalibrationPath();
   const contents = loadCalibration(path);
   const clock = new VirtualClock();
-  return { driver: new SimDriver(spec, clock, contents, path), clock, calibration: { path, contents } };
+  // The driver charges the costs at load; config.json records the file as it is.
+  return {
+    driver: new SimDriver(spec, clock, chargedCosts(contents), path),
+    clock,
+    calibration: { path, contents },
+  };
 }
