@@ -3,7 +3,7 @@
 import type { TopLevelSpec } from 'vega-lite';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import type { Comparison, RunGroup } from '../run-format/report.js';
-import { CLASS_COLORS, colorScale, STRATEGY_COLORS, WIDTH } from './charts.js';
+import { CLASS_COLORS, colorScale, STRATEGY_COLORS, WIDTH } from './chart-style.js';
 import { barInterval, changeInterval, missingIntervalNote, NO_INTERVAL_WHY } from './evidence-charts.js';
 
 interface PhaseBar {

@@ -8,15 +8,9 @@ import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
 
 export { comparisonNote, comparisonSpec, phaseBarsNote, phaseBarsSpec } from './bar-charts.js';
+import { CLASS_COLORS, colorScale, WIDTH } from './chart-style.js';
+export { CLASS_COLORS, colorScale, STRATEGY_COLORS, WIDTH } from './chart-style.js';
 
-export const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };
-export const STRATEGY_COLORS: Record<string, string> = {
-  plb: '#2a9d3a',
-  rr: '#7a7a7a',
-  static: '#8e5cc4',
-  lc: '#e8772e',
-  wlc: '#8c564b',
-};
 const ROLE_COLORS: Record<string, string> = {
   premium: '#e6a817',
   mixed: '#2bb3a3',
@@ -24,19 +18,9 @@ const ROLE_COLORS: Record<string, string> = {
   shared: '#9aa5b1',
   down: '#d62728',
 };
-const FALLBACK = ['#17becf', '#bcbd22', '#e377c2', '#8c564b', '#aec7e8', '#ffbb78'];
 const FAULT_COLOR = '#d62728';
 /** Points per series at most; longer timelines are averaged into buckets to keep the SVG small. */
 const MAX_POINTS = 600;
-export const WIDTH = 720;
-
-export function colorScale(
-  domain: string[],
-  known: Record<string, string>,
-): { domain: string[]; range: string[] } {
-  let i = 0;
-  return { domain, range: domain.map((d) => known[d] || FALLBACK[i++ % FALLBACK.length] || '#333') };
-}
 
 /** Renders a vega-lite spec to an SVG string without a browser or canvas. */
 export async function renderSvg(spec: TopLevelSpec): Promise<string> {

@@ -31,9 +31,9 @@ import {
 } from './table-model.js';
 import { escapeControl } from '../core/text.js';
 import { renderCsv } from './csv.js';
-import { detectionTable, failureTable, replicaTable } from './run-tables.js';
+import { detectionTable, failureTable, groupTitle, replicaTable } from './run-tables.js';
 
-export { detectionTable, failureTable, replicaTable } from './run-tables.js';
+export { detectionTable, failureTable, groupTitle, replicaTable } from './run-tables.js';
 
 export { renderCsv, renderCsvPerRun } from './csv.js';
 import { templateTable } from './templates-table.js';
@@ -46,15 +46,6 @@ export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
  * is worse, for goodput better.
  */
 export const SIGN_CONVENTION = 'Δ = (value - ref) / ref: p95 Δ < 0 is faster, goodput Δ > 0 more.';
-
-export function groupTitle(g: RunGroup, iqr = true): string {
-  const runs =
-    g.runIds.length === 1
-      ? `run ${g.runIds[0]}`
-      : `${g.runIds.length} runs, median${iqr ? ' [q1..q3]' : 's'}`;
-  const settings = g.settingsLabel ? ` · ${g.settingsLabel}` : '';
-  return `${g.plan} · ${g.strategy} · mix ${g.mixLabel}${settings} · ${runs}${g.complete ? '' : ' · INCOMPLETE'}`;
-}
 
 /** A comparison entry's mix cell: the mix, and the settings its groups differ in. */
 function mixCell(e: { mixLabel: string; settingsLabel?: string }): string {

@@ -3,8 +3,16 @@
 import { compareReplicaIds } from './aggregate.js';
 import { quantile } from '../metrics/math.js';
 import type { RunGroup } from '../run-format/report.js';
-import { groupTitle } from './render.js';
 import { fixed, fmtStat, int, pct, type TableModel, type TableOptions } from './table-model.js';
+
+export function groupTitle(g: RunGroup, iqr = true): string {
+  const runs =
+    g.runIds.length === 1
+      ? `run ${g.runIds[0]}`
+      : `${g.runIds.length} runs, median${iqr ? ' [q1..q3]' : 's'}`;
+  const settings = g.settingsLabel ? ` · ${g.settingsLabel}` : '';
+  return `${g.plan} · ${g.strategy} · mix ${g.mixLabel}${settings} · ${runs}${g.complete ? '' : ' · INCOMPLETE'}`;
+}
 
 /** Past this many replicas a table shows their spread (min/median/max), not a column each. */
 const MAX_REPLICA_COLUMNS = 12;
