@@ -5,6 +5,18 @@
 // Pure: no I/O, no clock; the generator is seeded from the cell's key, so the same data always
 // gives the same interval.
 import type { Histogram } from 'hdr-histogram-js';
+import {
+  addSeconds,
+  blockTable,
+  CHUNK,
+  countsOf,
+  gridOf,
+  percentilesOf,
+  resamplePercentiles,
+  type BlockTable,
+  type Grid,
+} from './interval-grid.js';
+import type { SparseCounts } from './sparse-counts.js';
 
 /** The metrics of a phase x class that get an interval. Lifetime is the sessions' p50, ms. */
 export const INTERVAL_METRICS = ['p50', 'p95', 'p99', 'goodput', 'lifetime'] as const;
@@ -22,10 +34,13 @@ export const HIGHER_IS_BETTER: Record<IntervalMetric, boolean> = {
   lifetime: true,
 };
 
-/** One second of one class: query latencies (us) and the lifetimes (ms) of sessions closed in it. */
+/**
+ * One second of one class: query latencies (us) and the lifetimes (ms) of sessions closed in it,
+ * as histograms or as the sparse counts a run's files decode to.
+ */
 export interface SecondSample {
-  latency: Histogram | null;
-  lifetime: Histogram | null;
+  latency: Histogram | SparseCounts | null;
+  lifetime: Histogram | SparseCounts | null;
 }
 
 export interface BootstrapOptions {
@@ -79,105 +94,6 @@ export function hashSeed(key: string): number {
   return h >>> 0;
 }
 
-interface Iterable {
-  highestEquivalentValue(v: number): number;
-  recordedValuesIterator: {
-    reset(): void;
-    hasNext(): boolean;
-    next(): { valueIteratedTo: number; countAtValueIteratedTo: number };
-  };
-}
-
-/** (bucket value, count) pairs of a histogram; values are the buckets' highest equivalents. */
-// Walking a histogram's counts is the costly part (tens of thousands of slots): once per histogram.
-const bucketCache = new WeakMap<Histogram, Array<[number, number]>>();
-
-function buckets(h: Histogram | null): Array<[number, number]> {
-  if (h === null || h.totalCount === 0) return [];
-  const hit = bucketCache.get(h);
-  if (hit) return hit;
-  const out: Array<[number, number]> = [];
-  bucketCache.set(h, out);
-  const hh = h as unknown as Iterable;
-  const it = hh.recordedValuesIterator;
-  it.reset();
-  while (it.hasNext()) {
-    const v = it.next();
-    if (v.countAtValueIteratedTo > 0)
-      out.push([hh.highestEquivalentValue(v.valueIteratedTo), v.countAtValueIteratedTo]);
-  }
-  return out;
-}
-
-/** Seconds as sparse rows over one shared, sorted list of bucket values (a cheap merge). */
-interface Sparse {
-  values: Float64Array;
-  rows: Array<{ idx: Int32Array; cnt: Float64Array; total: number }>;
-}
-
-function sparse(hists: ReadonlyArray<Histogram | null>): Sparse {
-  const per = hists.map(buckets);
-  const all = [...new Set(per.flatMap((b) => b.map(([v]) => v)))].sort((a, b) => a - b);
-  const pos = new Map(all.map((v, i) => [v, i]));
-  return {
-    values: Float64Array.from(all),
-    rows: per.map((b) => ({
-      idx: Int32Array.from(b.map(([v]) => pos.get(v) ?? 0)),
-      cnt: Float64Array.from(b.map(([, c]) => c)),
-      total: b.reduce((s, [, c]) => s + c, 0),
-    })),
-  };
-}
-
-type Row = Sparse['rows'][number];
-
-/** The merged rows of `width` seconds from every start (circular) of one run's `len` seconds. */
-function blockRows(s: Sparse, base: number, len: number, width: number): Row[] {
-  const acc = new Float64Array(s.values.length);
-  const out: Row[] = [];
-  for (let start = 0; start < len; start++) {
-    acc.fill(0);
-    let total = 0;
-    for (let j = 0; j < width; j++) {
-      const row = s.rows[base + ((start + j) % len)];
-      if (row === undefined) continue;
-      for (let k = 0; k < row.idx.length; k++) acc[row.idx[k] ?? 0]! += row.cnt[k] ?? 0;
-      total += row.total;
-    }
-    const idx: number[] = [];
-    const cnt: number[] = [];
-    for (let i = 0; i < acc.length; i++)
-      if ((acc[i] ?? 0) > 0) {
-        idx.push(i);
-        cnt.push(acc[i] ?? 0);
-      }
-    out.push({ idx: Int32Array.from(idx), cnt: Float64Array.from(cnt), total });
-  }
-  return out;
-}
-
-/** Nearest-rank percentiles (HdrHistogram's rank) of merged counts; NaN when empty. */
-function percentilesOf(
-  values: Float64Array,
-  counts: Float64Array,
-  total: number,
-  ps: readonly number[],
-): number[] {
-  const out = ps.map(() => NaN);
-  if (total <= 0) return out;
-  const ranks = ps.map((p) => Math.max(1, Math.ceil((p / 100) * total - 1e-9)));
-  let cum = 0;
-  let k = 0;
-  for (let i = 0; i < counts.length && k < ps.length; i++) {
-    cum += counts[i] ?? 0;
-    while (k < ps.length && cum >= (ranks[k] ?? 0)) {
-      out[k] = values[i] ?? NaN;
-      k++;
-    }
-  }
-  return out;
-}
-
 /**
  * The block length (seconds) for a phase of `seconds` seconds whose sessions live up to
  * `sessionS` (their p95): at least a session, so a session's queries stay in one block, and at
@@ -196,18 +112,70 @@ export function tooFewSeconds(seconds: number, block: number): string | null {
   return null;
 }
 
-/** The p95 of the session lifetimes of a phase, in seconds (for the block length); null if none. */
-export function sessionP95S(runs: ReadonlyArray<readonly SecondSample[]>): number | null {
-  const s = sparse(runs.flatMap((r) => r.map((x) => x.lifetime)));
-  const counts = new Float64Array(s.values.length);
+/**
+ * A cell's seconds prepared once (intervals.ts's input for every estimate): the shared grids of
+ * latency and lifetime buckets and, built on first use, the block tables of each run.
+ */
+export interface PreparedCell {
+  lat: Grid;
+  life: Grid;
+  /** The runs (or the one run of a view), as ranges of the grids' seconds. */
+  runs: ReadonlyArray<{ offset: number; len: number }>;
+  tables: Map<string, [BlockTable, BlockTable]>;
+}
+
+export function prepareCell(runs: ReadonlyArray<readonly SecondSample[]>): PreparedCell {
+  const secs = runs.flat();
+  let offset = 0;
+  return {
+    lat: gridOf(secs.map((x) => countsOf(x.latency))),
+    life: gridOf(secs.map((x) => countsOf(x.lifetime))),
+    runs: runs.map((r) => {
+      const out = { offset, len: r.length };
+      offset += r.length;
+      return out;
+    }),
+    tables: new Map(),
+  };
+}
+
+/** Run `i` of a prepared cell alone (sharing its grids and block tables). */
+export function runOf(cell: PreparedCell, i: number): PreparedCell {
+  const r = cell.runs[i];
+  return { ...cell, runs: r ? [r] : [] };
+}
+
+type Cell = ReadonlyArray<readonly SecondSample[]> | PreparedCell;
+const prepared = (c: Cell): PreparedCell => ('lat' in c ? c : prepareCell(c));
+
+/** Dense counts and total of the cell's seconds over a grid. */
+function merged(g: Grid, cell: PreparedCell): [Float64Array, number] {
+  const acc = new Float64Array(g.values.length);
   let total = 0;
-  for (const row of s.rows) {
-    for (let j = 0; j < row.idx.length; j++) counts[row.idx[j] ?? 0]! += row.cnt[j] ?? 0;
-    total += row.total;
-  }
-  const [p95] = percentilesOf(s.values, counts, total, [95]);
+  for (const r of cell.runs) total += addSeconds(g, r.offset, r.offset + r.len, acc);
+  return [acc, total];
+}
+
+/** The p95 of the session lifetimes of a phase, in seconds (for the block length); null if none. */
+export function sessionP95S(cell: Cell): number | null {
+  const c = prepared(cell);
+  const [counts, total] = merged(c.life, c);
+  const [p95] = percentilesOf(c.life.values, counts, total, [95]);
   return p95 === undefined || Number.isNaN(p95) ? null : p95 / 1000;
 }
+
+function tablesOf(c: PreparedCell, offset: number, len: number, width: number): [BlockTable, BlockTable] {
+  const key = `${offset}/${len}/${width}`;
+  let t = c.tables.get(key);
+  if (t === undefined) {
+    t = [blockTable(c.lat, offset, len, width), blockTable(c.life, offset, len, width)];
+    c.tables.set(key, t);
+  }
+  return t;
+}
+
+const LAT_PS = [50, 95, 99];
+const LIFE_PS = [50];
 
 /**
  * Circular block bootstrap of one cell over one or more runs (stratified: each resample draws
@@ -215,100 +183,71 @@ export function sessionP95S(runs: ReadonlyArray<readonly SecondSample[]>): numbe
  * percentiles in ms, goodput in queries/s, lifetime p50 in ms. Throws when a run has too few
  * seconds: callers check tooFewSeconds() first and print its note instead.
  */
-export function bootstrapCell(
-  runs: ReadonlyArray<readonly SecondSample[]>,
-  opts: BootstrapOptions,
-): CellBootstrap {
-  const n = runs.reduce((s, r) => s + r.length, 0);
-  const block = opts.block ?? blockLength(Math.min(...runs.map((r) => r.length)), sessionP95S(runs));
-  for (const r of runs) {
-    const why = tooFewSeconds(r.length, block);
+export function bootstrapCell(cell: Cell, opts: BootstrapOptions): CellBootstrap {
+  const c = prepared(cell);
+  const n = c.runs.reduce((s, r) => s + r.len, 0);
+  const block = opts.block ?? blockLength(Math.min(...c.runs.map((r) => r.len)), sessionP95S(c));
+  for (const r of c.runs) {
+    const why = tooFewSeconds(r.len, block);
     if (why !== null) throw new Error(`bootstrapCell ${opts.key}: ${why}`);
   }
   const B = opts.resamples ?? DEFAULT_RESAMPLES;
   const rand = generator(opts.seed ?? hashSeed(opts.key));
-  const lat = sparse(runs.flatMap((r) => r.map((x) => x.latency)));
-  const life = sparse(runs.flatMap((r) => r.map((x) => x.lifetime)));
-  const latCounts = new Float64Array(lat.values.length);
-  const lifeCounts = new Float64Array(life.values.length);
   const reps = Object.fromEntries(INTERVAL_METRICS.map((m) => [m, new Float64Array(B)])) as Record<
     IntervalMetric,
     Float64Array
   >;
-  const offsets: number[] = [];
-  let off = 0;
-  for (const r of runs) {
-    offsets.push(off);
-    off += r.length;
-  }
-  // Each possible block (every start, circularly; and the shorter last block) merged once, so
-  // a resample adds n / block rows instead of n.
-  const full = runs.map((r, ri) => [
-    blockRows(lat, offsets[ri] ?? 0, r.length, block),
-    blockRows(life, offsets[ri] ?? 0, r.length, block),
-  ]);
-  const tail = runs.map((r, ri) => {
-    const w = r.length % block;
-    return w === 0
-      ? null
-      : [blockRows(lat, offsets[ri] ?? 0, r.length, w), blockRows(life, offsets[ri] ?? 0, r.length, w)];
-  });
+  // Each possible block (every start, circularly; and the shorter last block) merged once.
+  const full = c.runs.map((r) => tablesOf(c, r.offset, r.len, block));
+  const tail = c.runs.map((r) => (r.len % block === 0 ? null : tablesOf(c, r.offset, r.len, r.len % block)));
+  const draws = c.runs.reduce((s, r) => s + Math.ceil(r.len / block), 0);
+  const latT: BlockTable[] = new Array<BlockTable>(draws);
+  const lifeT: BlockTable[] = new Array<BlockTable>(draws);
+  const rows = new Int32Array(draws);
+  const scratch = (g: Grid): [Float64Array, Float64Array] => [
+    new Float64Array(Math.max(1, Math.ceil(g.values.length / CHUNK))),
+    new Float64Array(CHUNK),
+  ];
+  const [latCoarse, latFine] = scratch(c.lat);
+  const [lifeCoarse, lifeFine] = scratch(c.life);
+  const latQ = new Float64Array(LAT_PS.length);
+  const lifeQ = new Float64Array(LIFE_PS.length);
   for (let b = 0; b < B; b++) {
-    latCounts.fill(0);
-    lifeCounts.fill(0);
-    let latTotal = 0;
-    let lifeTotal = 0;
-    runs.forEach((r, ri) => {
-      const len = r.length;
-      for (let taken = 0; taken < len; taken += block) {
-        const start = Math.floor(rand() * len);
-        const rows = len - taken >= block ? full[ri] : tail[ri];
-        const lr = rows?.[0]?.[start];
-        const fr = rows?.[1]?.[start];
-        if (lr !== undefined) {
-          for (let k = 0; k < lr.idx.length; k++) latCounts[lr.idx[k] ?? 0]! += lr.cnt[k] ?? 0;
-          latTotal += lr.total;
-        }
-        if (fr !== undefined) {
-          for (let k = 0; k < fr.idx.length; k++) lifeCounts[fr.idx[k] ?? 0]! += fr.cnt[k] ?? 0;
-          lifeTotal += fr.total;
-        }
+    let m = 0;
+    c.runs.forEach((r, ri) => {
+      for (let taken = 0; taken < r.len; taken += block) {
+        const start = Math.floor(rand() * r.len);
+        const t = r.len - taken >= block ? full[ri]! : tail[ri]!;
+        latT[m] = t[0];
+        lifeT[m] = t[1];
+        rows[m++] = start;
       }
     });
-    const [p50, p95, p99] = percentilesOf(lat.values, latCounts, latTotal, [50, 95, 99]);
-    reps.p50[b] = (p50 ?? NaN) / 1000;
-    reps.p95[b] = (p95 ?? NaN) / 1000;
-    reps.p99[b] = (p99 ?? NaN) / 1000;
+    const latTotal = resamplePercentiles(c.lat.values, latT, rows, m, LAT_PS, latQ, latCoarse, latFine);
+    resamplePercentiles(c.life.values, lifeT, rows, m, LIFE_PS, lifeQ, lifeCoarse, lifeFine);
+    reps.p50[b] = latQ[0]! / 1000;
+    reps.p95[b] = latQ[1]! / 1000;
+    reps.p99[b] = latQ[2]! / 1000;
     reps.goodput[b] = latTotal / n;
-    reps.lifetime[b] = percentilesOf(life.values, lifeCounts, lifeTotal, [50])[0] ?? NaN;
+    reps.lifetime[b] = lifeQ[0]!;
   }
-  const blocks = runs.reduce((s, r) => s + Math.floor(r.length / block), 0);
+  const blocks = c.runs.reduce((s, r) => s + Math.floor(r.len / block), 0);
   return { seconds: n, block, blocks, replicates: reps };
 }
 
 /** The point values of a cell from all its seconds (the same estimators as the resamples). */
-export function pointValues(runs: ReadonlyArray<readonly SecondSample[]>): Record<IntervalMetric, number> {
-  const lat = sparse(runs.flatMap((r) => r.map((x) => x.latency)));
-  const life = sparse(runs.flatMap((r) => r.map((x) => x.lifetime)));
-  const merge = (s: Sparse): [Float64Array, number] => {
-    const c = new Float64Array(s.values.length);
-    let t = 0;
-    for (const row of s.rows) {
-      for (let k = 0; k < row.idx.length; k++) c[row.idx[k] ?? 0]! += row.cnt[k] ?? 0;
-      t += row.total;
-    }
-    return [c, t];
-  };
-  const [lc, lt] = merge(lat);
-  const [fc, ft] = merge(life);
-  const [p50, p95, p99] = percentilesOf(lat.values, lc, lt, [50, 95, 99]);
-  const n = runs.reduce((s, r) => s + r.length, 0);
+export function pointValues(cell: Cell): Record<IntervalMetric, number> {
+  const c = prepared(cell);
+  const [lc, lt] = merged(c.lat, c);
+  const [fc, ft] = merged(c.life, c);
+  const [p50, p95, p99] = percentilesOf(c.lat.values, lc, lt, [50, 95, 99]);
+  const n = c.runs.reduce((s, r) => s + r.len, 0);
   return {
     p50: (p50 ?? NaN) / 1000,
     p95: (p95 ?? NaN) / 1000,
     p99: (p99 ?? NaN) / 1000,
     goodput: n > 0 ? lt / n : NaN,
-    lifetime: percentilesOf(life.values, fc, ft, [50])[0] ?? NaN,
+    lifetime: percentilesOf(c.life.values, fc, ft, [50])[0] ?? NaN,
   };
 }
 
@@ -336,9 +275,9 @@ export function smallSampleFactor(blocks: number | undefined): number {
  * smallSampleFactor(blocks); null when too many resamples are undefined.
  */
 export function percentileInterval(reps: Float64Array, level = 0.95, blocks?: number): Interval | null {
-  const ok = Array.from(reps).filter((v) => Number.isFinite(v));
+  // A typed array sorts numerically in native code (the finite values' order is the same).
+  const ok = reps.filter((v) => Number.isFinite(v)).sort();
   if (ok.length === 0 || ok.length < MIN_DEFINED * reps.length) return null;
-  ok.sort((a, b) => a - b);
   const q = (p: number): number => {
     const h = (ok.length - 1) * p;
     const lo = Math.floor(h);

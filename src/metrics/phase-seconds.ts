@@ -3,11 +3,10 @@
 // second belongs to the phase holding its middle, as in a rebuilt summary.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as hdr from 'hdr-histogram-js';
-import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { RUN_FILES } from './run-writer.js';
-import { intervalLogName, parseIntervalLog, parseSeconds } from './seconds.js';
+import { intervalLogEntries, intervalLogName, parseSeconds } from './seconds.js';
+import { decodeSparse, type SparseCounts } from './sparse-counts.js';
 import type { SecondSample } from './intervals.js';
 
 export interface PhaseSpan {
@@ -23,23 +22,34 @@ export interface RunSeconds {
   note: string | null;
 }
 
-function decode(b64: string | null | undefined): Histogram | null {
+// Decoded straight to sparse counts: the intervals need no histogram objects.
+function decode(b64: string | null | undefined): SparseCounts | null {
   if (!b64) return null;
   try {
-    return hdr.decodeFromCompressedBase64(b64);
+    return decodeSparse(b64);
   } catch {
     return null;
   }
+}
+
+function decodeLog(text: string): Map<number, SparseCounts> {
+  const out = new Map<number, SparseCounts>();
+  for (const [t, b64] of intervalLogEntries(text)) {
+    const c = decode(b64);
+    // A damaged line loses its second, not the run.
+    if (c !== null) out.set(t, c);
+  }
+  return out;
 }
 
 const readOr = (p: string): string | null => (existsSync(p) ? readFileSync(p, 'utf8') : null);
 
 /** The seconds of a run by phase; `note` says so when the run has no per-second files. */
 export function readRunSeconds(dir: string, phases: readonly PhaseSpan[]): RunSeconds {
-  const logs = new Map<ServiceClass, Map<number, Histogram>>();
+  const logs = new Map<ServiceClass, Map<number, SparseCounts>>();
   for (const cls of SERVICE_CLASSES) {
     const text = readOr(join(dir, RUN_FILES.histograms, intervalLogName(cls)));
-    if (text !== null) logs.set(cls, parseIntervalLog(text));
+    if (text !== null) logs.set(cls, decodeLog(text));
   }
   const secondsText = readOr(join(dir, RUN_FILES.seconds));
   const cells = new Map<string, Record<ServiceClass, SecondSample[]>>();

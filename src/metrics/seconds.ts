@@ -51,9 +51,9 @@ function wholeLines(text: string): string[] {
   return lines;
 }
 
-/** The intervals of a per-second log, by second (a line that does not decode is skipped). */
-export function parseIntervalLog(text: string): Map<number, Histogram> {
-  const out = new Map<number, Histogram>();
+/** The encoded histograms of a per-second log, by second (compressed base64, not decoded). */
+export function intervalLogEntries(text: string): Map<number, string> {
+  const out = new Map<number, string>();
   for (const line of wholeLines(text)) {
     if (line === '' || line.startsWith('#') || line.startsWith('"')) continue;
     const cells = line.split(',');
@@ -61,8 +61,17 @@ export function parseIntervalLog(text: string): Map<number, Histogram> {
     const start = Number(cells[0]);
     const b64 = cells[3];
     if (!Number.isFinite(start) || b64 === undefined) continue;
+    out.set(Math.round(start), b64);
+  }
+  return out;
+}
+
+/** The intervals of a per-second log, by second (a line that does not decode is skipped). */
+export function parseIntervalLog(text: string): Map<number, Histogram> {
+  const out = new Map<number, Histogram>();
+  for (const [t, b64] of intervalLogEntries(text)) {
     try {
-      out.set(Math.round(start), hdr.decodeFromCompressedBase64(b64));
+      out.set(t, hdr.decodeFromCompressedBase64(b64));
     } catch {
       // A damaged line loses its second, not the run.
     }

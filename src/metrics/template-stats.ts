@@ -1,15 +1,39 @@
 /**
  * Per-template latency: every query's end time and latency by class and template, and per phase
  * the count, errors, p50 and p95 (summary.json `templates`). A few bytes a query (typed columns).
- * Percentiles come from an HdrHistogram of the phase's queries, as the class figures do.
- *
- * Intervals: the class figures' bootstrap (per-second blocks) is to be applied here too once it
- * is the project's one interval function; `seconds` says how many seconds each row spans.
+ * Percentiles come from an HdrHistogram of the phase's queries, as the class figures do; their
+ * 95 % intervals from the class figures' bootstrap (intervals.ts) over the phase's whole seconds,
+ * blocks at least the class's session p95 lifetime long.
  */
 import type { ServiceClass } from '../core/service-class.js';
 import { f32, f64, type Column } from './columns.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
 import { percentileMs, round } from './math.js';
+import {
+  blockLength,
+  bootstrapCell,
+  percentileInterval,
+  tooFewSeconds,
+  type Interval,
+  type SecondSample,
+} from './intervals.js';
+import { sparseOfValues } from './sparse-counts.js';
+
+/** The 95 % intervals of a template's p50 and p95 (ms); null with a note when there are none. */
+export interface TemplateIntervals {
+  block: number | null;
+  p50: Interval | null;
+  p95: Interval | null;
+  note?: string;
+}
+
+/** A phase as summarize() reads it: its window and, when known, each class's session p95 (ms). */
+export interface TemplatePhase {
+  name: string;
+  startS: number;
+  endS: number;
+  classes?: Partial<Record<ServiceClass, { lifetimeP95Ms?: number | null }>>;
+}
 
 export interface TemplatePhaseStats {
   phase: string;
@@ -22,6 +46,7 @@ export interface TemplatePhaseStats {
   p95: number | null;
   /** Length of the phase, s. */
   seconds: number;
+  intervals?: TemplateIntervals;
 }
 
 interface Series {
@@ -60,7 +85,7 @@ export class TemplateLatencies {
   }
 
   /** Per phase (by its [startS, endS) window of run time), class and template. */
-  summarize(phases: readonly { name: string; startS: number; endS: number }[]): TemplatePhaseStats[] {
+  summarize(phases: readonly TemplatePhase[]): TemplatePhaseStats[] {
     const out: TemplatePhaseStats[] = [];
     const entries = [...this.series.values()].sort(
       (a, b) => a.cls.localeCompare(b.cls) * -1 || a.template.localeCompare(b.template),
@@ -91,8 +116,39 @@ export class TemplateLatencies {
           p50: round(queries > 0 ? percentileMs(h, 50) : null, 3),
           p95: round(queries > 0 ? percentileMs(h, 95) : null, 3),
           seconds: round(p.endS - p.startS, 3) ?? 0,
+          intervals: intervalsOf(s, p, cls, template),
         });
       }
     return out;
   }
+}
+
+const roundIv = (iv: Interval | null): Interval | null =>
+  iv === null ? null : { lo: round(iv.lo, 3) ?? iv.lo, hi: round(iv.hi, 3) ?? iv.hi };
+
+/**
+ * The bootstrap intervals of one template in one phase: its queries by whole second (each second
+ * in the phase holding its middle, as the class figures' seconds), seeded by the cell's name.
+ */
+function intervalsOf(s: Series, p: TemplatePhase, cls: ServiceClass, template: string): TemplateIntervals {
+  const first = Math.max(0, Math.floor(p.startS));
+  const secs: number[][] = [];
+  for (let t = first; t + 0.5 < p.endS; t++) if (t + 0.5 >= p.startS) secs.push([]);
+  const from = secs.length > 0 && first + 0.5 < p.startS ? first + 1 : first;
+  for (let i = 0; i < s.endMs.length; i++) {
+    const l = s.latencyMs.get(i);
+    if (Number.isNaN(l)) continue;
+    secs[Math.floor(s.endMs.get(i) / 1000) - from]?.push(toLatencyUs(l));
+  }
+  const sessionMs = p.classes?.[cls]?.lifetimeP95Ms;
+  const block = blockLength(secs.length, typeof sessionMs === 'number' ? sessionMs / 1000 : null);
+  const why = tooFewSeconds(secs.length, block);
+  if (why !== null) return { block: secs.length > 0 ? block : null, p50: null, p95: null, note: why };
+  const samples: SecondSample[] = secs.map((v) => ({ latency: sparseOfValues(v), lifetime: null }));
+  const boot = bootstrapCell([samples], { key: `${p.name}/${cls}/${template}`, block });
+  return {
+    block,
+    p50: roundIv(percentileInterval(boot.replicates.p50, 0.95, boot.blocks)),
+    p95: roundIv(percentileInterval(boot.replicates.p95, 0.95, boot.blocks)),
+  };
 }

@@ -6,18 +6,11 @@ import type { TimelineReplicaCells, TimelineRow } from '../metrics/timeline.js';
 import { HARNESS_LOOP_P99_LIMIT_MS } from '../metrics/types.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
-import type { RunGroup } from '../run-format/report.js';
-import type { Comparison } from '../run-format/report.js';
-import { barInterval, changeInterval } from './evidence-charts.js';
 
-const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };
-export const STRATEGY_COLORS: Record<string, string> = {
-  plb: '#2a9d3a',
-  rr: '#7a7a7a',
-  static: '#8e5cc4',
-  lc: '#e8772e',
-  wlc: '#8c564b',
-};
+export { comparisonNote, comparisonSpec, phaseBarsNote, phaseBarsSpec } from './bar-charts.js';
+import { CLASS_COLORS, colorScale, WIDTH } from './chart-style.js';
+export { CLASS_COLORS, colorScale, STRATEGY_COLORS, WIDTH } from './chart-style.js';
+
 const ROLE_COLORS: Record<string, string> = {
   premium: '#e6a817',
   mixed: '#2bb3a3',
@@ -25,16 +18,9 @@ const ROLE_COLORS: Record<string, string> = {
   shared: '#9aa5b1',
   down: '#d62728',
 };
-const FALLBACK = ['#17becf', '#bcbd22', '#e377c2', '#8c564b', '#aec7e8', '#ffbb78'];
 const FAULT_COLOR = '#d62728';
 /** Points per series at most; longer timelines are averaged into buckets to keep the SVG small. */
 const MAX_POINTS = 600;
-export const WIDTH = 720;
-
-function colorScale(domain: string[], known: Record<string, string>): { domain: string[]; range: string[] } {
-  let i = 0;
-  return { domain, range: domain.map((d) => known[d] || FALLBACK[i++ % FALLBACK.length] || '#333') };
-}
 
 /** Renders a vega-lite spec to an SVG string without a browser or canvas. */
 export async function renderSvg(spec: TopLevelSpec): Promise<string> {
@@ -333,185 +319,4 @@ export function roleTimelineSpec(run: LoadedRun): TopLevelSpec {
 function roleRank(r: string): number {
   const i = Object.keys(ROLE_COLORS).indexOf(r);
   return i === -1 ? 99 : i;
-}
-
-/**
- * Per phase bars of the median with IQR error bars (drawn only when some value comes from several
- * runs). One group: one bar per class. Several: one bar per strategy, one panel per class.
- */
-export function phaseBarsSpec(groups: readonly RunGroup[], metric: 'p95' | 'goodput'): TopLevelSpec {
-  const several = groups.length > 1;
-  const phaseOrder: string[] = [];
-  for (const g of groups) for (const p of g.phases) if (!phaseOrder.includes(p.name)) phaseOrder.push(p.name);
-  const values = groups
-    .flatMap((g) =>
-      g.phases.flatMap((p) =>
-        SERVICE_CLASSES.map((c) => {
-          const s = p.classes[c][metric];
-          const label = several ? seriesLabel(g, groups) : c;
-          // With per-second data: the pooled value and its 95 % interval; else median and IQR.
-          const iv = barInterval(g, p.name, c, metric);
-          if (iv)
-            return {
-              phase: p.name,
-              cls: c,
-              series: label,
-              median: iv.value,
-              q1: iv.lo,
-              q3: iv.hi,
-              n: 2,
-              ci: true,
-            };
-          return {
-            phase: p.name,
-            cls: c,
-            series: label,
-            median: s.median,
-            q1: s.q1,
-            q3: s.q3,
-            n: s.n,
-            ci: false,
-          };
-        }),
-      ),
-    )
-    .filter((v) => v.median !== null);
-  const seriesOrder = several ? groups.map((g) => seriesLabel(g, groups)) : [...SERVICE_CLASSES];
-  const scale = several
-    ? colorScale(
-        seriesOrder,
-        Object.fromEntries(groups.map((g) => [seriesLabel(g, groups), STRATEGY_COLORS[g.strategy] ?? ''])),
-      )
-    : colorScale(seriesOrder, CLASS_COLORS);
-  const title = metric === 'p95' ? 'p95 per phase (ms)' : 'Goodput per phase (q/s)';
-  const showIqr = values.some((v) => v.n > 1);
-  const x = { field: 'phase', type: 'nominal', sort: phaseOrder, title: null, axis: { labelAngle: 0 } };
-  const xOffset = { field: 'series', sort: seriesOrder };
-  const layer = [
-    {
-      mark: { type: 'bar' },
-      encoding: {
-        x,
-        xOffset,
-        y: { field: 'median', type: 'quantitative', title: metric === 'p95' ? 'ms' : 'q/s' },
-        color: { field: 'series', type: 'nominal', title: several ? 'strategy' : 'class', scale },
-      },
-    },
-    ...(showIqr
-      ? [
-          {
-            mark: { type: 'rule', color: '#222', strokeWidth: 1.5 },
-            encoding: { x, xOffset, y: { field: 'q1', type: 'quantitative' }, y2: { field: 'q3' } },
-          },
-        ]
-      : []),
-  ];
-  const ci = values.some((v) => v.ci);
-  const sub = ci
-    ? ' — error bar = 95 % interval (block bootstrap over seconds)'
-    : showIqr
-      ? ' — median, error bar = IQR'
-      : '';
-  if (!several) {
-    return {
-      $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-      title: title + sub,
-      data: { values },
-      width: Math.min(WIDTH, 90 * phaseOrder.length + 60),
-      height: 160,
-      layer,
-    } as TopLevelSpec;
-  }
-  return {
-    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title: title + sub,
-    data: { values },
-    facet: { column: { field: 'cls', type: 'nominal', title: null, sort: [...SERVICE_CLASSES] } },
-    spec: { width: Math.min(340, 70 * phaseOrder.length + 40), height: 160, layer },
-    // Premium and freemium differ by the mix: a shared axis would flatten one of them.
-    resolve: { scale: { y: 'independent' } },
-  } as TopLevelSpec;
-}
-
-/** A group's name in a chart: its strategy, plus the mix when several mixes are shown. */
-function seriesLabel(g: RunGroup, all: readonly RunGroup[]): string {
-  const mixes = new Set(all.map((x) => `${x.plan} ${x.mixLabel}`));
-  const name = mixes.size > 1 ? `${g.strategy} ${g.mixLabel}` : g.strategy;
-  return g.settingsLabel ? `${name} · ${g.settingsLabel}` : name;
-}
-
-/** The change against the baseline, per phase, class and strategy ((value - base) / base). */
-export function comparisonSpec(cmp: Comparison, groups: readonly RunGroup[] = []): TopLevelSpec {
-  const several = new Set(cmp.entries.map((e) => `${e.plan} ${e.mixLabel}`)).size > 1;
-  const label = (e: Comparison['entries'][number]): string => {
-    const name = several ? `${e.strategy} ${e.mixLabel}` : e.strategy;
-    return e.settingsLabel ? `${name} · ${e.settingsLabel}` : name;
-  };
-  const values = cmp.entries
-    .flatMap((e) =>
-      e.rows.flatMap((r) => {
-        const p95 = changeInterval(groups, e, r.phase, r.cls, 'p95');
-        const gp = changeInterval(groups, e, r.phase, r.cls, 'goodput');
-        const base = { series: label(e), phase: r.phase, cls: r.cls };
-        return [
-          { ...base, metric: 'p95 change', value: r.p95Change, lo: p95?.lo ?? null, hi: p95?.hi ?? null },
-          {
-            ...base,
-            metric: 'goodput change',
-            value: r.goodputChange,
-            lo: gp?.lo ?? null,
-            hi: gp?.hi ?? null,
-          },
-        ];
-      }),
-    )
-    .filter((v) => v.value !== null);
-  const phaseOrder: string[] = [];
-  for (const e of cmp.entries)
-    for (const r of e.rows) if (!phaseOrder.includes(r.phase)) phaseOrder.push(r.phase);
-  const seriesOrder = [...new Set(cmp.entries.map(label))];
-  const known = Object.fromEntries(cmp.entries.map((e) => [label(e), STRATEGY_COLORS[e.strategy] ?? '']));
-  const x = { field: 'phase', type: 'nominal', sort: phaseOrder, title: null, axis: { labelAngle: 0 } };
-  return {
-    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title: `Change vs ${cmp.baseline} (negative p95 = lower latency, positive goodput = more) — error bar = 95 % interval`,
-    data: { values },
-    facet: {
-      row: { field: 'metric', type: 'nominal', title: null, sort: ['p95 change', 'goodput change'] },
-      column: { field: 'cls', type: 'nominal', title: null, sort: [...SERVICE_CLASSES] },
-    },
-    spec: {
-      width: Math.min(340, 70 * phaseOrder.length + 40),
-      height: 140,
-      layer: [
-        {
-          mark: { type: 'bar' },
-          encoding: {
-            x,
-            xOffset: { field: 'series', sort: seriesOrder },
-            y: { field: 'value', type: 'quantitative', title: null, axis: { format: '+.0%' } },
-            color: {
-              field: 'series',
-              type: 'nominal',
-              title: 'strategy',
-              scale: colorScale(seriesOrder, known),
-            },
-          },
-        },
-        {
-          // The 95 % interval of each change (absent for runs without per-second data).
-          mark: { type: 'rule', color: '#222', strokeWidth: 1.5 },
-          transform: [{ filter: 'datum.lo != null' }],
-          encoding: {
-            x,
-            xOffset: { field: 'series', sort: seriesOrder },
-            y: { field: 'lo', type: 'quantitative' },
-            y2: { field: 'hi' },
-          },
-        },
-        { mark: { type: 'rule', color: '#000' }, encoding: { y: { datum: 0 } } },
-      ],
-    },
-    resolve: { scale: { y: 'independent' } },
-  } as TopLevelSpec;
 }

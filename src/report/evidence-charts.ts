@@ -41,3 +41,21 @@ export function changeInterval(
   const c = g?.evidence?.phases.find((p) => p.name === phase)?.classes[cls].vsBaseline?.[metric];
   return c && c.lo !== null && c.hi !== null ? { lo: c.lo, hi: c.hi } : null;
 }
+
+/**
+ * The note under a bar chart naming its bars drawn without a 95 % interval (`why` says what they
+ * show instead); null when every bar has one.
+ */
+export function missingIntervalNote(
+  bars: ReadonlyArray<{ label: string; ci: boolean }>,
+  why: string,
+): string | null {
+  const missing = [...new Set(bars.filter((b) => !b.ci).map((b) => b.label))];
+  if (missing.length === 0) return null;
+  const shown = missing.length > 12 ? [...missing.slice(0, 12), `and ${missing.length - 12} more`] : missing;
+  return `No 95 % interval for ${shown.join(', ')}: ${why}.`;
+}
+
+/** Why a bar has no interval, in general terms (the report's notes say which run and why). */
+export const NO_INTERVAL_WHY =
+  'no per-second data or too few seconds (see the notes), or the fault interval, which spans several phases';

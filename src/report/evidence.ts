@@ -11,6 +11,8 @@ import {
   INTERVAL_METRICS,
   percentileInterval,
   pointValues,
+  prepareCell,
+  runOf,
   t975,
   relativeChange,
   sessionP95S,
@@ -33,7 +35,8 @@ export const METHOD =
 const NULL_EST: Estimate = { value: null, lo: null, hi: null };
 const num = (v: number): number | null => (Number.isFinite(v) ? v : null);
 
-function overRuns(values: number[]): Estimate {
+/** Mean of the runs' values with its t interval (at least 3 runs, else no value). */
+export function overRuns(values: number[]): Estimate {
   const xs = values.filter((v) => Number.isFinite(v));
   if (xs.length < 3) return NULL_EST;
   const m = xs.reduce((s, v) => s + v, 0) / xs.length;
@@ -80,22 +83,25 @@ function cellOf(
 
 function computeCell(key: string, runIds: readonly string[], samples: SecondSample[][]): Cell {
   const seconds = samples.reduce((s, r) => s + r.length, 0);
-  const point = pointValues(samples);
+  // Decoded, merged and cut into blocks once for every estimate of the cell.
+  const prep = prepareCell(samples);
+  const point = pointValues(prep);
   if (samples.length === 0 || seconds === 0)
     return {
       boot: null,
       evidence: { seconds, block: null, metrics: estimates(null, point), note: 'no per-second data' },
     };
-  const block = blockLength(Math.min(...samples.map((r) => r.length)), sessionP95S(samples));
+  const block = blockLength(Math.min(...samples.map((r) => r.length)), sessionP95S(prep));
   const short = samples.map((r) => tooFewSeconds(r.length, block)).find((w) => w !== null);
   if (short !== undefined && short !== null)
     return { boot: null, evidence: { seconds, block, metrics: estimates(null, point), note: short } };
-  const boot = bootstrapCell(samples, { key, block });
+  const boot = bootstrapCell(prep, { key, block });
   const evidence: CellEvidence = { seconds, block, metrics: estimates(boot, point) };
   if (samples.length > 1) {
-    const per = samples.map((r, i) => {
-      const b = bootstrapCell([r], { key: `${key}/${runIds[i] ?? i}`, block });
-      return { runId: runIds[i] ?? String(i), ...estimates(b, pointValues([r])) };
+    const per = samples.map((_, i) => {
+      const one = runOf(prep, i);
+      const b = bootstrapCell(one, { key: `${key}/${runIds[i] ?? i}`, block });
+      return { runId: runIds[i] ?? String(i), ...estimates(b, pointValues(one)) };
     });
     evidence.perRun = per;
     if (samples.length >= 3)
@@ -119,6 +125,19 @@ function changes(a: Cell, b: Cell): Record<IntervalMetric, Change> {
       return [m, changeOf(m, delta, iv, iv === null ? 'too few resamples with data' : undefined)];
     }),
   ) as Record<IntervalMetric, Change>;
+}
+
+// The report's groups and then each run's page read the same files: decoded once (a few runs).
+const secondsCache = new Map<string, { summary: RunSummary; seconds: RunSeconds }>();
+const SECONDS_CACHE_MAX = 64;
+
+function runSecondsOf(dir: string, summary: RunSummary): RunSeconds {
+  const hit = secondsCache.get(dir);
+  if (hit && hit.summary === summary) return hit.seconds;
+  const seconds = readRunSeconds(dir, summary.phases);
+  if (secondsCache.size >= SECONDS_CACHE_MAX) secondsCache.clear();
+  secondsCache.set(dir, { summary, seconds });
+  return seconds;
 }
 
 /** Why a run is not a clean measurement, one line each (empty when it is). */
@@ -148,7 +167,7 @@ export function attachEvidence(
 ): void {
   const byId = new Map(runs.map((r) => [r.summary.runId, r]));
   const seconds = new Map<string, RunSeconds>();
-  for (const r of runs) seconds.set(r.summary.runId, readRunSeconds(r.dir, r.summary.phases));
+  for (const r of runs) seconds.set(r.summary.runId, runSecondsOf(r.dir, r.summary));
   const cells = new Map<RunGroup, Map<string, Record<ServiceClass, Cell>>>();
   for (const g of groups) {
     const notes = new Set<string>();

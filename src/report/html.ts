@@ -7,9 +7,11 @@ import { aggregateRuns } from './aggregate.js';
 import { type RunGroup } from '../run-format/report.js';
 import {
   classTimelineSpec,
+  comparisonNote,
   comparisonSpec,
   cpuTimelineSpec,
   harnessTimelineSpec,
+  phaseBarsNote,
   phaseBarsSpec,
   renderSvg,
   roleTimelineSpec,
@@ -55,6 +57,12 @@ ${body}
 }
 
 const chart = (svg: string): string => `<div class="chart">${svg}</div>`;
+const noteHtml = (n: string | null): string[] => (n === null ? [] : [`<p class="note">${escapeHtml(n)}</p>`]);
+
+/** Per phase bars with their error bars, and a note naming the bars without an interval. */
+async function barChart(groups: readonly RunGroup[], metric: 'p95' | 'goodput'): Promise<string[]> {
+  return [chart(await renderSvg(phaseBarsSpec(groups, metric))), ...noteHtml(phaseBarsNote(groups, metric))];
+}
 
 /** report.html of one run. */
 export async function renderRunHtml(run: LoadedRun): Promise<string> {
@@ -97,8 +105,8 @@ export async function renderRunHtml(run: LoadedRun): Promise<string> {
     parts.push('<p class="note">No timeline rows in this run directory.</p>');
   }
   parts.push('<h2>Per phase</h2>');
-  parts.push(chart(await renderSvg(phaseBarsSpec([group], 'p95'))));
-  parts.push(chart(await renderSvg(phaseBarsSpec([group], 'goodput'))));
+  parts.push(...(await barChart([group], 'p95')));
+  parts.push(...(await barChart([group], 'goodput')));
   parts.push(...groupTables(group).map(tableHtml));
   parts.push(...intervalTables([group]).map(tableHtml));
   for (const n of evidenceNotes([group])) parts.push(`<p class="note">${escapeHtml(n)}</p>`);
@@ -149,6 +157,7 @@ export async function renderComparisonHtml(groups: readonly RunGroup[], baseline
   if (cmp.entries.length > 0) {
     parts.push(`<h2>Against ${escapeHtml(baseline)}</h2>`);
     parts.push(chart(await renderSvg(comparisonSpec(cmp, groups))));
+    parts.push(...noteHtml(comparisonNote(cmp, groups)));
     parts.push(tableHtml(comparisonTable(cmp)));
     const verdicts = verdictTable(groups, baseline, true);
     if (verdicts) parts.push(tableHtml(verdicts));
@@ -156,8 +165,8 @@ export async function renderComparisonHtml(groups: readonly RunGroup[], baseline
   for (const k of cmp.missingBaseline)
     parts.push(`<p class="note">No ${escapeHtml(baseline)} runs for ${escapeHtml(k)}.</p>`);
   parts.push('<h2>Per phase</h2>');
-  parts.push(chart(await renderSvg(phaseBarsSpec(groups, 'p95'))));
-  parts.push(chart(await renderSvg(phaseBarsSpec(groups, 'goodput'))));
+  parts.push(...(await barChart(groups, 'p95')));
+  parts.push(...(await barChart(groups, 'goodput')));
   parts.push(
     ...(await paperHtml(groups, async (spec) => chart(await renderSvg(spec)), tableHtml, escapeHtml)),
   );

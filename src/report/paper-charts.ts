@@ -7,6 +7,7 @@ import { paperFigures, type PaperFigures } from './paper-figures.js';
 import { FIG4_METRICS } from '../run-format/report.js';
 import { paperTables } from './paper-render.js';
 import type { TableModel } from './table-model.js';
+import { missingIntervalNote, NO_INTERVAL_WHY } from './evidence-charts.js';
 
 const SCHEMA = 'https://vega.github.io/schema/vega-lite/v5.json';
 const METRIC_TITLE = {
@@ -24,7 +25,10 @@ const xPhase = (order: string[]) => ({
   axis: { labelAngle: 0 },
 });
 
-/** Fig. 4: per phase (and the fault interval), plb vs rr median bars with IQR whiskers; a panel per metric and class. */
+/**
+ * Fig. 4: per phase (and the fault interval), plb vs rr bars with their 95 % intervals (the
+ * median with its IQR where there is none); a panel per metric and class.
+ */
 export function fig4Spec(f: PaperFigures): TopLevelSpec | null {
   if (!f.fig4) return null;
   const values = f.fig4.bars
@@ -38,9 +42,10 @@ export function fig4Spec(f: PaperFigures): TopLevelSpec | null {
         cls: b.cls,
         metric: METRIC_TITLE[b.metric],
         strategy: b.strategy,
-        median: v(b.value.median),
-        q1: v(b.value.q1),
-        q3: v(b.value.q3),
+        // With per-second data: the pooled value and its 95 % interval; else median and IQR.
+        median: v(b.interval ? b.interval.value : b.value.median),
+        q1: v(b.interval ? b.interval.lo : b.value.q1),
+        q3: v(b.interval ? b.interval.hi : b.value.q3),
       };
     });
   const strategies = ['plb', 'rr'];
@@ -48,7 +53,7 @@ export function fig4Spec(f: PaperFigures): TopLevelSpec | null {
   const xOffset = { field: 'strategy', sort: strategies };
   return {
     $schema: SCHEMA,
-    title: `Fig. 4 (${f.plan}, mix ${f.fig4.mix}): median per phase, error bar = IQR`,
+    title: `Fig. 4 (${f.plan}, mix ${f.fig4.mix}): error bar = 95 % interval (median and IQR where there is none)`,
     data: { values },
     facet: {
       row: { field: 'metric', type: 'nominal', title: null, sort: FIG4_METRICS.map((m) => METRIC_TITLE[m]) },
@@ -82,11 +87,7 @@ export function fig4Spec(f: PaperFigures): TopLevelSpec | null {
 }
 
 /** Bars of a signed change per phase, one bar per mix, a panel per class, a rule at 0. */
-function changeSpec(
-  title: string,
-  order: string[],
-  values: { phase: string; cls: string; mix: string; value: number | null }[],
-): TopLevelSpec | null {
+function changeSpec(title: string, order: string[], values: ChangeBar[]): TopLevelSpec | null {
   const shown = values.filter((v) => v.value !== null);
   if (shown.length === 0) return null;
   const mixes = [...new Set(shown.map((v) => v.mix))].sort(
@@ -119,19 +120,78 @@ function changeSpec(
             },
           },
         },
+        {
+          // The 95 % interval of each change (absent for runs without per-second data).
+          mark: { type: 'rule', color: '#222', strokeWidth: 1.5 },
+          transform: [{ filter: 'datum.lo != null' }],
+          encoding: {
+            x,
+            xOffset: { field: 'mix', sort: mixes },
+            y: { field: 'lo', type: 'quantitative' },
+            y2: { field: 'hi' },
+          },
+        },
         { mark: { type: 'rule', color: '#000' }, encoding: { y: { datum: 0 } } },
       ],
     },
   } as TopLevelSpec;
 }
 
+interface ChangeBar {
+  phase: string;
+  cls: string;
+  mix: string;
+  value: number | null;
+  lo: number | null;
+  hi: number | null;
+}
+
+const bar = (
+  phase: string,
+  cls: string,
+  mix: string,
+  value: number | null,
+  iv: { lo: number; hi: number } | null | undefined,
+): ChangeBar => ({ phase, cls, mix, value, lo: iv?.lo ?? null, hi: iv?.hi ?? null });
+
+const fig5Bars = (f: PaperFigures): ChangeBar[] =>
+  f.fig5.map((c) => bar(c.phase, c.cls, c.mix, c.change, c.interval));
+
+const fig6Bars = (f: PaperFigures): ChangeBar[] =>
+  f.fig6.flatMap((c) => [
+    bar(c.phase, 'premium', c.mix, c.premium, c.premiumInterval),
+    bar(c.phase, 'freemium', c.mix, c.freemium, c.freemiumInterval),
+  ]);
+
+/** The notes under Fig. 4-6 naming their bars without a 95 % interval (empty when none). */
+export function paperChartNotes(f: PaperFigures): string[] {
+  const changes = (name: string, bars: ChangeBar[]): string | null =>
+    missingIntervalNote(
+      bars
+        .filter((b) => b.value !== null)
+        .map((b) => ({ label: `${b.cls} ${b.phase} ${b.mix}`, ci: b.lo !== null })),
+      `${NO_INTERVAL_WHY} (${name})`,
+    );
+  const fig4 = f.fig4
+    ? missingIntervalNote(
+        f.fig4.bars
+          .filter((b) => b.value.median !== null)
+          .map((b) => ({ label: `${b.strategy} ${b.cls} ${b.phase}`, ci: b.interval != null })),
+        `${NO_INTERVAL_WHY}; those bars show the median and IQR (Fig. 4)`,
+      )
+    : null;
+  return [fig4, changes('Fig. 5', fig5Bars(f)), changes('Fig. 6', fig6Bars(f))].filter(
+    (n): n is string => n !== null,
+  );
+}
+
 /** Fig. 5: (rr - plb) / rr p95 per class, mix and fault phase; positive = plb better. */
 export function fig5Spec(f: PaperFigures): TopLevelSpec | null {
   const order = [...new Set(f.fig5.map((c) => c.phase))];
   return changeSpec(
-    `Fig. 5 (${f.plan}): p95 change vs rr, (rr - plb) / rr, positive = plb better`,
+    `Fig. 5 (${f.plan}): p95 change vs rr, (rr - plb) / rr, positive = plb better — error bar = 95 % interval`,
     order,
-    f.fig5.map((c) => ({ phase: c.phase, cls: c.cls, mix: c.mix, value: c.change })),
+    fig5Bars(f),
   );
 }
 
@@ -139,12 +199,9 @@ export function fig5Spec(f: PaperFigures): TopLevelSpec | null {
 export function fig6Spec(f: PaperFigures): TopLevelSpec | null {
   const order = [...new Set(f.fig6.map((c) => c.phase))];
   return changeSpec(
-    `Fig. 6 (${f.plan}): plb p95 change vs its own ref, positive = degradation`,
+    `Fig. 6 (${f.plan}): plb p95 change vs its own ref, positive = degradation — error bar = 95 % interval`,
     order,
-    f.fig6.flatMap((c) => [
-      { phase: c.phase, cls: 'premium', mix: c.mix, value: c.premium },
-      { phase: c.phase, cls: 'freemium', mix: c.mix, value: c.freemium },
-    ]),
+    fig6Bars(f),
   );
 }
 
@@ -163,6 +220,7 @@ export async function paperHtml(
       `<h3>${escape(f.plan)} (${f.experiment.toUpperCase()})${f.settings ? ` · ${escape(f.settings)}` : ''}</h3>`,
     );
     for (const spec of [fig4Spec(f), fig5Spec(f), fig6Spec(f)]) if (spec) parts.push(await chart(spec));
+    for (const n of paperChartNotes(f)) parts.push(`<p class="note">${escape(n)}</p>`);
     parts.push(...paperTables(f, true).map(table));
   }
   parts.push(

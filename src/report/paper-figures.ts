@@ -6,7 +6,7 @@ import { REF_PHASE } from '../faults/actions.js';
 import type { AggregatedPhase, RunGroup } from '../run-format/report.js';
 import type { Stat } from '../run-format/report.js';
 import { FAULT_INTERVAL } from '../metrics/summary.js';
-import { claimInterval, claimVerdict } from './paper-intervals.js';
+import { claimInterval, claimVerdict, fig4Interval, fig5Interval, fig6Interval } from './paper-intervals.js';
 import {
   PUBLISHED_CLAIMS,
   REPRODUCE_RULE,
@@ -51,6 +51,8 @@ export interface Fig4Bar {
   metric: Fig4Metric;
   strategy: string;
   value: Stat;
+  /** The pooled value with its 95 % interval (null: no per-second data, or the fault interval). */
+  interval?: { value: number; lo: number; hi: number } | null;
 }
 
 export interface Fig5Cell {
@@ -61,6 +63,8 @@ export interface Fig5Cell {
   rrP95: number | null;
   /** (rr - plb) / rr of the medians: positive = PLB has the lower p95. */
   change: number | null;
+  /** 95 % interval of the change (null: no per-second data, or the fault interval). */
+  interval?: { lo: number; hi: number } | null;
 }
 
 export interface Fig6Cell {
@@ -71,6 +75,9 @@ export interface Fig6Cell {
   freemium: number | null;
   /** (freemium - premium) * 100, percentage points. */
   gapPp: number | null;
+  /** 95 % intervals of the two changes (null: no per-second data, or the fault interval). */
+  premiumInterval?: { lo: number; hi: number } | null;
+  freemiumInterval?: { lo: number; hi: number } | null;
 }
 
 export interface ClaimResult {
@@ -197,6 +204,7 @@ function experimentFigures(
                 metric,
                 strategy,
                 value: phaseOf(find(strategy, mix4), phase)?.classes[cls][metric] ?? EMPTY,
+                interval: fig4Interval(find(strategy, mix4), phase, cls, metric),
               });
       fig4 = { mix: mix4, bars };
     }
@@ -205,7 +213,9 @@ function experimentFigures(
         for (const phase of faultPhases) {
           const plbP95 = median(find(PLB, mix), phase, cls, 'p95');
           const rrP95 = median(find(SHARED, mix), phase, cls, 'p95');
-          fig5.push({ mix, cls, phase, plbP95, rrP95, change: betterThan(plbP95, rrP95) });
+          const change = betterThan(plbP95, rrP95);
+          const interval = fig5Interval(find(PLB, mix), find(SHARED, mix), phase, cls);
+          fig5.push({ mix, cls, phase, plbP95, rrP95, change, interval });
         }
   }
 
@@ -216,7 +226,16 @@ function experimentFigures(
         const premium = median(find(PLB, mix), phase, 'premium', 'p95Inflation');
         const freemium = median(find(PLB, mix), phase, 'freemium', 'p95Inflation');
         const gapPp = premium !== null && freemium !== null ? (freemium - premium) * 100 : null;
-        fig6.push({ mix, phase, premium, freemium, gapPp });
+        const plb = find(PLB, mix);
+        fig6.push({
+          mix,
+          phase,
+          premium,
+          freemium,
+          gapPp,
+          premiumInterval: fig6Interval(plb, phase, 'premium'),
+          freemiumInterval: fig6Interval(plb, phase, 'freemium'),
+        });
       }
   }
 

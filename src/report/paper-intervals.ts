@@ -81,3 +81,38 @@ export function claimInterval(
     }
   }
 }
+
+/** Fig. 5's interval of (rr - plb) / rr p95 (a fraction): minus plb's change against rr. */
+export function fig5Interval(
+  plb: RunGroup | undefined,
+  rr: RunGroup | undefined,
+  phase: string,
+  cls: ServiceClass,
+): { lo: number; hi: number } | null {
+  const vsRr = plb?.evidence?.baselineKey !== undefined && plb.evidence.baselineKey === rr?.key;
+  return vsRr ? scale(cell(plb, phase, cls)?.vsBaseline?.p95, (v) => -v) : null;
+}
+
+/** Fig. 6's interval of plb's p95 change against its own ref (a fraction). */
+export function fig6Interval(
+  plb: RunGroup | undefined,
+  phase: string,
+  cls: ServiceClass,
+): { lo: number; hi: number } | null {
+  return scale(cell(plb, phase, cls)?.vsRef?.p95, (v) => v);
+}
+
+const FIG4_EVIDENCE = { goodput: 'goodput', p95: 'p95', lifetimeP50Ms: 'lifetime' } as const;
+
+/** Fig. 4's bar with its 95 % interval (the pooled value of the group's runs); null without. */
+export function fig4Interval(
+  g: RunGroup | undefined,
+  phase: string,
+  cls: ServiceClass,
+  metric: keyof typeof FIG4_EVIDENCE,
+): { value: number; lo: number; hi: number } | null {
+  const e = cell(g, phase, cls)?.metrics[FIG4_EVIDENCE[metric]];
+  return e && e.value !== null && e.lo !== null && e.hi !== null
+    ? { value: e.value, lo: e.lo, hi: e.hi }
+    : null;
+}

@@ -1,19 +1,17 @@
 // Text outputs of `plb report`: terminal tables, markdown, CSV (long format) and JSON.
-import { stringify } from 'csv-stringify/sync';
 import { SERVICE_CLASSES } from '../core/service-class.js';
-import { aggregateRuns, compareReplicaIds, settingsDiff } from './aggregate.js';
-import { CLASS_METRICS, type RunGroup } from '../run-format/report.js';
+import { aggregateRuns, settingsDiff } from './aggregate.js';
+import { type RunGroup } from '../run-format/report.js';
 import { differLine, sharedLine } from './settings.js';
 import { compareStrategies } from './compare.js';
 import { type Comparison } from '../run-format/report.js';
 import { QUANTILE_METHOD } from './stats.js';
 import { type Stat } from '../run-format/report.js';
-import { quantile } from '../metrics/math.js';
 import type { RunSummary } from '../run-format/summary.js';
 import { paperFigures } from './paper-figures.js';
 import { paperSection } from './paper-render.js';
 import { replicaLatencyTable, signalsTable } from './signals-table.js';
-import { evidenceCsvRows, evidenceNotes, intervalTables, verdictTable } from './evidence-render.js';
+import { evidenceNotes, intervalTables, verdictTable } from './evidence-render.js';
 import { headlineLines } from './headline.js';
 import type { ReportJson } from '../run-format/report.js';
 
@@ -32,6 +30,12 @@ import {
   type TableOptions,
 } from './table-model.js';
 import { escapeControl } from '../core/text.js';
+import { renderCsv } from './csv.js';
+import { detectionTable, failureTable, groupTitle, replicaTable } from './run-tables.js';
+
+export { detectionTable, failureTable, groupTitle, replicaTable } from './run-tables.js';
+
+export { renderCsv, renderCsvPerRun } from './csv.js';
 import { templateTable } from './templates-table.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
@@ -42,15 +46,6 @@ export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
  * is worse, for goodput better.
  */
 export const SIGN_CONVENTION = 'Δ = (value - ref) / ref: p95 Δ < 0 is faster, goodput Δ > 0 more.';
-
-export function groupTitle(g: RunGroup, iqr = true): string {
-  const runs =
-    g.runIds.length === 1
-      ? `run ${g.runIds[0]}`
-      : `${g.runIds.length} runs, median${iqr ? ' [q1..q3]' : 's'}`;
-  const settings = g.settingsLabel ? ` · ${g.settingsLabel}` : '';
-  return `${g.plan} · ${g.strategy} · mix ${g.mixLabel}${settings} · ${runs}${g.complete ? '' : ' · INCOMPLETE'}`;
-}
 
 /** A comparison entry's mix cell: the mix, and the settings its groups differ in. */
 function mixCell(e: { mixLabel: string; settingsLabel?: string }): string {
@@ -144,115 +139,6 @@ export function phaseTable(g: RunGroup, opts: TableOptions = {}): TableModel {
   return { title: groupTitle(g), head, rows };
 }
 
-/** Past this many replicas a table shows their spread (min/median/max), not a column each. */
-const MAX_REPLICA_COLUMNS = 12;
-
-export function replicaTable(g: RunGroup, opts: TableOptions = {}): TableModel {
-  const wide = opts.wide ?? true;
-  const ids = [...new Set(g.phases.flatMap((p) => Object.keys(p.replicas)))].sort(compareReplicaIds);
-  const spread = ids.length > MAX_REPLICA_COLUMNS;
-  const perReplica = spread
-    ? wide
-      ? ['CPU min', 'CPU median', 'CPU max']
-      : ['min', 'median', 'max']
-    : wide
-      ? ids.map((id) => `${id} CPU`)
-      : ids;
-  const head = wide
-    ? ['Phase', 'CPU mean', 'CPU CV', ...perReplica, 'Client CPU', 'Loop p99 ms']
-    : ['Phase', 'CPU', 'CV', ...perReplica, 'Client', 'Loop p99'];
-  const rows = g.phases.map((p) => {
-    let cells: string[];
-    if (spread) {
-      // The replicas' own (median) CPU in the phase, spread across replicas.
-      const xs = ids
-        .map((id) => p.replicas[id]?.cpuMean.median)
-        .filter((x): x is number => typeof x === 'number')
-        .sort((a, b) => a - b);
-      const at = (q: number): string => {
-        const v = quantile(xs, q);
-        return v === null ? '-' : pct(v);
-      };
-      cells = [at(0), at(0.5), at(1)];
-    } else {
-      cells = ids.map((id) => {
-        const r = p.replicas[id];
-        return r ? fmtStat(r.cpuMean, pct, wide) : '-';
-      });
-    }
-    return [
-      p.name,
-      fmtStat(p.cpuMean, pct, wide),
-      fmtStat(p.cpuCv, fixed(2), wide),
-      ...cells,
-      fmtStat(p.harnessCpu, pct, wide),
-      fmtStat(p.harnessLoopP99Ms, fixed(1), wide),
-    ];
-  });
-  const what = wide ? 'replicas and the client' : 'replica CPU of quota, client';
-  const across = spread ? ` (${ids.length} replicas: their CPU across replicas)` : '';
-  return { title: `${groupTitle(g, wide)} · ${what}${across}`, head, rows };
-}
-
-/**
- * Failures heard of per replica and phase, by cause, as `unreachable/overloaded/slow`; null when
- * there were none (or the runs predate the classification).
- */
-export function failureTable(g: RunGroup, opts: TableOptions = {}): TableModel | null {
-  const wide = opts.wide ?? true;
-  const ids = [...new Set(g.phases.flatMap((p) => Object.keys(p.replicas)))].sort(compareReplicaIds);
-  const any = g.phases.some((p) =>
-    ids.some((id) => {
-      const r = p.replicas[id];
-      return r && [r.unreachable, r.overloaded, r.slow].some((s) => (s.median ?? 0) > 0);
-    }),
-  );
-  if (!any) return null;
-  // Many replicas: only those that had failures get a column.
-  const shown =
-    ids.length > MAX_REPLICA_COLUMNS
-      ? ids.filter((id) =>
-          g.phases.some((p) => {
-            const r = p.replicas[id];
-            return r && [r.unreachable, r.overloaded, r.slow].some((s) => (s.median ?? 0) > 0);
-          }),
-        )
-      : ids;
-  const rows = g.phases.map((p) => [
-    p.name,
-    ...shown.map((id) => {
-      const r = p.replicas[id];
-      return r ? [r.unreachable, r.overloaded, r.slow].map((s) => fmtStat(s, int, wide)).join('/') : '-';
-    }),
-  ]);
-  return {
-    title: `${groupTitle(g, wide)} · failures heard of (unreachable/overloaded/slow; only unreachable counts toward fall)`,
-    head: ['Phase', ...shown],
-    rows,
-  };
-}
-
-export function detectionTable(g: RunGroup, opts: TableOptions = {}): TableModel | null {
-  if (g.detection.length === 0) return null;
-  const wide = opts.wide ?? true;
-  const d = g.detections;
-  const counts =
-    d.down.median === null
-      ? ''
-      : ` (detections: ${fmtStat(d.down, int, wide)} down, ${fmtStat(d.up, int, wide)} up, ${fmtStat(d.unexplained, int, wide)} false)`;
-  return {
-    title: `${groupTitle(g, wide)} · detection delay${counts}`,
-    head: ['Replica', 'Action', '#', 'Delay ms', 'Missed'],
-    rows: g.detection.map((d) => [
-      d.replica,
-      d.action,
-      String(d.occurrence),
-      fmtStat(d.delayMs, int, wide),
-      String(d.missed),
-    ]),
-  };
-}
-
 export function comparisonTable(cmp: Comparison, opts: TableOptions = {}): TableModel {
   const title = `Change vs ${cmp.baseline}. ${SIGN_CONVENTION}`;
   if (opts.wide === false) {
@@ -335,137 +221,6 @@ export function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
     ...(f ? [f] : []),
     ...(d ? [d] : []),
   ];
-}
-
-const CSV_HEAD = [
-  'plan',
-  'strategy',
-  'mix',
-  'runs',
-  'phase',
-  'subject',
-  'metric',
-  'median',
-  'q1',
-  'q3',
-  'n',
-  'baseline',
-  'settings',
-  'lo',
-  'hi',
-  'verdict',
-  'detectable',
-];
-
-/** Long format: one row per group, phase, subject (class, replica or `all`) and metric. */
-export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null, baseline = 'rr'): string {
-  const rows: (string | number | null)[][] = [CSV_HEAD];
-  for (const g of groups) {
-    const pre = [g.plan, g.strategy, g.mixLabel, g.runIds.length];
-    const push = (phase: string, subject: string, metric: string, s: Stat): void => {
-      rows.push([...pre, phase, subject, metric, s.median, s.q1, s.q3, s.n, null, g.settingsLabel]);
-    };
-    for (const p of g.phases) {
-      push(p.name, 'all', 'survivors', p.survivors);
-      for (const c of SERVICE_CLASSES) for (const m of CLASS_METRICS) push(p.name, c, m, p.classes[c][m]);
-      push(p.name, 'all', 'cpuMean', p.cpuMean);
-      push(p.name, 'all', 'cpuCv', p.cpuCv);
-      push(p.name, 'client', 'cpu', p.harnessCpu);
-      push(p.name, 'client', 'loopP99Ms', p.harnessLoopP99Ms);
-      for (const [id, r] of Object.entries(p.replicas)) {
-        push(p.name, id, 'cpuMean', r.cpuMean);
-        push(p.name, id, 'unreachable', r.unreachable);
-        push(p.name, id, 'overloaded', r.overloaded);
-        push(p.name, id, 'slow', r.slow);
-        if (r.p95Ms) push(p.name, id, 'p95Ms', r.p95Ms);
-      }
-      if (p.signals)
-        for (const m of ['queryShareSpread', 'cpuShareSpread', 'weightDeviation'] as const)
-          push(p.name, 'signals', m, p.signals[m]);
-    }
-  }
-  for (const e of cmp?.entries ?? []) {
-    for (const r of e.rows) {
-      const pre = [e.plan, e.strategy, e.mixLabel, e.runs, r.phase, r.cls];
-      rows.push([...pre, 'p95Change', r.p95Change, null, null, null, e.baseline, e.settingsLabel]);
-      rows.push([...pre, 'goodputChange', r.goodputChange, null, null, null, e.baseline, e.settingsLabel]);
-    }
-  }
-  rows.push(...evidenceCsvRows(groups, baseline));
-  // Every row has every column; null cells are empty; cells holding commas, quotes or newlines are quoted (RFC 4180).
-  return stringify(
-    rows.map((r) =>
-      r.length < CSV_HEAD.length ? [...r, ...Array(CSV_HEAD.length - r.length).fill(null)] : r,
-    ),
-  );
-}
-
-const PER_RUN_HEAD = [
-  'run',
-  'plan',
-  'strategy',
-  'mix',
-  'seed',
-  'complete',
-  'phase',
-  'invalid',
-  'survivors',
-  'class',
-  'goodput',
-  'p50',
-  'p95',
-  'p99',
-  'goodputRetention',
-  'p95Inflation',
-  'errors',
-  'sessionsFailed',
-  'sessionsCut',
-  'admissionFailures',
-  'lifetimeP50Ms',
-  'lifetimeP95Ms',
-  'connectP95Ms',
-  'cpuMean',
-  'cpuCv',
-];
-
-/** `plb report --csv --per-run`: one row per run, phase and class, the run's own numbers (no medians). */
-export function renderCsvPerRun(summaries: readonly RunSummary[]): string {
-  const rows: (string | number | null)[][] = [PER_RUN_HEAD];
-  for (const s of summaries) {
-    for (const p of s.phases) {
-      for (const c of SERVICE_CLASSES) {
-        const k = p.classes[c];
-        rows.push([
-          s.runId,
-          s.plan,
-          s.strategy,
-          `${s.mix.premium}:${s.mix.freemium}`,
-          s.seed,
-          String(s.complete),
-          p.name,
-          p.invalid ?? null,
-          p.survivors,
-          c,
-          k.goodput,
-          k.p50,
-          k.p95,
-          k.p99,
-          k.goodputRetention,
-          k.p95Inflation,
-          k.errors,
-          k.sessionsFailed,
-          k.sessionsCut ?? null,
-          k.admissionFailures,
-          k.lifetimeP50Ms,
-          k.lifetimeP95Ms,
-          k.connectP95Ms ?? null,
-          p.cpuMean,
-          p.cpuCv,
-        ]);
-      }
-    }
-  }
-  return stringify(rows);
 }
 
 export function reportJson(groups: RunGroup[], cmp: Comparison | null, baseline: string): ReportJson {

@@ -4,6 +4,8 @@ import type { RunSummary } from '../run-format/summary.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { Stat } from '../run-format/report.js';
 import { stat } from './stats.js';
+import type { TemplateIntervals } from '../metrics/template-stats.js';
+import { overRuns } from './evidence.js';
 
 export interface AggregatedTemplate {
   phase: string;
@@ -15,6 +17,26 @@ export interface AggregatedTemplate {
   /** Completed queries per second of the phase. */
   qps: Stat;
   errors: Stat;
+  /** 95 % intervals of p50 and p95: one run's bootstrap, or over 3+ runs; absent for older runs. */
+  intervals?: TemplateIntervals;
+}
+
+/**
+ * One run: its own intervals. Several: the t interval of the runs' mean (as the class figures'
+ * interval over runs), which needs 3; the pooled bootstrap needs per-template seconds, which a
+ * run does not keep.
+ */
+function intervalsOver(xs: NonNullable<RunSummary['templates']>): TemplateIntervals | undefined {
+  const own = xs.filter((x) => x.intervals !== undefined);
+  if (own.length === 0) return undefined;
+  if (xs.length === 1) return own[0]?.intervals;
+  if (xs.length < 3)
+    return { block: null, p50: null, p95: null, note: `${xs.length} runs: an interval over runs needs 3` };
+  const iv = (vals: (number | null)[]) => {
+    const e = overRuns(vals.map((v) => v ?? NaN));
+    return e.lo === null || e.hi === null ? null : { lo: e.lo, hi: e.hi };
+  };
+  return { block: null, p50: iv(xs.map((x) => x.p50)), p95: iv(xs.map((x) => x.p95)) };
 }
 
 /** Medians over the runs of each (phase, class, template) the runs' summaries have. */
@@ -40,6 +62,7 @@ export function aggregateTemplates(runs: readonly RunSummary[]): AggregatedTempl
       p95: stat(xs.map((x) => x.p95)),
       qps: stat(xs.map((x) => (x.seconds > 0 ? x.queries / x.seconds : null))),
       errors: stat(xs.map((x) => x.errors)),
+      ...(intervalsOver(xs) ? { intervals: intervalsOver(xs) } : {}),
     };
   });
 }
@@ -62,15 +85,33 @@ export function templateTable<G extends { templates?: AggregatedTemplate[] }>(
   if (!g.templates || g.templates.length === 0) return null;
   // plb's own three in a compact terminal report: --wide (and the HTML) show them.
   if (!wide && g.templates.every((t) => ['point', 'range', 'scan'].includes(t.template))) return null;
+  const withIv = g.templates.some((t) => t.intervals !== undefined);
+  const iv = (t: AggregatedTemplate, m: 'p50' | 'p95'): string[] => {
+    if (!withIv) return [];
+    const x = t.intervals?.[m];
+    return [x ? `${ms(x.lo)}..${ms(x.hi)}` : '-'];
+  };
   return {
-    title: `${parts.title(g, wide)}: per SQL template`,
-    head: ['phase', 'class', 'template', 'p50 ms', 'p95 ms', 'q/s', 'errors'],
+    title: `${parts.title(g, wide)}: per SQL template${withIv ? ' (95 % intervals)' : ''}`,
+    head: [
+      'phase',
+      'class',
+      'template',
+      'p50 ms',
+      ...(withIv ? ['p50 95 %'] : []),
+      'p95 ms',
+      ...(withIv ? ['p95 95 %'] : []),
+      'q/s',
+      'errors',
+    ],
     rows: g.templates.map((t) => [
       t.phase,
       t.class,
       t.template,
       parts.stat(t.p50, ms, wide),
+      ...iv(t, 'p50'),
       parts.stat(t.p95, ms, wide),
+      ...iv(t, 'p95'),
       parts.stat(t.qps, one, wide),
       parts.stat(t.errors, int, wide),
     ]),

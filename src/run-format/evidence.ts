@@ -6,6 +6,18 @@ const METRICS = ['p50', 'p95', 'p99', 'goodput', 'lifetime'] as const;
 const perMetric = <T extends z.ZodType>(s: T) =>
   z.object(Object.fromEntries(METRICS.map((m) => [m, s])) as Record<(typeof METRICS)[number], T>);
 
+export const intervalSchema = z
+  .object({ lo: z.number(), hi: z.number() })
+  .meta({ id: 'Interval', description: 'A 95 % interval' });
+
+/** A template's intervals in summary.json (the class figures' method over its seconds). */
+export const templateIntervalsSchema = z.object({
+  block: z.number().nullable().describe('block length, s; null without seconds'),
+  p50: intervalSchema.nullable(),
+  p95: intervalSchema.nullable(),
+  note: z.string().optional().describe('why there is no interval'),
+});
+
 export const estimateSchema = z
   .object({ value: z.number().nullable(), lo: z.number().nullable(), hi: z.number().nullable() })
   .meta({ id: 'Estimate', description: 'A value with its 95 % interval (lo, hi null: no interval)' });
@@ -40,6 +52,7 @@ export const groupEvidenceSchema = z.object({
   notes: z.array(z.string()),
 });
 
+export type Interval = z.infer<typeof intervalSchema>;
 export type Estimate = z.infer<typeof estimateSchema>;
 export type Change = z.infer<typeof changeSchema>;
 export type Verdict = Change['verdict'];

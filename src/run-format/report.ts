@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 import type { Assignable } from './type-check.js';
 import { mixSchema, serviceClassRecord, serviceClassSchema } from './common.js';
-import { groupEvidenceSchema } from './evidence.js';
+import { groupEvidenceSchema, intervalSchema, templateIntervalsSchema } from './evidence.js';
 import type { ClassPhaseStats } from './summary.js';
 
 /** Per phase and class metrics the report shows, in display order. */
@@ -129,6 +129,9 @@ export const runGroupSchema = z.object({
         p95: statSchema,
         qps: statSchema,
         errors: statSchema,
+        intervals: templateIntervalsSchema
+          .optional()
+          .describe("95 % intervals: one run's bootstrap, or over 3+ runs; absent for older runs"),
       }),
     )
     .optional()
@@ -195,6 +198,12 @@ export const paperFiguresSchema = z.object({
           metric: z.enum(FIG4_METRICS),
           strategy: z.string(),
           value: statSchema,
+          interval: z
+            .object({ value: z.number() })
+            .extend(intervalSchema.shape)
+            .nullable()
+            .optional()
+            .describe('the pooled value with its 95 % interval; null: none (absent in older reports)'),
         }),
       ),
     })
@@ -207,6 +216,7 @@ export const paperFiguresSchema = z.object({
       plbP95: nullNum,
       rrP95: nullNum,
       change: nullNum.describe('(rr - plb) / rr: positive = plb has the lower p95'),
+      interval: intervalSchema.nullable().optional().describe('95 % interval of change'),
     }),
   ),
   fig6: z.array(
@@ -216,6 +226,8 @@ export const paperFiguresSchema = z.object({
       premium: nullNum.describe('(p95 - ref) / ref: positive = degradation'),
       freemium: nullNum,
       gapPp: nullNum.describe('freemium - premium, percentage points'),
+      premiumInterval: intervalSchema.nullable().optional().describe('95 % interval of premium'),
+      freemiumInterval: intervalSchema.nullable().optional().describe('95 % interval of freemium'),
     }),
   ),
   claims: z.array(
@@ -227,7 +239,7 @@ export const paperFiguresSchema = z.object({
       measure: z.enum(['goodputRatio', 'p95VsRr', 'p95VsRef', 'gapPp']),
       published: z.string(),
       measured: nullNum,
-      interval: z.object({ lo: z.number(), hi: z.number() }).nullable(),
+      interval: intervalSchema.nullable(),
       verdict: z.enum(['reproduced', 'contradicted', 'inconclusive', 'not measured']),
       source: z.string().describe("the paper's sentence"),
     }),

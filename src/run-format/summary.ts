@@ -2,6 +2,7 @@
 import { z } from 'zod';
 
 import { mixSchema, serviceClassRecord } from './common.js';
+import { templateIntervalsSchema } from './evidence.js';
 
 export const SUMMARY_SCHEMA_VERSION = 1;
 
@@ -127,6 +128,9 @@ export const templatePhaseStatsSchema = z.object({
   p50: z.number().nullable(),
   p95: z.number().nullable(),
   seconds: z.number(),
+  intervals: templateIntervalsSchema
+    .optional()
+    .describe('95 % intervals of p50 and p95 (block bootstrap over seconds); absent in older runs'),
 });
 
 export const summarySchema = z

@@ -1,5 +1,6 @@
 // The interval method at a small scale, with fixed seeds: synthetic per-second histograms whose
 // seconds are dependent (a level that persists for a few seconds, as a session's replica does).
+import type { Histogram } from 'hdr-histogram-js';
 import { describe, expect, it } from 'vitest';
 import { newLatencyHistogram } from '../../src/metrics/histogram.js';
 import {
@@ -15,10 +16,16 @@ import {
 import { changeOf, detectableChange, opposite, verdictOf } from '../../src/report/verdicts.js';
 
 /** `n` seconds of latencies (us): log-normal around a level that changes every `persist` seconds. */
-function series(seed: number, n: number, scaleUs: number, persist = 4, perSecond = 40): SecondSample[] {
+function series(
+  seed: number,
+  n: number,
+  scaleUs: number,
+  persist = 4,
+  perSecond = 40,
+): Array<SecondSample & { latency: Histogram }> {
   const rand = generator(seed);
   const normal = (): number => Math.sqrt(-2 * Math.log(1 - rand())) * Math.cos(2 * Math.PI * rand());
-  const out: SecondSample[] = [];
+  const out: Array<SecondSample & { latency: Histogram }> = [];
   let level = 1;
   for (let s = 0; s < n; s++) {
     if (s % persist === 0) level = Math.exp(0.4 * normal());

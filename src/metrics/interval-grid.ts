@@ -1,0 +1,245 @@
+// The data layout behind the block bootstrap (intervals.ts), built once per cell so that a
+// resample costs a few hundred additions instead of a merge of histograms:
+// - a Grid: every second of the cell as sparse rows over one shared, ascending list of bucket
+//   values (the union of the seconds' buckets);
+// - a BlockTable per run and block width: every block (each circular start) merged once, kept
+//   as per-chunk totals (CHUNK grid values a chunk) plus its sparse entries by chunk. A
+//   resample adds the chosen blocks' chunk totals, finds the chunk holding each percentile's
+//   rank, and merges only that chunk's entries. Counts are integers in doubles, so every sum is
+//   exact and the percentile is the one a full merge gives.
+import type { Histogram } from 'hdr-histogram-js';
+import { EMPTY_COUNTS, sparseOfHistogram, type SparseCounts } from './sparse-counts.js';
+
+export const CHUNK = 64;
+
+export interface Grid {
+  values: Float64Array;
+  /** Second s's entries are [start[s], start[s + 1]) of idx (grid positions) and cnt. */
+  start: Int32Array;
+  idx: Int32Array;
+  cnt: Float64Array;
+  totals: Float64Array;
+}
+
+const fromHistogram = new WeakMap<Histogram, SparseCounts>();
+
+/** Sparse counts of a second's histogram (a decoded one is used as it is). */
+export function countsOf(h: Histogram | SparseCounts | null): SparseCounts {
+  if (h === null) return EMPTY_COUNTS;
+  if ('counts' in h && h.counts instanceof Float64Array) return h;
+  const hist = h as Histogram;
+  let c = fromHistogram.get(hist);
+  if (c === undefined) {
+    c = sparseOfHistogram(hist);
+    fromHistogram.set(hist, c);
+  }
+  return c;
+}
+
+/** First position of `v` in ascending `a` (it is there: a holds every second's values). */
+function positionOf(a: Float64Array, v: number): number {
+  let lo = 0;
+  let hi = a.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid]! < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function gridOf(secs: readonly SparseCounts[]): Grid {
+  let nnz = 0;
+  for (const s of secs) nnz += s.values.length;
+  const all = new Float64Array(nnz);
+  let k = 0;
+  for (const s of secs) {
+    all.set(s.values, k);
+    k += s.values.length;
+  }
+  all.sort();
+  let g = 0;
+  for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) all[g++] = all[i]!;
+  const values = all.slice(0, g);
+  const start = new Int32Array(secs.length + 1);
+  const idx = new Int32Array(nnz);
+  const cnt = new Float64Array(nnz);
+  const totals = new Float64Array(secs.length);
+  k = 0;
+  secs.forEach((s, i) => {
+    start[i] = k;
+    for (let j = 0; j < s.values.length; j++) {
+      idx[k] = positionOf(values, s.values[j]!);
+      cnt[k++] = s.counts[j]!;
+    }
+    totals[i] = s.total;
+  });
+  start[secs.length] = k;
+  return { values, start, idx, cnt, totals };
+}
+
+/** Adds seconds [from, to) of the grid into dense `acc`; returns their total. */
+export function addSeconds(g: Grid, from: number, to: number, acc: Float64Array, sign = 1): number {
+  let total = 0;
+  for (let s = from; s < to; s++) {
+    for (let k = g.start[s]!; k < g.start[s + 1]!; k++) acc[g.idx[k]!]! += sign * g.cnt[k]!;
+    total += g.totals[s]!;
+  }
+  return sign * total;
+}
+
+/** Nearest-rank percentiles (HdrHistogram's rank) of dense counts over the grid; NaN when empty. */
+export function percentilesOf(
+  values: Float64Array,
+  counts: Float64Array,
+  total: number,
+  ps: readonly number[],
+): number[] {
+  const out = ps.map(() => NaN);
+  if (total <= 0) return out;
+  const ranks = ps.map((p) => rankOf(p, total));
+  let cum = 0;
+  let k = 0;
+  for (let i = 0; i < counts.length && k < ps.length; i++) {
+    cum += counts[i]!;
+    while (k < ps.length && cum >= ranks[k]!) {
+      out[k] = values[i]!;
+      k++;
+    }
+  }
+  return out;
+}
+
+export const rankOf = (p: number, total: number): number => Math.max(1, Math.ceil((p / 100) * total - 1e-9));
+
+/** Every circular block of `width` seconds of one run (seconds [offset, offset + len)). */
+export interface BlockTable {
+  chunks: number;
+  /** Row r's chunk c total at coarse[r * chunks + c]. */
+  coarse: Float64Array;
+  totals: Float64Array;
+  /** Row r's entries of chunk c: [at[r * (chunks + 1) + c], at[r * (chunks + 1) + c + 1]). */
+  at: Int32Array;
+  idx: Int32Array;
+  cnt: Float64Array;
+}
+
+class Growable {
+  idx = new Int32Array(1024);
+  cnt = new Float64Array(1024);
+  length = 0;
+  push(i: number, c: number): void {
+    if (this.length === this.idx.length) {
+      const idx = new Int32Array(this.idx.length * 2);
+      idx.set(this.idx);
+      this.idx = idx;
+      const cnt = new Float64Array(this.cnt.length * 2);
+      cnt.set(this.cnt);
+      this.cnt = cnt;
+    }
+    this.idx[this.length] = i;
+    this.cnt[this.length++] = c;
+  }
+}
+
+export function blockTable(g: Grid, offset: number, len: number, width: number): BlockTable {
+  const G = g.values.length;
+  const chunks = Math.max(1, Math.ceil(G / CHUNK));
+  const coarse = new Float64Array(len * chunks);
+  const totals = new Float64Array(len);
+  const at = new Int32Array(len * (chunks + 1));
+  const ent = new Growable();
+  const acc = new Float64Array(G);
+  // A sliding window: the block at start s + 1 is the one at s less second s plus second s + w.
+  let total = 0;
+  for (let j = 0; j < width; j++) total += addSeconds(g, offset + (j % len), offset + (j % len) + 1, acc);
+  for (let s = 0; s < len; s++) {
+    if (s > 0) {
+      const out = offset + s - 1;
+      const inn = offset + ((s - 1 + width) % len);
+      total += addSeconds(g, out, out + 1, acc, -1);
+      total += addSeconds(g, inn, inn + 1, acc);
+    }
+    totals[s] = total;
+    for (let c = 0; c < chunks; c++) {
+      at[s * (chunks + 1) + c] = ent.length;
+      let sum = 0;
+      const end = Math.min(G, (c + 1) * CHUNK);
+      for (let i = c * CHUNK; i < end; i++) {
+        const v = acc[i]!;
+        if (v > 0) {
+          ent.push(i, v);
+          sum += v;
+        }
+      }
+      coarse[s * chunks + c] = sum;
+    }
+    at[s * (chunks + 1) + chunks] = ent.length;
+  }
+  return {
+    chunks,
+    coarse,
+    totals,
+    at,
+    idx: ent.idx.slice(0, ent.length),
+    cnt: ent.cnt.slice(0, ent.length),
+  };
+}
+
+/**
+ * A resample's merged percentiles into `out` (NaN when empty); returns the resample's total.
+ * The chosen rows are (tables[i], rows[i]) for i < n; `ps` ascending; `coarse` and `fine` are
+ * scratch (chunks and CHUNK long). Same result as merging the rows and scanning the grid.
+ */
+export function resamplePercentiles(
+  values: Float64Array,
+  tables: readonly BlockTable[],
+  rows: Int32Array,
+  n: number,
+  ps: readonly number[],
+  out: Float64Array,
+  coarse: Float64Array,
+  fine: Float64Array,
+): number {
+  out.fill(NaN);
+  const chunks = tables[0]?.chunks ?? 0;
+  coarse.fill(0, 0, chunks);
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    const t = tables[i]!;
+    const row = rows[i]!;
+    const base = row * chunks;
+    const tc = t.coarse;
+    for (let c = 0; c < chunks; c++) coarse[c]! += tc[base + c]!;
+    total += t.totals[row]!;
+  }
+  if (total <= 0) return total;
+  let cum = 0;
+  let c = 0;
+  let fineOf = -1;
+  for (let k = 0; k < ps.length; k++) {
+    const rank = rankOf(ps[k]!, total);
+    while (c < chunks && cum + coarse[c]! < rank) cum += coarse[c++]!;
+    if (c >= chunks) break;
+    if (fineOf !== c) {
+      fine.fill(0);
+      const first = c * CHUNK;
+      for (let i = 0; i < n; i++) {
+        const t = tables[i]!;
+        const a = rows[i]! * (chunks + 1) + c;
+        const end = t.at[a + 1]!;
+        for (let e = t.at[a]!; e < end; e++) fine[t.idx[e]! - first]! += t.cnt[e]!;
+      }
+      fineOf = c;
+    }
+    let run = cum;
+    for (let j = 0; j < CHUNK; j++) {
+      run += fine[j]!;
+      if (run >= rank) {
+        out[k] = values[c * CHUNK + j]!;
+        break;
+      }
+    }
+  }
+  return total;
+}
