@@ -30,12 +30,4 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     rules: { 'max-lines': ['error', { max: 400 }] },
   },
-  {
-    // split in progress on other branches
-    files: [
-      'src/report/render.ts',
-      'src/report/charts.ts',
-    ],
-    rules: { 'max-lines': 'off' },
-  },
 );
