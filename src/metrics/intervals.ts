@@ -272,9 +272,15 @@ export function smallSampleFactor(blocks: number | undefined): number {
 
 /**
  * The central 95 % percentile interval of resampled values, widened around their median by
- * smallSampleFactor(blocks); null when too many resamples are undefined.
+ * smallSampleFactor(blocks) but never below `floor`, the least value the quantity can take (0 for
+ * a latency or a rate, -1 for a relative change of one); null when too many resamples are undefined.
  */
-export function percentileInterval(reps: Float64Array, level = 0.95, blocks?: number): Interval | null {
+export function percentileInterval(
+  reps: Float64Array,
+  level = 0.95,
+  blocks?: number,
+  floor = -Infinity,
+): Interval | null {
   // A typed array sorts numerically in native code (the finite values' order is the same).
   const ok = reps.filter((v) => Number.isFinite(v)).sort();
   if (ok.length === 0 || ok.length < MIN_DEFINED * reps.length) return null;
@@ -288,7 +294,7 @@ export function percentileInterval(reps: Float64Array, level = 0.95, blocks?: nu
   const tail = (1 - level) / 2;
   const f = smallSampleFactor(blocks);
   const mid = q(0.5);
-  return { lo: mid + (q(tail) - mid) * f, hi: mid + (q(1 - tail) - mid) * f };
+  return { lo: Math.max(floor, mid + (q(tail) - mid) * f), hi: mid + (q(1 - tail) - mid) * f };
 }
 
 /** Resampled relative changes (v - r) / r, pairing independent resamples by index. */

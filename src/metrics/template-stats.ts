@@ -148,7 +148,7 @@ function intervalsOf(s: Series, p: TemplatePhase, cls: ServiceClass, template: s
   const boot = bootstrapCell([samples], { key: `${p.name}/${cls}/${template}`, block });
   return {
     block,
-    p50: roundIv(percentileInterval(boot.replicates.p50, 0.95, boot.blocks)),
-    p95: roundIv(percentileInterval(boot.replicates.p95, 0.95, boot.blocks)),
+    p50: roundIv(percentileInterval(boot.replicates.p50, 0.95, boot.blocks, 0)),
+    p95: roundIv(percentileInterval(boot.replicates.p95, 0.95, boot.blocks, 0)),
   };
 }

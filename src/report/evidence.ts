@@ -56,7 +56,7 @@ function estimates(
 ): Record<IntervalMetric, Estimate> {
   return Object.fromEntries(
     INTERVAL_METRICS.map((m) => {
-      const iv = boot === null ? null : percentileInterval(boot.replicates[m], 0.95, boot.blocks);
+      const iv = boot === null ? null : percentileInterval(boot.replicates[m], 0.95, boot.blocks, 0);
       return [m, { value: num(point[m]), lo: iv?.lo ?? null, hi: iv?.hi ?? null }];
     }),
   ) as Record<IntervalMetric, Estimate>;
@@ -121,7 +121,12 @@ function changes(a: Cell, b: Cell): Record<IntervalMetric, Change> {
       const note = a.evidence.note ?? b.evidence.note;
       if (a.boot === null || b.boot === null) return [m, changeOf(m, delta, null, note ?? 'no interval')];
       const blocks = Math.min(a.boot.blocks, b.boot.blocks);
-      const iv = percentileInterval(relativeChange(a.boot.replicates[m], b.boot.replicates[m]), 0.95, blocks);
+      const iv = percentileInterval(
+        relativeChange(a.boot.replicates[m], b.boot.replicates[m]),
+        0.95,
+        blocks,
+        -1,
+      );
       return [m, changeOf(m, delta, iv, iv === null ? 'too few resamples with data' : undefined)];
     }),
   ) as Record<IntervalMetric, Change>;

@@ -100,3 +100,17 @@ describe('block bootstrap over per-second histograms', () => {
     expect(opposite('better', 'no difference detected')).toBe(false);
   });
 });
+
+describe('the widened interval', () => {
+  it('stops at the least value the quantity can take', () => {
+    // Skewed resamples of a latency (ms): most spread over 0.1..1, a few far above; three blocks
+    // widen the interval by t(2)/z, about 2.2x, which would take its lower end below 0.
+    const reps = Float64Array.from({ length: 1000 }, (_, i) =>
+      i < 950 ? 0.1 + (0.9 * (i % 100)) / 100 : 200,
+    );
+    const open = percentileInterval(reps, 0.95, 3);
+    expect(open!.lo).toBeLessThan(0);
+    const cut = percentileInterval(reps, 0.95, 3, 0);
+    expect(cut).toEqual({ lo: 0, hi: open!.hi });
+  });
+});
