@@ -14,7 +14,7 @@ import type { RunSummary } from '../../src/run-format/summary.js';
 import { benchFlagValues, haveServerBinaries } from '../helpers/fixtures.js';
 
 const NAME = 'plbtest-lag';
-const PORT = 34432;
+const PORT = 26760; // below the ephemeral range (32768-60999), where a client source port can take it
 
 describe.skipIf(!haveServerBinaries)('writes and replication lag (local driver)', () => {
   let work = '';

@@ -21,7 +21,7 @@ import { benchFlagValues, haproxyBin, haveServerBinaries, runCommand } from '../
 const ci = process.env.CI === 'true';
 const NAME = 'plbtest-via';
 const BASE_PORT = 26932; // below the ephemeral range, so no client source port can hold it
-const LISTEN_PORT = 33500;
+const LISTEN_PORT = 26790; // below the ephemeral range (32768-60999)
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 const haveHaproxy = haproxyBin !== null;
