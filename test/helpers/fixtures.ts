@@ -1,8 +1,10 @@
 // Shared by the test files: what the machine has, bench flags with test-sized defaults, and a
 // command run in-process with its output captured.
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { vi } from 'vitest';
+import { afterAll, vi } from 'vitest';
 import type { BenchFlagValues } from '../../src/bench/flags.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
 
@@ -101,3 +103,30 @@ export const haproxyBin: string | null = (() => {
   }
   return null;
 })();
+
+/** A scratch folder removed after the test file, and a writer of named files into it. */
+export function scratchFolder(prefix: string): {
+  root: string;
+  file: (name: string, text: string) => string;
+} {
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  return {
+    root,
+    file: (name, text) => {
+      const p = join(root, name);
+      writeFileSync(p, text);
+      return p;
+    },
+  };
+}
+
+/** The message of what a call throws; 'no error' when it returns. */
+export function thrownMessage(f: () => unknown): string {
+  try {
+    f();
+  } catch (err) {
+    return (err as Error).message;
+  }
+  return 'no error';
+}

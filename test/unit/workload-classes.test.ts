@@ -1,10 +1,9 @@
 // Per-class workloads: --queries-per-session, --think-time and --query-mix for one or each class,
 // the --workload file (line-numbered errors, overridden by flags), auto think time over classes
 // that differ, and a simulated bench whose classes do what they were given.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkBenchValue } from '../../src/bench/checks.js';
 import { executeBench } from '../../src/bench/execute.js';
 import { resolveClasses } from '../../src/bench/resolve.js';
@@ -12,25 +11,10 @@ import { thinkTimeFor, thinkTimesFor, type ClassThinkInputs } from '../../src/wo
 import { parseQueryWeights } from '../../src/workload/spec.js';
 import { loadWorkloadFile, parseWorkloadFile } from '../../src/workload/workload-file.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
-import { benchFlagValues } from '../helpers/fixtures.js';
+import { benchFlagValues, scratchFolder, thrownMessage } from '../helpers/fixtures.js';
 
-const root = mkdtempSync(join(tmpdir(), 'plb-workload-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-function file(name: string, text: string): string {
-  const p = join(root, name);
-  writeFileSync(p, text);
-  return p;
-}
-
-const msg = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (err) {
-    return (err as Error).message;
-  }
-  return 'no error';
-};
+const { root, file } = scratchFolder('plb-workload-');
+const msg = thrownMessage;
 
 describe('per-class flag values', () => {
   it('takes one value for both classes or values by class', () => {

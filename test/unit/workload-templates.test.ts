@@ -1,33 +1,17 @@
 // SQL templates in the workload file: line-numbered errors (parameter counts, writes, names),
 // plb's own three as the default, and a custom workload end to end on the simulator (its CPU per
 // template from a calibration that names the templates' SQL).
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/execute.js';
 import { defaultCalibrationPath } from '../../src/cluster/sim/calibration.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import { parseWorkloadDocument } from '../../src/workload/workload-file.js';
-import { benchFlagValues } from '../helpers/fixtures.js';
+import { benchFlagValues, scratchFolder, thrownMessage } from '../helpers/fixtures.js';
 
-const root = mkdtempSync(join(tmpdir(), 'plb-templates-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-function file(name: string, text: string): string {
-  const p = join(root, name);
-  writeFileSync(p, text);
-  return p;
-}
-
-const msg = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (err) {
-    return (err as Error).message;
-  }
-  return 'no error';
-};
+const { root, file } = scratchFolder('plb-templates-');
+const msg = thrownMessage;
 
 const parse = (text: string) => parseWorkloadDocument(text, 'w.yaml');
 
