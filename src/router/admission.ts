@@ -61,6 +61,9 @@ export class AdmittingRouter<T = unknown> implements Router {
       inner.snapshot().map((r) => r.id),
       opts.limits,
     );
+    const reserve = opts.premiumReserve ?? 0;
+    if (!(reserve >= 0 && reserve <= 1))
+      throw new PlbError('BAD_INPUT', `premium reserve must be in [0, 1] (got ${String(reserve)})`);
     this.queue = new AdmissionQueue(opts.queue);
     this.guard = opts.guard ? new SloGuard(opts.guard) : undefined;
   }
@@ -201,9 +204,16 @@ export class AdmittingRouter<T = unknown> implements Router {
     const place = placeOf(r, cls) ?? (overflow && r.borrowedBy === undefined ? 'borrowed' : undefined);
     if (place === undefined) return false;
     const limit = this.limitOf(r, nowMs);
-    if (r.sessions.premium + r.sessions.freemium >= limit) return false;
-    if (cls === 'premium' || !this.guard) return true;
-    return r.sessions.freemium < this.guard.freemiumCap(place, limit);
+    const total = r.sessions.premium + r.sessions.freemium;
+    if (total >= limit) return false;
+    if (cls === 'premium' || this.opts.classBlind) return true;
+    if (r.role === 'premium' && total >= limit - this.premiumReserveOf(limit)) return false;
+    return !this.guard || r.sessions.freemium < this.guard.freemiumCap(place, limit);
+  }
+
+  /** The slots of a premium replica with this limit that freemium may not take. */
+  private premiumReserveOf(limit: number): number {
+    return Math.ceil((this.opts.premiumReserve ?? 0) * limit);
   }
 
   private queueClass(cls: ServiceClass): ServiceClass {
@@ -279,6 +289,9 @@ export function placeOf(
   return r.borrowedBy === cls ? 'borrowed' : undefined;
 }
 
+/** The share of a premium replica's limit kept from freemium unless told otherwise (--admission-premium-reserve). */
+export const DEFAULT_PREMIUM_RESERVE = 0.1;
+
 /**
  * Without options (a library user, `plb plan show`): a limit so high it rarely binds, a 10 s queue
  * timeout and the guard at 1.2 x the pre-failure premium p95. The bench sets the limit from its
@@ -287,6 +300,7 @@ export function placeOf(
 export const DEFAULT_ADMISSION: Omit<AdmissionOptions, 'slowStartMs'> = {
   limits: { mode: 'fixed', limit: 1000 },
   queue: { capacity: 10_000, timeoutMs: 10_000 },
+  premiumReserve: DEFAULT_PREMIUM_RESERVE,
   guard: { target: { kind: 'relative', factor: 1.2 } },
 };
 

@@ -112,6 +112,7 @@ export const admissionSchema = z
         hysteresis: z.number().optional(),
       })
       .optional(),
+    premiumReserve: z.number().optional(),
     classBlind: z.boolean().optional(),
   })
   .describe(
