@@ -40,7 +40,7 @@ export const admissionFlags = {
   }),
   'admission-min-share': Flags.string({
     description:
-      'the share of every own or mixed replica’s limit freemium always keeps while the guard tightens (0..1)',
+      'the share of every own or mixed replica’s limit freemium always keeps while the guard tightens, and of every freemium replica premium may not take (0..1)',
     default: String(DEFAULT_MIN_SHARE),
     helpGroup: HELP,
   }),
@@ -166,6 +166,7 @@ export function resolveAdmission(
       timeoutMs: parseTimeout(flags['admission-timeout'] ?? '10s'),
     },
     premiumReserve,
+    freemiumReserve: minShare,
     ...(target ? { guard: { target, minShare } } : {}),
   };
 }

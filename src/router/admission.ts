@@ -2,7 +2,7 @@ import { PlbError } from '../core/errors.js';
 import { AdmissionQueue } from './admission-queue.js';
 import type { AdmissionOptions } from './admission-types.js';
 import { SessionLimits } from './session-limits.js';
-import { SloGuard, type Place } from './slo-guard.js';
+import { DEFAULT_MIN_SHARE, SloGuard, type Place } from './slo-guard.js';
 import { admissionKey, slowStartRamp } from './slow-start.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } from './types.js';
@@ -61,9 +61,11 @@ export class AdmittingRouter<T = unknown> implements Router {
       inner.snapshot().map((r) => r.id),
       opts.limits,
     );
-    const reserve = opts.premiumReserve ?? 0;
-    if (!(reserve >= 0 && reserve <= 1))
-      throw new PlbError('BAD_INPUT', `premium reserve must be in [0, 1] (got ${String(reserve)})`);
+    for (const cls of ['premium', 'freemium'] as const) {
+      const reserve = this.reserveShare(cls);
+      if (!(reserve >= 0 && reserve <= 1))
+        throw new PlbError('BAD_INPUT', `${cls} reserve must be in [0, 1] (got ${String(reserve)})`);
+    }
     this.queue = new AdmissionQueue(opts.queue);
     this.guard = opts.guard ? new SloGuard(opts.guard) : undefined;
   }
@@ -206,14 +208,17 @@ export class AdmittingRouter<T = unknown> implements Router {
     const limit = this.limitOf(r, nowMs);
     const total = r.sessions.premium + r.sessions.freemium;
     if (total >= limit) return false;
-    if (cls === 'premium' || this.opts.classBlind) return true;
-    if (r.role === 'premium' && total >= limit - this.premiumReserveOf(limit)) return false;
-    return !this.guard || r.sessions.freemium < this.guard.freemiumCap(place, limit);
+    if (this.opts.classBlind) return true;
+    // The other class's own replica: leave it the slots it keeps for itself.
+    const other: ServiceClass = cls === 'premium' ? 'freemium' : 'premium';
+    if (r.role === other && total >= limit - Math.ceil(this.reserveShare(other) * limit)) return false;
+    if (cls === 'premium' || !this.guard) return true;
+    return r.sessions.freemium < this.guard.freemiumCap(place, limit);
   }
 
-  /** The slots of a premium replica with this limit that freemium may not take. */
-  private premiumReserveOf(limit: number): number {
-    return Math.ceil((this.opts.premiumReserve ?? 0) * limit);
+  /** The share of a cls replica's limit the other class may not take. */
+  private reserveShare(cls: ServiceClass): number {
+    return (cls === 'premium' ? this.opts.premiumReserve : this.opts.freemiumReserve) ?? 0;
   }
 
   private queueClass(cls: ServiceClass): ServiceClass {
@@ -301,6 +306,7 @@ export const DEFAULT_ADMISSION: Omit<AdmissionOptions, 'slowStartMs'> = {
   limits: { mode: 'fixed', limit: 1000 },
   queue: { capacity: 10_000, timeoutMs: 10_000 },
   premiumReserve: DEFAULT_PREMIUM_RESERVE,
+  freemiumReserve: DEFAULT_MIN_SHARE,
   guard: { target: { kind: 'relative', factor: 1.2 } },
 };
 

@@ -40,7 +40,7 @@ export function createRouter(options: RouterOptions): Router {
       );
     case 'lc-queue': {
       // HAProxy's queue knows no classes and no SLO: one FIFO, no guard, nothing kept for premium.
-      const { guard: _guard, premiumReserve: _reserve, ...plain } = admissionFor(options, 0);
+      const { guard: _g, premiumReserve: _p, freemiumReserve: _f, ...plain } = admissionFor(options, 0);
       return new AdmittingRouter(new LeastSessionsRouter('lc', options, 0), strategy, {
         ...plain,
         classBlind: true,

@@ -113,6 +113,7 @@ export const admissionSchema = z
       })
       .optional(),
     premiumReserve: z.number().optional(),
+    freemiumReserve: z.number().optional(),
     classBlind: z.boolean().optional(),
   })
   .describe(

@@ -84,6 +84,17 @@ describe('admission: limits and queue', () => {
     expect(plain.request('premium', 1000, 0)).toBe('queued');
   });
 
+  it('keeps freemium its reserve of every freemium replica from a premium flood (never starved)', () => {
+    const r = admitting(4, { freemiumReserve: 0.25 });
+    for (let i = 0; i < 100; i++) r.request('premium', i, 0);
+    const freemiumReplicas = r.snapshot().filter((s) => s.role === 'freemium');
+    expect(freemiumReplicas.length).toBeGreaterThan(0);
+    for (const s of freemiumReplicas) expect(s.sessions.premium).toBe(3);
+    const got = r.request('freemium', 1000, 0);
+    expect(got).not.toBe('queued');
+    expect(freemiumReplicas.map((s) => s.id)).toContain((got as { replica: string }).replica);
+  });
+
   it('lc-queue keeps no reserve (HAProxy has no classes), and a reserve outside [0, 1] is refused', () => {
     const r = admitting(4, { premiumReserve: 0.5 }, 'lc-queue');
     for (let i = 0; i < 100; i++) r.request('freemium', i, 0);
@@ -219,14 +230,16 @@ describe('admission invariants over random event and arrival sequences', () => {
         fc.constantFrom(0, 5000),
         fc.constantFrom<'plb-admit' | 'lc-queue'>('plb-admit', 'lc-queue'),
         fc.constantFrom(0, 0.25, 0.5),
+        fc.constantFrom(0, 0.25),
         fc.array(opArb, { minLength: 1, maxLength: 250 }),
-        (limit, slowStartMs, strategy, premiumReserve, ops) => {
+        (limit, slowStartMs, strategy, premiumReserve, freemiumReserve, ops) => {
           const r = admitting(
             limit,
             {
               guard: { target: { kind: 'absolute', ms: 50 }, minShare: 0.25 },
               queue: { capacity: 20, timeoutMs: 4000 },
               premiumReserve,
+              freemiumReserve,
             },
             strategy,
             slowStartMs,
@@ -289,6 +302,15 @@ describe('admission invariants over random event and arrival sequences', () => {
               ) {
                 const limit = r.limitOf(s, now);
                 expect(n).toBeLessThanOrEqual(limit - Math.ceil(premiumReserve * limit));
+              }
+              // and premium admitted onto a freemium replica leaves freemium its reserve
+              if (
+                strategy === 'plb-admit' &&
+                s.role === 'freemium' &&
+                s.sessions.premium > b.sessions.premium
+              ) {
+                const limit = r.limitOf(s, now);
+                expect(n).toBeLessThanOrEqual(limit - Math.ceil(freemiumReserve * limit));
               }
             });
             // no one waits while a slot fits the oldest waiter of its class (work conservation)
