@@ -222,7 +222,9 @@ try {
     });
     ports.pgbouncer = LISTEN + 2;
   }
-  const paths = (['direct', 'haproxy', 'pgbouncer', 'node-pipe', 'plb'] as const).filter((v) => ports[v] !== undefined);
+  const paths = (['direct', 'haproxy', 'pgbouncer', 'node-pipe', 'plb'] as const).filter(
+    (v) => ports[v] !== undefined,
+  );
   const modes = [
     { key: 'kept', args: ['-f', script] },
     ...(withConnect ? [{ key: '-C', args: ['-f', script, '-C'] }] : []),
