@@ -79,10 +79,12 @@ export function describeValue(value: unknown): string {
   return String(value);
 }
 
-/** The `error` of a zod schema: `<what> (got <the value>)`. */
-const got = (what: string) => (iss: { input?: unknown }) => `${what} (got ${describeValue(iss.input)})`;
+/** `<what> (got <the value>)`. */
+const saying = (what: string, value: unknown) => `${what} (got ${describeValue(value)})`;
+/** The `error` of a zod schema: `<what> (got <the value>)`; `required` when the field is missing. */
+const got = (what: string) => (iss: { input?: unknown }) => saying(what, iss.input);
 const required = (what: string) => (iss: { input?: unknown }) =>
-  iss.input === undefined ? 'required' : got(what)(iss);
+  iss.input === undefined ? 'required' : saying(what, iss.input);
 
 // Published in the JSON Schema only (`meta`): the checks below say these with plb's own messages,
 // and those that need the plan's K or zones are faults/plan-rules.ts'.
@@ -104,11 +106,10 @@ function duration(what: string, o: { positive: boolean; max?: number }) {
         ctx.issues.push({ code: 'custom', message, input: v });
         return z.NEVER;
       };
-      if (s === undefined) return bad(got(DURATION_LIKE)({ input: v }));
-      if (o.positive ? s <= 0 : s < 0)
-        return bad(got(`must be ${o.positive ? '> 0' : '>= 0'}`)({ input: v }));
+      if (s === undefined) return bad(saying(DURATION_LIKE, v));
+      if (o.positive ? s <= 0 : s < 0) return bad(saying(`must be ${o.positive ? '> 0' : '>= 0'}`, v));
       if (o.max !== undefined && s > o.max)
-        return bad(`must be at most ${fmtSeconds(o.max)} (24 h) (got ${fmtSeconds(s)})`);
+        return bad(`must be at most ${fmtSeconds(o.max)} (${o.max / 3600} h) (got ${fmtSeconds(s)})`);
       return s;
     })
     .describe(`${what}: seconds, or a duration like "90s", "2m", "1m30s", "500ms"`);
@@ -128,11 +129,11 @@ const name = z
   .superRefine((s, ctx) => {
     const trimmed = s.trim();
     const bad = (message: string) => ctx.addIssue({ code: 'custom', message, input: s });
-    if (trimmed === '') bad(got('must be a non-empty string')({ input: s }));
+    if (trimmed === '') bad(saying('must be a non-empty string', s));
     else if (trimmed.length > MAX_NAME_LENGTH)
       bad(`must be at most ${MAX_NAME_LENGTH} characters (got ${trimmed.length})`);
     // The name reaches terminals, file names and reports: no control characters.
-    else if (hasControl(s)) bad(got('must not contain control characters')({ input: s }));
+    else if (hasControl(s)) bad(saying('must not contain control characters', s));
   })
   .meta({ minLength: 1, maxLength: MAX_NAME_LENGTH })
   .transform((s) => s.trim());
@@ -227,7 +228,7 @@ export function planFileSchemaFor(maxReplicas: number) {
         const simOnly = v > maxReplicas && v <= MAX_SIM_REPLICAS;
         ctx.addIssue({
           code: 'custom',
-          message: got(replicasWhat)({ input: v }),
+          message: saying(replicasWhat, v),
           ...(simOnly ? { params: { hint: `up to ${MAX_SIM_REPLICAS} with --driver sim` } } : {}),
         });
       })
