@@ -9,7 +9,7 @@ import type { Document, Node as YamlNode } from 'yaml';
 import type { z } from 'zod';
 import { PlbError, type PlbErrorCode } from './errors.js';
 import { escapeControl } from './text.js';
-import { firstIssue } from './zod-issue.js';
+import { reportFirstIssue, type IssueReporter } from './zod-issue.js';
 
 export interface ReadUserFileOptions {
   code: PlbErrorCode;
@@ -158,18 +158,43 @@ export class YamlFile {
   }
 
   /**
-   * The document checked by `schema`; the first issue is the error, at the line of its field
-   * (an unknown field: at its key).
+   * The first mapping key that is not a string (`1: x`, `true: y`), with the path of its mapping:
+   * the JS form would turn it into a string, so a reader that wants to refuse it asks first.
    */
-  check<S extends z.ZodType>(schema: S, hint?: string): z.output<S> {
+  nonStringKey(): { path: PropertyKey[]; key: unknown; line: number } | undefined {
+    const walk = (node: unknown, path: PropertyKey[]): ReturnType<YamlFile['nonStringKey']> => {
+      if (isMap(node)) {
+        for (const pair of node.items) {
+          const key = pair.key as YamlNode | null;
+          const value: unknown = isScalar(key) ? key.value : key;
+          if (typeof value !== 'string') return { path, key: value, line: this.lineOf(key ?? node) };
+          const found = walk(pair.value, [...path, value]);
+          if (found) return found;
+        }
+      } else if (isSeq(node)) {
+        for (const [i, item] of node.items.entries()) {
+          const found = walk(item, [...path, i]);
+          if (found) return found;
+        }
+      }
+      return undefined;
+    };
+    return walk(this.root, []);
+  }
+
+  /**
+   * The document checked by `schema`; `report` says which issue is the error, in what words and at
+   * which field's line (by default the first issue, at its field; an unknown field: at its key).
+   */
+  check<S extends z.ZodType>(
+    schema: S,
+    hint?: string,
+    report: IssueReporter = reportFirstIssue,
+  ): z.output<S> {
     const value = this.toJS();
     const r = schema.safeParse(value);
     if (r.success) return r.data;
-    const issue = r.error.issues[0];
-    const line =
-      issue?.code === 'unrecognized_keys'
-        ? this.lineAt([...issue.path, issue.keys[0] ?? ''], 'key')
-        : this.lineAt(issue?.path ?? []);
-    throw this.fail(line, firstIssue(r.error, value), hint);
+    const at = report(r.error, value);
+    throw this.fail(this.lineAt(at.path, at.of), at.text, at.hint ?? hint);
   }
 }

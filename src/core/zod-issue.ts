@@ -88,6 +88,62 @@ export function firstIssue(error: z.ZodError, input: unknown): string {
   return field === '' ? what : `${field} ${what}`;
 }
 
+/** What a reader reports of a failed check: the text, and the path whose line it is at. */
+export interface IssueReport {
+  text: string;
+  /** The field whose line the error is at (`of: 'key'`: its key's line, as for an unknown field). */
+  path: readonly PropertyKey[];
+  of: 'key' | 'value';
+  hint?: string;
+}
+
+export type IssueReporter = (error: z.ZodError, input: unknown) => IssueReport;
+
+/** The first issue, worded by firstIssue, at its field (an unknown field: at its key). */
+export const reportFirstIssue: IssueReporter = (error, input) => {
+  const issue = error.issues[0];
+  const text = firstIssue(error, input);
+  return issue?.code === 'unrecognized_keys'
+    ? { text, path: [...issue.path, issue.keys[0] ?? ''], of: 'key' }
+    : { text, path: issue?.path ?? [], of: 'value' };
+};
+
+const startsWith = (path: readonly PropertyKey[], prefix: readonly PropertyKey[]) =>
+  prefix.length <= path.length && prefix.every((k, i) => path[i] === k);
+
+/**
+ * For a schema that gives every issue its whole text (the fault plan's): `<field>: <message>`,
+ * `<field>` being the issue's path, or `root` at the top. A custom issue may set `params.field` (the
+ * field to name), `params.at` (the path whose line to report, e.g. an event's for a rule about the
+ * whole event), `params.of` and `params.hint`. An unknown field is reported, at its key, before any
+ * other issue inside its mapping: a typo explains the "required" it causes, so it goes first.
+ */
+export function reportOwnMessage(root: string): IssueReporter {
+  return (error) => {
+    let issue = error.issues[0];
+    if (!issue) return { text: `${root}: is invalid`, path: [], of: 'value' };
+    const first = issue;
+    const unknown = error.issues
+      .filter((i) => i.code === 'unrecognized_keys' && startsWith(first.path, i.path))
+      .sort((a, b) => a.path.length - b.path.length)[0];
+    if (unknown) issue = unknown;
+    if (issue.code === 'unrecognized_keys') {
+      const path = [...issue.path, issue.keys[0] ?? ''];
+      return { text: `${fieldPath(path)}: ${issue.message}`, path, of: 'key' };
+    }
+    const params = (issue.code === 'custom' ? issue.params : undefined) as
+      | { field?: string; at?: PropertyKey[]; of?: 'key' | 'value'; hint?: string }
+      | undefined;
+    const field = params?.field ?? (fieldPath(issue.path) || root);
+    return {
+      text: `${field}: ${issue.message}`,
+      path: params?.at ?? issue.path,
+      of: params?.of ?? 'value',
+      ...(params?.hint !== undefined ? { hint: params.hint } : {}),
+    };
+  };
+}
+
 /**
  * Parses `value` with `schema`; on failure throws PlbError(code) `<where>: <field> <what>`.
  * `where` is the file (and line) the value came from.

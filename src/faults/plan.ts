@@ -1,19 +1,28 @@
 /**
- * Fault-plan parser and validator. Plans are YAML; every error is one PlbError('PLAN_INVALID') whose
- * message reads `<file>:<line>: <field>: <what is wrong>` so the user can jump straight to it.
+ * The fault-plan reader. Plans are YAML, read by core/user-file.ts and checked by one zod schema
+ * (faults/plan-rules.ts' planSchema: the file's fields, then the plan's rules, into a FaultPlan);
+ * every error is one PlbError('PLAN_INVALID') whose message reads `<file>:<line>: <field>: <what is
+ * wrong>` so the user can jump straight to it.
  */
 import { replicaIds } from '../core/replica-ids.js';
 import { PlbError } from '../core/errors.js';
 import { readUserFile, YamlFile } from '../core/user-file.js';
+import { fieldPath, reportOwnMessage } from '../core/zod-issue.js';
 import { computePhases } from './actions.js';
-import type { FaultPlan } from '../run-format/plan.js';
-import { PlanNodes } from './plan-nodes.js';
-import { readPlanNodes } from './plan-reader.js';
+import {
+  describeValue,
+  faultActionSchema,
+  MAX_PLAN_REPLICAS,
+  type FaultAction,
+  type FaultPlan,
+} from '../run-format/plan.js';
+import { planSchema } from './plan-rules.js';
 
-export { FAULT_ACTIONS, MAX_EVENTS } from './plan-events.js';
-export { DEFAULT_PLAN, MAX_DURATION_S, MAX_NAME_LENGTH } from './plan-reader.js';
-export { fmtSeconds } from './plan-nodes.js';
-export const MAX_REPLICAS = 64;
+export { MAX_DURATION_S, MAX_EVENTS, MAX_NAME_LENGTH, fmtSeconds } from '../run-format/plan.js';
+export { DEFAULT_PLAN } from './plan-rules.js';
+// The one list of actions is the plan schema's.
+export const FAULT_ACTIONS: readonly FaultAction[] = faultActionSchema.options;
+export const MAX_REPLICAS = MAX_PLAN_REPLICAS;
 
 /** How large a plan may be: `maxReplicas` is MAX_SIM_REPLICAS for a simulated cluster. */
 export interface PlanLimits {
@@ -31,8 +40,17 @@ export function parsePlan(text: string, source: string, limits: PlanLimits = {})
       `${source}: size: at most ${MAX_PLAN_BYTES} bytes (1 MiB), got ${bytes}`,
     );
   }
-  const nodes = new PlanNodes(new YamlFile(text, source, 'PLAN_INVALID'));
-  return readPlanNodes(nodes, limits.maxReplicas ?? MAX_REPLICAS);
+  const file = new YamlFile(text, source, 'PLAN_INVALID');
+  // As JS, `1: x` would be the field "1": a plan's keys are names.
+  const key = file.nonStringKey();
+  if (key)
+    throw file.fail(
+      key.line,
+      `${fieldPath(key.path) || 'plan'}: keys must be strings (got ${describeValue(key.key)})`,
+    );
+  const schema = planSchema(limits.maxReplicas ?? MAX_REPLICAS, (i) => file.lineAt(['events', i]));
+  // No hint: the message already says where and what; a hint would only lengthen the line.
+  return file.check(schema, undefined, reportOwnMessage('plan'));
 }
 
 /** Reads and parses a plan file. */

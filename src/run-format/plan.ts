@@ -1,10 +1,15 @@
 /**
- * Fault plans, two shapes. planFileSchema: the YAML file a user writes (durations as 90 or "90s"),
- * published for editors; faults/plan.ts stays the parser (line-numbered errors, order and state
- * checks no schema can say). faultPlanSchema: the parsed plan (FaultPlan), as config.json
- * embeds it.
+ * Fault plans, two formats. planFileSchema: the YAML file a user writes (durations as 90 or "90s",
+ * zone-down events), checked field by field with the messages plb prints (`<field>: <what>`; each
+ * issue carries its whole text). faultPlanSchema: the plan as resolved (FaultPlan: seconds,
+ * defaults filled, zone events expanded, each event's line), as config.json embeds it. The reader
+ * (faults/plan.ts) pipes the first into the second through the rules that need the whole plan
+ * (faults/plan-rules.ts), so a parsed plan is z.output of faultPlanSchema.
  */
 import { z } from 'zod';
+import { parseDuration } from '../core/duration.js';
+import { MAX_SIM_REPLICAS } from '../core/replica-ids.js';
+import { hasControl } from '../core/text.js';
 
 export const faultActionSchema = z.enum([
   'down',
@@ -40,66 +45,231 @@ export const faultPlanSchema = z.object({
   zones: z.record(z.string(), z.string()).optional(),
 });
 
-// The same duration syntax parseDuration accepts.
-const DURATION_RE =
-  '^(\\d+(\\.\\d+)?|(\\d+(\\.\\d+)?h)?(\\d+(\\.\\d+)?m)?(\\d+(\\.\\d+)?s)?(\\d+(\\.\\d+)?ms)?)$';
-const duration = (what: string) =>
-  z
-    .union([z.number().nonnegative(), z.string().regex(new RegExp(DURATION_RE))])
-    .describe(`${what}: seconds, or a duration like "90s", "2m", "1m30s", "500ms"`);
-
-const zoneName = z.string().regex(/^[A-Za-z0-9_-]{1,32}$/);
-const replicaKey = z.string().regex(/^r[1-9]\d*$/);
-
-export const planFileEventSchema = z
-  .strictObject({
-    at: duration('when, from the start of the run (warm-up included)'),
-    replica: z
-      .string()
-      .regex(/^r[1-9]\d*$/)
-      .optional()
-      .describe('r1..rK (every action but zone-down and zone-up)'),
-    zone: zoneName.optional().describe('zone-down and zone-up only: the zone (see zones)'),
-    action: z
-      .enum([...faultActionSchema.options, 'zone-down', 'zone-up'])
-      .describe(
-        'down: kill; rejoin: start again; stop: graceful stop; pause/unpause: freeze; throttle: new CPU quota; ' +
-          'pause-replay/resume-replay: WAL replay; zone-down/zone-up: down/rejoin every replica of a zone at once',
-      ),
-    cpus: z.number().positive().optional().describe('throttle only: the new CPU quota (cores)'),
-    weight: z.number().positive().optional().describe('throttle only: the new static weight'),
-  })
-  .describe('One fault; events are in time order');
-
-export const planFileSchema = z
-  .strictObject({
-    name: z.string().min(1).max(100),
-    description: z.string().nullable().optional(),
-    duration: duration('total run length'),
-    warmup: duration('start excluded from every phase (default 10s)').optional(),
-    reference: duration('length of the ref phase before the first fault (default 30s)').optional(),
-    replicas: z.int().min(1).max(64).optional().describe('K, the replicas the plan expects (default 5)'),
-    weights: z
-      .record(replicaKey, z.number().positive())
-      .optional()
-      .describe('static weight per replica (relative capacity; default 1; --weights overrides)'),
-    cpus: z
-      .record(replicaKey, z.number().positive())
-      .optional()
-      .describe("CPU quota per replica (cores) set before the run; others keep the cluster's"),
-    zones: z
-      .record(replicaKey, zoneName)
-      .optional()
-      .describe('zone per replica, every replica or none: sessions prefer their own zone'),
-    events: z.array(planFileEventSchema).nullable().optional(),
-  })
-  .meta({
-    title: 'plb fault plan',
-    description: 'A fault plan for plb bench run --plan (YAML). plb plan validate checks it fully.',
-  });
-
-export type PlanFile = z.infer<typeof planFileSchema>;
 /** A fault plan as parsed and validated (times in seconds from the start of the run). */
 export type FaultAction = z.infer<typeof faultActionSchema>;
 export type FaultEvent = z.infer<typeof planEventSchema>;
 export type FaultPlan = z.infer<typeof faultPlanSchema>;
+
+// ---- The file a user writes ----
+
+export const MAX_NAME_LENGTH = 100;
+/** A plan runs at most a day. */
+export const MAX_DURATION_S = 24 * 3600;
+export const MAX_EVENTS = 10_000;
+/** K of a plan for a real cluster (a simulated one takes MAX_SIM_REPLICAS). */
+export const MAX_PLAN_REPLICAS = 64;
+/** File-only actions: every replica of a zone at once, one down / rejoin per replica. */
+export const ZONE_ACTIONS = { 'zone-down': 'down', 'zone-up': 'rejoin' } as const;
+export type ZoneAction = keyof typeof ZONE_ACTIONS;
+const FILE_ACTIONS = [...faultActionSchema.options, ...(Object.keys(ZONE_ACTIONS) as ZoneAction[])];
+export const REPLICA_ID_RE = /^r([1-9]\d*)$/;
+const ZONE_RE = /^[A-Za-z0-9_-]{1,32}$/;
+
+/** Formats seconds for messages: 90 -> "90s", 0.5 -> "0.5s". */
+export function fmtSeconds(s: number): string {
+  return `${s}s`;
+}
+
+/** A value as a plan's messages show it: nothing, a list, a mapping, "text", 42. */
+export function describeValue(value: unknown): string {
+  if (value === null || value === undefined) return 'nothing';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  if (typeof value === 'string') return JSON.stringify(value);
+  return String(value);
+}
+
+/** `<what> (got <the value>)`. */
+const saying = (what: string, value: unknown) => `${what} (got ${describeValue(value)})`;
+/** The `error` of a zod schema: `<what> (got <the value>)`; `required` when the field is missing. */
+const got = (what: string) => (iss: { input?: unknown }) => saying(what, iss.input);
+const required = (what: string) => (iss: { input?: unknown }) =>
+  iss.input === undefined ? 'required' : saying(what, iss.input);
+
+// Published in the JSON Schema only (`meta`): the checks below say these with plb's own messages,
+// and those that need the plan's K or zones are faults/plan-rules.ts'.
+const DURATION_PATTERN =
+  '^(\\d+(\\.\\d+)?|(\\d+(\\.\\d+)?h)?(\\d+(\\.\\d+)?m)?(\\d+(\\.\\d+)?s)?(\\d+(\\.\\d+)?ms)?)$';
+const REPLICA_PATTERN = '^r[1-9]\\d*$';
+
+const DURATION_LIKE = 'must be a duration like 90, "90s", "2m", "1m30s" or "500ms"';
+
+/** Seconds, from 90 or "1m30s" (the project's duration parser); `> 0` or `>= 0`, at most `max`. */
+function duration(what: string, o: { positive: boolean; max?: number }) {
+  return z
+    .union([z.number().meta({ minimum: 0 }), z.string().meta({ pattern: DURATION_PATTERN })], {
+      error: required(DURATION_LIKE),
+    })
+    .transform((v, ctx) => {
+      const s = parseDuration(v);
+      const bad = (message: string) => {
+        ctx.issues.push({ code: 'custom', message, input: v });
+        return z.NEVER;
+      };
+      if (s === undefined) return bad(saying(DURATION_LIKE, v));
+      if (o.positive ? s <= 0 : s < 0) return bad(saying(`must be ${o.positive ? '> 0' : '>= 0'}`, v));
+      if (o.max !== undefined && s > o.max)
+        return bad(`must be at most ${fmtSeconds(o.max)} (${o.max / 3600} h) (got ${fmtSeconds(s)})`);
+      return s;
+    })
+    .describe(`${what}: seconds, or a duration like "90s", "2m", "1m30s", "500ms"`);
+}
+
+const positiveNumber = (what = 'a number > 0') =>
+  z.number({ error: got(`must be ${what}`) }).positive({ error: got(`must be ${what}`) });
+
+/** r1: ..., r2: ...; the keys (r1..rK) are checked against the plan's K by the plan rules. */
+const replicaMap = <T extends z.ZodType>(value: T) =>
+  z.record(z.string().meta({ pattern: REPLICA_PATTERN }), value, {
+    error: got('must be a mapping like {r1: ..., r2: ...}'),
+  });
+
+const name = z
+  .string({ error: required('must be a non-empty string') })
+  .superRefine((s, ctx) => {
+    const trimmed = s.trim();
+    const bad = (message: string) => ctx.addIssue({ code: 'custom', message, input: s });
+    if (trimmed === '') bad(saying('must be a non-empty string', s));
+    else if (trimmed.length > MAX_NAME_LENGTH)
+      bad(`must be at most ${MAX_NAME_LENGTH} characters (got ${trimmed.length})`);
+    // The name reaches terminals, file names and reports: no control characters.
+    else if (hasControl(s)) bad(saying('must not contain control characters', s));
+  })
+  .meta({ minLength: 1, maxLength: MAX_NAME_LENGTH })
+  .transform((s) => s.trim());
+
+const EVENT_SHAPE = {
+  at: duration('when, from the start of the run (warm-up included)', { positive: false }).optional(),
+  // Any value: whether it is one of r1..rK, or of the plan's zones, is the plan rules' to say.
+  replica: z
+    .unknown()
+    .optional()
+    .meta({ type: 'string', pattern: REPLICA_PATTERN })
+    .describe('r1..rK (every action but zone-down and zone-up)'),
+  zone: z
+    .unknown()
+    .optional()
+    .meta({ type: 'string', pattern: ZONE_RE.source })
+    .describe('zone-down and zone-up only: the zone (see zones)'),
+  action: z
+    .enum(FILE_ACTIONS, { error: got(`must be one of ${FILE_ACTIONS.join(', ')}`) })
+    .optional()
+    .describe(
+      'down: kill; rejoin: start again; stop: graceful stop; pause/unpause: freeze; throttle: new CPU quota; ' +
+        'pause-replay/resume-replay: WAL replay; zone-down/zone-up: down/rejoin every replica of a zone at once',
+    ),
+  cpus: positiveNumber().optional().describe('throttle only: the new CPU quota (cores)'),
+  weight: positiveNumber().optional().describe('throttle only: the new static weight'),
+};
+const EVENT_KEYS = Object.keys(EVENT_SHAPE);
+
+/** The fields an event's action needs, and those it must not have. */
+function checkEventFields(ev: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  const bad = (field: string, message: string) => ctx.addIssue({ code: 'custom', message, path: [field] });
+  const has = (field: string) => ev[field] !== undefined;
+  const action = ev.action as string | undefined;
+  if (action === 'zone-down' || action === 'zone-up') {
+    for (const f of ['at', 'zone']) if (!has(f)) return bad(f, `required for action ${action}`);
+    for (const f of ['replica', 'cpus', 'weight'])
+      if (has(f)) return bad(f, `not allowed with action ${action}`);
+    return;
+  }
+  for (const f of ['at', 'replica', 'action']) if (!has(f)) return bad(f, 'required');
+  if (has('zone')) return bad('zone', 'only allowed with action zone-down or zone-up');
+  if (action === 'throttle') {
+    if (!has('cpus')) return bad('cpus', 'required for action throttle');
+  } else {
+    for (const f of ['cpus', 'weight'])
+      if (has(f)) return bad(f, `only allowed with action throttle (action is ${action})`);
+  }
+}
+
+export const planFileEventSchema = z
+  .strictObject(EVENT_SHAPE, {
+    error: (iss) =>
+      iss.code === 'unrecognized_keys'
+        ? `unknown field (allowed: ${EVENT_KEYS.join(', ')})`
+        : got('must be a mapping with at, replica, action')(iss),
+  })
+  .superRefine(checkEventFields)
+  .meta({ required: ['at', 'action'] })
+  .describe('One fault; events are in time order');
+
+const events = z.array(planFileEventSchema, { error: got('must be a list') }).superRefine((list, ctx) => {
+  // At the line of the first one too many.
+  if (list.length > MAX_EVENTS)
+    ctx.addIssue({
+      code: 'custom',
+      message: `at most ${MAX_EVENTS} events (got ${list.length})`,
+      path: [MAX_EVENTS],
+      params: { field: 'events' },
+    });
+});
+
+/** The plan file's schema for plans of at most `maxReplicas` replicas. */
+export function planFileSchemaFor(maxReplicas: number) {
+  const replicasWhat = `must be an integer from 1 to ${maxReplicas}`;
+  const shape = {
+    name,
+    description: z
+      .string({ error: got('must be a string') })
+      .nullable()
+      .optional(),
+    duration: duration('total run length', { positive: true, max: MAX_DURATION_S }),
+    warmup: duration('start excluded from every phase (default 10s)', { positive: false }).optional(),
+    reference: duration('length of the ref phase before the first fault (default 30s)', {
+      positive: true,
+    }).optional(),
+    replicas: z
+      .number({ error: got(replicasWhat) })
+      .superRefine((v, ctx) => {
+        if (Number.isInteger(v) && v >= 1 && v <= maxReplicas) return;
+        // A plan only a simulated cluster can run says so.
+        const simOnly = v > maxReplicas && v <= MAX_SIM_REPLICAS;
+        ctx.addIssue({
+          code: 'custom',
+          message: saying(replicasWhat, v),
+          ...(simOnly ? { params: { hint: `up to ${MAX_SIM_REPLICAS} with --driver sim` } } : {}),
+        });
+      })
+      .meta({ type: 'integer', minimum: 1, maximum: maxReplicas })
+      .optional()
+      .describe('K, the replicas the plan expects (default 5)'),
+    weights: replicaMap(positiveNumber())
+      .nullable()
+      .optional()
+      .describe('static weight per replica (relative capacity; default 1; --weights overrides)'),
+    cpus: replicaMap(positiveNumber('a number of cores > 0'))
+      .nullable()
+      .optional()
+      .describe("CPU quota per replica (cores) set before the run; others keep the cluster's"),
+    zones: replicaMap(
+      z
+        .string({ error: got('must be a zone name (letters, digits, _ or -)') })
+        .regex(ZONE_RE, { error: got('must be a zone name (letters, digits, _ or -)') }),
+    )
+      .nullable()
+      .optional()
+      .describe('zone per replica, every replica or none: sessions prefer their own zone'),
+    events: events.nullable().optional(),
+  };
+  const keys = Object.keys(shape);
+  return z
+    .strictObject(shape, {
+      error: (iss) =>
+        iss.code === 'unrecognized_keys'
+          ? `unknown field (allowed: ${keys.join(', ')})`
+          : got('must be a mapping with name, duration and events')(iss),
+    })
+    .meta({
+      title: 'plb fault plan',
+      description: 'A fault plan for plb bench run --plan (YAML). plb plan validate checks it fully.',
+    });
+}
+
+/** The plan file as published (schemas/plan.schema.json): K up to MAX_PLAN_REPLICAS. */
+export const planFileSchema = planFileSchemaFor(MAX_PLAN_REPLICAS);
+/** A plan file as written. */
+export type PlanFile = z.input<typeof planFileSchema>;
+/** A plan file checked field by field: durations in seconds, the name trimmed. */
+export type CheckedPlanFile = z.output<typeof planFileSchema>;

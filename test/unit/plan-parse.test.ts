@@ -202,6 +202,36 @@ describe('parsePlan rejects malformed plans with file, line and field', () => {
   });
 });
 
+describe('parsePlan reports the error a reader looks for first', () => {
+  const messageOf = (text: string): string => {
+    try {
+      parsePlan(text, 'p.yaml');
+    } catch (err) {
+      return (err as Error).message;
+    }
+    throw new Error('did not throw');
+  };
+
+  it('a misspelt field, not the "required" it causes', () =>
+    expect(messageOf('name: t\nduraton: 90\n')).toBe(
+      'p.yaml:2: duraton: unknown field (allowed: name, description, duration, warmup, reference, replicas, weights, cpus, zones, events)',
+    ));
+
+  it("a rule about a whole event at the event's first line, a field's value at its own", () => {
+    expect(messageOf(H + 'events:\n  - at: 30\n    replica: r1\n    action: rejoin\n')).toBe(
+      'p.yaml:6: events[0].action: rejoin r1 needs it down or stopped (it is up)',
+    );
+    expect(messageOf(H + 'events:\n  - at: 30\n    replica: r1\n    action: throttle\n    cpus: -1\n')).toBe(
+      'p.yaml:9: events[0].cpus: must be a number > 0 (got -1)',
+    );
+  });
+
+  it('a replica key beyond K at its key, in block style too', () =>
+    expect(messageOf(H + 'weights:\n  r1: 1\n  r7: 2\n')).toBe(
+      'p.yaml:7: weights: keys must be replicas r1..r5 (got "r7")',
+    ));
+});
+
 describe('parsePlan accepts valid plans', () => {
   it('fills defaults and keeps event lines', () => {
     const plan = parsePlan(

@@ -1,0 +1,230 @@
+// The rules of a fault plan that need the whole plan (its K, durations, zones and the replicas'
+// states so far), and its resolution into the FaultPlan a run uses: defaults filled, zone-down /
+// zone-up expanded to one event per replica. They run on a plan file whose fields all passed
+// planFileSchema; each broken rule is one zod issue `<field>: <what>` at the line it names.
+import { z } from 'zod';
+import { DEFAULT_CLUSTER } from '../cluster/driver.js';
+import { replicaIds } from '../core/replica-ids.js';
+import {
+  describeValue,
+  faultPlanSchema,
+  fmtSeconds,
+  planFileSchemaFor,
+  REPLICA_ID_RE,
+  ZONE_ACTIONS,
+  type CheckedPlanFile,
+  type FaultAction,
+  type FaultEvent,
+  type FaultPlan,
+  type ZoneAction,
+} from '../run-format/plan.js';
+import { actionRequirement, stateAfter, type PlanReplicaState } from './actions.js';
+
+/** What a plan gets for a header field it leaves out. */
+export const DEFAULT_PLAN: Readonly<Pick<FaultPlan, 'warmup' | 'referenceWindow' | 'replicas'>> =
+  Object.freeze({
+    /**
+     * Seconds from the start before anything is measured (connections, caches warm up).
+     * @default 10
+     */
+    warmup: 10,
+    /**
+     * Seconds of the `ref` window just before the first fault (DESIGN.md, Phases).
+     * @default 30
+     */
+    referenceWindow: 30,
+    /**
+     * K, the replicas the plan is written for: the cluster's default.
+     * @default 5
+     */
+    replicas: DEFAULT_CLUSTER.replicas,
+  });
+
+/**
+ * The schema a plan file is read with: its fields (planFileSchema), then the plan rules, into the
+ * resolved plan (faultPlanSchema). `lineOfEvent` gives each resolved event its file line.
+ */
+export function planSchema(maxReplicas: number, lineOfEvent: (index: number) => number) {
+  return planFileSchemaFor(maxReplicas)
+    .transform((file, ctx) => {
+      try {
+        return resolvePlan(file, lineOfEvent);
+      } catch (err) {
+        if (!(err instanceof RuleBroken)) throw err;
+        ctx.issues.push({
+          code: 'custom',
+          message: err.message,
+          path: err.path,
+          params: err.params,
+          input: file,
+        });
+        return z.NEVER;
+      }
+    })
+    .pipe(faultPlanSchema);
+}
+
+/** A broken rule: the first one ends the check, as each error is one line. */
+class RuleBroken extends Error {
+  constructor(
+    readonly path: PropertyKey[],
+    message: string,
+    readonly params: { at?: PropertyKey[]; field?: string; of?: 'key' } = {},
+  ) {
+    super(message);
+  }
+}
+
+/** What the events are checked against. */
+interface PlanContext {
+  duration: number;
+  warmup: number;
+  referenceWindow: number;
+  replicas: number;
+  zones: Record<string, string> | undefined;
+  /** One of r1..rK. */
+  isReplica: (id: unknown) => boolean;
+}
+
+function resolvePlan(file: CheckedPlanFile, lineOfEvent: (index: number) => number): FaultPlan {
+  const { duration } = file;
+  const warmup = file.warmup ?? DEFAULT_PLAN.warmup;
+  const referenceWindow = file.reference ?? DEFAULT_PLAN.referenceWindow;
+  const replicas = file.replicas ?? DEFAULT_PLAN.replicas;
+  if (warmup + referenceWindow > duration)
+    throw new RuleBroken(
+      ['duration'],
+      `must be at least warmup ${fmtSeconds(warmup)} + reference ${fmtSeconds(referenceWindow)} = ` +
+        `${fmtSeconds(warmup + referenceWindow)} (got ${fmtSeconds(duration)})`,
+    );
+  const isReplica = (id: unknown) => {
+    const m = typeof id === 'string' ? REPLICA_ID_RE.exec(id) : null;
+    return m !== null && Number(m[1]) <= replicas;
+  };
+  for (const field of ['weights', 'cpus', 'zones'] as const)
+    for (const key of Object.keys(file[field] ?? {}))
+      if (!isReplica(key))
+        throw new RuleBroken(
+          [field, key],
+          `keys must be replicas r1..r${replicas} (got ${describeValue(key)})`,
+          { field, of: 'key' },
+        );
+  const zones = file.zones ?? undefined;
+  if (zones !== undefined) {
+    const missing = replicaIds(replicas).filter((id) => zones[id] === undefined);
+    if (missing.length > 0)
+      throw new RuleBroken(['zones'], `give every replica a zone, or none (missing: ${missing.join(', ')})`);
+  }
+
+  const plan: PlanContext = { duration, warmup, referenceWindow, replicas, zones, isReplica };
+  const events = resolveEvents(file.events ?? [], plan, lineOfEvent);
+  return {
+    name: file.name,
+    description: (file.description ?? '').trim(),
+    duration,
+    warmup,
+    referenceWindow,
+    replicas,
+    events,
+    ...(file.weights ? { weights: file.weights } : {}),
+    ...(file.cpus ? { cpus: file.cpus } : {}),
+    ...(zones ? { zones } : {}),
+  };
+}
+
+/**
+ * The events in file order, each checked against the plan (time, replica, zone) and the states of
+ * its replicas so far; a zone event becomes one event per replica of the zone, at one time.
+ */
+function resolveEvents(
+  events: NonNullable<CheckedPlanFile['events']>,
+  plan: PlanContext,
+  lineOfEvent: (index: number) => number,
+): FaultEvent[] {
+  const { duration, zones, replicas, isReplica } = plan;
+  const out: FaultEvent[] = [];
+  const states = new Map<string, { state: PlanReplicaState; since: number }>();
+  events.forEach((ev, i) => {
+    const path = ['events', i];
+    const line = lineOfEvent(i);
+    // Checked by planFileSchema: every event has its time and action, a fault event its replica.
+    const at = ev.at!;
+    const action = ev.action!;
+    const zone = ev.zone;
+    const isZoneAction = Object.hasOwn(ZONE_ACTIONS, action);
+    let members = [ev.replica as string];
+    if (isZoneAction) {
+      if (zones === undefined)
+        throw new RuleBroken([...path, 'action'], `${action} needs the plan's zones: mapping`, { at: path });
+      members = Object.keys(zones)
+        .filter((id) => zones[id] === zone)
+        .sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
+      if (members.length === 0)
+        throw new RuleBroken(
+          [...path, 'zone'],
+          `must be one of the plan's zones ${[...new Set(Object.values(zones))].join(', ')} (got ${describeValue(zone)})`,
+        );
+    }
+    if (at >= duration)
+      throw new RuleBroken(
+        [...path, 'at'],
+        `must be before duration ${fmtSeconds(duration)} (got ${fmtSeconds(at)})`,
+      );
+    if (!isZoneAction && !isReplica(ev.replica))
+      throw new RuleBroken(
+        [...path, 'replica'],
+        `must be one of r1..r${replicas} (got ${describeValue(ev.replica)})`,
+      );
+    checkEventTime(
+      i,
+      at,
+      out[out.length - 1],
+      isZoneAction ? 'the event before it' : `events[${i - 1}]`,
+      plan,
+    );
+    const act: FaultAction = isZoneAction ? ZONE_ACTIONS[action as ZoneAction] : (action as FaultAction);
+    for (const replica of members) {
+      const cur = states.get(replica) ?? { state: 'up' as PlanReplicaState, since: 0 };
+      const need = actionRequirement(act, cur.state);
+      if (need !== undefined) {
+        const now = cur.state === 'up' ? 'up' : `${cur.state} since ${fmtSeconds(cur.since)}`;
+        const what = `${act} ${replica} needs it ${need} (it is ${now})`;
+        throw new RuleBroken(
+          [...path, 'action'],
+          isZoneAction ? `${action} ${String(zone)}: ${what}` : what,
+          { at: path },
+        );
+      }
+      const next = stateAfter(act, cur.state);
+      if (next !== cur.state) states.set(replica, { state: next, since: at });
+      const event: FaultEvent = { at, replica, action: act, line };
+      if (ev.cpus !== undefined) event.cpus = ev.cpus;
+      if (ev.weight !== undefined) event.weight = ev.weight;
+      if (isZoneAction) event.zone = zone as string;
+      out.push(event);
+    }
+  });
+
+  return out;
+}
+
+/** Events in time order, and the first one after a whole reference window (at the event's line). */
+function checkEventTime(
+  i: number,
+  at: number,
+  prev: FaultEvent | undefined,
+  prevName: string,
+  ctx: PlanContext,
+): void {
+  const broken = (message: string) => new RuleBroken(['events', i, 'at'], message, { at: ['events', i] });
+  if (prev && at < prev.at)
+    throw broken(
+      `out of order: ${fmtSeconds(at)} is before ${prevName} at ${fmtSeconds(prev.at)} (events must be sorted by time)`,
+    );
+  if (!prev && at < ctx.warmup + ctx.referenceWindow)
+    throw broken(
+      `first fault at ${fmtSeconds(at)} leaves no full reference window; it must be at or after ` +
+        `warmup ${fmtSeconds(ctx.warmup)} + reference ${fmtSeconds(ctx.referenceWindow)} = ` +
+        fmtSeconds(ctx.warmup + ctx.referenceWindow),
+    );
+}
