@@ -68,31 +68,27 @@ describe('admission: limits and queue', () => {
     expect(isPlbError(err, 'NO_REPLICA')).toBe(true);
   });
 
-  it('keeps the premium reserve of every premium replica from a freemium flood', () => {
-    const r = admitting(4, { premiumReserve: 0.25 });
-    for (let i = 0; i < 100; i++) r.request('freemium', i, 0);
-    const premiumReplicas = r.snapshot().filter((s) => s.role === 'premium');
-    expect(premiumReplicas.length).toBeGreaterThan(0);
-    // freemium overflowed onto the premium replicas, but only up to limit - ceil(0.25 x 4) = 3
-    for (const s of premiumReplicas) expect(s.sessions.freemium).toBe(3);
-    const got = r.request('premium', 1000, 0);
-    expect(got).not.toBe('queued');
-    expect(premiumReplicas.map((s) => s.id)).toContain((got as { replica: string }).replica);
-    // without a reserve the flood takes every slot and premium waits
-    const plain = admitting(4, { premiumReserve: 0 });
-    for (let i = 0; i < 100; i++) plain.request('freemium', i, 0);
-    expect(plain.request('premium', 1000, 0)).toBe('queued');
-  });
-
-  it('keeps freemium its reserve of every freemium replica from a premium flood (never starved)', () => {
-    const r = admitting(4, { freemiumReserve: 0.25 });
-    for (let i = 0; i < 100; i++) r.request('premium', i, 0);
-    const freemiumReplicas = r.snapshot().filter((s) => s.role === 'freemium');
-    expect(freemiumReplicas.length).toBeGreaterThan(0);
-    for (const s of freemiumReplicas) expect(s.sessions.premium).toBe(3);
-    const got = r.request('freemium', 1000, 0);
-    expect(got).not.toBe('queued');
-    expect(freemiumReplicas.map((s) => s.id)).toContain((got as { replica: string }).replica);
+  // Each class keeps the last ceil(0.25 x 4) = 1 slot of its own replicas from the other's flood:
+  // the flood overflows there up to 3, and the class still finds a slot at once (freemium is
+  // never starved by premium, premium never shut out by freemium).
+  it.each([
+    ['premium', 'freemium', 'premiumReserve'],
+    ['freemium', 'premium', 'freemiumReserve'],
+  ] as const)('keeps the %s reserve of its own replicas from a %s flood', (own, flood, option) => {
+    for (const share of [0.25, 0]) {
+      const r = admitting(4, { [option]: share });
+      for (let i = 0; i < 100; i++) r.request(flood, i, 0);
+      const mine = r.snapshot().filter((s) => s.role === own);
+      expect(mine.length).toBeGreaterThan(0);
+      for (const s of mine) expect(s.sessions[flood]).toBe(share ? 3 : 4);
+      const got = r.request(own, 1000, 0);
+      if (!share) {
+        expect(got).toBe('queued');
+        continue;
+      }
+      expect(got).not.toBe('queued');
+      expect(mine.map((s) => s.id)).toContain((got as { replica: string }).replica);
+    }
   });
 
   it('lc-queue keeps no reserve (HAProxy has no classes), and a reserve outside [0, 1] is refused', () => {

@@ -6,14 +6,7 @@ import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
 import { describe, expect, it } from 'vitest';
 import { BackendFramer, backendKeyData, errorResponse } from '../../src/proxy/wire.js';
-
-function msg(type: string, n: number, fill = 0x61): Buffer {
-  const b = Buffer.alloc(5 + n, fill);
-  b.write(type, 0, 'latin1');
-  b.writeInt32BE(4 + n, 1);
-  return b;
-}
-const ready = (status: string): Buffer => Buffer.from([0x5a, 0, 0, 0, 5, status.charCodeAt(0)]);
+import { msg, ready } from '../helpers/backend-messages.js';
 
 function decode(buf: Buffer): BackendMessage[] {
   const out: BackendMessage[] = [];

@@ -19,6 +19,7 @@ import {
   MAX_STARTUP_PACKET,
 } from '../../src/proxy/startup-packet.js';
 import { BackendFramer, backendKeyData, cancelRequest, errorResponse } from '../../src/proxy/wire.js';
+import { msg, ready } from '../helpers/backend-messages.js';
 
 const ssl = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
 const gss = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x30]);
@@ -28,16 +29,6 @@ function decode(buf: Buffer): BackendMessage[] {
   new Parser().parse(buf, (m) => out.push(m));
   return out;
 }
-
-/** A backend message of `type` with `n` body bytes. */
-function msg(type: string, n: number, fill = 0x61): Buffer {
-  const b = Buffer.alloc(5 + n, fill);
-  b.write(type, 0, 'latin1');
-  b.writeInt32BE(4 + n, 1);
-  return b;
-}
-
-const ready = (status: string): Buffer => Buffer.from([0x5a, 0, 0, 0, 5, status.charCodeAt(0)]);
 
 describe('readStartupPacket', () => {
   it('reads a StartupMessage (as node-postgres writes it) with its parameters', () => {
