@@ -1,4 +1,4 @@
-import type { Clock } from '../../clock/index.js';
+import type { TimerTask, VirtualClock } from '../../clock/virtual.js';
 import type { DbConnection, OpenOptions } from '../connector.js';
 import type { SimCalibration } from './calibration.js';
 import { DeadlineQueue, type Expiring } from './deadlines.js';
@@ -12,7 +12,7 @@ import {
   socketError,
   tooManyClients,
 } from './pg-errors.js';
-import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES } from './cfs-cpu.js';
+import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES, type CpuTask } from './cfs-cpu.js';
 import { deliveredCores } from './host-contention.js';
 
 /** What every simulated server shares: the clock, the calibration, demands, timeout queues. */
@@ -20,7 +20,7 @@ export class SimWorld {
   private readonly queues = new Map<number, DeadlineQueue>();
 
   constructor(
-    readonly clock: Clock,
+    readonly clock: VirtualClock,
     readonly cal: SimCalibration,
     readonly demand: DemandModel,
   ) {}
@@ -86,7 +86,7 @@ export class SimServer {
       this.conns.add(c);
       this.world.expireAfter(opts.connectTimeoutMs, c.connecting);
       const latency = this.world.cal.connect.latencyMs;
-      if (latency > 0) this.world.clock.timer(latency, () => this.startBackend(c, this.epoch));
+      if (latency > 0) this.world.clock.after(latency, () => this.startBackend(c, this.epoch));
       else this.startBackend(c, this.epoch);
     });
   }
@@ -107,12 +107,12 @@ export class SimServer {
     }
     this.backends++;
     c.hasBackend = true;
-    this.cpu.submit(this.world.cal.connect.cpuMs, () => c.backendReady());
+    this.cpu.submitTask(this.world.cal.connect.cpuMs, c);
   }
 
-  /** Runs one statement of `c` on the CPU; `done` when served (not if the server dies first). */
-  run(text: string, done: () => void): void {
-    this.cpu.submit(this.world.demand.forStatement(text), done);
+  /** Runs one statement on the CPU; `job.cpuDone()` when served (not if the server dies first). */
+  run(text: string, job: CpuTask): void {
+    this.cpu.submitTask(this.world.demand.forStatement(text), job);
   }
 
   releaseSlot(c: SimConnection): void {
@@ -149,18 +149,45 @@ export class SimServer {
   }
 }
 
-interface Pending extends Expiring {
-  resolve: (rows: number) => void;
-  reject: (err: Error) => void;
+/**
+ * One statement of a connection: its promise's settlement, its deadline (Expiring), the protocol
+ * latency's timer and the CPU job, in one object (a query costs no closures of its own).
+ */
+class QueryCall implements Expiring, CpuTask, TimerTask {
+  settled = false;
+  readonly cancelled = false;
+
+  constructor(
+    private readonly conn: SimConnection,
+    readonly text: string,
+    readonly epoch: number,
+    readonly resolve: (rows: number) => void,
+    readonly reject: (err: Error) => void,
+  ) {}
+
+  expire(): void {
+    this.settled = true;
+    this.conn.timedOut(this);
+    this.reject(queryTimeout());
+  }
+
+  /** The protocol's latency has passed: the statement reaches the server's CPU. */
+  onTimer(): void {
+    this.conn.submit(this);
+  }
+
+  cpuDone(): void {
+    this.conn.served(this);
+  }
 }
 
 /** A connection to a SimServer with pg's client semantics (one statement at a time). */
-export class SimConnection implements DbConnection {
+export class SimConnection implements DbConnection, CpuTask {
   state: 'connecting' | 'open' | 'lost' | 'closed' = 'connecting';
   hasBackend = false;
   /** Statements the server is still running (a timed-out one runs on, as in PostgreSQL). */
   private running = 0;
-  private pending: Pending | undefined;
+  private pending: QueryCall | undefined;
   readonly connecting: Expiring;
 
   constructor(
@@ -191,8 +218,8 @@ export class SimConnection implements DbConnection {
     this.rejectOpen(err);
   }
 
-  /** The backend finished its start (authentication): the connection is open. */
-  backendReady(): void {
+  /** The backend finished its start (authentication) on the CPU: the connection is open. */
+  cpuDone(): void {
     this.connecting.settled = true;
     if (this.state === 'connecting') {
       this.state = 'open';
@@ -204,33 +231,31 @@ export class SimConnection implements DbConnection {
     if (this.state === 'lost') return Promise.reject(notQueryable());
     if (this.state !== 'open') return Promise.reject(closedClient());
     return new Promise((resolve, reject) => {
-      const p: Pending = {
-        settled: false,
-        resolve,
-        reject,
-        expire: () => {
-          p.settled = true;
-          if (this.pending === p) this.pending = undefined;
-          reject(queryTimeout());
-        },
-      };
+      const server = this.server;
+      const world = server.world;
+      const p = new QueryCall(this, text, server.epoch, resolve, reject);
       this.pending = p;
       const timeout = this.opts.queryTimeoutMs;
-      if (timeout !== undefined) this.server.world.expireAfter(timeout, p);
-      const epoch = this.server.epoch;
-      const submit = (): void => {
-        if (this.server.epoch !== epoch || this.state === 'lost') return;
-        this.running++;
-        this.server.run(text, () => this.served(p));
-      };
+      if (timeout !== undefined) world.expireAfter(timeout, p);
       // The protocol's round trip does not use the server's CPU.
-      const overhead = this.server.world.cal.queryOverheadMs;
-      if (overhead > 0) this.server.world.clock.timer(overhead, submit);
-      else submit();
+      const overhead = world.cal.queryOverheadMs;
+      if (overhead > 0) world.clock.after(overhead, p);
+      else this.submit(p);
     });
   }
 
-  private served(p: Pending): void {
+  /** `p`'s deadline passed: the client stops waiting (the server runs the statement on). */
+  timedOut(p: QueryCall): void {
+    if (this.pending === p) this.pending = undefined;
+  }
+
+  submit(p: QueryCall): void {
+    if (this.server.epoch !== p.epoch || this.state === 'lost') return;
+    this.running++;
+    this.server.run(p.text, p);
+  }
+
+  served(p: QueryCall): void {
     this.running--;
     if (!p.settled) {
       p.settled = true;
