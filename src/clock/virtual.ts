@@ -51,13 +51,19 @@ export class VirtualClock implements Clock {
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    // Without a signal nothing cancels it: the resolve function itself is the timer.
-    if (signal === undefined)
-      return new Promise((resolve) => {
-        this.schedule(ms, resolve);
-      });
+    // Without a signal nothing cancels it: the resolve function itself is the timer, and the
+    // executor is made once (a sleep per think time adds up).
+    if (signal === undefined) {
+      this.sleepMs = ms;
+      return new Promise(this.sleepExecutor);
+    }
     return sleepWith((fn) => this.timer(ms, fn), signal);
   }
+
+  private sleepMs = 0;
+  private readonly sleepExecutor = (resolve: () => void): void => {
+    this.schedule(this.sleepMs, resolve);
+  };
 
   timer(ms: number, fn: () => void): Cancel {
     const due = this.handle(ms, fn);

@@ -86,12 +86,12 @@ export class SimServer {
       this.conns.add(c);
       this.world.expireAfter(opts.connectTimeoutMs, c.connecting);
       const latency = this.world.cal.connect.latencyMs;
-      if (latency > 0) this.world.clock.after(latency, () => this.startBackend(c, this.epoch));
+      if (latency > 0) this.world.clock.after(latency, c);
       else this.startBackend(c, this.epoch);
     });
   }
 
-  private startBackend(c: SimConnection, epoch: number): void {
+  startBackend(c: SimConnection, epoch: number): void {
     if (c.state !== 'connecting') return;
     if (this.epoch !== epoch || this.state !== 'up') {
       c.fail(socketError('ECONNRESET', this.port));
@@ -182,9 +182,24 @@ class QueryCall implements Expiring, CpuTask, TimerTask {
 }
 
 /** A connection to a SimServer with pg's client semantics (one statement at a time). */
-export class SimConnection implements DbConnection, CpuTask {
+export class SimConnection implements DbConnection, CpuTask, TimerTask {
   state: 'connecting' | 'open' | 'lost' | 'closed' = 'connecting';
   hasBackend = false;
+  readonly cancelled = false;
+  /** The statement `query` hands its promise's executor (made once per connection, not per query). */
+  private nextText = '';
+  private readonly issue = (resolve: (rows: number) => void, reject: (err: Error) => void): void => {
+    const server = this.server;
+    const world = server.world;
+    const p = new QueryCall(this, this.nextText, server.epoch, resolve, reject);
+    this.pending = p;
+    const timeout = this.opts.queryTimeoutMs;
+    if (timeout !== undefined) world.expireAfter(timeout, p);
+    // The protocol's round trip does not use the server's CPU.
+    const overhead = world.cal.queryOverheadMs;
+    if (overhead > 0) world.clock.after(overhead, p);
+    else this.submit(p);
+  };
   /** Statements the server is still running (a timed-out one runs on, as in PostgreSQL). */
   private running = 0;
   private pending: QueryCall | undefined;
@@ -206,6 +221,11 @@ export class SimConnection implements DbConnection, CpuTask {
         this.rejectOpen(connectTimeout());
       },
     };
+  }
+
+  /** The connect latency has passed: the server starts a backend (in its current life). */
+  onTimer(): void {
+    this.server.startBackend(this, this.server.epoch);
   }
 
   /** The connect failed before a backend answered (refused, reset, full). */
@@ -230,18 +250,8 @@ export class SimConnection implements DbConnection, CpuTask {
   query(text: string): Promise<number> {
     if (this.state === 'lost') return Promise.reject(notQueryable());
     if (this.state !== 'open') return Promise.reject(closedClient());
-    return new Promise((resolve, reject) => {
-      const server = this.server;
-      const world = server.world;
-      const p = new QueryCall(this, text, server.epoch, resolve, reject);
-      this.pending = p;
-      const timeout = this.opts.queryTimeoutMs;
-      if (timeout !== undefined) world.expireAfter(timeout, p);
-      // The protocol's round trip does not use the server's CPU.
-      const overhead = world.cal.queryOverheadMs;
-      if (overhead > 0) world.clock.after(overhead, p);
-      else this.submit(p);
-    });
+    this.nextText = text;
+    return new Promise(this.issue);
   }
 
   /** `p`'s deadline passed: the client stops waiting (the server runs the statement on). */
