@@ -355,6 +355,7 @@ export class MetricsStore implements Recorder {
       if (k < s) {
         for (const cls of SERVICE_CLASSES)
           this.pool.push(agg.classes[cls].hist, agg.classes[cls].connectHist);
+        this.pool.push(agg.loopHist);
         this.seconds.delete(k);
       }
     }
