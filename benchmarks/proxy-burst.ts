@@ -10,6 +10,7 @@
 //
 // Run: node --import tsx benchmarks/proxy-burst.ts [--startups 10000] [--parallel <from ulimit -n>]
 //        [--replicas 2] [--admission-limit 40] [--admission-queue 1000] [--admission-timeout 5s]
+//        [--premium-reserve 0.1]
 //        [--max-client-conn <proxy default>] [--probes 5] [--burst-premium 0] [--hang-timeout 20]
 //        [--strategy plb] [--base-port 26400] [--listen-port 27400]
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -24,6 +25,7 @@ import { clusterSpec } from '../src/cluster/select.js';
 import { parseDuration } from '../src/core/duration.js';
 import { fdLimit } from '../src/proxy/process-usage.js';
 import { startProxy } from '../src/proxy/proxy-server.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../src/router/admission.js';
 import { isStrategyName } from '../src/router/index.js';
 import type { StrategyName } from '../src/router/types.js';
 
@@ -42,7 +44,7 @@ interface ServeConfig {
   stateDir: string;
   strategy: StrategyName;
   maxClientConn?: number;
-  admission: { limit: number; queue: number; timeoutMs: number };
+  admission: { limit: number; queue: number; timeoutMs: number; premiumReserve: number };
 }
 
 function spec(stateDir: string) {
@@ -149,6 +151,7 @@ async function main(): Promise<void> {
     limit: num('admission-limit', 40),
     queue: num('admission-queue', 1000),
     timeoutMs: (parseDuration(opt('admission-timeout', '5s')) ?? 5) * 1000,
+    premiumReserve: num('premium-reserve', DEFAULT_PREMIUM_RESERVE),
   };
   const maxArg = argv.includes('--max-client-conn') ? num('max-client-conn', 0) : undefined;
   const work = mkdtempSync(join(tmpdir(), 'plb-burst-bench-'));
@@ -257,7 +260,7 @@ async function main(): Promise<void> {
       [
         `burst: ${startups} startups (${burstPremium} to premium), ${parallel} at once, ${replicas} replicas, ${strategy}; ` +
           `--max-client-conn ${maxClientConn}, --admission-limit ${admission.limit} --admission-queue ${admission.queue} ` +
-          `--admission-timeout ${admission.timeoutMs / 1000}s; took ${(burstMs / 1000).toFixed(1)} s`,
+          `--admission-timeout ${admission.timeoutMs / 1000}s --admission-premium-reserve ${admission.premiumReserve}; took ${(burstMs / 1000).toFixed(1)} s`,
         `outcomes: served ${counts.served}, 53300 ${counts.refused}, other error ${counts.error}, hung ${counts.hung}`,
         `premium client during the burst (${probeMs.length + probeFailed} of ${probes} tries ran before it ended): median ${fmt(median(probeMs))} ms, ` +
           `max ${probeMs.length ? fmt(Math.max(...probeMs)) : '-'} ms, failed ${probeFailed}`,

@@ -6,7 +6,7 @@
 import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';
-import type { AdmissionOptions } from '../router/admission.js';
+import { DEFAULT_PREMIUM_RESERVE, type AdmissionOptions } from '../router/admission.js';
 import type { SessionLimitOptions } from '../router/session-limits.js';
 import { DEFAULT_MIN_SHARE, type SloTarget } from '../router/slo-guard.js';
 
@@ -40,8 +40,14 @@ export const admissionFlags = {
   }),
   'admission-min-share': Flags.string({
     description:
-      'the share of every own or mixed replica’s limit freemium always keeps while the guard tightens (0..1)',
+      'the share of every own or mixed replica’s limit freemium always keeps while the guard tightens, and of every freemium replica premium may not take (0..1)',
     default: String(DEFAULT_MIN_SHARE),
+    helpGroup: HELP,
+  }),
+  'admission-premium-reserve': Flags.string({
+    description:
+      'the share of every premium replica’s limit freemium may not take, borrowed or overflowing (0..1): premium finds a slot at once under a freemium flood',
+    default: String(DEFAULT_PREMIUM_RESERVE),
     helpGroup: HELP,
   }),
 };
@@ -52,6 +58,7 @@ export interface AdmissionFlagValues {
   'admission-timeout'?: string | undefined;
   'admission-target'?: string | undefined;
   'admission-min-share'?: string | undefined;
+  'admission-premium-reserve'?: string | undefined;
 }
 
 /** The limit as written: absolute, relative to the fair share, or gradient (start absolute or relative). */
@@ -107,7 +114,7 @@ function parseQueue(text: string, flag = 'admission-queue'): number {
   return n;
 }
 
-function parseShare(text: string, flag = 'admission-min-share'): number {
+export function parseShare(text: string, flag = 'admission-min-share'): number {
   const n = Number(text.trim());
   if (text.trim() === '' || !(n >= 0 && n <= 1)) throw bad(flag, 'expected a number in [0, 1]', text);
   return n;
@@ -120,6 +127,7 @@ export const ADMISSION_CHECKS: Record<string, (v: string | number) => unknown> =
   'admission-timeout': (v) => parseTimeout(String(v)),
   'admission-target': (v) => parseTarget(String(v)),
   'admission-min-share': (v) => parseShare(String(v)),
+  'admission-premium-reserve': (v) => parseShare(String(v), 'admission-premium-reserve'),
 };
 
 function limitValue(spec: LimitSpec, fairShare: number): number {
@@ -144,6 +152,10 @@ export function resolveAdmission(
   };
   const target = parseTarget(flags['admission-target'] ?? '1.2x');
   const minShare = parseShare(flags['admission-min-share'] ?? String(DEFAULT_MIN_SHARE));
+  const premiumReserve = parseShare(
+    flags['admission-premium-reserve'] ?? String(DEFAULT_PREMIUM_RESERVE),
+    'admission-premium-reserve',
+  );
   return {
     limits,
     queue: {
@@ -153,6 +165,8 @@ export function resolveAdmission(
           : parseQueue(flags['admission-queue']),
       timeoutMs: parseTimeout(flags['admission-timeout'] ?? '10s'),
     },
+    premiumReserve,
+    freemiumReserve: minShare,
     ...(target ? { guard: { target, minShare } } : {}),
   };
 }

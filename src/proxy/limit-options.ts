@@ -5,6 +5,7 @@
 import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
 import type { SecureContext } from 'node:tls';
 import { defaultMaxClientConn } from './process-usage.js';
 import { loadTls } from './tls-client.js';
@@ -36,6 +37,12 @@ export const limitFlags = {
     default: '10s',
     helpGroup: GROUP,
   }),
+  'admission-premium-reserve': Flags.string({
+    description:
+      'the share of every premium replica’s limit freemium may not take (0..1): a premium client finds a slot at once under a freemium flood',
+    default: String(DEFAULT_PREMIUM_RESERVE),
+    helpGroup: GROUP,
+  }),
   'tls-cert': Flags.string({
     description:
       'PEM certificate: clients may use TLS (sslmode=require); the proxy ends it, replicas get plain TCP',
@@ -55,6 +62,7 @@ export interface LimitFlagValues {
   'admission-limit'?: number | undefined;
   'admission-queue'?: number | undefined;
   'admission-timeout'?: string | undefined;
+  'admission-premium-reserve'?: string | undefined;
   'tls-cert'?: string | undefined;
   'tls-key'?: string | undefined;
   'server-tls'?: string | undefined;
@@ -62,7 +70,7 @@ export interface LimitFlagValues {
 
 export interface LimitConfig {
   maxClientConn: number;
-  admission?: { limit: number; queue: number; timeoutMs: number };
+  admission?: { limit: number; queue: number; timeoutMs: number; premiumReserve: number };
   tls?: SecureContext;
   serverTls: ServerTlsMode;
 }
@@ -86,10 +94,20 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
       'BAD_INPUT',
       `--admission-timeout: expected a duration like 10s or 500ms (got "${text}")`,
     );
+  const reserveText = f['admission-premium-reserve'] ?? String(DEFAULT_PREMIUM_RESERVE);
+  const premiumReserve = Number(reserveText.trim());
+  if (reserveText.trim() === '' || !(premiumReserve >= 0 && premiumReserve <= 1))
+    throw new PlbError(
+      'BAD_INPUT',
+      `--admission-premium-reserve: expected a number in [0, 1] (got "${reserveText}")`,
+    );
   const tls = loadTls(f['tls-cert'], f['tls-key']);
   const serverTls = parseServerTls(f['server-tls']);
   const base = { maxClientConn, serverTls, ...(tls ? { tls } : {}) };
   const queues = strategy === 'plb-admit' || strategy === 'lc-queue';
   if (limit === undefined && !queues) return base;
-  return { ...base, admission: { limit: limit ?? 1000, queue, timeoutMs: s * 1000 } };
+  return {
+    ...base,
+    admission: { limit: limit ?? 1000, queue, timeoutMs: s * 1000, premiumReserve },
+  };
 }

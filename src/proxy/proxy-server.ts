@@ -53,7 +53,7 @@ export interface ProxyOptions {
    * Per-replica session limit and the queue in front of it (router/admission.ts). Absent: no
    * limit, except for the plb-admit and lc-queue strategies, which bring their own defaults.
    */
-  admission?: { limit: number; queue: number; timeoutMs: number };
+  admission?: { limit: number; queue: number; timeoutMs: number; premiumReserve?: number };
   /** Certificate and key for clients' TLS (tls-client.ts); absent: SSLRequest answered 'N'. */
   tls?: SecureContext;
   /** TLS to the replicas (tls-server.ts); default disable. */
@@ -106,6 +106,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
           admission: {
             limits: { mode: 'fixed' as const, limit: opts.admission.limit },
             queue: { capacity: opts.admission.queue, timeoutMs: opts.admission.timeoutMs },
+            ...reserveOf(opts.admission),
           },
         }
       : {}),
@@ -117,6 +118,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       : new AdmittingRouter(inner, opts.strategy, {
           limits: { mode: 'fixed', limit: opts.admission.limit },
           queue: { capacity: opts.admission.queue, timeoutMs: opts.admission.timeoutMs },
+          ...reserveOf(opts.admission),
           slowStartMs: opts.slowStartMs,
         });
   const gate = new AdmissionGate(
@@ -275,4 +277,8 @@ function describe(sessions: ReadonlySet<ProxySession>): string {
   const by = new Map<string, number>();
   for (const s of sessions) by.set(s.phase, (by.get(s.phase) ?? 0) + 1);
   return `${sessions.size} session(s) (${[...by].map(([p, n]) => `${p} ${n}`).join(', ')})`;
+}
+
+function reserveOf(a: { premiumReserve?: number }): { premiumReserve?: number } {
+  return a.premiumReserve === undefined ? {} : { premiumReserve: a.premiumReserve };
 }

@@ -2,7 +2,7 @@ import { PlbError } from '../core/errors.js';
 import { AdmissionQueue } from './admission-queue.js';
 import type { AdmissionOptions } from './admission-types.js';
 import { SessionLimits } from './session-limits.js';
-import { SloGuard, type Place } from './slo-guard.js';
+import { DEFAULT_MIN_SHARE, SloGuard, type Place } from './slo-guard.js';
 import { admissionKey, slowStartRamp } from './slow-start.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } from './types.js';
@@ -61,6 +61,11 @@ export class AdmittingRouter<T = unknown> implements Router {
       inner.snapshot().map((r) => r.id),
       opts.limits,
     );
+    for (const cls of ['premium', 'freemium'] as const) {
+      const reserve = this.reserveShare(cls);
+      if (!(reserve >= 0 && reserve <= 1))
+        throw new PlbError('BAD_INPUT', `${cls} reserve must be in [0, 1] (got ${String(reserve)})`);
+    }
     this.queue = new AdmissionQueue(opts.queue);
     this.guard = opts.guard ? new SloGuard(opts.guard) : undefined;
   }
@@ -201,9 +206,19 @@ export class AdmittingRouter<T = unknown> implements Router {
     const place = placeOf(r, cls) ?? (overflow && r.borrowedBy === undefined ? 'borrowed' : undefined);
     if (place === undefined) return false;
     const limit = this.limitOf(r, nowMs);
-    if (r.sessions.premium + r.sessions.freemium >= limit) return false;
+    const total = r.sessions.premium + r.sessions.freemium;
+    if (total >= limit) return false;
+    if (this.opts.classBlind) return true;
+    // The other class's own replica: leave it the slots it keeps for itself.
+    const other: ServiceClass = cls === 'premium' ? 'freemium' : 'premium';
+    if (r.role === other && total >= limit - Math.ceil(this.reserveShare(other) * limit)) return false;
     if (cls === 'premium' || !this.guard) return true;
     return r.sessions.freemium < this.guard.freemiumCap(place, limit);
+  }
+
+  /** The share of a cls replica's limit the other class may not take. */
+  private reserveShare(cls: ServiceClass): number {
+    return (cls === 'premium' ? this.opts.premiumReserve : this.opts.freemiumReserve) ?? 0;
   }
 
   private queueClass(cls: ServiceClass): ServiceClass {
@@ -279,6 +294,9 @@ export function placeOf(
   return r.borrowedBy === cls ? 'borrowed' : undefined;
 }
 
+/** The share of a premium replica's limit kept from freemium unless told otherwise (--admission-premium-reserve). */
+export const DEFAULT_PREMIUM_RESERVE = 0.1;
+
 /**
  * Without options (a library user, `plb plan show`): a limit so high it rarely binds, a 10 s queue
  * timeout and the guard at 1.2 x the pre-failure premium p95. The bench sets the limit from its
@@ -287,6 +305,8 @@ export function placeOf(
 export const DEFAULT_ADMISSION: Omit<AdmissionOptions, 'slowStartMs'> = {
   limits: { mode: 'fixed', limit: 1000 },
   queue: { capacity: 10_000, timeoutMs: 10_000 },
+  premiumReserve: DEFAULT_PREMIUM_RESERVE,
+  freemiumReserve: DEFAULT_MIN_SHARE,
   guard: { target: { kind: 'relative', factor: 1.2 } },
 };
 

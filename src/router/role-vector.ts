@@ -79,7 +79,7 @@ export function partitionFor(replicas: number, partition: Partition = DEFAULT_PA
   assertCount(replicas, 'replicas');
   const total = partition.premium + partition.freemium;
   if (!(total > 0) || partition.premium < 0 || partition.freemium < 0) {
-    throw new PlbError('BAD_INPUT', '--partition must have non-negative parts with a positive sum');
+    throw new PlbError('BAD_INPUT', '--partition: parts must be non-negative with a positive sum');
   }
   if (total === replicas) return { premium: partition.premium, freemium: partition.freemium };
   let premium = roundRatio(replicas, partition.premium, total);

@@ -39,8 +39,8 @@ export function createRouter(options: RouterOptions): Router {
         admissionFor(options, slowStartMs),
       );
     case 'lc-queue': {
-      // HAProxy's queue knows no classes and no SLO: one FIFO, no guard.
-      const { guard: _guard, ...plain } = admissionFor(options, 0);
+      // HAProxy's queue knows no classes and no SLO: one FIFO, no guard, nothing kept for premium.
+      const { guard: _g, premiumReserve: _p, freemiumReserve: _f, ...plain } = admissionFor(options, 0);
       return new AdmittingRouter(new LeastSessionsRouter('lc', options, 0), strategy, {
         ...plain,
         classBlind: true,

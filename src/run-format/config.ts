@@ -112,6 +112,8 @@ export const admissionSchema = z
         hysteresis: z.number().optional(),
       })
       .optional(),
+    premiumReserve: z.number().optional(),
+    freemiumReserve: z.number().optional(),
     classBlind: z.boolean().optional(),
   })
   .describe(

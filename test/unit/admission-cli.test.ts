@@ -23,6 +23,7 @@ describe('bench --admission-*', () => {
     ['admission-timeout', '0s', /^--admission-timeout: expected a duration > 0/],
     ['admission-queue', '-1', /^--admission-queue: expected an integer >= 1/],
     ['admission-min-share', '1.5', /^--admission-min-share: expected a number in \[0, 1\]/],
+    ['admission-premium-reserve', '-0.1', /^--admission-premium-reserve: expected a number in \[0, 1\]/],
   ])('--%s %s is one line naming the flag', (flag, value, re) => {
     expect(() => checkBenchValue(flag, value)).toThrow(re);
   });

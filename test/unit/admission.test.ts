@@ -68,6 +68,40 @@ describe('admission: limits and queue', () => {
     expect(isPlbError(err, 'NO_REPLICA')).toBe(true);
   });
 
+  it('keeps the premium reserve of every premium replica from a freemium flood', () => {
+    const r = admitting(4, { premiumReserve: 0.25 });
+    for (let i = 0; i < 100; i++) r.request('freemium', i, 0);
+    const premiumReplicas = r.snapshot().filter((s) => s.role === 'premium');
+    expect(premiumReplicas.length).toBeGreaterThan(0);
+    // freemium overflowed onto the premium replicas, but only up to limit - ceil(0.25 x 4) = 3
+    for (const s of premiumReplicas) expect(s.sessions.freemium).toBe(3);
+    const got = r.request('premium', 1000, 0);
+    expect(got).not.toBe('queued');
+    expect(premiumReplicas.map((s) => s.id)).toContain((got as { replica: string }).replica);
+    // without a reserve the flood takes every slot and premium waits
+    const plain = admitting(4, { premiumReserve: 0 });
+    for (let i = 0; i < 100; i++) plain.request('freemium', i, 0);
+    expect(plain.request('premium', 1000, 0)).toBe('queued');
+  });
+
+  it('keeps freemium its reserve of every freemium replica from a premium flood (never starved)', () => {
+    const r = admitting(4, { freemiumReserve: 0.25 });
+    for (let i = 0; i < 100; i++) r.request('premium', i, 0);
+    const freemiumReplicas = r.snapshot().filter((s) => s.role === 'freemium');
+    expect(freemiumReplicas.length).toBeGreaterThan(0);
+    for (const s of freemiumReplicas) expect(s.sessions.premium).toBe(3);
+    const got = r.request('freemium', 1000, 0);
+    expect(got).not.toBe('queued');
+    expect(freemiumReplicas.map((s) => s.id)).toContain((got as { replica: string }).replica);
+  });
+
+  it('lc-queue keeps no reserve (HAProxy has no classes), and a reserve outside [0, 1] is refused', () => {
+    const r = admitting(4, { premiumReserve: 0.5 }, 'lc-queue');
+    for (let i = 0; i < 100; i++) r.request('freemium', i, 0);
+    expect(total(r)).toBe(20);
+    expect(() => admitting(4, { premiumReserve: 1.5 })).toThrow(/premium reserve must be in \[0, 1\]/);
+  });
+
   it('lc-queue: one FIFO for both classes (no priority)', () => {
     const r = admitting(1, {}, 'lc-queue');
     for (let i = 0; i < 5; i++) r.request('freemium', i, 0);
@@ -195,13 +229,17 @@ describe('admission invariants over random event and arrival sequences', () => {
         fc.integer({ min: 1, max: 6 }),
         fc.constantFrom(0, 5000),
         fc.constantFrom<'plb-admit' | 'lc-queue'>('plb-admit', 'lc-queue'),
+        fc.constantFrom(0, 0.25, 0.5),
+        fc.constantFrom(0, 0.25),
         fc.array(opArb, { minLength: 1, maxLength: 250 }),
-        (limit, slowStartMs, strategy, ops) => {
+        (limit, slowStartMs, strategy, premiumReserve, freemiumReserve, ops) => {
           const r = admitting(
             limit,
             {
               guard: { target: { kind: 'absolute', ms: 50 }, minShare: 0.25 },
               queue: { capacity: 20, timeoutMs: 4000 },
+              premiumReserve,
+              freemiumReserve,
             },
             strategy,
             slowStartMs,
@@ -256,6 +294,24 @@ describe('admission invariants over random event and arrival sequences', () => {
               const b = before[i]!;
               if (n > b.sessions.premium + b.sessions.freemium)
                 expect(n).toBeLessThanOrEqual(r.limitOf(s, now));
+              // freemium admitted onto a premium replica leaves premium its reserve
+              if (
+                strategy === 'plb-admit' &&
+                s.role === 'premium' &&
+                s.sessions.freemium > b.sessions.freemium
+              ) {
+                const limit = r.limitOf(s, now);
+                expect(n).toBeLessThanOrEqual(limit - Math.ceil(premiumReserve * limit));
+              }
+              // and premium admitted onto a freemium replica leaves freemium its reserve
+              if (
+                strategy === 'plb-admit' &&
+                s.role === 'freemium' &&
+                s.sessions.premium > b.sessions.premium
+              ) {
+                const limit = r.limitOf(s, now);
+                expect(n).toBeLessThanOrEqual(limit - Math.ceil(freemiumReserve * limit));
+              }
             });
             // no one waits while a slot fits the oldest waiter of its class (work conservation)
             if (strategy === 'plb-admit') {
