@@ -5,12 +5,14 @@
 // replica (so every path has exactly one place to send a session) is brought up and removed at the
 // end. The plb proxy runs in this process (run it under `node --cpu-prof` to profile it); HAProxy
 // and PgBouncer are started as children and skipped, with a line saying so, when not installed.
+// `node-pipe` is the floor of any relay written in Node: a bare net relay (socket.pipe both ways,
+// no delay), in this process too; plb proxy's cost above it is plb's own.
 //
 // Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 8] [--clients 4] [--cpus 1]
-//        [--repeat 3] [--base-port 26200] [--listen-port 27200] [--only plb,haproxy] [--no-connect]
+//        [--repeat 3] [--base-port 26200] [--listen-port 27200] [--only plb,haproxy,node-pipe] [--no-connect]
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
@@ -37,7 +39,7 @@ const onlyArg = argv.indexOf('--only');
 const only = onlyArg >= 0 ? new Set((argv[onlyArg + 1] ?? '').split(',')) : undefined;
 const withConnect = !argv.includes('--no-connect');
 
-type Via = 'direct' | 'haproxy' | 'pgbouncer' | 'plb';
+type Via = 'direct' | 'haproxy' | 'pgbouncer' | 'node-pipe' | 'plb';
 interface Figures {
   tps: number;
   latencyMs: number;
@@ -79,6 +81,22 @@ function procCpuS(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** The bare relay: every client piped to a new connection to the replica and back. */
+function nodePipe(port: number, to: number): Promise<Server> {
+  const server = createServer({ noDelay: true }, (c: Socket) => {
+    const b = createConnection({ host: '127.0.0.1', port: to, noDelay: true });
+    const end = (): void => {
+      c.destroy();
+      b.destroy();
+    };
+    c.on('error', end).on('close', end);
+    b.on('error', end).on('close', end);
+    c.pipe(b);
+    b.pipe(c);
+  });
+  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+}
+
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
@@ -101,6 +119,7 @@ const driver = createLocalDriver(
 const bin = findBinDir();
 const children: ChildProcess[] = [];
 let proxy: ProxyHandle | undefined;
+let pipeServer: Server | undefined;
 /** Per path: the proxy's CPU seconds so far. */
 const cpuOf: Partial<Record<Via, () => number>> = {};
 try {
@@ -112,6 +131,10 @@ try {
 
   const ports: Partial<Record<Via, number>> = { direct: replica.port };
   const want = (v: Via): boolean => v === 'direct' || only === undefined || only.has(v);
+  const thisCpuS = (): number => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  };
   if (want('plb')) {
     proxy = await startProxy({
       replicas: [replica],
@@ -129,10 +152,12 @@ try {
       log: (l) => process.stderr.write(`proxy: ${l}\n`),
     });
     ports.plb = LISTEN;
-    cpuOf.plb = () => {
-      const u = process.cpuUsage();
-      return (u.user + u.system) / 1e6;
-    };
+    cpuOf.plb = () => thisCpuS();
+  }
+  if (want('node-pipe')) {
+    pipeServer = await nodePipe(LISTEN + 3, replica.port);
+    ports['node-pipe'] = LISTEN + 3;
+    cpuOf['node-pipe'] = thisCpuS;
   }
   const haproxy = which(['haproxy', '/usr/sbin/haproxy'], '-v');
   if (want('haproxy') && haproxy === undefined) console.log('haproxy: not installed, skipped');
@@ -197,7 +222,9 @@ try {
     });
     ports.pgbouncer = LISTEN + 2;
   }
-  const paths = (['direct', 'haproxy', 'pgbouncer', 'plb'] as const).filter((v) => ports[v] !== undefined);
+  const paths = (['direct', 'haproxy', 'pgbouncer', 'node-pipe', 'plb'] as const).filter(
+    (v) => ports[v] !== undefined,
+  );
   const modes = [
     { key: 'kept', args: ['-f', script] },
     ...(withConnect ? [{ key: '-C', args: ['-f', script, '-C'] }] : []),
@@ -272,17 +299,22 @@ try {
       `one replica at ${cpus} core(s)${driver.cpusEnforced ? '' : ' (quota not enforced here)'}; node ${process.version}`,
   );
   console.log(table.toString());
-  if (ports.plb !== undefined && ports.haproxy !== undefined) {
-    const addedOf = (via: Via): number => med('kept', via, 'latencyMs') - med('kept', 'direct', 'latencyMs');
-    const connOf = (via: Via): number => med('-C', via, 'connectMs') - med('-C', 'direct', 'connectMs');
+  const addedOf = (via: Via): number => med('kept', via, 'latencyMs') - med('kept', 'direct', 'latencyMs');
+  const connOf = (via: Via): number => med('-C', via, 'connectMs') - med('-C', 'direct', 'connectMs');
+  const versus = (a: Via, b: Via, label: string): void => {
+    if (ports[a] === undefined || ports[b] === undefined) return;
     console.log(
-      `plb vs HAProxy: added per query ${(addedOf('plb') / addedOf('haproxy')).toFixed(2)}x, ` +
-        `tps ${(med('kept', 'plb', 'tps') / med('kept', 'haproxy', 'tps')).toFixed(2)}x` +
-        (withConnect ? `, added per connection ${(connOf('plb') / connOf('haproxy')).toFixed(2)}x` : ''),
+      `${label}: added per query ${(addedOf(a) / addedOf(b)).toFixed(2)}x, ` +
+        `tps ${(med('kept', a, 'tps') / med('kept', b, 'tps')).toFixed(2)}x` +
+        (withConnect ? `, added per connection ${(connOf(a) / connOf(b)).toFixed(2)}x` : ''),
     );
-  }
+  };
+  versus('plb', 'haproxy', 'plb vs HAProxy');
+  versus('node-pipe', 'haproxy', 'bare Node relay vs HAProxy');
+  versus('plb', 'node-pipe', 'plb vs bare Node relay');
 } finally {
   await proxy?.stop(1000);
+  pipeServer?.close();
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   await driver.down();
   rmSync(work, { recursive: true, force: true });

@@ -275,10 +275,13 @@ export class ProxySession {
       this.backend?.destroy();
       return true;
     }
+    // The framer keeps a view of an unfinished message's start: the next read needs a fresh buffer.
+    if (this.framer.heldBytes > 0) this.rbufBusy = true;
     if (out.length === 0) return true;
     let ok = true;
     if (out.length === 1) ok = this.client.write(out[0] as Buffer);
     else {
+      // A message joined from several reads (and what followed it): one writev.
       this.client.cork();
       for (const b of out) ok = this.client.write(b);
       this.client.uncork();

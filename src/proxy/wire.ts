@@ -52,9 +52,18 @@ export type MessageHook = (type: number, msg: Buffer) => Buffer | undefined;
  * only whole messages, holding back the unfinished tail of a chunk, so the proxy can always add
  * an ErrorResponse at a boundary when the backend goes away mid-message. A message longer than
  * `maxHeld` is passed through as it arrives instead (then `atBoundary` is false until it ends).
+ * Nothing is copied or allocated per message: a chunk of whole messages is forwarded as it is, and
+ * a held tail is kept as a view of its chunk (forwarded with the rest of its message as separate
+ * buffers, one writev), so the caller must not reuse a chunk's memory while `heldBytes > 0`. Only
+ * a tail of fewer than 5 bytes (a split header) is copied, and a watched message split across
+ * chunks is joined for its hook.
  */
 export class BackendFramer {
-  private held: Buffer | undefined;
+  /** The unfinished message's bytes so far: views of the chunks (or one copy, header split). */
+  private held: Buffer[] = [];
+  private heldLen = 0;
+  /** Total size of the held message (type byte included); 0 while its header is incomplete. */
+  private heldTotal = 0;
   /** Bytes still to come of an oversize message passed through as it arrives. */
   private passing = 0;
   /** Type of the last message forwarded (whole or started), -1 before any. */
@@ -80,7 +89,7 @@ export class BackendFramer {
 
   /** Bytes held back (part of an unfinished message). */
   get heldBytes(): number {
-    return this.held?.length ?? 0;
+    return this.heldLen;
   }
 
   /** Takes a chunk from the backend; returns the buffers to forward to the client, in order. */
@@ -94,10 +103,29 @@ export class BackendFramer {
       buf = buf.subarray(n);
       if (buf.length === 0) return out;
     }
-    if (this.held !== undefined) {
-      buf = Buffer.concat([this.held, buf]);
-      this.held = undefined;
+    if (this.heldLen > 0) {
+      if (this.heldTotal === 0) {
+        // A split header (rare, at most 4 bytes held): joined with the chunk and walked again.
+        buf = Buffer.concat([this.held[0] as Buffer, buf]);
+        this.dropHeld();
+      } else {
+        const need = this.heldTotal - this.heldLen;
+        if (buf.length < need) {
+          this.held.push(buf);
+          this.heldLen += buf.length;
+          return out;
+        }
+        this.held.push(buf.subarray(0, need));
+        this.forwardHeld(out);
+        buf = buf.subarray(need);
+      }
     }
+    this.walk(buf, out);
+    return out;
+  }
+
+  /** Whole messages of buf to out; its unfinished tail held (or, oversize, passed on). */
+  private walk(buf: Buffer, out: Buffer[]): void {
     let pos = 0;
     let start = 0;
     while (buf.length - pos >= 5) {
@@ -106,12 +134,17 @@ export class BackendFramer {
       if (len < 4) throw new Error(`backend protocol error: message length ${len}`);
       const total = 1 + len;
       if (buf.length - pos < total) {
-        if (total <= this.maxHeld) break;
+        if (total <= this.maxHeld) {
+          this.held.push(buf.subarray(pos));
+          this.heldLen = buf.length - pos;
+          this.heldTotal = total;
+          break;
+        }
         // Oversize: forward what there is and let the rest through as it comes.
         this.lastType = type;
         this.passing = total - (buf.length - pos);
         out.push(buf.subarray(start));
-        return out;
+        return;
       }
       this.lastType = type;
       if (type === MSG_READY && len >= 5) this.txByte = buf[pos + 5] as number;
@@ -130,7 +163,36 @@ export class BackendFramer {
     // The usual case, a chunk of whole messages none of which was replaced: the chunk itself.
     if (start === 0 && pos === buf.length) out.push(buf);
     else if (pos > start) out.push(buf.subarray(start, pos));
-    if (pos < buf.length) this.held = Buffer.from(buf.subarray(pos));
-    return out;
+    const rest = buf.length - pos;
+    if (rest > 0 && this.heldLen === 0) {
+      // Fewer than 5 bytes: the header itself is split; copied, as the chunk's memory may be reused.
+      this.held.push(Buffer.from(buf.subarray(pos)));
+      this.heldLen = rest;
+    }
+  }
+
+  /** The held message is complete (its last piece pushed): forwarded, through the hook if watched. */
+  private forwardHeld(out: Buffer[]): void {
+    const parts = this.held;
+    const total = this.heldTotal;
+    this.dropHeld();
+    const first = parts[0] as Buffer;
+    const type = first[0] as number;
+    this.lastType = type;
+    const hook = this.hook;
+    if ((type === MSG_READY && total >= 6) || (hook !== undefined && hook.types.has(type))) {
+      const msg = Buffer.concat(parts, total);
+      if (type === MSG_READY && total >= 6) this.txByte = msg[5] as number;
+      const repl = hook !== undefined && hook.types.has(type) ? hook.fn(type, msg) : msg;
+      if (repl !== undefined) out.push(repl);
+      return;
+    }
+    for (const p of parts) out.push(p);
+  }
+
+  private dropHeld(): void {
+    this.held = [];
+    this.heldLen = 0;
+    this.heldTotal = 0;
   }
 }
