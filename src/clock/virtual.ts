@@ -5,13 +5,28 @@ import { sleepWith, type Cancel, type Clock } from './index.js';
 /** Instants run per turn of Node's event loop (see run). */
 const INSTANTS_PER_TURN = 256;
 
-interface Due {
-  /** Due time, ms. */
-  key: number;
-  seq: number;
-  fn: () => void;
+/** A timer set with `handle`: setting `cancelled` before it is due keeps it from firing. */
+export interface TimerHandle {
   cancelled: boolean;
 }
+
+/** A timer as an object (no closure to allocate): `onTimer` runs when due, unless cancelled. */
+export interface TimerTask {
+  readonly cancelled: boolean;
+  onTimer(): void;
+}
+
+class Due implements TimerHandle, TimerTask {
+  cancelled = false;
+  constructor(private readonly fn: () => void) {}
+
+  onTimer(): void {
+    this.fn();
+  }
+}
+
+/** What the heap holds: a bare function (nothing cancels it) or a task. */
+type Entry = (() => void) | TimerTask;
 
 /**
  * Virtual time for the simulator. Timers sit in a heap; `run(main)` lets every ready task run
@@ -25,7 +40,7 @@ export class VirtualClock implements Clock {
   private t = 0;
   private seq = 0;
   // Due time, then the order set: timers for one instant fire in the order they were set.
-  private readonly heap = new SeqHeap<Due>();
+  private readonly heap = new SeqHeap<Entry>();
   /** Timers fired so far (a measure of the work a simulation did). */
   fired = 0;
   /** Distinct instants the clock stopped at (each one drains every ready task). */
@@ -36,29 +51,45 @@ export class VirtualClock implements Clock {
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    // Without a signal nothing cancels it: no cancel closure (a sleep per think time adds up).
-    if (signal === undefined)
-      return new Promise((resolve) => {
-        this.schedule(ms, resolve);
-      });
+    // Without a signal nothing cancels it: the resolve function itself is the timer, and the
+    // executor is made once (a sleep per think time adds up).
+    if (signal === undefined) {
+      this.sleepMs = ms;
+      return new Promise(this.sleepExecutor);
+    }
     return sleepWith((fn) => this.timer(ms, fn), signal);
   }
 
+  private sleepMs = 0;
+  private readonly sleepExecutor = (resolve: () => void): void => {
+    this.schedule(this.sleepMs, resolve);
+  };
+
   timer(ms: number, fn: () => void): Cancel {
-    const due = this.schedule(ms, fn);
+    const due = this.handle(ms, fn);
     return () => {
       due.cancelled = true;
     };
   }
 
-  private schedule(ms: number, fn: () => void): Due {
+  /** Calls `fn` (or runs the task) once after `ms`; no handle, no closure: the simulator's hot path. */
+  after(ms: number, fn: (() => void) | TimerTask): void {
+    this.schedule(ms, fn);
+  }
+
+  /** Calls `fn` once after `ms` unless the returned handle is marked cancelled first. */
+  handle(ms: number, fn: () => void): TimerHandle {
+    const due = new Due(fn);
+    this.schedule(ms, due);
+    return due;
+  }
+
+  private schedule(ms: number, e: Entry): void {
     // A positive wait below the clock's resolution (a run-relative clock's `target - now` far
     // from the origin) must still move time on, or a loop waiting for time to pass never ends.
     let at = this.t + Math.max(0, ms);
     if (ms > 0 && at === this.t) at = this.t + Math.abs(this.t) * Number.EPSILON;
-    const due: Due = { key: at, seq: this.seq++, fn, cancelled: false };
-    this.heap.push(due);
-    return due;
+    this.heap.push(e, at, this.seq++);
   }
 
   /** Drives the clock until `main` settles; its result (or error) is returned. */
@@ -80,8 +111,9 @@ export class VirtualClock implements Clock {
           resolve();
           return;
         }
-        const first = this.pop();
-        if (!first) {
+        const heap = this.heap;
+        const first = this.popLive();
+        if (first === undefined) {
           over = true;
           reject(
             new PlbError(
@@ -91,10 +123,10 @@ export class VirtualClock implements Clock {
           );
           return;
         }
-        this.t = first.key;
+        const at = this.t;
         this.instants++;
         this.fire(first);
-        while (this.heap.peek()?.key === first.key) this.fire(this.heap.pop() as Due);
+        while (heap.peekKey() === at) this.fire(heap.pop() as Entry);
       };
       const batch = (): void => {
         if (over) return;
@@ -106,17 +138,27 @@ export class VirtualClock implements Clock {
     return p;
   }
 
-  private fire(d: Due): void {
-    if (d.cancelled) return;
-    this.fired++;
-    d.fn();
+  private fire(e: Entry): void {
+    if (typeof e === 'function') {
+      this.fired++;
+      e();
+    } else if (!e.cancelled) {
+      this.fired++;
+      e.onTimer();
+    }
   }
 
-  /** The earliest live timer (cancelled ones are dropped as they surface). */
-  private pop(): Due | undefined {
+  /** The earliest live timer, with the clock moved to its time (cancelled ones are dropped). */
+  private popLive(): Entry | undefined {
+    const heap = this.heap;
     for (;;) {
-      const top = this.heap.pop();
-      if (top === undefined || !top.cancelled) return top;
+      const at = heap.peekKey();
+      const top = heap.pop();
+      if (top === undefined) return undefined;
+      if (typeof top === 'function' || !top.cancelled) {
+        this.t = at;
+        return top;
+      }
     }
   }
 }

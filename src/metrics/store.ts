@@ -139,6 +139,9 @@ export class MetricsStore implements Recorder {
   private keptFrom = 0;
   /** After finish nothing more is recorded. */
   sealed = false;
+  /** The second secondAt returned last (NaN: none), and its aggregates. */
+  private lastS = Number.NaN;
+  private lastAgg: SecondAgg | undefined;
 
   constructor(readonly replicas: readonly string[]) {
     replicas.forEach((r, i) => this.index.set(r, i));
@@ -165,16 +168,16 @@ export class MetricsStore implements Recorder {
     if (this.sealed) return;
     const us = toLatencyUs(latencyMs);
     const log = this.logs[cls];
+    const r = this.replicaIndex(replica);
     log.queryEnd.push(endMs);
     log.queryLatUs.push(us);
-    log.queryReplica.push(this.replicaIndex(replica));
+    log.queryReplica.push(r);
     const sec = this.second(endMs);
-    const s = sec?.classes[cls];
-    if (s) {
-      s.hist.recordValue(us);
-      s.count++;
-    }
-    this.countReplica(sec?.queries, replica);
+    if (sec === undefined) return;
+    const s = sec.classes[cls];
+    s.hist.recordValue(us);
+    s.count++;
+    if (r !== UNKNOWN_REPLICA) sec.queries[r] = (sec.queries[r] ?? 0) + 1;
   }
 
   queryFailed(cls: ServiceClass, _replica: string, endMs: number, _reason: string): void {
@@ -302,6 +305,8 @@ export class MetricsStore implements Recorder {
 
   /** The aggregates of second `s` (created when missing, undefined once dropped). */
   secondAt(s: number): SecondAgg | undefined {
+    // Most records of a second come in a row: the last one looked up is kept at hand.
+    if (s === this.lastS) return this.lastAgg;
     if (!Number.isFinite(s) || s < this.keptFrom) return undefined;
     let agg = this.seconds.get(s);
     if (agg === undefined) {
@@ -331,6 +336,8 @@ export class MetricsStore implements Recorder {
       };
       this.seconds.set(s, agg);
     }
+    this.lastS = s;
+    this.lastAgg = agg;
     return agg;
   }
 
@@ -342,10 +349,13 @@ export class MetricsStore implements Recorder {
   /** Drops the per-second aggregates below second `s` and recycles their histograms. */
   dropBefore(s: number): void {
     if (s <= this.keptFrom) return;
+    this.lastS = Number.NaN;
+    this.lastAgg = undefined;
     for (const [k, agg] of this.seconds) {
       if (k < s) {
         for (const cls of SERVICE_CLASSES)
           this.pool.push(agg.classes[cls].hist, agg.classes[cls].connectHist);
+        this.pool.push(agg.loopHist);
         this.seconds.delete(k);
       }
     }

@@ -67,6 +67,7 @@ export async function runSession(
     1,
     rng.int(Math.ceil(w.queriesPerSession / 2), Math.floor((w.queriesPerSession * 3) / 2)),
   );
+  const templates = classTemplates(spec, cls);
   let outcome: SessionOutcome = 'finished';
   for (let i = 0; i < n; i++) {
     if (ctx.stopping()) {
@@ -76,7 +77,7 @@ export async function runSession(
     // A pool's max lifetime: the session ends (and reconnects, rebalancing) with queries left.
     if (spec.maxSessionLifetimeMs !== undefined && now() - opened >= spec.maxSessionLifetimeMs) break;
     if (i > 0 && w.thinkTimeMs > 0) await clock.sleep(rng.exp(w.thinkTimeMs));
-    const q = drawStatement(classTemplates(spec, cls), spec.datasetRows, rng);
+    const q = drawStatement(templates, spec.datasetRows, rng);
     // Connect time is measured apart; a late schedule is charged to the first query.
     const start = i === 0 ? now() - scheduleLag : now();
     try {

@@ -76,4 +76,21 @@ describe('VirtualClock', () => {
       expect(clock.now()).toBeGreaterThan(t);
     });
   });
+
+  it('after() and handle() timers, functions and tasks, fire in the order set; a cancelled handle never', async () => {
+    const clock = new VirtualClock();
+    const seen: string[] = [];
+    await clock.run(async () => {
+      clock.after(50, () => seen.push(`fn@${clock.now()}`));
+      clock.after(50, { cancelled: false, onTimer: () => seen.push(`task@${clock.now()}`) });
+      const h = clock.handle(50, () => seen.push('cancelled'));
+      clock.handle(10, () => seen.push(`handle@${clock.now()}`));
+      h.cancelled = true;
+      await clock.sleep(50);
+      seen.push(`sleep@${clock.now()}`);
+    });
+    // The sleep was set last for t=50: it resolves after the other timers of that instant fired.
+    expect(seen).toEqual(['handle@10', 'fn@50', 'task@50', 'sleep@50']);
+    expect(clock.fired).toBe(4);
+  });
 });

@@ -1,11 +1,18 @@
 import { SeqHeap } from '../../core/seq-heap.js';
-import type { Cancel, Clock } from '../../clock/index.js';
+import type { TimerHandle, VirtualClock } from '../../clock/virtual.js';
 
-interface Job {
-  /** Attained-service level (ms of one core) at which the job departs. */
-  key: number;
-  seq: number;
-  onDone: () => void;
+/** A job on the CPU: `cpuDone` runs once it has been served. */
+export interface CpuTask {
+  cpuDone(): void;
+}
+
+/** A job given as a callback (submit). */
+class CallbackTask implements CpuTask {
+  constructor(private readonly fn: () => void) {}
+
+  cpuDone(): void {
+    this.fn();
+  }
 }
 
 /**
@@ -32,7 +39,7 @@ export const DEFAULT_CFS_PERIOD_MS = 100;
  *
  * Since every job runs at the same rate, V (the service each job has received since an arbitrary
  * origin) stands for all of them: a job arriving at V with demand d departs when V reaches V + d.
- * Jobs sit in a min-heap on that level; one clock timer stands for the earliest of the next
+ * Jobs sit in a min-heap on that level (the attained-service level at which each departs); one clock timer stands for the earliest of the next
  * departure, the budget's exhaustion and, while throttled with work waiting, the next boundary.
  * O(log n) per arrival and departure.
  */
@@ -42,9 +49,15 @@ export class CfsCpu {
   private at: number;
   private usedMs = 0;
   private seq = 0;
-  private readonly heap = new SeqHeap<Job>();
+  private readonly heap = new SeqHeap<CpuTask>();
   private frozen = false;
-  private cancel: Cancel | undefined;
+  private armed: TimerHandle | undefined;
+  /** The armed timer's callback, made once (a timer per arm must not cost a closure). */
+  private readonly onTimer = (): void => {
+    this.armed = undefined;
+    this.armedAt = Number.POSITIVE_INFINITY;
+    this.fire();
+  };
   private armedAt = Number.POSITIVE_INFINITY;
   private readonly origin: number;
   /** Index of the period `at` lies in, and the budget (ms of CPU) left in it. */
@@ -52,7 +65,7 @@ export class CfsCpu {
   private budget: number;
 
   constructor(
-    private readonly clock: Clock,
+    private readonly clock: VirtualClock,
     private cores: number,
     private readonly hostCores = DEFAULT_HOST_CORES,
     private readonly periodMs = DEFAULT_CFS_PERIOD_MS,
@@ -70,8 +83,13 @@ export class CfsCpu {
 
   /** Adds a job of `demandMs` (ms of one core); `onDone` runs when it has been served. */
   submit(demandMs: number, onDone: () => void): void {
+    this.submitTask(demandMs, new CallbackTask(onDone));
+  }
+
+  /** Adds a job of `demandMs`; `task.cpuDone()` runs when it has been served. */
+  submitTask(demandMs: number, task: CpuTask): void {
     this.advance();
-    this.heap.push({ key: this.v + Math.max(0, demandMs), seq: this.seq++, onDone });
+    this.heap.push(task, this.v + Math.max(0, demandMs), this.seq++);
     this.arm();
   }
 
@@ -194,9 +212,9 @@ export class CfsCpu {
 
   /** Keeps one timer at (or before) the next event; an early one just re-arms when it fires. */
   private arm(): void {
-    const top = this.heap.peek();
+    const top = this.heap.peekKey();
     const drain = this.drain();
-    if (top === undefined || drain === 0) {
+    if (this.heap.size === 0 || drain === 0) {
       this.disarm();
       return;
     }
@@ -204,37 +222,33 @@ export class CfsCpu {
     if (this.budget <= 0) due = this.periodEnd();
     else {
       const per = drain / this.heap.size;
-      due = Math.min(this.at + Math.max(0, (top.key - this.v) / per), this.exhaustion(drain));
+      due = Math.min(this.at + Math.max(0, (top - this.v) / per), this.exhaustion(drain));
     }
-    if (this.cancel !== undefined && this.armedAt <= due) return;
+    if (this.armed !== undefined && this.armedAt <= due) return;
     this.disarm();
     this.armedAt = due;
-    this.cancel = this.clock.timer(due - this.clock.now(), () => {
-      this.cancel = undefined;
-      this.armedAt = Number.POSITIVE_INFINITY;
-      this.fire();
-    });
+    this.armed = this.clock.handle(due - this.clock.now(), this.onTimer);
   }
 
   private disarm(): void {
-    this.cancel?.();
-    this.cancel = undefined;
+    if (this.armed !== undefined) this.armed.cancelled = true;
+    this.armed = undefined;
     this.armedAt = Number.POSITIVE_INFINITY;
   }
 
   private fire(): void {
     this.advance();
-    const done: Job[] = [];
-    for (let top = this.heap.peek(); top !== undefined && !this.frozen; top = this.heap.peek()) {
-      const left = top.key - this.v;
+    const done: CpuTask[] = [];
+    while (this.heap.size > 0 && !this.frozen) {
+      const left = this.heap.peekKey() - this.v;
       if (left > EPS_MS) {
         const r = this.rate();
         // Served, or so nearly that the clock could not represent the rest of the wait.
         if (r === 0 || this.at + left / r > this.at) break;
       }
-      done.push(this.heap.pop() as Job);
+      done.push(this.heap.pop() as CpuTask);
     }
     this.arm();
-    for (const j of done) j.onDone();
+    for (const j of done) j.cpuDone();
   }
 }

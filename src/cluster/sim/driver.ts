@@ -1,4 +1,4 @@
-import type { Clock } from '../../clock/index.js';
+import type { VirtualClock } from '../../clock/virtual.js';
 import { PlbError } from '../../core/errors.js';
 import type { Connector } from '../connector.js';
 import type { ClusterDriver, ServerStatus } from '../driver.js';
@@ -25,7 +25,7 @@ export class SimDriver implements ClusterDriver {
 
   constructor(
     readonly spec: ClusterSpec,
-    readonly clock: Clock,
+    readonly clock: VirtualClock,
     readonly calibration: SimCalibration,
     /** Where the calibration came from (config.json records it). */
     readonly calibrationPath = '(given)',

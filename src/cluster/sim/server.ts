@@ -1,4 +1,4 @@
-import type { Clock } from '../../clock/index.js';
+import type { TimerTask, VirtualClock } from '../../clock/virtual.js';
 import type { DbConnection, OpenOptions } from '../connector.js';
 import type { SimCalibration } from './calibration.js';
 import { DeadlineQueue, type Expiring } from './deadlines.js';
@@ -12,7 +12,7 @@ import {
   socketError,
   tooManyClients,
 } from './pg-errors.js';
-import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES } from './cfs-cpu.js';
+import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES, type CpuTask } from './cfs-cpu.js';
 import { deliveredCores } from './host-contention.js';
 
 /** What every simulated server shares: the clock, the calibration, demands, timeout queues. */
@@ -20,7 +20,7 @@ export class SimWorld {
   private readonly queues = new Map<number, DeadlineQueue>();
 
   constructor(
-    readonly clock: Clock,
+    readonly clock: VirtualClock,
     readonly cal: SimCalibration,
     readonly demand: DemandModel,
   ) {}
@@ -86,12 +86,12 @@ export class SimServer {
       this.conns.add(c);
       this.world.expireAfter(opts.connectTimeoutMs, c.connecting);
       const latency = this.world.cal.connect.latencyMs;
-      if (latency > 0) this.world.clock.timer(latency, () => this.startBackend(c, this.epoch));
+      if (latency > 0) this.world.clock.after(latency, c);
       else this.startBackend(c, this.epoch);
     });
   }
 
-  private startBackend(c: SimConnection, epoch: number): void {
+  startBackend(c: SimConnection, epoch: number): void {
     if (c.state !== 'connecting') return;
     if (this.epoch !== epoch || this.state !== 'up') {
       c.fail(socketError('ECONNRESET', this.port));
@@ -107,12 +107,12 @@ export class SimServer {
     }
     this.backends++;
     c.hasBackend = true;
-    this.cpu.submit(this.world.cal.connect.cpuMs, () => c.backendReady());
+    this.cpu.submitTask(this.world.cal.connect.cpuMs, c);
   }
 
-  /** Runs one statement of `c` on the CPU; `done` when served (not if the server dies first). */
-  run(text: string, done: () => void): void {
-    this.cpu.submit(this.world.demand.forStatement(text), done);
+  /** Runs one statement on the CPU; `job.cpuDone()` when served (not if the server dies first). */
+  run(text: string, job: CpuTask): void {
+    this.cpu.submitTask(this.world.demand.forStatement(text), job);
   }
 
   releaseSlot(c: SimConnection): void {
@@ -149,18 +149,82 @@ export class SimServer {
   }
 }
 
-interface Pending extends Expiring {
-  resolve: (rows: number) => void;
-  reject: (err: Error) => void;
+/**
+ * One statement of a connection: its promise's settlement, its deadline (Expiring), the protocol
+ * latency's timer and the CPU job, in one object (a query costs no closures of its own).
+ */
+class QueryCall implements Expiring, CpuTask, TimerTask {
+  settled = false;
+  readonly cancelled = false;
+
+  constructor(
+    private conn: SimConnection | undefined,
+    readonly text: string,
+    readonly epoch: number,
+    private resolve: (rows: number) => void,
+    private reject: (err: Error) => void,
+  ) {}
+
+  /** Settles the statement's promise (once; later calls do nothing). */
+  settle(err?: Error): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (err === undefined) this.resolve(1);
+    else this.reject(err);
+  }
+
+  /**
+   * Served: nothing calls back any more. The deadline queue keeps this object until the timeout
+   * (15 s of 24,000 statements a second at K=1000): it must not keep the promise, its resolving
+   * functions and the connection alive that long.
+   */
+  detach(): void {
+    this.conn = undefined;
+    this.resolve = noop;
+    this.reject = noop;
+  }
+
+  expire(): void {
+    this.conn?.timedOut(this);
+    this.settle(queryTimeout());
+  }
+
+  /** The protocol's latency has passed: the statement reaches the server's CPU. */
+  onTimer(): void {
+    this.conn?.submit(this);
+  }
+
+  cpuDone(): void {
+    this.conn?.served(this);
+  }
+}
+
+function noop(): void {
+  // a detached statement's promise was settled already
 }
 
 /** A connection to a SimServer with pg's client semantics (one statement at a time). */
-export class SimConnection implements DbConnection {
+export class SimConnection implements DbConnection, CpuTask, TimerTask {
   state: 'connecting' | 'open' | 'lost' | 'closed' = 'connecting';
   hasBackend = false;
+  readonly cancelled = false;
+  /** The statement `query` hands its promise's executor (made once per connection, not per query). */
+  private nextText = '';
+  private readonly issue = (resolve: (rows: number) => void, reject: (err: Error) => void): void => {
+    const server = this.server;
+    const world = server.world;
+    const p = new QueryCall(this, this.nextText, server.epoch, resolve, reject);
+    this.pending = p;
+    const timeout = this.opts.queryTimeoutMs;
+    if (timeout !== undefined) world.expireAfter(timeout, p);
+    // The protocol's round trip does not use the server's CPU.
+    const overhead = world.cal.queryOverheadMs;
+    if (overhead > 0) world.clock.after(overhead, p);
+    else this.submit(p);
+  };
   /** Statements the server is still running (a timed-out one runs on, as in PostgreSQL). */
   private running = 0;
-  private pending: Pending | undefined;
+  private pending: QueryCall | undefined;
   readonly connecting: Expiring;
 
   constructor(
@@ -181,6 +245,11 @@ export class SimConnection implements DbConnection {
     };
   }
 
+  /** The connect latency has passed: the server starts a backend (in its current life). */
+  onTimer(): void {
+    this.server.startBackend(this, this.server.epoch);
+  }
+
   /** The connect failed before a backend answered (refused, reset, full). */
   fail(err: Error): void {
     if (this.state !== 'connecting') return;
@@ -191,8 +260,8 @@ export class SimConnection implements DbConnection {
     this.rejectOpen(err);
   }
 
-  /** The backend finished its start (authentication): the connection is open. */
-  backendReady(): void {
+  /** The backend finished its start (authentication) on the CPU: the connection is open. */
+  cpuDone(): void {
     this.connecting.settled = true;
     if (this.state === 'connecting') {
       this.state = 'open';
@@ -203,41 +272,29 @@ export class SimConnection implements DbConnection {
   query(text: string): Promise<number> {
     if (this.state === 'lost') return Promise.reject(notQueryable());
     if (this.state !== 'open') return Promise.reject(closedClient());
-    return new Promise((resolve, reject) => {
-      const p: Pending = {
-        settled: false,
-        resolve,
-        reject,
-        expire: () => {
-          p.settled = true;
-          if (this.pending === p) this.pending = undefined;
-          reject(queryTimeout());
-        },
-      };
-      this.pending = p;
-      const timeout = this.opts.queryTimeoutMs;
-      if (timeout !== undefined) this.server.world.expireAfter(timeout, p);
-      const epoch = this.server.epoch;
-      const submit = (): void => {
-        if (this.server.epoch !== epoch || this.state === 'lost') return;
-        this.running++;
-        this.server.run(text, () => this.served(p));
-      };
-      // The protocol's round trip does not use the server's CPU.
-      const overhead = this.server.world.cal.queryOverheadMs;
-      if (overhead > 0) this.server.world.clock.timer(overhead, submit);
-      else submit();
-    });
+    this.nextText = text;
+    return new Promise(this.issue);
   }
 
-  private served(p: Pending): void {
+  /** `p`'s deadline passed: the client stops waiting (the server runs the statement on). */
+  timedOut(p: QueryCall): void {
+    if (this.pending === p) this.pending = undefined;
+  }
+
+  submit(p: QueryCall): void {
+    if (this.server.epoch !== p.epoch || this.state === 'lost') return;
+    this.running++;
+    this.server.run(p.text, p);
+  }
+
+  served(p: QueryCall): void {
     this.running--;
     if (!p.settled) {
-      p.settled = true;
       if (this.pending === p) this.pending = undefined;
-      p.resolve(1);
+      p.settle();
     }
     if (this.state === 'closed' && this.running === 0) this.server.releaseSlot(this);
+    p.detach();
   }
 
   /** The server died under this connection. */
@@ -256,8 +313,7 @@ export class SimConnection implements DbConnection {
     const p = this.pending;
     this.pending = undefined;
     if (p !== undefined && !p.settled) {
-      p.settled = true;
-      p.reject(err);
+      p.settle(err);
     } else {
       // An idle client hears of it from its socket, as pg's 'error' event.
       const onError = this.opts.onError;
@@ -274,8 +330,7 @@ export class SimConnection implements DbConnection {
     const p = this.pending;
     this.pending = undefined;
     if (p !== undefined && !p.settled) {
-      p.settled = true;
-      p.reject(connectionTerminated());
+      p.settle(connectionTerminated());
     }
     if (this.running === 0) this.server.releaseSlot(this);
     // A paused server never answers the termination handshake: the client waits its bound.
