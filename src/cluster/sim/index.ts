@@ -1,4 +1,3 @@
-import { setFlagsFromString } from 'node:v8';
 import { VirtualClock } from '../../clock/virtual.js';
 import { PlbError } from '../../core/errors.js';
 import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
@@ -54,21 +53,10 @@ export function createSimCluster(opts: {
   const path = opts.calibrationPath ?? defaultCalibrationPath();
   const contents = loadCalibration(path);
   const clock = new VirtualClock();
-  singleThreadedScavenge();
   // The driver charges the costs at load; config.json records the file as it is.
   return {
     driver: new SimDriver(spec, clock, chargedCosts(contents), path),
     clock,
     calibration: { path, contents },
   };
-}
-
-/**
- * A simulation is one thread allocating fast (promises of 10^5 sessions): V8's parallel
- * scavenger then spends more CPU in its helper threads than it saves (measured: a fifth of a
- * K=1000 run's CPU on 2 cores). The flag is read at every young-generation GC, so setting it
- * now takes effect for the rest of the process, which runs only this bench.
- */
-function singleThreadedScavenge(): void {
-  setFlagsFromString('--no-parallel-scavenge');
 }
