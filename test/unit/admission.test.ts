@@ -290,23 +290,16 @@ describe('admission invariants over random event and arrival sequences', () => {
               const b = before[i]!;
               if (n > b.sessions.premium + b.sessions.freemium)
                 expect(n).toBeLessThanOrEqual(r.limitOf(s, now));
-              // freemium admitted onto a premium replica leaves premium its reserve
-              if (
-                strategy === 'plb-admit' &&
-                s.role === 'premium' &&
-                s.sessions.freemium > b.sessions.freemium
-              ) {
+              // a class admitted onto the other's replica leaves that class its reserve
+              const reserves = { premium: premiumReserve, freemium: freemiumReserve };
+              for (const [own, other] of [
+                ['premium', 'freemium'],
+                ['freemium', 'premium'],
+              ] as const) {
+                if (strategy !== 'plb-admit' || s.role !== own) continue;
+                if (s.sessions[other] <= b.sessions[other]) continue;
                 const limit = r.limitOf(s, now);
-                expect(n).toBeLessThanOrEqual(limit - Math.ceil(premiumReserve * limit));
-              }
-              // and premium admitted onto a freemium replica leaves freemium its reserve
-              if (
-                strategy === 'plb-admit' &&
-                s.role === 'freemium' &&
-                s.sessions.premium > b.sessions.premium
-              ) {
-                const limit = r.limitOf(s, now);
-                expect(n).toBeLessThanOrEqual(limit - Math.ceil(freemiumReserve * limit));
+                expect(n).toBeLessThanOrEqual(limit - Math.ceil(reserves[own] * limit));
               }
             });
             // no one waits while a slot fits the oldest waiter of its class (work conservation)
