@@ -114,7 +114,7 @@ function parseQueue(text: string, flag = 'admission-queue'): number {
   return n;
 }
 
-export function parseShare(text: string, flag = 'admission-min-share'): number {
+function parseShare(text: string, flag = 'admission-min-share'): number {
   const n = Number(text.trim());
   if (text.trim() === '' || !(n >= 0 && n <= 1)) throw bad(flag, 'expected a number in [0, 1]', text);
   return n;
