@@ -11,7 +11,7 @@ import { HealthChecker } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';
 import { PlbError } from '../core/errors.js';
 import { createRouter } from '../router/index.js';
-import { AdmittingRouter } from '../router/admission.js';
+import { AdmittingRouter, DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
 import { AdmissionGate } from './admission-gate.js';
 import { clientLimiter } from './client-limit.js';
 import { defaultMaxClientConn, UsageSampler, type ProcessUsage } from './process-usage.js';
@@ -52,6 +52,7 @@ export interface ProxyOptions {
   /**
    * Per-replica session limit and the queue in front of it (router/admission.ts). Absent: no
    * limit, except for the plb-admit and lc-queue strategies, which bring their own defaults.
+   * premiumReserve: the share of a premium replica freemium may not take (default 0.1, as the flag).
    */
   admission?: { limit: number; queue: number; timeoutMs: number; premiumReserve?: number };
   /** Certificate and key for clients' TLS (tls-client.ts); absent: SSLRequest answered 'N'. */
@@ -90,6 +91,14 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   const ids = opts.replicas.map((r) => r.id);
   const byId = new Map(opts.replicas.map((r) => [r.id, r] as const));
   const log = opts.log;
+  // With --admission-limit any strategy gets the limits and the queue around it (no SLO guard).
+  const admission = opts.admission
+    ? {
+        limits: { mode: 'fixed' as const, limit: opts.admission.limit },
+        queue: { capacity: opts.admission.queue, timeoutMs: opts.admission.timeoutMs },
+        premiumReserve: opts.admission.premiumReserve ?? DEFAULT_PREMIUM_RESERVE,
+      }
+    : undefined;
   const inner = createRouter({
     strategy: opts.strategy,
     replicas: ids,
@@ -101,26 +110,12 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       log(
         `role ${c.replica}: ${c.from} -> ${c.to} (${c.reason}${c.borrowedBy ? `, borrowed by ${c.borrowedBy}` : ''})`,
       ),
-    ...(opts.admission
-      ? {
-          admission: {
-            limits: { mode: 'fixed' as const, limit: opts.admission.limit },
-            queue: { capacity: opts.admission.queue, timeoutMs: opts.admission.timeoutMs },
-            ...reserveOf(opts.admission),
-          },
-        }
-      : {}),
+    ...(admission ? { admission } : {}),
   });
-  // With --admission-limit any strategy gets the limits and the queue around it (no SLO guard).
   const router: Router =
-    inner instanceof AdmittingRouter || !opts.admission
+    inner instanceof AdmittingRouter || !admission
       ? inner
-      : new AdmittingRouter(inner, opts.strategy, {
-          limits: { mode: 'fixed', limit: opts.admission.limit },
-          queue: { capacity: opts.admission.queue, timeoutMs: opts.admission.timeoutMs },
-          ...reserveOf(opts.admission),
-          slowStartMs: opts.slowStartMs,
-        });
+      : new AdmittingRouter(inner, opts.strategy, { ...admission, slowStartMs: opts.slowStartMs });
   const gate = new AdmissionGate(
     router,
     router instanceof AdmittingRouter ? (router as AdmittingRouter<object>) : undefined,
@@ -277,8 +272,4 @@ function describe(sessions: ReadonlySet<ProxySession>): string {
   const by = new Map<string, number>();
   for (const s of sessions) by.set(s.phase, (by.get(s.phase) ?? 0) + 1);
   return `${sessions.size} session(s) (${[...by].map(([p, n]) => `${p} ${n}`).join(', ')})`;
-}
-
-function reserveOf(a: { premiumReserve?: number }): { premiumReserve?: number } {
-  return a.premiumReserve === undefined ? {} : { premiumReserve: a.premiumReserve };
 }
