@@ -6,6 +6,7 @@
 import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';
+import { parseShare } from '../cli/router-values.js';
 import { DEFAULT_PREMIUM_RESERVE, type AdmissionOptions } from '../router/admission.js';
 import type { SessionLimitOptions } from '../router/session-limits.js';
 import { DEFAULT_MIN_SHARE, type SloTarget } from '../router/slo-guard.js';
@@ -114,20 +115,14 @@ function parseQueue(text: string, flag = 'admission-queue'): number {
   return n;
 }
 
-function parseShare(text: string, flag = 'admission-min-share'): number {
-  const n = Number(text.trim());
-  if (text.trim() === '' || !(n >= 0 && n <= 1)) throw bad(flag, 'expected a number in [0, 1]', text);
-  return n;
-}
-
 /** The checks by flag name (checks.ts BENCH_CHECKS). */
 export const ADMISSION_CHECKS: Record<string, (v: string | number) => unknown> = {
   'admission-limit': (v) => parseLimit(String(v)),
   'admission-queue': (v) => parseQueue(String(v)),
   'admission-timeout': (v) => parseTimeout(String(v)),
   'admission-target': (v) => parseTarget(String(v)),
-  'admission-min-share': (v) => parseShare(String(v)),
-  'admission-premium-reserve': (v) => parseShare(String(v), 'admission-premium-reserve'),
+  'admission-min-share': (v) => parseShare(String(v), '--admission-min-share'),
+  'admission-premium-reserve': (v) => parseShare(String(v), '--admission-premium-reserve'),
 };
 
 function limitValue(spec: LimitSpec, fairShare: number): number {
@@ -151,10 +146,13 @@ export function resolveAdmission(
     limit: limitValue(spec, fairShare),
   };
   const target = parseTarget(flags['admission-target'] ?? '1.2x');
-  const minShare = parseShare(flags['admission-min-share'] ?? String(DEFAULT_MIN_SHARE));
+  const minShare = parseShare(
+    flags['admission-min-share'] ?? String(DEFAULT_MIN_SHARE),
+    '--admission-min-share',
+  );
   const premiumReserve = parseShare(
     flags['admission-premium-reserve'] ?? String(DEFAULT_PREMIUM_RESERVE),
-    'admission-premium-reserve',
+    '--admission-premium-reserve',
   );
   return {
     limits,

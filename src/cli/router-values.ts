@@ -133,3 +133,11 @@ export function parseClientZones(text: string, field = '--client-zones'): Record
   for (const z of Object.keys(out)) out[z] = (out[z] as number) / total;
   return out;
 }
+
+/** A share in [0, 1] (`--admission-min-share 0.25`, `--admission-premium-reserve 0.1`). */
+export function parseShare(text: string, flag: string): number {
+  const n = Number(text.trim());
+  if (text.trim() === '' || !(n >= 0 && n <= 1))
+    throw new PlbError('BAD_INPUT', `${flag}: expected a number in [0, 1] (got "${text}")`);
+  return n;
+}

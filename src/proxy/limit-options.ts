@@ -6,6 +6,7 @@ import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';
 import { DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
+import { parseShare } from '../cli/router-values.js';
 import type { SecureContext } from 'node:tls';
 import { defaultMaxClientConn } from './process-usage.js';
 import { loadTls } from './tls-client.js';
@@ -94,13 +95,10 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
       'BAD_INPUT',
       `--admission-timeout: expected a duration like 10s or 500ms (got "${text}")`,
     );
-  const reserveText = f['admission-premium-reserve'] ?? String(DEFAULT_PREMIUM_RESERVE);
-  const premiumReserve = Number(reserveText.trim());
-  if (reserveText.trim() === '' || !(premiumReserve >= 0 && premiumReserve <= 1))
-    throw new PlbError(
-      'BAD_INPUT',
-      `--admission-premium-reserve: expected a number in [0, 1] (got "${reserveText}")`,
-    );
+  const premiumReserve = parseShare(
+    f['admission-premium-reserve'] ?? String(DEFAULT_PREMIUM_RESERVE),
+    '--admission-premium-reserve',
+  );
   const tls = loadTls(f['tls-cert'], f['tls-key']);
   const serverTls = parseServerTls(f['server-tls']);
   const base = { maxClientConn, serverTls, ...(tls ? { tls } : {}) };
