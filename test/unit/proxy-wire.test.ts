@@ -271,6 +271,15 @@ describe('parseProxyFlags', () => {
     expect(() => parseProxyFlags(flags({ fall: 0 }))).toThrow(/--fall/);
     expect(() => parseProxyFlags(flags({ borrow: '0.5:2' }))).toThrow(/--borrow/);
     expect(() => parseProxyFlags(flags({ reference: 'x' }))).toThrow(/--reference/);
+    expect(() => parseProxyFlags(flags({ 'admission-limit': 5, 'admission-premium-reserve': '2' }))).toThrow(
+      /^--admission-premium-reserve: expected a number in \[0, 1\] \(got "2"\)$/,
+    );
+  });
+
+  it('an admission limit brings the premium reserve (default 0.1)', () => {
+    expect(parseProxyFlags(flags({ 'admission-limit': 5 }))).toMatchObject({
+      admission: { limit: 5, premiumReserve: 0.1 },
+    });
   });
 });
 
