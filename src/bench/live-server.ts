@@ -1,5 +1,5 @@
 /** `--metrics-port`: the live registry and its server (closed at the end of the command). */
-import { createLiveMetrics, type LiveMetrics } from '../metrics/live-metrics.js';
+import type { LiveMetrics } from '../metrics/live-metrics.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { RunWriter } from '../metrics/types.js';
 
@@ -9,6 +9,8 @@ export interface LiveServer {
 }
 
 export async function startLiveMetrics(port: number, warn: (line: string) => void): Promise<LiveServer> {
+  // prom-client loads only when asked for (--metrics-port).
+  const { createLiveMetrics } = await import('../metrics/live-metrics.js');
   const metrics = createLiveMetrics();
   const server = await startMetricsServer(port, () => metrics.text());
   warn(`live metrics: http://127.0.0.1:${server.port}/metrics`);

@@ -1,5 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
+import { pgModule } from './pg-util.js';
 
 export interface OpenOptions {
   /** Connect + authentication must finish within this (ms). */
@@ -63,7 +64,8 @@ export async function openPgClient(
   creds: Credentials,
   opts: OpenOptions,
 ): Promise<pg.Client> {
-  const client = new pg.Client({
+  const { Client } = await pgModule();
+  const client = new Client({
     host: at.host,
     port: at.port,
     user: creds.user,

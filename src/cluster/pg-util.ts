@@ -3,7 +3,7 @@
  * 'error' listener, readiness waits, replication status, slots. Never logs credentials.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { errorText, PlbError } from '../core/errors.js';
 
@@ -26,13 +26,19 @@ export interface ConnectOptions {
   onError?: (err: Error) => void;
 }
 
+/** pg, loaded at the first connect: a simulated bench never needs it (its import costs ~70 ms). */
+export async function pgModule(): Promise<typeof pg> {
+  return (await import('pg')).default;
+}
+
 /** Opens a pg Client; it always has an 'error' listener so a dying server cannot crash the process. */
 export async function connect(
   addr: PgAddress,
   creds: Credentials,
   opts: ConnectOptions = {},
 ): Promise<pg.Client> {
-  const client = new pg.Client({
+  const { Client } = await pgModule();
+  const client = new Client({
     host: addr.host,
     port: addr.port,
     user: creds.user,

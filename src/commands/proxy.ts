@@ -1,6 +1,6 @@
 import { PlbCommand } from '../cli/plb-command.js';
 import { proxyFlags } from '../proxy/options.js';
-import { executeProxy, type ProxySummary } from '../proxy/run.js';
+import type { ProxySummary } from '../proxy/run.js';
 import { escapeLines } from '../core/text.js';
 
 export default class Proxy extends PlbCommand {
@@ -20,6 +20,8 @@ export default class Proxy extends PlbCommand {
     const { flags } = await this.parse(Proxy);
     const json = this.jsonEnabled();
     const toStderr = (l: string): void => void process.stderr.write(`${escapeLines(l)}\n`);
+    // The proxy's graph (prom-client, pg-protocol, TLS) loads when it runs, not with the command list.
+    const { executeProxy } = await import('../proxy/run.js');
     return executeProxy(flags, { log: json ? toStderr : (l) => this.log(l), warn: toStderr });
   }
 }

@@ -1,6 +1,5 @@
 // Charts of the HTML report: vega-lite specs compiled to vega and rendered to SVG in Node.
-import * as vega from 'vega';
-import { compile, type TopLevelSpec } from 'vega-lite';
+import type { TopLevelSpec } from 'vega-lite';
 import type { LoadedRun } from '../metrics/load-run.js';
 import type { TimelineReplicaCells, TimelineRow } from '../metrics/timeline.js';
 import { HARNESS_LOOP_P99_LIMIT_MS } from '../metrics/types.js';
@@ -22,8 +21,14 @@ const FAULT_COLOR = '#d62728';
 /** Points per series at most; longer timelines are averaged into buckets to keep the SVG small. */
 const MAX_POINTS = 600;
 
+// Vega and vega-lite load at the first chart (about 0.5 s of CPU): a run, a `--json` report or a
+// test of the specs never pays for them.
+let renderer: Promise<[typeof import('vega'), typeof import('vega-lite')]> | undefined;
+
 /** Renders a vega-lite spec to an SVG string without a browser or canvas. */
 export async function renderSvg(spec: TopLevelSpec): Promise<string> {
+  renderer ??= Promise.all([import('vega'), import('vega-lite')]);
+  const [vega, { compile }] = await renderer;
   const vgSpec = compile(spec).spec;
   const view = new vega.View(vega.parse(vgSpec), { renderer: 'none' });
   try {

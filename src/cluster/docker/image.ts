@@ -11,10 +11,9 @@ import Docker from 'dockerode';
 import { errorText, PlbError } from '../../core/errors.js';
 import { composeFile } from '../../core/package-info.js';
 
-/** Name of the image `plb image build` makes. */
-export const OFFLINE_IMAGE = 'plb-postgres:15-bookworm';
-/** Official image tried when no image is given. */
-export const OFFICIAL_IMAGE = 'postgres:15';
+import { OFFICIAL_IMAGE, OFFLINE_IMAGE } from './image-names.js';
+
+export { OFFICIAL_IMAGE, OFFLINE_IMAGE } from './image-names.js';
 
 export interface EnsureImageOptions {
   /** Image asked for (--image); default: OFFICIAL_IMAGE, then OFFLINE_IMAGE. */

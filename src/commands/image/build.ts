@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { PlbCommand } from '../../cli/plb-command.js';
-import { buildImage, OFFLINE_IMAGE } from '../../cluster/docker/image.js';
+import { OFFLINE_IMAGE } from '../../cluster/docker/image-names.js';
 
 export default class ImageBuild extends PlbCommand {
   static override description =
@@ -20,6 +20,8 @@ export default class ImageBuild extends PlbCommand {
 
   async run(): Promise<{ name: string; built: boolean; seconds: number }> {
     const { flags } = await this.parse(ImageBuild);
+    // dockerode loads here, not with the command list (oclif imports every command without a manifest).
+    const { buildImage } = await import('../../cluster/docker/image.js');
     const r = await buildImage({
       name: flags.name,
       force: flags.force,
