@@ -12,6 +12,7 @@
  */
 import type { Histogram } from 'hdr-histogram-js';
 import type { Percentiles } from './types.js';
+import { valueAtPercentile } from './hdr-counts.js';
 
 /** Arithmetic mean; null for no values. */
 export function mean(values: readonly number[]): number | null {
@@ -64,7 +65,7 @@ export function nearestRank(sorted: readonly number[], p: number): number | null
 
 /** Nearest-rank percentile (p in 0..100) of a histogram, in its own unit; null when it is empty. */
 export function histogramPercentile(h: Histogram, p: number): number | null {
-  return h.totalCount === 0 ? null : h.getValueAtPercentile(p);
+  return h.totalCount === 0 ? null : valueAtPercentile(h, p);
 }
 
 /** Percentile in ms of a histogram recorded in microseconds; null when it is empty. */

@@ -111,11 +111,13 @@ function replicaLatency(
   const k = store.replicas.length;
   if (k > PER_REPLICA_LATENCY_MAX) return [];
   const hists = store.replicas.map(() => newLatencyHistogram());
-  return phases.map((_, p) => {
+  return phases.map((ph, p) => {
     for (const h of hists) h.reset();
     for (const cls of SERVICE_CLASSES) {
       const log = store.logs[cls];
-      for (let i = 0; i < log.queryEnd.length; i++) {
+      // Queries end in time order: the phase's are one stretch (the check stays).
+      const end = log.queryEnd.upperLimit(ph.endMs);
+      for (let i = log.queryEnd.lowerBound(ph.startMs); i < end; i++) {
         if (phaseIndexAt(phases, log.queryEnd.get(i)) !== p) continue;
         hists[log.queryReplica.get(i)]?.recordValue(log.queryLatUs.get(i));
       }

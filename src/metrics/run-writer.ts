@@ -1,12 +1,4 @@
-import {
-  appendFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Histogram } from 'hdr-histogram-js';
 import { PlbError } from '../core/errors.js';
@@ -26,6 +18,7 @@ import {
 } from './seconds.js';
 import { timelineHeaderLine, timelineRow } from './timeline.js';
 import { type ReplicaState, type RunEvent, type RunWriter } from './types.js';
+import { appendFile } from './append-file.js';
 import { SUMMARY_SCHEMA_VERSION, type RunSummary } from '../run-format/summary.js';
 
 /** File names of a run directory (DESIGN.md, Run directory). */
@@ -205,6 +198,17 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
   writeFileSync(path(RUN_FILES.events), '');
   openRuns.add(dir);
   writeFileSync(path(RUN_FILES.timeline), timelineHeaderLine(classes, replicas));
+  const files = {
+    intervals: new Map(
+      classes.map((c) => [c, appendFile(join(path(RUN_FILES.histograms), intervalLogName(c)))]),
+    ),
+    seconds: appendFile(path(RUN_FILES.seconds)),
+    timeline: appendFile(path(RUN_FILES.timeline)),
+    events: appendFile(path(RUN_FILES.events)),
+  };
+  const closeFiles = (): void => {
+    for (const f of [...files.intervals.values(), files.seconds, files.timeline, files.events]) f.close();
+  };
 
   const store = new MetricsStore(replicas);
   const events: RunEvent[] = [];
@@ -252,14 +256,10 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
       );
     }
     // The per-second files first, timeline.csv last: a timeline row means its second is all on disk.
-    for (const cls of classes)
-      appendFileSync(
-        join(path(RUN_FILES.histograms), intervalLogName(cls)),
-        (intervals.get(cls) ?? []).join(''),
-      );
-    if (secondLines.length > 0) appendFileSync(path(RUN_FILES.seconds), `${secondLines.join('\n')}\n`);
-    appendFileSync(path(RUN_FILES.timeline), `${rows.join('\n')}\n`);
-    if (failureLines.length > 0) appendFileSync(path(RUN_FILES.events), `${failureLines.join('\n')}\n`);
+    for (const cls of classes) files.intervals.get(cls)?.write((intervals.get(cls) ?? []).join(''));
+    if (secondLines.length > 0) files.seconds.write(`${secondLines.join('\n')}\n`);
+    files.timeline.write(`${rows.join('\n')}\n`);
+    if (failureLines.length > 0) files.events.write(`${failureLines.join('\n')}\n`);
     store.dropBefore(nextSecond - PROGRESS_KEEP_S);
   };
 
@@ -277,7 +277,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
       if (e.type === 'fault' && e.replica !== undefined && e.action !== undefined) {
         faults.push({ tMs: e.tMs, replica: e.replica, action: e.action });
       }
-      appendFileSync(path(RUN_FILES.events), `${JSON.stringify(e)}\n`);
+      files.events.write(`${JSON.stringify(e)}\n`);
     },
 
     tick,
@@ -301,6 +301,7 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
     finish(endMs, stoppedNormally, runErrors = []) {
       if (summary) return summary;
       tick(endMs);
+      closeFiles();
       store.sealed = true;
       const phases = computePhases({
         faults,

@@ -5,6 +5,7 @@ import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
 import type { ServiceClass } from '../core/service-class.js';
 import { newLatencyHistogram } from './histogram.js';
+import { encodeCompressedBase64, intervalLogLine } from './hdr-encode.js';
 import type { SecondAgg } from './store.js';
 
 /** Lifetimes are in milliseconds, up to a day (a session cannot outlive a 24 h plan). */
@@ -36,12 +37,7 @@ export function intervalLogHeader(cls: ServiceClass, startedAtMs: number): strin
 
 /** One interval line [s, s+1) (seconds since the run started); max in ms. */
 export function intervalLine(h: Histogram, s: number): string {
-  let out = '';
-  const w = new hdr.HistogramLogWriter((x) => {
-    out += x;
-  });
-  w.outputIntervalHistogram(h, s, s + 1, 1000);
-  return out;
+  return intervalLogLine(h, s, s + 1, 1000);
 }
 
 /** Complete lines only: a run killed mid-write leaves its last line cut off. */
@@ -97,7 +93,7 @@ export interface SecondRecord {
   loop: string | null;
 }
 
-const encode = (h: Histogram): string | null => (h.totalCount > 0 ? hdr.encodeIntoCompressedBase64(h) : null);
+const encode = (h: Histogram): string | null => (h.totalCount > 0 ? encodeCompressedBase64(h) : null);
 
 /** The seconds.jsonl line of second `s` (scratch: a lifetime histogram reused between calls). */
 export function secondLine(

@@ -97,7 +97,8 @@ export class TemplateLatencies {
         let errors = 0;
         const lo = p.startS * 1000;
         const hi = p.endS * 1000;
-        for (let i = 0; i < s.endMs.length; i++) {
+        // End times come in time order: the phase's queries are one stretch (the check stays).
+        for (let i = s.endMs.lowerBound(lo), end = s.endMs.upperLimit(hi); i < end; i++) {
           const t = s.endMs.get(i);
           if (!(t >= lo && t < hi)) continue;
           const l = s.latencyMs.get(i);
@@ -135,7 +136,12 @@ function intervalsOf(s: Series, p: TemplatePhase, cls: ServiceClass, template: s
   const secs: number[][] = [];
   for (let t = first; t + 0.5 < p.endS; t++) if (t + 0.5 >= p.startS) secs.push([]);
   const from = secs.length > 0 && first + 0.5 < p.startS ? first + 1 : first;
-  for (let i = 0; i < s.endMs.length; i++) {
+  // A second wider each side than the seconds taken: the index check below decides, as before.
+  const [i0, i1] = [
+    s.endMs.lowerBound((from - 1) * 1000),
+    s.endMs.upperLimit((from + secs.length + 1) * 1000),
+  ];
+  for (let i = i0; i < i1; i++) {
     const l = s.latencyMs.get(i);
     if (Number.isNaN(l)) continue;
     secs[Math.floor(s.endMs.get(i) / 1000) - from]?.push(toLatencyUs(l));

@@ -1,5 +1,8 @@
+import fc from 'fast-check';
+import { stringify } from 'csv-stringify/sync';
 import { describe, expect, it } from 'vitest';
 import {
+  csvLine,
   parseTimeline,
   timelineHeader,
   timelineHeaderLine,
@@ -29,6 +32,22 @@ describe('timeline.csv', () => {
     expect(line).toBe(`${timelineHeader(SERVICE_CLASSES, replicas).join(',')}\n`);
     expect(line.startsWith('t_s,phase,harness_cpu,loop_p99_ms,loop_max_ms,premium_count,')).toBe(true);
     expect(line).toContain(',r1_cpu,r1_premium,r1_freemium,r1_role,r1_healthy,r1_unreachable,');
+  });
+
+  it('writes a record as csv-stringify does, byte for byte', () => {
+    const cell = fc.oneof(
+      fc.constant(null),
+      fc.double(),
+      fc.integer(),
+      fc.constantFrom(...NASTY, '', '0', '-1'),
+      fc.string({ unit: 'binary' }),
+    );
+    fc.assert(
+      fc.property(fc.array(cell, { maxLength: 30 }), (cells) => {
+        expect(csvLine(cells)).toBe(stringify([cells], { eof: false }));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('writes plain rows unquoted', () => {

@@ -1,0 +1,84 @@
+import fc from 'fast-check';
+import * as hdr from 'hdr-histogram-js';
+import { describe, expect, it } from 'vitest';
+import { valueAtPercentile } from '../../src/metrics/hdr-counts.js';
+import { encodeCompressedBase64, intervalLogLine } from '../../src/metrics/hdr-encode.js';
+import { newLatencyHistogram } from '../../src/metrics/histogram.js';
+import { newLifetimeHistogram } from '../../src/metrics/seconds.js';
+
+const libraryLine = (h: hdr.Histogram, start: number, end: number, ratio: number): string => {
+  let out = '';
+  new hdr.HistogramLogWriter((s) => {
+    out += s;
+  }).outputIntervalHistogram(h, start, end, ratio);
+  return out;
+};
+
+// Values spread over the whole range (a few very large ones), counts up to huge.
+const value = fc.oneof(fc.integer({ min: 0, max: 2000 }), fc.integer({ min: 0, max: 60_000_000 }));
+const recorded = fc.array(fc.tuple(value, fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 2 ** 40 }))), {
+  maxLength: 60,
+});
+
+describe('hdr-encode: the compressed histograms a run writes', () => {
+  it('encodes as hdr-histogram-js does, byte for byte (latency and lifetime histograms)', () => {
+    fc.assert(
+      fc.property(recorded, fc.boolean(), (values, lifetime) => {
+        const h = lifetime ? newLifetimeHistogram() : newLatencyHistogram();
+        for (const [v, n] of values) h.recordValueWithCount(Math.min(v, h.highestTrackableValue), n);
+        expect(encodeCompressedBase64(h)).toBe(hdr.encodeIntoCompressedBase64(h));
+        // Twice: the second may come from the memo.
+        expect(encodeCompressedBase64(h)).toBe(hdr.encodeIntoCompressedBase64(h));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('writes interval lines as HistogramLogWriter does, tagged or not', () => {
+    fc.assert(
+      fc.property(
+        recorded,
+        fc.integer({ min: 0, max: 100_000 }),
+        fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 5000 })),
+        fc.constantFrom(1, 1000),
+        fc.constantFrom('NO TAG', '', 'premium.ref'),
+        (values, start, len, ratio, tag) => {
+          const h = newLatencyHistogram();
+          for (const [v, n] of values) h.recordValueWithCount(v, n);
+          h.tag = tag;
+          const [s, e] = [start / 10, (start + len) / 10];
+          expect(intervalLogLine(h, s, e, ratio)).toBe(libraryLine(h, s, e, ratio));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('finds percentiles as getValueAtPercentile does, value for value', () => {
+    fc.assert(
+      fc.property(
+        recorded,
+        fc.boolean(),
+        fc.oneof(
+          fc.constantFrom(0, 50, 95, 99, 99.9, 100, 120),
+          fc.double({ min: 0, max: 100, noNaN: true }),
+        ),
+        (values, lifetime, p) => {
+          const h = lifetime ? newLifetimeHistogram() : newLatencyHistogram();
+          for (const [v, n] of values) h.recordValueWithCount(Math.min(v, h.highestTrackableValue), n);
+          expect(valueAtPercentile(h, p)).toBe(h.getValueAtPercentile(p));
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('decodes back to the same histogram', () => {
+    const h = newLatencyHistogram();
+    for (const v of [1, 2, 3, 150, 150, 99_999, 59_000_000]) h.recordValue(v);
+    const back = hdr.decodeFromCompressedBase64(encodeCompressedBase64(h));
+    expect(back.totalCount).toBe(7);
+    expect(back.getValueAtPercentile(50)).toBe(h.getValueAtPercentile(50));
+    expect(back.getValueAtPercentile(99)).toBe(h.getValueAtPercentile(99));
+  });
+});
