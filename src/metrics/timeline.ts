@@ -270,8 +270,19 @@ export function parseTimeline(text: string): TimelineRow[] {
  * record left inside an open quote at the end of a text without its last newline was cut off by
  * an interrupted run: it is dropped; any other malformed record is an error naming its line.
  */
-function readCsv(text: string): { cells: string[]; line: number }[] {
+export function readCsv(text: string): { cells: string[]; line: number }[] {
   const cutOff = !text.endsWith('\n');
+  // No quote, CR or BOM (what the writer writes unless a name needs quoting): lines and commas
+  // are the records and cells csv-parse would give, at a fraction of its cost.
+  if (!/["\r]/.test(text) && !text.startsWith('\uFEFF')) {
+    const out: { cells: string[]; line: number }[] = [];
+    const lines = text.split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      const l = lines[i] as string;
+      if (l !== '') out.push({ cells: l.split(','), line: i + 1 });
+    }
+    return out;
+  }
   try {
     const records = parse(text, {
       info: true,
