@@ -14,7 +14,8 @@ export type FirstAnswer = { ok: true; chunk: Buffer } | { ok: false; err: unknow
  * Sends the startup packet and waits for the server's first bytes. The socket reads into a
  * buffer of the session's (onread); `setSink` points its reads here until the answer, then at
  * nothing: reading stays stopped until the session resumes it. A socket still connecting (`dialing`
- * names where to) gets the packet once connected: the connect and the answer share one promise and
+ * names where to) gets the packet once connected (unless `dialing.abandoned()` says the client left
+ * meanwhile: then nothing is sent, and the answer is not ok, with no error): the connect and the answer share one promise and
  * one timer (re-armed at the connect), each with its own timeout of `ms`, as one step per session.
  */
 export function firstAnswer(
@@ -22,7 +23,7 @@ export function firstAnswer(
   packet: Buffer,
   ms: number,
   setSink: (sink: (chunk: Buffer) => boolean) => void,
-  dialing?: { host: string; port: number },
+  dialing?: { host: string; port: number; abandoned?: () => boolean },
 ): Promise<FirstAnswer> {
   return new Promise((resolve) => {
     let socketError: Error | undefined;
@@ -74,6 +75,7 @@ export function firstAnswer(
     else
       socket.once('connect', () => {
         connecting = false;
+        if (dialing?.abandoned?.()) return end({ ok: false, err: undefined });
         timer.refresh();
         socket.write(packet);
       });

@@ -75,7 +75,10 @@ export async function routeSession(steps: RouteSteps, packet: Buffer): Promise<R
           buffer: () => steps.readBuffer(),
           callback: (n, buf) => steps.deliver((buf as Buffer).subarray(0, n)),
         });
-        answer = await firstAnswer(socket, packet, host.connectTimeoutMs, setSink, target);
+        answer = await firstAnswer(socket, packet, host.connectTimeoutMs, setSink, {
+          ...target,
+          abandoned: () => steps.clientGone(),
+        });
       } else {
         socket = await openTlsBackend(steps, target.host, target.port);
         answer = steps.clientGone()

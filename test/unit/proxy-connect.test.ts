@@ -112,6 +112,26 @@ describe('firstAnswer on a socket still connecting (dialTcp)', () => {
     }
   });
 
+  it('the client left while the connect was under way: nothing sent, not ok, no error', async () => {
+    let got = 0;
+    const port = await listen((s) => s.on('data', (d: Buffer) => (got += d.length)));
+    let sink: (chunk: Buffer) => boolean = () => false;
+    const buf = Buffer.alloc(64);
+    const socket = dialTcp('127.0.0.1', port, {
+      buffer: () => buf,
+      callback: (n, b) => sink((b as Buffer).subarray(0, n)),
+    });
+    const a = await firstAnswer(socket, Buffer.from('startup'), 2000, (s) => (sink = s), {
+      host: '127.0.0.1',
+      port,
+      abandoned: () => true,
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    socket.destroy();
+    expect(a).toEqual({ ok: false, err: undefined });
+    expect(got).toBe(0);
+  });
+
   it("a dying server's FATAL as the first answer: tried again elsewhere", async () => {
     const port = await listen((s) =>
       s.once('data', () =>
