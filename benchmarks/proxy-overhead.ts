@@ -9,7 +9,8 @@
 // no delay), in this process too; plb proxy's cost above it is plb's own.
 //
 // Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 8] [--clients 4] [--cpus 1]
-//        [--repeat 3] [--base-port 26200] [--listen-port 27200] [--only plb,haproxy,node-pipe] [--no-connect]
+//        [--repeat 3] [--base-port 26200] [--listen-port 27200] [--only plb,haproxy,node-pipe]
+//        [--no-connect | --no-kept]
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
@@ -38,6 +39,8 @@ const LISTEN = opt('listen-port', 27200);
 const onlyArg = argv.indexOf('--only');
 const only = onlyArg >= 0 ? new Set((argv[onlyArg + 1] ?? '').split(',')) : undefined;
 const withConnect = !argv.includes('--no-connect');
+// -C only (the per-connection figures), e.g. to profile connection handling.
+const withKept = !argv.includes('--no-kept');
 
 type Via = 'direct' | 'haproxy' | 'pgbouncer' | 'node-pipe' | 'plb';
 interface Figures {
@@ -226,7 +229,7 @@ try {
     (v) => ports[v] !== undefined,
   );
   const modes = [
-    { key: 'kept', args: ['-f', script] },
+    ...(withKept ? [{ key: 'kept', args: ['-f', script] }] : []),
     ...(withConnect ? [{ key: '-C', args: ['-f', script, '-C'] }] : []),
   ];
   const bench = async (via: Via, args: string[], s: number): Promise<Figures> => {
@@ -287,7 +290,7 @@ try {
       via,
       cell('kept', via, 'tps', 0),
       cell('kept', via, 'latencyMs', 3),
-      direct ? '' : added.toFixed(3),
+      direct || !withKept ? '' : added.toFixed(3),
       cell('kept', via, 'cpuUs', 1),
       cell('-C', via, 'connectMs', 2),
       direct || !withConnect ? '' : addedConn.toFixed(2),
@@ -303,11 +306,15 @@ try {
   const connOf = (via: Via): number => med('-C', via, 'connectMs') - med('-C', 'direct', 'connectMs');
   const versus = (a: Via, b: Via, label: string): void => {
     if (ports[a] === undefined || ports[b] === undefined) return;
-    console.log(
-      `${label}: added per query ${(addedOf(a) / addedOf(b)).toFixed(2)}x, ` +
-        `tps ${(med('kept', a, 'tps') / med('kept', b, 'tps')).toFixed(2)}x` +
-        (withConnect ? `, added per connection ${(connOf(a) / connOf(b)).toFixed(2)}x` : ''),
-    );
+    const kept = withKept
+      ? `added per query ${(addedOf(a) / addedOf(b)).toFixed(2)}x, ` +
+        `tps ${(med('kept', a, 'tps') / med('kept', b, 'tps')).toFixed(2)}x`
+      : '';
+    const conn = withConnect
+      ? `added per connection ${(connOf(a) / connOf(b)).toFixed(2)}x, ` +
+        `CPU per connection ${(med('-C', a, 'cpuUs') / med('-C', b, 'cpuUs')).toFixed(2)}x`
+      : '';
+    console.log(`${label}: ${[kept, conn].filter((x) => x !== '').join(', ')}`);
   };
   versus('plb', 'haproxy', 'plb vs HAProxy');
   versus('node-pipe', 'haproxy', 'bare Node relay vs HAProxy');

@@ -45,21 +45,20 @@ export class AdmissionGate {
   }
 
   /**
-   * A replica for a session of cls: at once when one has room, after a wait otherwise. Rejects
-   * with PlbError NO_REPLICA (no healthy replica for the class), ADMISSION_FULL or ADMISSION_TIMEOUT.
+   * A replica for a session of cls: at once (a string, no promise: the usual case) when one has
+   * room, a promise of one after a wait otherwise. Throws PlbError NO_REPLICA (no healthy replica
+   * for the class) or ADMISSION_FULL; the promise rejects with ADMISSION_TIMEOUT.
    * `ticket` identifies the session (cancel(ticket) when its client leaves while it waits).
    */
-  acquire(cls: ServiceClass, ticket: object): Promise<string> {
+  acquire(cls: ServiceClass, ticket: object): string | Promise<string> {
     const now = this.clock.now();
-    if (!this.admitting) return Promise.resolve(this.router.admit(cls, now).replica);
+    if (!this.admitting) return this.router.admit(cls, now).replica;
     const r = this.admitting.request(cls, ticket, now);
     if (r === 'full') {
       this.counters[cls].queueFull += 1;
-      return Promise.reject(
-        new PlbError('ADMISSION_FULL', `too many sessions waiting for a replica (class ${cls})`),
-      );
+      throw new PlbError('ADMISSION_FULL', `too many sessions waiting for a replica (class ${cls})`);
     }
-    if (r !== 'queued') return Promise.resolve(r.replica);
+    if (r !== 'queued') return r.replica;
     return new Promise((resolve, reject) => {
       this.waiting.set(ticket, { resolve, reject });
       this.schedule();

@@ -13,16 +13,21 @@ export type FirstAnswer = { ok: true; chunk: Buffer } | { ok: false; err: unknow
 /**
  * Sends the startup packet and waits for the server's first bytes. The socket reads into a
  * buffer of the session's (onread); `setSink` points its reads here until the answer, then at
- * nothing: reading stays stopped until the session resumes it.
+ * nothing: reading stays stopped until the session resumes it. A socket still connecting (`dialing`
+ * names where to) gets the packet once connected (unless `dialing.abandoned()` says the client left
+ * meanwhile: then nothing is sent, and the answer is not ok, with no error): the connect and the answer share one promise and
+ * one timer (re-armed at the connect), each with its own timeout of `ms`, as one step per session.
  */
 export function firstAnswer(
   socket: Socket,
   packet: Buffer,
   ms: number,
   setSink: (sink: (chunk: Buffer) => boolean) => void,
+  dialing?: { host: string; port: number; abandoned?: () => boolean },
 ): Promise<FirstAnswer> {
   return new Promise((resolve) => {
     let socketError: Error | undefined;
+    let connecting = dialing !== undefined && socket.connecting;
     const end = (a: FirstAnswer): void => {
       clearTimeout(timer);
       setSink(() => false);
@@ -46,18 +51,40 @@ export function firstAnswer(
       });
     const timer = setTimeout(
       () =>
-        end({
-          ok: false,
-          err: Object.assign(new Error(`no answer to the startup packet within ${ms} ms`), {
-            code: 'ETIMEDOUT',
-          }),
-          retry: false,
-        }),
+        end(
+          connecting
+            ? // Not even connected: tried again elsewhere, as a refused connect.
+              {
+                ok: false,
+                err: connectTimeout(dialing?.host ?? '', dialing?.port ?? 0, ms),
+                retry: true,
+              }
+            : {
+                ok: false,
+                err: Object.assign(new Error(`no answer to the startup packet within ${ms} ms`), {
+                  code: 'ETIMEDOUT',
+                }),
+                retry: false,
+              },
+        ),
       ms,
     );
     socket.on('error', (err) => (socketError = err));
     socket.on('close', onClose);
-    socket.write(packet);
+    if (!connecting) socket.write(packet);
+    else
+      socket.once('connect', () => {
+        connecting = false;
+        if (dialing?.abandoned?.()) return end({ ok: false, err: undefined });
+        timer.refresh();
+        socket.write(packet);
+      });
+  });
+}
+
+function connectTimeout(host: string, port: number, ms: number): Error {
+  return Object.assign(new Error(`connect to ${host}:${port} timed out after ${ms} ms`), {
+    code: 'ETIMEDOUT',
   });
 }
 
@@ -69,25 +96,21 @@ function dyingServerError(chunk: Buffer): Error | undefined {
   return isDeathEvidence(classifyFailure(err)) ? err : undefined;
 }
 
+/** A TCP connection to a replica, still connecting, read into `onread`'s buffer (firstAnswer waits). */
+export function dialTcp(host: string, port: number, onread: OnReadOpts): Socket {
+  return createConnection({ host, port, noDelay: true, onread });
+}
+
 /**
- * A TCP connection to a replica, or the error (refused, or no answer within timeoutMs); read into
- * `onread`'s buffer when given, else by 'data' events (a socket TLS will take over).
+ * A TCP connection to a replica, or the error (refused, or no answer within timeoutMs); read by
+ * 'data' events (a socket TLS will take over).
  */
-export function connectTcp(
-  host: string,
-  port: number,
-  timeoutMs: number,
-  onread?: OnReadOpts,
-): Promise<Socket> {
+export function connectTcp(host: string, port: number, timeoutMs: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const s = createConnection({ host, port, noDelay: true, ...(onread ? { onread } : {}) });
+    const s = createConnection({ host, port, noDelay: true });
     const timer = setTimeout(() => {
       s.destroy();
-      reject(
-        Object.assign(new Error(`connect to ${host}:${port} timed out after ${timeoutMs} ms`), {
-          code: 'ETIMEDOUT',
-        }),
-      );
+      reject(connectTimeout(host, port, timeoutMs));
     }, timeoutMs);
     s.once('error', (err) => {
       clearTimeout(timer);

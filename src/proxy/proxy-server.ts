@@ -19,7 +19,7 @@ import type { BorrowingOptions, Partition, RoleVector, Router, StrategyName } fr
 import type { ServiceClass } from '../core/service-class.js';
 import { CancelKeys } from './cancel-keys.js';
 import { ProxySession } from './session.js';
-import type { SessionHost } from './session-host.js';
+import type { SessionHost, SessionTarget } from './session-host.js';
 import type { ServerTlsMode } from './tls-server.js';
 import type { ClassFrom } from './startup-packet.js';
 import { formatStatsLine, ProxyStats } from './stats.js';
@@ -89,7 +89,6 @@ export const DEFAULT_CONNECT_ATTEMPTS = 3;
 export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   const clock = opts.clock ?? realClock();
   const ids = opts.replicas.map((r) => r.id);
-  const byId = new Map(opts.replicas.map((r) => [r.id, r] as const));
   const log = opts.log;
   // With --admission-limit any strategy gets the limits and the queue around it (no SLO guard).
   const admission = opts.admission
@@ -123,6 +122,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   );
   const stats = new ProxyStats(ids);
   const sessions = new Set<ProxySession>();
+  const ended = (s: ProxySession): void => void sessions.delete(s);
   const health = new HealthChecker(
     ids,
     opts.connector,
@@ -142,6 +142,11 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     },
   );
   const cancelKeys = new CancelKeys();
+  // Per replica, once: where its sessions connect.
+  const targets = new Map(
+    opts.replicas.map((r) => [r.id, { replica: r.id, host: r.host, port: r.port }] as const),
+  );
+  const targetOf = (replica: string): SessionTarget => targets.get(replica) as SessionTarget;
   const host: SessionHost = {
     classFrom: opts.classFrom,
     startupTimeoutMs: opts.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
@@ -151,10 +156,9 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     stats,
     tls: opts.tls,
     serverTls: opts.serverTls ?? 'disable',
-    acquire: async (cls, ticket) => {
-      const replica = await gate.acquire(cls, ticket);
-      const ep = byId.get(replica) as Endpoint;
-      return { replica, host: ep.host, port: ep.port };
+    acquire: (cls, ticket) => {
+      const r = gate.acquire(cls, ticket);
+      return typeof r === 'string' ? targetOf(r) : r.then(targetOf);
     },
     cancelWait: (ticket) => gate.cancel(ticket),
     release: (replica, cls) => gate.release(replica, cls),
@@ -189,10 +193,9 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
           socket.end(limiter.refusal);
           return;
         }
-        const s = new ProxySession(socket, cls, host);
+        const s = new ProxySession(socket, cls, host, ended);
         usage.noteClients(sessions.size + 1);
         sessions.add(s);
-        void s.done.then(() => sessions.delete(s));
       });
       servers.push(server);
       bound[cls] = await listen(server, opts.host, port, cls, limiter.backlog);

@@ -6,6 +6,13 @@ import type { ClassFrom } from './startup-packet.js';
 import type { ProxyStats } from './stats.js';
 import type { ServerTlsMode } from './tls-server.js';
 
+/** Where a session connects. */
+export interface SessionTarget {
+  readonly replica: string;
+  readonly host: string;
+  readonly port: number;
+}
+
 export interface SessionHost {
   readonly classFrom: ClassFrom;
   /** The client must send its startup packet within this. */
@@ -21,11 +28,11 @@ export interface SessionHost {
   /** TLS on the replica leg (--server-tls, tls-server.ts). */
   readonly serverTls: ServerTlsMode;
   /**
-   * A replica for a session of cls, perhaps after a wait for a slot (admission-gate.ts); rejects
-   * with PlbError NO_REPLICA when none may take it, ADMISSION_FULL or ADMISSION_TIMEOUT when the
-   * session could not get a slot.
+   * A replica for a session of cls: at once when one has room, else a promise of one after a wait
+   * for a slot (admission-gate.ts). Throws (or rejects) PlbError NO_REPLICA when none may take it,
+   * ADMISSION_FULL or ADMISSION_TIMEOUT when the session could not get a slot.
    */
-  acquire(cls: ServiceClass, ticket: object): Promise<{ replica: string; host: string; port: number }>;
+  acquire(cls: ServiceClass, ticket: object): SessionTarget | Promise<SessionTarget>;
   /** The session's client left while it waited for a slot: stop waiting (acquire rejects). */
   cancelWait(ticket: object): void;
   release(replica: string, cls: ServiceClass): void;

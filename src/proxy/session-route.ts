@@ -9,8 +9,8 @@
 import type { Socket } from 'node:net';
 import { isPlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
-import { connectTcp, firstAnswer, type FirstAnswer } from './backend-connect.js';
-import type { SessionHost } from './session-host.js';
+import { connectTcp, dialTcp, firstAnswer, type FirstAnswer } from './backend-connect.js';
+import type { SessionHost, SessionTarget } from './session-host.js';
 import { negotiateServerTls } from './tls-server.js';
 
 /** What routing needs of its session. */
@@ -42,10 +42,12 @@ export async function routeSession(steps: RouteSteps, packet: Buffer): Promise<R
   let lastError: unknown;
   let lastReplica: string | undefined;
   for (let attempt = 0; attempt < host.connectAttempts; attempt++) {
-    let target: { replica: string; host: string; port: number };
+    let target: SessionTarget;
     try {
       steps.setWaiting(true);
-      target = await host.acquire(cls, steps);
+      const got = host.acquire(cls, steps);
+      // Admitted at once (the usual case): no promise to wait on.
+      target = got instanceof Promise ? await got : got;
     } catch (err) {
       if (steps.clientGone()) return { kind: 'gone' };
       if (isPlbError(err, 'ADMISSION_FULL') || isPlbError(err, 'ADMISSION_TIMEOUT')) {
@@ -66,10 +68,23 @@ export async function routeSession(steps: RouteSteps, packet: Buffer): Promise<R
     let answer: FirstAnswer;
     let socket: Socket | undefined;
     try {
-      socket = await openBackend(steps, target.host, target.port);
-      answer = steps.clientGone()
-        ? { ok: false, err: undefined }
-        : await firstAnswer(socket, packet, host.connectTimeoutMs, (sink) => steps.setSink(sink));
+      const setSink = (sink: (chunk: Buffer) => boolean): void => steps.setSink(sink);
+      if (host.serverTls === 'disable') {
+        // Plain TCP: the connect and the first answer as one step (backend-connect.ts).
+        socket = dialTcp(target.host, target.port, {
+          buffer: () => steps.readBuffer(),
+          callback: (n, buf) => steps.deliver((buf as Buffer).subarray(0, n)),
+        });
+        answer = await firstAnswer(socket, packet, host.connectTimeoutMs, setSink, {
+          ...target,
+          abandoned: () => steps.clientGone(),
+        });
+      } else {
+        socket = await openTlsBackend(steps, target.host, target.port);
+        answer = steps.clientGone()
+          ? { ok: false, err: undefined }
+          : await firstAnswer(socket, packet, host.connectTimeoutMs, setSink);
+      }
     } catch (err) {
       answer = { ok: false, err, retry: (err as { code?: unknown }).code !== 'ETLSREFUSED' };
     }
@@ -100,16 +115,11 @@ export async function routeSession(steps: RouteSteps, packet: Buffer): Promise<R
 }
 
 /**
- * Plain TCP reads into the session's buffer (onread). With TLS the TLS socket owns the handle, so
- * its decrypted 'data' goes to the same place, paused when the client is slow (deliver: false).
+ * With TLS the TLS socket owns the handle, so its decrypted 'data' goes where plain TCP's reads go
+ * (deliver), paused when the client is slow (deliver: false).
  */
-async function openBackend(steps: RouteSteps, host: string, port: number): Promise<Socket> {
+async function openTlsBackend(steps: RouteSteps, host: string, port: number): Promise<Socket> {
   const { connectTimeoutMs, serverTls } = steps.host;
-  if (serverTls === 'disable')
-    return connectTcp(host, port, connectTimeoutMs, {
-      buffer: () => steps.readBuffer(),
-      callback: (n, buf) => steps.deliver((buf as Buffer).subarray(0, n)),
-    });
   const raw = await connectTcp(host, port, connectTimeoutMs);
   const socket = await negotiateServerTls(raw, serverTls, connectTimeoutMs);
   socket.on('data', (d: Buffer) => {

@@ -15,6 +15,7 @@ import { forwardCancel } from './cancel-forward.js';
 import { routeSession, type RouteSteps } from './session-route.js';
 import type { SessionHost } from './session-host.js';
 import { BackendWatch } from './backend-watch.js';
+import { ANSWER_N, ANSWER_S, endOnce, writeAll } from './socket-io.js';
 import type { ServerError } from './server-messages.js';
 import { BackendFramer, errorResponse, MSG_ERROR } from './wire.js';
 
@@ -26,18 +27,16 @@ type Phase = 'startup' | 'connecting' | 'backend-startup' | 'ready' | 'closing';
 const READ_BUFFER_BYTES = 32 * 1024;
 /** How long a closed side waits for the other to finish closing before it is destroyed. */
 const LINGER_MS = 5000;
+const EMPTY = Buffer.alloc(0);
 
 export class ProxySession {
   phase: Phase = 'startup';
   cls: ServiceClass | undefined;
   replica: string | undefined;
-  /** Resolves when both sockets are closed and the router released. */
-  readonly done: Promise<void>;
-
-  private resolveDone!: () => void;
-  private inbuf: Buffer = Buffer.alloc(0);
+  private donePromise: Promise<void> | undefined;
+  private resolveDone: (() => void) | undefined;
+  private inbuf: Buffer = EMPTY;
   private backend: Socket | undefined;
-  private backendPort = 0;
   private readonly framer = new BackendFramer();
   private watch: BackendWatch | undefined;
   private admitted = false;
@@ -50,8 +49,8 @@ export class ProxySession {
   private startupTimer: NodeJS.Timeout | undefined;
   /**
    * The backend is read into this session's own buffer (net's onread: no stream machinery or
-   * allocation per read). A read is handed to `sink` at once; when the client's write of it is left
-   * pending, the buffer is still referenced, so the next read gets a fresh one (`readBuffer`).
+   * allocation per read), handed to `sink` at once; while the client's write of it is pending or
+   * the framer holds a view of it, the next read gets a fresh one (`readBuffer`).
    */
   private rbuf: Buffer | undefined;
   private rbufBusy = false;
@@ -62,14 +61,22 @@ export class ProxySession {
     private client: Socket,
     private readonly listenerClass: ServiceClass,
     private readonly host: SessionHost,
+    /** As `done` resolves, without a promise per session. */
+    private readonly onEnd: (s: ProxySession) => void = () => undefined,
   ) {
-    this.done = new Promise((resolve) => (this.resolveDone = resolve));
     client.setNoDelay(true);
     this.listen(client);
     this.startupTimer = setTimeout(() => {
       if (this.phase === 'startup') this.refuse('08P01', 'timeout waiting for the startup packet');
     }, host.startupTimeoutMs);
     this.startupTimer.unref();
+  }
+
+  /** Resolves when both sockets are closed and the router released (made when asked: a stop). */
+  get done(): Promise<void> {
+    return (this.donePromise ??= this.finished
+      ? Promise.resolve()
+      : new Promise((r) => (this.resolveDone = r)));
   }
 
   private listen(client: Socket): void {
@@ -89,9 +96,9 @@ export class ProxySession {
     if (this.clientGone) return;
     const canTell = this.framer.atBoundary && this.phase !== 'closing';
     this.phase = 'closing';
-    if (canTell) this.client.end(errorResponse('FATAL', '57P01', 'plb proxy is shutting down'));
+    if (canTell) endOnce(this.client, errorResponse('FATAL', '57P01', 'plb proxy is shutting down'));
     else this.client.destroy();
-    this.backend?.end();
+    if (this.backend) endOnce(this.backend);
     this.linger();
   }
 
@@ -107,7 +114,7 @@ export class ProxySession {
     this.phase = 'closing';
     this.releaseOnce();
     if (this.framer.atBoundary)
-      this.client.end(errorResponse('FATAL', '08006', `replica ${replica} went away: ${cause}`));
+      endOnce(this.client, errorResponse('FATAL', '08006', `replica ${replica} went away: ${cause}`));
     else this.client.destroy();
     this.backend.destroy();
     this.linger();
@@ -148,16 +155,16 @@ export class ProxySession {
             // Bytes after the request would be read as if they had come encrypted: refused.
             if (this.inbuf.length > p.length)
               return this.refuse('08P01', 'unexpected data after the SSL request');
-            this.inbuf = Buffer.alloc(0);
-            this.client.write('S');
+            this.inbuf = EMPTY;
+            this.client.write(ANSWER_S);
             return upgradeClient(this, this.client, this.host.tls);
           }
           // No certificate (or GSS): the client goes on in plain text (or gives up).
           this.inbuf = this.inbuf.subarray(p.length);
-          this.client.write('N');
+          this.client.write(ANSWER_N);
           continue;
         case 'cancel':
-          this.inbuf = Buffer.alloc(0);
+          this.inbuf = EMPTY;
           return this.forwardCancel(p.pid, p.secret);
         case 'startup': {
           const packet = Buffer.from(this.inbuf.subarray(0, p.length));
@@ -186,7 +193,7 @@ export class ProxySession {
     this.releaseOnce();
     if (this.backend && !this.backendGone) {
       // The backend sees EOF and ends its session (a vanished replica: destroyed after a while).
-      this.backend.end();
+      endOnce(this.backend);
       this.linger();
     } else if (!this.backend && this.phase !== 'connecting') this.finish();
     else if (this.backendGone) this.finish();
@@ -196,7 +203,7 @@ export class ProxySession {
   private refuse(code: string, message: string): void {
     this.phase = 'closing';
     clearTimeout(this.startupTimer);
-    if (!this.clientGone) this.client.end(errorResponse('FATAL', code, message));
+    if (!this.clientGone) endOnce(this.client, errorResponse('FATAL', code, message));
     this.linger();
   }
 
@@ -226,11 +233,10 @@ export class ProxySession {
       if (r.code === '08006') this.replica = undefined;
       return this.refuse(r.code, r.message);
     }
-    this.backendPort = r.port;
-    this.attach(r.socket, r.first);
+    this.attach(r.socket, r.first, r.port);
   }
 
-  private attach(backend: Socket, first: Buffer): void {
+  private attach(backend: Socket, first: Buffer, port: number): void {
     this.backend = backend;
     this.phase = 'backend-startup';
     backend.setNoDelay(true);
@@ -240,14 +246,14 @@ export class ProxySession {
     this.watch = new BackendWatch(
       this.host,
       this.framer,
-      { cls: this.cls as ServiceClass, replica: this.replica as string, port: this.backendPort },
+      { cls: this.cls as ServiceClass, replica: this.replica as string, port },
       () => {
         this.phase = 'ready';
         this.host.stats.classes[this.cls as ServiceClass].ready += 1;
       },
     );
     const pending = this.inbuf;
-    this.inbuf = Buffer.alloc(0);
+    this.inbuf = EMPTY;
     if (pending.length > 0) backend.write(pending);
     if (this.onBackendData(first)) backend.resume();
   }
@@ -278,14 +284,7 @@ export class ProxySession {
     // The framer keeps a view of an unfinished message's start: the next read needs a fresh buffer.
     if (this.framer.heldBytes > 0) this.rbufBusy = true;
     if (out.length === 0) return true;
-    let ok = true;
-    if (out.length === 1) ok = this.client.write(out[0] as Buffer);
-    else {
-      // A message joined from several reads (and what followed it): one writev.
-      this.client.cork();
-      for (const b of out) ok = this.client.write(b);
-      this.client.uncork();
-    }
+    const ok = writeAll(this.client, out);
     // Not all written at once: the kernel did not take it, the pending write holds the buffer.
     if (this.client.writableLength > 0) this.rbufBusy = true;
     if (!ok) {
@@ -302,7 +301,7 @@ export class ProxySession {
     const wasReady = this.phase === 'ready';
     this.releaseOnce();
     if (this.clientGone || this.clientTerminated || this.phase === 'closing') {
-      if (!this.clientGone) this.client.end();
+      if (!this.clientGone) endOnce(this.client);
       return this.clientGone ? this.finish() : this.linger();
     }
     this.phase = 'closing';
@@ -320,14 +319,14 @@ export class ProxySession {
       // hostile client must not count toward marking its replica down.
       if (!(se.code ?? '').startsWith('08'))
         this.host.reportFailure(replica, Object.assign(new Error(se.message), se), via);
-      this.client.end();
+      endOnce(this.client);
     } else {
       const err =
         this.backendError ??
         Object.assign(new Error('connection terminated unexpectedly'), { code: 'ECONNRESET' });
       this.host.reportFailure(replica, err, via);
       if (this.framer.atBoundary)
-        this.client.end(errorResponse('FATAL', '08006', `replica ${replica} went away: ${err.message}`));
+        endOnce(this.client, errorResponse('FATAL', '08006', `replica ${replica} went away: ${err.message}`));
       else this.client.destroy(); // cut inside a message: nothing more can be said in protocol
     }
     this.linger();
@@ -341,12 +340,12 @@ export class ProxySession {
     clearTimeout(this.startupTimer);
     const key = this.host.cancelKeys.lookup(pid, secret);
     if (!key) {
-      this.client.end();
+      endOnce(this.client);
       return this.linger();
     }
     this.host.stats.cancels += 1;
     forwardCancel('127.0.0.1', key, this.host.connectTimeoutMs, () => {
-      this.client.end();
+      endOnce(this.client);
       this.linger();
     });
   }
@@ -388,6 +387,7 @@ export class ProxySession {
     this.releaseOnce();
     clearTimeout(this.startupTimer);
     clearTimeout(this.lingerTimer);
-    this.resolveDone();
+    this.resolveDone?.();
+    this.onEnd(this);
   }
 }

@@ -214,9 +214,20 @@ describe('CancelKeys', () => {
     wrong[0] = (wrong[0]! + 1) & 255;
     expect(keys.lookup(k.pid, wrong)).toBeUndefined();
     expect(keys.lookup(k.pid, Buffer.alloc(8))).toBeUndefined();
+    // More keys than one fill of the random pool: unique pids in 1..2^31-1, 4-byte secrets.
     const pids = new Set([k.pid]);
-    for (let i = 0; i < 1000; i++) pids.add(keys.issue(backend).pid);
-    expect(pids.size).toBe(1001);
+    const secrets = new Set<string>();
+    for (let i = 0; i < 2000; i++) {
+      const next = keys.issue(backend);
+      pids.add(next.pid);
+      secrets.add(next.secret.toString('hex'));
+      expect(next.pid).toBeGreaterThan(0);
+      expect(next.pid).toBeLessThanOrEqual(0x7fffffff);
+      expect(next.secret.length).toBe(4);
+      expect(keys.lookup(next.pid, next.secret)).toBe(backend);
+    }
+    expect(pids.size).toBe(2001);
+    expect(secrets.size).toBeGreaterThan(1990); // random 32-bit secrets: a repeat is rare
     keys.forget(k.pid);
     expect(keys.lookup(k.pid, k.secret)).toBeUndefined();
   });
