@@ -271,7 +271,6 @@ export function parseTimeline(text: string): TimelineRow[] {
  * an interrupted run: it is dropped; any other malformed record is an error naming its line.
  */
 export function readCsv(text: string): { cells: string[]; line: number }[] {
-  const cutOff = !text.endsWith('\n');
   // No quote, CR or BOM (what the writer writes unless a name needs quoting): lines and commas
   // are the records and cells csv-parse would give, at a fraction of its cost.
   if (!/["\r]/.test(text) && !text.startsWith('\uFEFF')) {
@@ -283,6 +282,12 @@ export function readCsv(text: string): { cells: string[]; line: number }[] {
     }
     return out;
   }
+  return readCsvParsed(text);
+}
+
+/** readCsv by csv-parse, for any text (quotes, CR, BOM); exported as the plain path's oracle. */
+export function readCsvParsed(text: string): { cells: string[]; line: number }[] {
+  const cutOff = !text.endsWith('\n');
   try {
     const records = parse(text, {
       info: true,
