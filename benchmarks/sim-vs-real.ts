@@ -6,13 +6,26 @@
 // Run (builds nothing; `npm run build` first):
 //   node --import tsx benchmarks/sim-vs-real.ts --plan plans/demo-cascade.yaml --clients 32 \
 //     --seed 7 --strategy plb,rr,static [--think-time 250ms] [--real DIR] [--sim DIR] [-- extra bench flags]
-// --real/--sim reuse run directories already made (each holding one run per strategy).
+// When it makes the Docker runs itself, it first runs `plb calibrate` on the same cluster and gives
+// the simulator that calibration (unless the extra flags name one): the same host measured hours
+// apart differed by up to 2.7x in a scan's CPU, so a calibration is only good next to its runs.
+// With --real, pass the calibration measured next to those runs (`-- --calibration F`).
+// --real/--sim reuse run directories already made (each holding one run per strategy); `--sim` may
+// name a second real series of the same seed, which gives the noise floor: how well the real
+// cluster agrees with itself at these tolerances. Either may be a comma-separated list (say, one
+// series per seed): each side's figures are then pooled over its runs as `plb report` pools them.
+//
+// Besides the ±30 % / ±10 % counts it prints, per cell, whether the two 95 % intervals overlap, and
+// for every pair of strategies in each down phase the premium p95 verdict on both sides (issue 23:
+// where the real intervals overlap the simulator's must overlap too).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
 import type { RunSummary } from '../src/run-format/summary.js';
+import { changeText, verdictText } from '../src/report/verdicts.js';
+import { estimateOf, overlaps, pairOf, readEvidence, verdictsAgree } from './sim-vs-real-verdicts.js';
 
 const P95_TOLERANCE = 0.3;
 const GOODPUT_TOLERANCE = 0.1;
@@ -31,7 +44,19 @@ const seed = arg('seed', '7') as string;
 const strategy = arg('strategy', 'plb,rr,static') as string;
 const think = arg('think-time');
 
-function bench(driver: 'docker' | 'sim'): { dir: string; wallS: number } {
+/** `plb calibrate` on the cluster the Docker runs use; the file's path. */
+function calibrate(): string {
+  const i = extra.indexOf('--name');
+  const name = i >= 0 ? extra[i + 1] : undefined;
+  const out = join(mkdtempSync(join(tmpdir(), 'plb-cal-')), 'calibration.json');
+  const args = ['bin/run.js', 'calibrate', ...(name ? ['--name', name] : []), '--out', out];
+  process.stderr.write(`$ node ${args.join(' ')}\n`);
+  const r = spawnSync('node', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (r.status !== 0) throw new Error(`plb calibrate exited ${r.status}`);
+  return out;
+}
+
+function bench(driver: 'docker' | 'sim', more: string[] = []): { dir: string; wallS: number } {
   const out = mkdtempSync(join(tmpdir(), `plb-${driver}-`));
   const args = [
     'bin/run.js',
@@ -50,7 +75,8 @@ function bench(driver: 'docker' | 'sim'): { dir: string; wallS: number } {
     '--out',
     out,
     ...(think ? ['--think-time', think] : []),
-    ...extra,
+    ...(driver === 'sim' ? extra : extra.filter((_, i) => !isCalibration(i))),
+    ...more,
   ];
   process.stderr.write(`$ node ${args.join(' ')}\n`);
   const t0 = Date.now();
@@ -59,22 +85,60 @@ function bench(driver: 'docker' | 'sim'): { dir: string; wallS: number } {
   return { dir: out, wallS: (Date.now() - t0) / 1000 };
 }
 
-function summaries(dir: string): Map<string, RunSummary> {
-  const out = new Map<string, RunSummary>();
+/** A run's summary and its replicas' quota (cores), by strategy. */
+type Run = RunSummary & { cpus: number };
+
+function summaries(dir: string): Map<string, Run> {
+  const out = new Map<string, Run>();
   for (const name of readdirSync(dir)) {
     const f = join(dir, name, 'summary.json');
     if (!existsSync(f)) continue;
     const s = JSON.parse(readFileSync(f, 'utf8')) as RunSummary;
-    out.set(s.strategy, s);
+    const config = JSON.parse(readFileSync(join(dir, name, 'config.json'), 'utf8')) as {
+      cluster: { cpus: number };
+    };
+    out.set(s.strategy, { ...s, cpus: config.cluster.cpus });
   }
   return out;
 }
 
-const realDir = arg('real') ?? bench('docker').dir;
-const simRun = arg('sim') ? { dir: arg('sim') as string, wallS: NaN } : bench('sim');
-const real = summaries(realDir);
-const sim = summaries(simRun.dir);
+/** Replica CPU per query served in a phase (ms of one core; connects and health checks included). */
+function cpuPerQueryMs(run: Run | undefined, phase: string): number | null {
+  const ph = run?.phases.find((p) => p.name === phase);
+  if (!run || !ph) return null;
+  let cpuMs = 0;
+  let queries = 0;
+  for (const r of Object.values(ph.replicas)) {
+    cpuMs += (r.cpuMean ?? 0) * run.cpus * (ph.endS - ph.startS) * 1000;
+    queries += r.queries;
+  }
+  return queries > 0 ? cpuMs / queries : null;
+}
 
+/** `--calibration F` in the extra flags (the simulator's; the Docker runs have none). */
+function isCalibration(i: number): boolean {
+  return extra[i] === '--calibration' || extra[i - 1] === '--calibration';
+}
+
+const ownCalibration = !arg('real') && !extra.includes('--calibration') ? calibrate() : undefined;
+const realDir = arg('real') ?? bench('docker').dir;
+const simRun = arg('sim')
+  ? { dir: arg('sim') as string, wallS: NaN }
+  : bench('sim', ownCalibration ? ['--calibration', ownCalibration] : []);
+const realDirs = realDir.split(',');
+const simDirs = simRun.dir.split(',');
+const real = summaries(realDirs[0] as string);
+const sim = summaries(simDirs[0] as string);
+const names = [...real.keys()].filter((n) => sim.has(n));
+const realEv = readEvidence(realDirs, names);
+const simEv = readEvidence(simDirs, names);
+// The cells' figures are the reports' (a run's own p95 and goodput, or pooled over several runs).
+const value = (ev: typeof realEv, n: string, ph: string, cls: string, m: 'p95' | 'goodput'): number | null =>
+  estimateOf(ev.estimates, n, ph, cls, m)?.value ?? null;
+
+function first0(): Run | undefined {
+  return real.get(names[0] ?? '');
+}
 const ratio = (s: number | null, r: number | null): number | null =>
   s === null || r === null || r === 0 ? null : s / r;
 const pct = (x: number | null): string =>
@@ -82,12 +146,35 @@ const pct = (x: number | null): string =>
 const fmt = (x: number | null, d = 1): string => (x === null ? '-' : x.toFixed(d));
 
 const table = new Table({
-  head: ['strategy', 'phase', 'class', 'p95 real', 'p95 sim', 'sim/real', 'q/s real', 'q/s sim', 'sim/real'],
+  head: [
+    'strategy',
+    'phase',
+    'class',
+    'p95 real',
+    'p95 sim',
+    'sim/real',
+    'ivs',
+    'q/s real',
+    'q/s sim',
+    'sim/real',
+    'ivs',
+  ],
   style: { head: [], border: [] },
 });
 let cells = 0;
 let p95Ok = 0;
 let goodputOk = 0;
+const overlap = { p95: { yes: 0, of: 0 }, goodput: { yes: 0, of: 0 } };
+const ivs = (name: string, phase: string, cls: string, metric: 'p95' | 'goodput'): string => {
+  const o = overlaps(
+    estimateOf(realEv.estimates, name, phase, cls, metric),
+    estimateOf(simEv.estimates, name, phase, cls, metric),
+  );
+  if (o === null) return '-';
+  overlap[metric].of++;
+  if (o) overlap[metric].yes++;
+  return o ? 'overlap' : 'apart';
+};
 for (const [name, r] of real) {
   const s = sim.get(name);
   if (!s) continue;
@@ -95,8 +182,14 @@ for (const [name, r] of real) {
     const sp = s.phases.find((p) => p.name === ph.name);
     if (!sp) continue;
     for (const cls of ['premium', 'freemium'] as const) {
-      const a = ph.classes[cls];
-      const b = sp.classes[cls];
+      const a = {
+        p95: value(realEv, name, ph.name, cls, 'p95'),
+        goodput: value(realEv, name, ph.name, cls, 'goodput'),
+      };
+      const b = {
+        p95: value(simEv, name, ph.name, cls, 'p95'),
+        goodput: value(simEv, name, ph.name, cls, 'goodput'),
+      };
       const rp = ratio(b.p95, a.p95);
       const rg = ratio(b.goodput, a.goodput);
       cells++;
@@ -109,38 +202,82 @@ for (const [name, r] of real) {
         fmt(a.p95),
         fmt(b.p95),
         pct(rp),
+        ivs(name, ph.name, cls, 'p95'),
         fmt(a.goodput),
         fmt(b.goodput),
         pct(rg),
+        ivs(name, ph.name, cls, 'goodput'),
       ]);
     }
   }
 }
 process.stdout.write(`${table.toString()}\n`);
 process.stdout.write(
-  `cells: ${cells}; p95 within ±${P95_TOLERANCE * 100}%: ${p95Ok}; goodput within ±${GOODPUT_TOLERANCE * 100}%: ${goodputOk}\n`,
+  `cells: ${cells}; p95 within ±${P95_TOLERANCE * 100}%: ${p95Ok}; goodput within ±${GOODPUT_TOLERANCE * 100}%: ${goodputOk}\n` +
+    `95 % intervals overlap (cells with both): p95 ${overlap.p95.yes}/${overlap.p95.of}; goodput ${overlap.goodput.yes}/${overlap.goodput.of}\n`,
 );
 
+// Where the cost differs: what a query cost the replicas on each side (the first run of each).
+const cost = new Table({
+  head: ['strategy', ...(first0()?.phases.map((p) => p.name) ?? [])],
+  style: { head: [], border: [] },
+});
+for (const n of names) {
+  cost.push([
+    n,
+    ...(real.get(n)?.phases ?? []).map((ph) => {
+      const a = cpuPerQueryMs(real.get(n), ph.name);
+      const b = cpuPerQueryMs(sim.get(n), ph.name);
+      return `${fmt(a, 2)} / ${fmt(b, 2)} (${pct(ratio(b, a))})`;
+    }),
+  ]);
+}
+process.stdout.write(`replica CPU per query served, ms: real / sim (sim/real)\n${cost.toString()}\n`);
+
 // Ranking of strategies by premium p95, per down phase (K+ below the plan's K).
-const names = [...real.keys()].filter((n) => sim.has(n));
-const first = real.get(names[0] ?? '');
+const first = first0();
 for (const ph of first?.phases ?? []) {
   if (!ph.name.startsWith('down')) continue;
-  const rank = (m: Map<string, RunSummary>): string =>
+  const rank = (ev: typeof realEv): string =>
     [...names]
-      .map((n) => ({
-        n,
-        p: m.get(n)?.phases.find((p) => p.name === ph.name)?.classes.premium.p95 ?? Infinity,
-      }))
+      .map((n) => ({ n, p: value(ev, n, ph.name, 'premium', 'p95') ?? Infinity }))
       .sort((a, b) => a.p - b.p)
       .map((x) => x.n)
       .join(' < ');
-  const a = rank(real);
-  const b = rank(sim);
+  const a = rank(realEv);
+  const b = rank(simEv);
   process.stdout.write(
     `${ph.name} premium p95 ranking: real ${a}; sim ${b}: ${a === b ? 'same' : 'DIFFERENT'}\n`,
   );
 }
+
+// The same ranking with its intervals: every pair's verdict on both sides.
+const pairs = new Table({
+  head: ['phase', 'premium p95', 'real', 'sim', 'agree'],
+  style: { head: [], border: [] },
+});
+let agreed = 0;
+let compared = 0;
+for (const ph of first?.phases ?? []) {
+  if (!ph.name.startsWith('down')) continue;
+  for (const [i, a] of names.entries()) {
+    for (const b of names.slice(i + 1)) {
+      const r = pairOf(realEv.pairs, ph.name, a, b);
+      const s = pairOf(simEv.pairs, ph.name, a, b);
+      if (!r || !s) continue;
+      const ok = verdictsAgree(r, s);
+      compared++;
+      if (ok) agreed++;
+      const text = (c: typeof r): string => `${changeText(c)} ${verdictText(c)}`;
+      pairs.push([ph.name, `${a} vs ${b}`, text(r), text(s), ok ? 'yes' : 'NO']);
+    }
+  }
+}
+process.stdout.write(
+  `${pairs.toString()}\npairwise premium p95 verdicts in down phases agree: ${agreed}/${compared}\n`,
+);
+if (ownCalibration)
+  process.stdout.write(`calibration (measured before the Docker runs): ${ownCalibration}\n`);
 process.stdout.write(
   `real runs: ${realDir}\nsim runs: ${simRun.dir}${Number.isNaN(simRun.wallS) ? '' : ` (wall ${simRun.wallS.toFixed(1)} s)`}\n`,
 );

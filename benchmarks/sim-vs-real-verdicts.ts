@@ -1,0 +1,72 @@
+// The interval side of sim-vs-real: each run directory's 95 % intervals and pairwise verdicts,
+// read from `plb report --json` (one report per strategy as its baseline), so the ranking check can
+// say what the issue asks: where the real intervals overlap (no difference detected), the
+// simulator's must overlap too; where the real cluster tells two strategies apart, the simulator
+// must tell them apart the same way.
+import { spawnSync } from 'node:child_process';
+import type { CellEvidence, Change, Estimate } from '../src/run-format/evidence.js';
+
+interface ReportGroup {
+  strategy: string;
+  evidence?: { phases: { name: string; classes: Record<'premium' | 'freemium', CellEvidence> }[] };
+}
+
+/** Per strategy, phase and class: the p95 and goodput estimates with their intervals. */
+export type Estimates = Map<string, Estimate>;
+/** Per phase and ordered pair "A|B": A's premium p95 against B's (B the baseline). */
+export type PairChanges = Map<string, Change>;
+
+const key = (...parts: string[]): string => parts.join('|');
+
+function report(dirs: readonly string[], baseline: string): ReportGroup[] {
+  const r = spawnSync(
+    'node',
+    ['bin/run.js', 'report', ...dirs, '--json', '--skip-html', '--baseline', baseline],
+    { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 },
+  );
+  if (r.status !== 0)
+    throw new Error(`plb report ${dirs.join(' ')} --baseline ${baseline} exited ${r.status}: ${r.stderr}`);
+  return (JSON.parse(r.stdout) as { groups: ReportGroup[] }).groups;
+}
+
+/** Intervals of every cell and the premium p95 change of every ordered pair of strategies (runs pooled). */
+export function readEvidence(
+  dirs: readonly string[],
+  strategies: readonly string[],
+): { estimates: Estimates; pairs: PairChanges } {
+  const estimates: Estimates = new Map();
+  const pairs: PairChanges = new Map();
+  for (const base of strategies) {
+    for (const g of report(dirs, base)) {
+      for (const ph of g.evidence?.phases ?? []) {
+        for (const cls of ['premium', 'freemium'] as const) {
+          const cell = ph.classes[cls];
+          estimates.set(key(g.strategy, ph.name, cls, 'p95'), cell.metrics.p95);
+          estimates.set(key(g.strategy, ph.name, cls, 'goodput'), cell.metrics.goodput);
+        }
+        const vs = ph.classes.premium.vsBaseline?.p95;
+        if (vs && g.strategy !== base) pairs.set(key(ph.name, g.strategy, base), vs);
+      }
+    }
+  }
+  return { estimates, pairs };
+}
+
+export const estimateOf = (e: Estimates, strategy: string, phase: string, cls: string, metric: string) =>
+  e.get(key(strategy, phase, cls, metric));
+
+/** Do two estimates' intervals overlap? null when either has none. */
+export function overlaps(a: Estimate | undefined, b: Estimate | undefined): boolean | null {
+  if (!a || !b || a.lo === null || a.hi === null || b.lo === null || b.hi === null) return null;
+  return a.lo <= b.hi && b.lo <= a.hi;
+}
+
+/** A pair's verdicts agree: the same verdict when both have intervals, else the same sign. */
+export function verdictsAgree(real: Change, sim: Change): boolean {
+  if (real.verdict !== 'no interval' && sim.verdict !== 'no interval') return real.verdict === sim.verdict;
+  if (real.delta === null || sim.delta === null) return false;
+  return Math.sign(real.delta) === Math.sign(sim.delta);
+}
+
+export const pairOf = (pairs: PairChanges, phase: string, a: string, b: string) =>
+  pairs.get(key(phase, a, b));
