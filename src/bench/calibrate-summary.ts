@@ -108,7 +108,7 @@ function perItemMs(cpuS: number, spanMs: number, idleMsPerS: number, n: number):
  */
 export function summariseCalibration(
   m: SimMeasurement,
-  meta: { at: string; machine: string; note?: string },
+  meta: { at: string; machine: string; note?: string; tick?: { sliceMs: number; hz: number } | null },
 ): SimCalibration {
   const fine = counterIsFine([
     ...Object.values(m.templates).flatMap((t) => t.cpuMs),
@@ -152,6 +152,9 @@ export function summariseCalibration(
     `healthCpuMs: ${m.health.count} x SELECT 1 on one session`,
     `restart: median of ${m.restarts.length} kill + start, polled every 20 ms (accept ${accept.map(Math.round).join('/')} ms; catch-up ${catchUp.map(Math.round).join('/')} ms)`,
     `host load (1 min) ${m.load.before.toFixed(2)} before, ${m.load.after.toFixed(2)} after, on ${m.load.cores} cores`,
+    meta.tick
+      ? `sliceMs: the kernel's tick (CONFIG_HZ=${meta.tick.hz})`
+      : "sliceMs: none (the kernel's CONFIG_HZ could not be read; processor sharing)",
     ...(meta.note ? [meta.note] : []),
   ].join('; ');
   const cal: SimCalibration = {
@@ -173,6 +176,7 @@ export function summariseCalibration(
     // the quota period (Docker's and the kernel's default).
     hostCores: m.load.cores,
     cfsPeriodMs: 100,
+    ...(meta.tick ? { sliceMs: meta.tick.sliceMs } : {}),
   };
   // The file plb writes must be one plb reads.
   return checkCalibration(cal, 'measured');
@@ -193,11 +197,16 @@ export function renderCalibration(cal: SimCalibration, where: string): string {
   t.push(['health check (SELECT 1)', `${cal.healthCpuMs} ms CPU`, '']);
   t.push(['restart: start() -> accepts', `${cal.restartMs} ms`, '']);
   t.push(['then -> streaming', `${cal.catchUpMs} ms`, '']);
+  t.push([
+    'scheduler time slice',
+    cal.sliceMs === undefined ? 'none' : `${cal.sliceMs} ms`,
+    cal.sliceMs === undefined ? 'processor sharing' : "the kernel's tick",
+  ]);
   const a = cal.atLoad;
   if (a) {
     const f = (a.queryCpuMs / a.sequentialQueryCpuMs).toFixed(2);
     t.push([
-      `at load (${a.sessions} sessions, ${Math.round(a.targetCpu * 100)} % of quota)`,
+      `at load (${a.sessions} sessions, ${Math.round(a.targetCpu * 100)} % of quota${a.companions ? `, +${a.companions} replicas` : ''})`,
       `${a.queryCpuMs} ms CPU a query`,
       `${f}x the sequential mix; connect ${a.connectCpuMs} ms`,
     ]);

@@ -44,6 +44,11 @@ export interface SimCalibration {
   /** Fraction of its quota the host delivers to a saturated replica (absent: 1; host-contention.ts). */
   hostShare?: number;
   /**
+   * The scheduler's time slice, ms: backends run a slice each in turn (rr-cpu.ts). Absent:
+   * processor sharing (cfs-cpu.ts), every runnable backend at once at an equal share.
+   */
+  sliceMs?: number;
+  /**
    * What a query and a connect cost at the load experiments run at (16 sessions at `targetCpu` of
    * the quota), measured by `plb calibrate` after the sequential figures above. Absent: those stand.
    */
@@ -58,6 +63,8 @@ export interface AtLoad {
   /** The same mix's mean from the sequential per-template figures (the scale's denominator). */
   sequentialQueryCpuMs: number;
   connectCpuMs: number;
+  /** Other replicas loaded alike meanwhile (absent: none, r1 alone, as before 2026-12-02). */
+  companions?: number;
 }
 
 export interface TemplateCost {
@@ -129,6 +136,10 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
     const h = num(c.hostShare, 'hostShare', 0.01);
     if (h > 1) bad('hostShare', 'a number from 0.01 to 1');
   }
+  if (c.sliceMs !== undefined) {
+    const v = num(c.sliceMs, 'sliceMs', 0.01);
+    if (v > 1000) bad('sliceMs', 'a number from 0.01 to 1000');
+  }
   let atLoad: AtLoad | undefined;
   if (c.atLoad !== undefined) {
     const a = obj(c.atLoad, 'atLoad');
@@ -138,6 +149,7 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
       queryCpuMs: num(a.queryCpuMs, 'atLoad.queryCpuMs', 1e-6),
       sequentialQueryCpuMs: num(a.sequentialQueryCpuMs, 'atLoad.sequentialQueryCpuMs', 1e-6),
       connectCpuMs: num(a.connectCpuMs, 'atLoad.connectCpuMs'),
+      ...(a.companions !== undefined ? { companions: num(a.companions, 'atLoad.companions') } : {}),
     };
   }
   return {
@@ -158,6 +170,7 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
     ...(c.hostCores !== undefined ? { hostCores: c.hostCores as number } : {}),
     ...(c.cfsPeriodMs !== undefined ? { cfsPeriodMs: c.cfsPeriodMs as number } : {}),
     ...(c.hostShare !== undefined ? { hostShare: c.hostShare as number } : {}),
+    ...(c.sliceMs !== undefined ? { sliceMs: c.sliceMs as number } : {}),
     ...(atLoad ? { atLoad } : {}),
   };
 }

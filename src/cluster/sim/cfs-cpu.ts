@@ -6,6 +6,18 @@ export interface CpuTask {
   cpuDone(): void;
 }
 
+/** What a simulated server needs of its CPU model (CfsCpu: processor sharing; RrCpu: slices). */
+export interface SimCpu {
+  /** Jobs on it (running or waiting). */
+  readonly running: number;
+  submit(demandMs: number, onDone: () => void): void;
+  submitTask(demandMs: number, task: CpuTask): void;
+  setCores(cores: number): void;
+  setFrozen(frozen: boolean): void;
+  clear(): void;
+  cpuMs(): number;
+}
+
 /** A job given as a callback (submit). */
 class CallbackTask implements CpuTask {
   constructor(private readonly fn: () => void) {}
@@ -43,7 +55,7 @@ export const DEFAULT_CFS_PERIOD_MS = 100;
  * departure, the budget's exhaustion and, while throttled with work waiting, the next boundary.
  * O(log n) per arrival and departure.
  */
-export class CfsCpu {
+export class CfsCpu implements SimCpu {
   private v = 0;
   /** Clock time that v, usedMs and the budget were advanced to. */
   private at: number;

@@ -12,7 +12,8 @@ import {
   socketError,
   tooManyClients,
 } from './pg-errors.js';
-import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES, type CpuTask } from './cfs-cpu.js';
+import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES, type CpuTask, type SimCpu } from './cfs-cpu.js';
+import { RrCpu } from './rr-cpu.js';
 import { deliveredCores } from './host-contention.js';
 
 /** What every simulated server shares: the clock, the calibration, demands, timeout queues. */
@@ -55,7 +56,7 @@ export class SimServer {
   /** Bumped when the server dies: work of an earlier life is dropped. */
   epoch = 0;
   cpus: number;
-  readonly cpu: CfsCpu;
+  readonly cpu: SimCpu;
   readonly conns = new Set<SimConnection>();
   /** Connection starts that arrived while paused: the postmaster runs them on unpause. */
   private parked: (() => void)[] = [];
@@ -70,12 +71,14 @@ export class SimServer {
   ) {
     this.cpus = cpus;
     const cal = world.cal;
-    this.cpu = new CfsCpu(
-      world.clock,
-      deliveredCores(cpus, cal),
-      cal.hostCores ?? DEFAULT_HOST_CORES,
-      cal.cfsPeriodMs ?? DEFAULT_CFS_PERIOD_MS,
-    );
+    const host = cal.hostCores ?? DEFAULT_HOST_CORES;
+    const period = cal.cfsPeriodMs ?? DEFAULT_CFS_PERIOD_MS;
+    const quota = deliveredCores(cpus, cal);
+    // With a measured time slice, the kernel's slices; without, processor sharing (as before).
+    this.cpu =
+      cal.sliceMs === undefined
+        ? new CfsCpu(world.clock, quota, host, period)
+        : new RrCpu(world.clock, quota, host, period, cal.sliceMs);
   }
 
   /** Opens a connection: connect latency, then a backend's start (a slot and CPU), or an error. */
