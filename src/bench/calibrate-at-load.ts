@@ -2,7 +2,9 @@
 // per-template figures are measured one query at a time, but on a replica under its quota with
 // 16 sessions at 70 % of it a query of plb's mix used about 3x that CPU (8.8 against 2.7 ms on
 // the 0.25-core Docker replica here), and a simulator charging the sequential cost ran its
-// replicas far below the real ones' load. The same measurement `--think-time auto` makes.
+// replicas far below the real ones' load. The same measurement `--think-time auto` makes, but with
+// the cluster's other replicas under the same load meanwhile, as in a bench. (On the Docker testbed
+// that moved the cost less than the step's own repeatability: docs/simulator.md, fidelity.)
 import type { ClusterDriver } from '../cluster/driver.js';
 import type { AtLoad, SimCalibration } from '../cluster/sim/calibration.js';
 import { classQueryCpuMs } from '../cluster/sim/demand.js';
@@ -19,6 +21,8 @@ export async function measureAtLoad(opts: {
   credentials: Credentials;
   replicas: number;
   cpusPerReplica: number;
+  /** The cluster's other replicas: loaded the same way meanwhile, as a bench loads them all. */
+  companions: readonly Endpoint[];
   /** The sequential figures just measured: the scale's denominator is their mix. */
   sequential: SimCalibration;
 }): Promise<AtLoad> {
@@ -31,6 +35,7 @@ export async function measureAtLoad(opts: {
     cpusPerReplica: opts.cpusPerReplica,
     targetCpu: DEFAULT_TARGET_CPU,
     concurrency: SESSIONS,
+    companions: opts.companions,
     rng: new Rng(1).fork(11),
   });
   const seq = classQueryCpuMs(opts.sequential, DEFAULT_WORKLOAD.classes.premium.queryWeights);
@@ -40,5 +45,6 @@ export async function measureAtLoad(opts: {
     queryCpuMs: c.cpuPerQueryMs,
     sequentialQueryCpuMs: Math.round(seq * 1000) / 1000,
     connectCpuMs: c.cpuPerConnectMs,
+    companions: opts.companions.length,
   };
 }

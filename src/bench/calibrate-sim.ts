@@ -4,6 +4,7 @@
  * the calibration (calibrate-summary.ts).
  */
 import type { ClusterDriver } from '../cluster/driver.js';
+import { kernelTickMs } from './kernel-tick.js';
 import { checkBasePort } from '../cluster/ports.js';
 import { DEFAULT_REPLICAS, parseCpus, parseDriverChoice } from '../cluster/select.js';
 import { checkCalibration, type SimCalibration } from '../cluster/sim/calibration.js';
@@ -177,14 +178,19 @@ async function calibrateOn(
     const sequential = summariseCalibration(m, {
       at: new Date().toISOString(),
       machine: machineDescription(),
+      tick: kernelTickMs(),
       ...(opts.note ? { note: opts.note } : {}),
     });
-    opts.log(`measuring ${replica.id} at load (plb's mix, 16 sessions at 70 % of its quota)`);
+    const companions = driver.endpoints().filter((e) => e.kind === 'replica' && e.id !== replica.id);
+    opts.log(
+      `measuring ${replica.id} at load (plb's mix, 16 sessions at 70 % of its quota; ${companions.length} other replicas loaded alike)`,
+    );
     const atLoad = await measureAtLoad({
       driver,
       replica,
       credentials: creds,
-      replicas: driver.endpoints().filter((e) => e.kind === 'replica').length,
+      companions,
+      replicas: companions.length + 1,
       cpusPerReplica: quota,
       sequential,
     });

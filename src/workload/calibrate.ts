@@ -11,9 +11,8 @@
  */
 import type { ClusterDriver } from '../cluster/driver.js';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type pg from 'pg';
 import { connect } from '../cluster/pg-util.js';
+import { openPool, type SessionPool } from './calibrate-pool.js';
 import { PlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { Rng } from '../core/rng.js';
@@ -239,6 +238,8 @@ export async function calibrateThinkTime(opts: {
   warmMs?: number;
   connects?: number;
   concurrency?: number;
+  /** Replicas loaded the same way at the same time, not measured (the testbed at load). */
+  companions?: readonly Endpoint[];
 }): Promise<Calibration> {
   const t0 = Date.now();
   const { driver, replica, credentials, workload, rng } = opts;
@@ -270,70 +271,32 @@ export async function calibrateThinkTime(opts: {
     });
   let dealt = 0;
   const next = () => instantiate(deck[dealt++ % deck.length] as Template, workload.datasetRows, rng);
-  // A pool of sessions: the paced phase must not queue behind one connection.
-  const clients = await Promise.all(
-    Array.from({ length: concurrency }, () =>
-      connect(replica, credentials, { applicationName: 'plb-calibrate' }),
-    ),
-  );
+  const main = await openPool(replica, credentials, concurrency, next);
+  // The other replicas under the same load, unmeasured: they share the host with the measured one,
+  // and a bench loads them all at once.
+  const others: SessionPool[] = [];
   let queries = 0;
   let queryCpu = 0;
-  const pool = [...clients];
-  const waiting: ((c: pg.Client) => void)[] = [];
-  const acquire = (): Promise<pg.Client> => {
-    const c = pool.pop();
-    return c ? Promise.resolve(c) : new Promise((resolve) => waiting.push(resolve));
-  };
-  const releaseClient = (c: pg.Client): void => {
-    const w = waiting.shift();
-    if (w) w(c);
-    else pool.push(c);
-  };
-  const one = async (): Promise<void> => {
-    const c = await acquire();
-    try {
-      const q = next();
-      await c.query(q.text, q.values);
-    } finally {
-      releaseClient(c);
-    }
-  };
   try {
+    for (const e of opts.companions ?? []) others.push(await openPool(e, credentials, concurrency, next));
+    const all = [main, ...others];
     // Unmeasured first: a freshly loaded standby pays extra for its first reads (cold caches,
     // hint bits), up to a third more CPU a query than a warm one.
     const warmEnd = Date.now() + warmMs;
-    await Promise.all(
-      clients.map(async () => {
-        while (Date.now() < warmEnd) await one();
-      }),
-    );
+    await Promise.all(all.map((p) => p.flood(warmEnd)));
     // A first estimate from back-to-back queries, then the measurement at the target load: the
     // CPU a query costs depends on the load (idle: less; saturated and throttled: more).
     let c0 = await cpuOf();
-    let n0 = 0;
     const estEnd = Date.now() + Math.min(1500, budgetMs);
-    await Promise.all(
-      clients.map(async () => {
-        while (Date.now() < estEnd) {
-          await one();
-          n0++;
-        }
-      }),
-    );
-    const estimate = Math.max(1e-4, ((await cpuOf()) - c0) / Math.max(1, n0));
+    const [n0] = await Promise.all(all.map((p) => p.flood(estEnd)));
+    const estimate = Math.max(1e-4, ((await cpuOf()) - c0) / Math.max(1, n0 ?? 0));
     const rate = (opts.targetCpu * opts.cpusPerReplica) / estimate;
-    const inFlight: Promise<void>[] = [];
     c0 = await cpuOf();
-    const start = Date.now();
-    for (let at = 0; at < budgetMs; at += rng.exp(1000 / rate)) {
-      const wait = start + at - Date.now();
-      if (wait > 0) await sleep(wait);
-      inFlight.push(one().then(() => void queries++));
-    }
-    await Promise.all(inFlight);
+    const [n] = await Promise.all(all.map((p, i) => p.paced(rate, budgetMs, i === 0 ? rng : rng.fork(i))));
+    queries = n ?? 0;
     queryCpu = (await cpuOf()) - c0;
   } finally {
-    await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
+    await Promise.all([main, ...others].map((p) => p.close()));
   }
   const conn = await measureConnects({ replica, credentials, count: connects, cpu: cpuOf });
   const connectCpu = Math.max(0, conn.cpuS);

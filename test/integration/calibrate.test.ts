@@ -46,6 +46,9 @@ describe.skipIf(!available && !ci)('plb calibrate on a Docker cluster', () => {
     expect(cal.templates.scan.meanMs).toBeGreaterThan(5 * cal.templates.point.meanMs);
     expect(cal.connect.cpuMs).toBeGreaterThan(cal.healthCpuMs);
     expect(cal.restartMs).toBeGreaterThan(0);
+    // At load r1 was measured with the cluster's other four replicas loaded alike.
+    expect(cal.atLoad?.companions).toBe(4);
+    expect(cal.atLoad?.queryCpuMs).toBeGreaterThan(0);
     expect(lines.join('\n')).toMatch(/restart 1\/1: accepts after \d+ ms, streams after \d+ ms/);
     const left = await new Docker().listContainers({
       all: true,
