@@ -1,8 +1,5 @@
-import type { TimerHandle, VirtualClock } from '../../clock/virtual.js';
-import type { CpuTask, SimCpu } from './cfs-cpu.js';
-
-/** As in CfsCpu: below this (ms of one core) a job's or slice's or budget's rest counts as used up. */
-const EPS_MS = 1e-6;
+import type { VirtualClock } from '../../clock/virtual.js';
+import { EPS_MS, QuotaCpu, type CpuTask } from './cfs-quota.js';
 
 interface Job {
   task: CpuTask;
@@ -10,14 +7,6 @@ interface Job {
   left: number;
   /** What is left of its current time slice, ms. */
   slice: number;
-}
-
-class CallbackTask implements CpuTask {
-  constructor(private readonly fn: () => void) {}
-
-  cpuDone(): void {
-    this.fn();
-  }
 }
 
 /**
@@ -31,42 +20,23 @@ class CallbackTask implements CpuTask {
  * 1732 ms; processor sharing gave 41 and 2398 ms). A scheduler with slices of milliseconds does not
  * let short queries overtake the queue the way an infinitely fine share does.
  */
-export class RrCpu implements SimCpu {
+export class RrCpu extends QuotaCpu {
   private readonly ready: Job[] = [];
   private head = 0;
   private readonly run: Job[] = [];
-  private at: number;
-  private usedMs = 0;
-  private frozen = false;
-  private armed: TimerHandle | undefined;
-  private armedAt = Number.POSITIVE_INFINITY;
-  private readonly onTimer = (): void => {
-    this.armed = undefined;
-    this.armedAt = Number.POSITIVE_INFINITY;
-    this.fire();
-  };
-  private readonly origin: number;
-  private period = 0;
-  private budget: number;
 
   constructor(
-    private readonly clock: VirtualClock,
-    private cores: number,
-    private readonly hostCores: number,
-    private readonly periodMs: number,
+    clock: VirtualClock,
+    cores: number,
+    hostCores: number,
+    periodMs: number,
     private readonly sliceMs: number,
   ) {
-    this.at = clock.now();
-    this.origin = this.at;
-    this.budget = this.quota();
+    super(clock, cores, hostCores, periodMs);
   }
 
   get running(): number {
     return this.run.length + this.ready.length - this.head;
-  }
-
-  submit(demandMs: number, onDone: () => void): void {
-    this.submitTask(demandMs, new CallbackTask(onDone));
   }
 
   submitTask(demandMs: number, task: CpuTask): void {
@@ -74,19 +44,6 @@ export class RrCpu implements SimCpu {
     const job: Job = { task, left: Math.max(0, demandMs), slice: this.sliceMs };
     if (this.run.length < this.hostCores) this.run.push(job);
     else this.ready.push(job);
-    this.arm();
-  }
-
-  setCores(cores: number): void {
-    this.advance();
-    this.cores = cores;
-    this.budget = this.quota();
-    this.arm();
-  }
-
-  setFrozen(frozen: boolean): void {
-    this.advance();
-    this.frozen = frozen;
     this.arm();
   }
 
@@ -98,44 +55,15 @@ export class RrCpu implements SimCpu {
     this.disarm();
   }
 
-  cpuMs(): number {
-    this.advance();
-    return this.usedMs;
-  }
-
-  private quota(): number {
-    return this.cores * this.periodMs;
-  }
-
-  private periodEnd(): number {
-    return this.origin + (this.period + 1) * this.periodMs;
-  }
-
-  private refill(k: number): void {
-    this.period = k;
-    this.budget = this.quota();
-  }
-
   /** Serves the running jobs (one core each) up to the clock's now; refills at each boundary. */
-  private advance(): void {
+  protected advance(): void {
     const t = this.clock.now();
     while (this.at < t) {
       const n = this.frozen ? 0 : this.run.length;
+      const step = this.unserved(t, n);
+      if (step === 'stop') return;
+      if (step === 'next') continue;
       const end = this.periodEnd();
-      if (n === 0) {
-        if (t >= end) this.refill(Math.floor((t - this.origin) / this.periodMs));
-        this.at = t;
-        return;
-      }
-      if (this.budget <= 0) {
-        if (t < end) {
-          this.at = t;
-          return;
-        }
-        this.at = end;
-        this.refill(this.period + 1);
-        continue;
-      }
       const to = Math.min(t, end, this.at + this.budget / n);
       const dt = to - this.at;
       for (const j of this.run) {
@@ -151,7 +79,7 @@ export class RrCpu implements SimCpu {
   }
 
   /** The next instant something changes: a job or slice ends, the budget runs out, or it refills. */
-  private arm(): void {
+  protected arm(): void {
     const n = this.run.length;
     if (n === 0 || this.frozen) {
       this.disarm();
@@ -164,27 +92,11 @@ export class RrCpu implements SimCpu {
       for (const j of this.run) first = Math.min(first, j.left, j.slice);
       due = Math.min(this.at + Math.max(0, first), this.exhaustion(n));
     }
-    if (this.armed !== undefined && this.armedAt <= due) return;
-    this.disarm();
-    this.armedAt = due;
-    this.armed = this.clock.handle(due - this.clock.now(), this.onTimer);
-  }
-
-  private exhaustion(n: number): number {
-    const end = this.periodEnd();
-    const out = this.at + this.budget / n;
-    if (out <= end) return out;
-    return n * this.periodMs > this.quota() ? end + this.quota() / n : Number.POSITIVE_INFINITY;
-  }
-
-  private disarm(): void {
-    if (this.armed !== undefined) this.armed.cancelled = true;
-    this.armed = undefined;
-    this.armedAt = Number.POSITIVE_INFINITY;
+    this.armAt(due);
   }
 
   /** Jobs served leave, slices used up go to the back, free cores take the queue's head. */
-  private fire(): void {
+  protected fire(): void {
     this.advance();
     const done: CpuTask[] = [];
     if (!this.frozen) {
