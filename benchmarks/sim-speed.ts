@@ -1,9 +1,11 @@
 // How fast the simulator is: wall time and peak memory (max RSS) of `plb bench run --driver sim`
-// for the issue's three scenarios. Targets (issue 10): the demo cascade at T=32 <= 2 s; RQ2
+// for the issue's scenarios. Targets (issue 10): the demo cascade at T=32 <= 2 s; RQ2
 // (T=1000, the 360 s cascade) <= 10 s; K=1000 replicas, T=100,000 sessions, 360 s <= 120 s and
-// <= 4 GB. Each scenario runs one strategy (plb) in a fresh process, so start-up is included.
+// <= 4 GB; (issue 23) `plb paper run rq3 --driver sim --repeat 1`, three runs and their reports,
+// <= 2 s. Each scenario runs one strategy (plb) in a fresh process, so start-up is included; RQ3's
+// series runs over the cores (its workers' CPU is in the wall time, their RSS is not).
 //
-// Run: npm run build && node --import tsx benchmarks/sim-speed.ts [--only demo|rq2|k1000] [--strategy plb]
+// Run: npm run build && node --import tsx benchmarks/sim-speed.ts [--only demo|rq2|k1000|rq3] [--strategy plb]
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +19,7 @@ const opt = (n: string): string | undefined => {
 };
 const strategy = opt('strategy') ?? 'plb';
 
+const bench = ['bench', 'run', '--driver', 'sim', '--strategy', strategy, '--seed', '7'];
 const scenarios = [
   { key: 'demo', what: 'demo cascade, K=5, T=32', target: '<= 2 s', args: ['--clients', '32'] },
   {
@@ -31,6 +34,13 @@ const scenarios = [
     target: '<= 120 s, <= 4 GB',
     args: ['--plan', 'plans/sim/k1000.yaml', '--clients', '100000', '--think-time', 'auto'],
   },
+  {
+    key: 'rq3',
+    what: 'plb paper run rq3 --repeat 1 (3 runs, reports)',
+    target: '<= 2 s',
+    command: ['paper', 'run', 'rq3', '--driver', 'sim', '--repeat', '1', '--seed', '71407172'],
+    args: [],
+  },
 ].filter((s) => opt('only') === undefined || s.key === opt('only'));
 
 const table = new Table({
@@ -40,8 +50,8 @@ const table = new Table({
 for (const s of scenarios) {
   const out = mkdtempSync(join(tmpdir(), 'plb-sim-speed-'));
   const rssFile = join(out, 'rss');
-  const args = ['--import', './benchmarks/rss-hook.mjs', 'bin/run.js', 'bench', 'run', '--driver', 'sim'];
-  args.push('--strategy', strategy, '--seed', '7', '--out', out, ...s.args);
+  const args = ['--import', './benchmarks/rss-hook.mjs', 'bin/run.js', ...(s.command ?? bench)];
+  args.push('--out', out, ...s.args);
   const t0 = process.hrtime.bigint();
   const r = spawnSync('node', args, {
     stdio: ['ignore', 'ignore', 'pipe'],
