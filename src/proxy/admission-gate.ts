@@ -32,6 +32,14 @@ export class AdmissionGate {
   readonly counters: Record<ServiceClass, GateCounters> = { premium: zero(), freemium: zero() };
   private readonly waiting = new Map<object, Waiter>();
   private wake: { at: number; cancel: Cancel } | undefined;
+  /**
+   * Queue full: one error per class, made once. A flood is refused thousands of times a second,
+   * and a new Error each time (its stack captured) was the largest cost of a refusal after the write.
+   */
+  private readonly full: Record<ServiceClass, PlbError> = {
+    premium: fullError('premium'),
+    freemium: fullError('freemium'),
+  };
 
   constructor(
     private readonly router: Router,
@@ -56,7 +64,7 @@ export class AdmissionGate {
     const r = this.admitting.request(cls, ticket, now);
     if (r === 'full') {
       this.counters[cls].queueFull += 1;
-      throw new PlbError('ADMISSION_FULL', `too many sessions waiting for a replica (class ${cls})`);
+      throw this.full[cls];
     }
     if (r !== 'queued') return r.replica;
     return new Promise((resolve, reject) => {
@@ -132,6 +140,10 @@ export class AdmissionGate {
     });
     this.wake = { at, cancel };
   }
+}
+
+function fullError(cls: ServiceClass): PlbError {
+  return new PlbError('ADMISSION_FULL', `too many sessions waiting for a replica (class ${cls})`);
 }
 
 function zero(): GateCounters {

@@ -1,6 +1,19 @@
 /** A client's CancelRequest, sent on to the session's backend with the backend's own key. */
 import { createConnection } from 'node:net';
 import { cancelRequest } from './wire.js';
+import type { SessionHost } from './session-host.js';
+
+/**
+ * A client's CancelRequest (a connection of its own): forwarded to the session's backend with the
+ * backend's own key, counted; no reply. `close` ends the client's connection when that is done
+ * (at once for a key the proxy never gave out).
+ */
+export function cancelFor(host: SessionHost, pid: number, secret: Buffer, close: () => void): void {
+  const key = host.cancelKeys.lookup(pid, secret);
+  if (!key) return close();
+  host.stats.cancels += 1;
+  forwardCancel('127.0.0.1', key, host.connectTimeoutMs, close);
+}
 
 /**
  * Connects to the replica, sends the request and calls done when that connection closes (the

@@ -14,6 +14,8 @@ import { createRouter } from '../router/index.js';
 import { AdmittingRouter, DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
 import { AdmissionGate } from './admission-gate.js';
 import { clientLimiter } from './client-limit.js';
+import { DEFAULT_PACER, type PacerCounters, type PacerOptions } from './accept-pacer.js';
+import { PacedIntake, refuseUnread } from './paced-intake.js';
 import { defaultMaxClientConn, UsageSampler, type ProcessUsage } from './process-usage.js';
 import type { BorrowingOptions, Partition, RoleVector, Router, StrategyName } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
@@ -59,6 +61,11 @@ export interface ProxyOptions {
   tls?: SecureContext;
   /** TLS to the replicas (tls-server.ts); default disable. */
   serverTls?: ServerTlsMode;
+  /**
+   * Startup backpressure for freemium sessions (paced-intake.ts, accept-pacer.ts; default
+   * DEFAULT_PACER); false: each is routed as soon as its startup packet is in. Premium never waits.
+   */
+  freemiumPacing?: PacerOptions | false;
 }
 
 export interface ProxyHandle {
@@ -72,8 +79,10 @@ export interface ProxyHandle {
   readonly maxClientConn: number;
   /** RSS and descriptors now, and their peaks. */
   usage(): ProcessUsage;
-  /** Open client connections (any phase). */
+  /** Open client connections (any phase, the held ones of `paced` too). */
   sessionCount(): number;
+  /** Freemium startups' pacing: held now, and its counters (undefined: not paced). */
+  paced(): (PacerCounters & { heldNow: number }) | undefined;
   statsLine(): string;
   /**
    * Stops: closes the listeners, lets sessions end by themselves for up to graceMs, then tells the
@@ -141,6 +150,9 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
         for (const s of sessions) if (s.replica === replica) s.replicaDown(cause);
     },
   );
+  // Freemium startups are paced under a flood (held ones are sessions: they count toward the limit).
+  const pacing = opts.freemiumPacing ?? DEFAULT_PACER;
+  const intake = pacing ? new PacedIntake(pacing) : undefined;
   const cancelKeys = new CancelKeys();
   // Per replica, once: where its sessions connect.
   const targets = new Map(
@@ -164,6 +176,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     release: (replica, cls) => gate.release(replica, cls),
     reportFailure: (replica, err, via) => void health.reportFailure(replica, err, via),
     log,
+    pace: intake && ((s) => intake.offer(s)),
   };
 
   const maxClientConn = opts.maxClientConn ?? defaultMaxClientConn();
@@ -178,6 +191,9 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       `${formatStatsLine((clock.now() - t0) / 1000, stats, router.snapshot())} | ` +
       `clients ${sessions.size}/${maxClientConn} over-limit ${stats.overLimit} ` +
       (stats.lateClass > 0 ? `late-class ${stats.lateClass} ` : '') +
+      (intake && intake.counters.held > 0
+        ? `held ${intake.held}f (peak ${intake.counters.peakHeld}, expired ${intake.counters.expired}) `
+        : '') +
       `queued ${gate.queued('premium')}p/${gate.queued('freemium')}f | rss ${u.rssMiB} MiB fds ${u.fds ?? '?'}`
     );
   };
@@ -189,9 +205,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
         // Over the limit: told at once with a prepared 53300, never parsed, never waiting.
         if (!limiter.admits(cls, sessions.size)) {
           stats.overLimit += 1;
-          socket.on('error', () => undefined);
-          socket.end(limiter.refusal);
-          return;
+          return refuseUnread(socket, limiter.refusal);
         }
         const s = new ProxySession(socket, cls, host, ended);
         usage.noteClients(sessions.size + 1);
@@ -218,10 +232,12 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     maxClientConn,
     usage: () => usage.now(),
     sessionCount: () => sessions.size,
+    paced: () => intake && { ...intake.counters, heldNow: intake.held },
     statsLine,
     async stop(graceMs: number) {
       if (statsTimer) clearInterval(statsTimer);
       const closed = Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+      intake?.stop();
       const all = (): Promise<unknown> => Promise.all([...sessions].map((s) => s.done));
       if (sessions.size > 0) {
         log(`stopping: waiting up to ${Math.round(graceMs / 1000)} s for ${describe(sessions)}`);

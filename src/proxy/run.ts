@@ -11,6 +11,7 @@ import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { ClassCounters, ReplicaCounters } from './stats.js';
 import type { GateCounters } from './admission-gate.js';
 import type { ProcessUsage } from './process-usage.js';
+import type { PacerCounters } from './accept-pacer.js';
 
 export interface ProxyIo {
   log: (line: string) => void;
@@ -33,6 +34,8 @@ export interface ProxySummary {
   admission: Record<'premium' | 'freemium', GateCounters>;
   /** The process: RSS and descriptors at the stop and their peaks. */
   usage: ProcessUsage;
+  /** Accept backpressure on the freemium listener (absent: no freemium listener). */
+  paced?: PacerCounters & { heldNow: number };
 }
 
 /**
@@ -104,6 +107,7 @@ export async function executeProxy(
     );
     await proxy.stop(config.stopTimeoutMs);
     io.log(proxy.statsLine());
+    const paced = proxy.paced();
     return {
       uptimeS: Math.round((Date.now() - t0) / 100) / 10,
       strategy: config.strategy,
@@ -115,6 +119,7 @@ export async function executeProxy(
       maxClientConn: proxy.maxClientConn,
       admission: proxy.gate.counters,
       usage: proxy.usage(),
+      ...(paced ? { paced } : {}),
     };
   } finally {
     stop.dispose();

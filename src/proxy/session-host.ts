@@ -5,6 +5,7 @@ import type { CancelKeys } from './cancel-keys.js';
 import type { ClassFrom } from './startup-packet.js';
 import type { ProxyStats } from './stats.js';
 import type { ServerTlsMode } from './tls-server.js';
+import type { PacedStartup } from './paced-intake.js';
 
 /** Where a session connects. */
 export interface SessionTarget {
@@ -39,4 +40,6 @@ export interface SessionHost {
   /** A passive failure signal for the health checker. */
   reportFailure(replica: string, err: unknown, via: 'connect' | 'session'): void;
   log(line: string): void;
+  /** A freemium startup, read: routed now or in a later loop turn (paced-intake.ts); absent: now. */
+  pace?: ((s: PacedStartup) => void) | undefined;
 }

@@ -1,17 +1,16 @@
 /**
- * One client connection to the proxy: read its startup packet (answering SSL/GSSENC requests
- * with 'N', forwarding a CancelRequest), admit it to a replica for its class, connect, forward the
- * startup packet, then relay bytes both ways until either side closes. Authentication passes
- * through end to end. The backend stream is followed message by message (BackendFramer), so the
- * proxy can replace BackendKeyData with its own key and, when the replica goes away, tell the
- * client with an ErrorResponse at a message boundary instead of leaving it hanging. Routing is
- * session-route.ts; the messages it decodes, server-messages.ts.
+ * One client connection to the proxy: read its startup packet (answering SSL/GSSENC requests with
+ * 'N', forwarding a CancelRequest), admit it to a replica for its class (freemium paced under a
+ * flood), connect, forward the startup packet, relay bytes both ways until either side closes.
+ * Authentication passes through end to end. The backend stream is followed message by message
+ * (BackendFramer), so the proxy can replace BackendKeyData with its own key and, when the replica
+ * goes away, tell the client at a message boundary. Routing is session-route.ts.
  */
 import type { Socket } from 'node:net';
 import { upgradeClient } from './tls-client.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { chooseClass, MAX_STARTUP_PACKET, readStartupPacket } from './startup-packet.js';
-import { forwardCancel } from './cancel-forward.js';
+import { cancelFor } from './cancel-forward.js';
 import { routeSession, type RouteSteps } from './session-route.js';
 import type { SessionHost } from './session-host.js';
 import { BackendWatch } from './backend-watch.js';
@@ -28,6 +27,7 @@ const READ_BUFFER_BYTES = 32 * 1024;
 /** How long a closed side waits for the other to finish closing before it is destroyed. */
 const LINGER_MS = 5000;
 const EMPTY = Buffer.alloc(0);
+const EXPIRED = ['53300', 'sorry, too many clients already (plb proxy: freemium startups paced)'] as const;
 
 export class ProxySession {
   phase: Phase = 'startup';
@@ -165,7 +165,12 @@ export class ProxySession {
           continue;
         case 'cancel':
           this.inbuf = EMPTY;
-          return this.forwardCancel(p.pid, p.secret);
+          this.phase = 'closing';
+          clearTimeout(this.startupTimer);
+          return cancelFor(this.host, p.pid, p.secret, () => {
+            endOnce(this.client);
+            this.linger();
+          });
         case 'startup': {
           const packet = Buffer.from(this.inbuf.subarray(0, p.length));
           this.inbuf = Buffer.from(this.inbuf.subarray(p.length));
@@ -174,13 +179,10 @@ export class ProxySession {
           this.cls = choice.cls;
           this.phase = 'connecting';
           clearTimeout(this.startupTimer);
-          this.route(packet).catch((err: unknown) => {
-            this.host.log(`session: ${err instanceof Error ? err.message : String(err)}`);
-            this.releaseOnce();
-            this.backend?.destroy();
-            this.refuse('XX000', 'plb proxy: internal error routing the session');
-          });
-          return;
+          // Freemium waits for its turn under a flood (paced-intake.ts); premium never does.
+          const run = (): void => this.startRoute(packet);
+          if (this.cls === 'premium' || !this.host.pace) return run();
+          return this.host.pace({ run, expire: () => this.unrouted(() => this.refuse(...EXPIRED)) });
         }
       }
     }
@@ -203,11 +205,34 @@ export class ProxySession {
   private refuse(code: string, message: string): void {
     this.phase = 'closing';
     clearTimeout(this.startupTimer);
-    if (!this.clientGone) endOnce(this.client, errorResponse('FATAL', code, message));
+    if (!this.clientGone) {
+      const c = this.client;
+      endOnce(c, errorResponse('FATAL', code, message));
+      // No backend, nothing more to relay: closed once the error and FIN are out, not when the
+      // client closes (a flood's refused clients close in bulk, thousands in one loop turn).
+      if (!this.backend) c.once('finish', () => c.destroy());
+    }
     this.linger();
   }
 
   // ---- routing (session-route.ts) --------------------------------------------------------
+  /** Not routed yet and not told to stop meanwhile: `then`; its client gone: the end. */
+  private unrouted(then: () => void): void {
+    if (this.phase !== 'connecting' || this.steps) return;
+    if (this.clientGone) return this.finish();
+    then();
+  }
+
+  private startRoute(packet: Buffer): void {
+    this.unrouted(() =>
+      this.route(packet).catch((err: unknown) => {
+        this.host.log(`session: ${err instanceof Error ? err.message : String(err)}`);
+        this.releaseOnce();
+        this.backend?.destroy();
+        this.refuse('XX000', 'plb proxy: internal error routing the session');
+      }),
+    );
+  }
 
   /** The session's side of routing; also the ticket it waits under (cancelWait). */
   private steps: RouteSteps | undefined;
@@ -330,24 +355,6 @@ export class ProxySession {
       else this.client.destroy(); // cut inside a message: nothing more can be said in protocol
     }
     this.linger();
-  }
-
-  // ---- cancel -----------------------------------------------------------------------------
-
-  /** CancelRequest: forwarded to the session's backend with the backend's own key; no reply. */
-  private forwardCancel(pid: number, secret: Buffer): void {
-    this.phase = 'closing';
-    clearTimeout(this.startupTimer);
-    const key = this.host.cancelKeys.lookup(pid, secret);
-    if (!key) {
-      endOnce(this.client);
-      return this.linger();
-    }
-    this.host.stats.cancels += 1;
-    forwardCancel('127.0.0.1', key, this.host.connectTimeoutMs, () => {
-      endOnce(this.client);
-      this.linger();
-    });
   }
 
   // ---- endings ----------------------------------------------------------------------------
