@@ -44,6 +44,13 @@ export const limitFlags = {
     default: String(DEFAULT_PREMIUM_RESERVE),
     helpGroup: GROUP,
   }),
+  'startup-pacing': Flags.string({
+    description:
+      'under a flood, route at most 64 freemium startups a loop turn (8 after a slow turn) and hold the rest up to 5 s, so premium is served first: on or off',
+    default: 'on',
+    options: ['on', 'off'],
+    helpGroup: GROUP,
+  }),
   'tls-cert': Flags.string({
     description:
       'PEM certificate: clients may use TLS (sslmode=require); the proxy ends it, replicas get plain TCP',
@@ -64,6 +71,7 @@ export interface LimitFlagValues {
   'admission-queue'?: number | undefined;
   'admission-timeout'?: string | undefined;
   'admission-premium-reserve'?: string | undefined;
+  'startup-pacing'?: string | undefined;
   'tls-cert'?: string | undefined;
   'tls-key'?: string | undefined;
   'server-tls'?: string | undefined;
@@ -71,6 +79,8 @@ export interface LimitFlagValues {
 
 export interface LimitConfig {
   maxClientConn: number;
+  /** Freemium startups paced under a flood (paced-intake.ts). */
+  startupPacing: boolean;
   admission?: { limit: number; queue: number; timeoutMs: number; premiumReserve: number };
   tls?: SecureContext;
   serverTls: ServerTlsMode;
@@ -101,7 +111,10 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
   );
   const tls = loadTls(f['tls-cert'], f['tls-key']);
   const serverTls = parseServerTls(f['server-tls']);
-  const base = { maxClientConn, serverTls, ...(tls ? { tls } : {}) };
+  const pacing = f['startup-pacing'] ?? 'on';
+  if (pacing !== 'on' && pacing !== 'off')
+    throw new PlbError('BAD_INPUT', `--startup-pacing: expected on or off (got "${pacing}")`);
+  const base = { maxClientConn, startupPacing: pacing === 'on', serverTls, ...(tls ? { tls } : {}) };
   const queues = strategy === 'plb-admit' || strategy === 'lc-queue';
   if (limit === undefined && !queues) return base;
   return {

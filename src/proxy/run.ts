@@ -82,6 +82,7 @@ export async function executeProxy(
       health: config.health,
       statsEveryS: config.statsEveryS,
       maxClientConn: config.maxClientConn,
+      ...(config.startupPacing ? {} : { freemiumPacing: false as const }),
       ...(config.admission ? { admission: config.admission } : {}),
       ...(config.tls ? { tls: config.tls } : {}),
       serverTls: config.serverTls,

@@ -287,6 +287,14 @@ describe('parseProxyFlags', () => {
     );
   });
 
+  it('paces freemium startups unless --startup-pacing off', () => {
+    expect(parseProxyFlags(flags({})).startupPacing).toBe(true);
+    expect(parseProxyFlags(flags({ 'startup-pacing': 'off' })).startupPacing).toBe(false);
+    expect(() => parseProxyFlags(flags({ 'startup-pacing': 'maybe' }))).toThrow(
+      /^--startup-pacing: expected on or off \(got "maybe"\)$/,
+    );
+  });
+
   it('an admission limit brings the premium reserve (default 0.1)', () => {
     expect(parseProxyFlags(flags({ 'admission-limit': 5 }))).toMatchObject({
       admission: { limit: 5, premiumReserve: 0.1 },
