@@ -8,6 +8,7 @@
  * held longer than `maxHoldMs` comes out as expired (refused 53300), so a held client is answered
  * within that bound even when turns are slow; every turn lets at least `slowPerTurn` through.
  */
+import { Fifo } from '../core/fifo.js';
 
 export interface PacerOptions {
   /** Let through per loop turn. */
@@ -46,8 +47,7 @@ export interface Turn<T> {
 
 export class AcceptPacer<T> {
   readonly counters: PacerCounters = { held: 0, expired: 0, peakHeld: 0, slowTurns: 0 };
-  private readonly queue: { item: T; at: number }[] = [];
-  private head = 0;
+  private readonly queue = new Fifo<{ item: T; at: number }>();
   /** Let through since the last turn (arrivals between two turns count against it). */
   private startedThisTurn = 0;
   private slow = false;
@@ -59,7 +59,7 @@ export class AcceptPacer<T> {
 
   /** Held now. */
   get held(): number {
-    return this.queue.length - this.head;
+    return this.queue.size;
   }
 
   /** How many may start in this turn. */
@@ -94,7 +94,7 @@ export class AcceptPacer<T> {
       if (this.slow) this.counters.slowTurns += 1;
     }
     const expired: T[] = [];
-    while (this.held > 0 && now - (this.queue[this.head] as { at: number }).at > this.o.maxHoldMs)
+    while (this.held > 0 && now - (this.queue.peek() as { at: number }).at > this.o.maxHoldMs)
       expired.push(this.take());
     this.counters.expired += expired.length;
     const start: T[] = [];
@@ -113,14 +113,6 @@ export class AcceptPacer<T> {
   }
 
   private take(): T {
-    const e = this.queue[this.head] as { item: T };
-    this.queue[this.head] = undefined as unknown as { item: T; at: number };
-    this.head += 1;
-    // Compact now and then rather than shift() per item (O(n) each).
-    if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
-      this.queue.splice(0, this.head);
-      this.head = 0;
-    }
-    return e.item;
+    return (this.queue.shift() as { item: T }).item;
   }
 }

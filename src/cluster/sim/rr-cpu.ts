@@ -1,4 +1,5 @@
 import type { VirtualClock } from '../../clock/virtual.js';
+import { Fifo } from '../../core/fifo.js';
 import { EPS_MS, QuotaCpu, type CpuTask } from './cfs-quota.js';
 
 interface Job {
@@ -21,8 +22,7 @@ interface Job {
  * let short queries overtake the queue the way an infinitely fine share does.
  */
 export class RrCpu extends QuotaCpu {
-  private readonly ready: Job[] = [];
-  private head = 0;
+  private readonly ready = new Fifo<Job>();
   private readonly run: Job[] = [];
 
   constructor(
@@ -36,7 +36,7 @@ export class RrCpu extends QuotaCpu {
   }
 
   get running(): number {
-    return this.run.length + this.ready.length - this.head;
+    return this.run.length + this.ready.size;
   }
 
   submitTask(demandMs: number, task: CpuTask): void {
@@ -50,8 +50,7 @@ export class RrCpu extends QuotaCpu {
   clear(): void {
     this.advance();
     this.run.length = 0;
-    this.ready.length = 0;
-    this.head = 0;
+    this.ready.clear();
     this.disarm();
   }
 
@@ -112,15 +111,8 @@ export class RrCpu extends QuotaCpu {
       }
       this.run.length = w;
       for (const j of expired) this.ready.push(j);
-      while (this.run.length < this.hostCores && this.head < this.ready.length) {
-        this.run.push(this.ready[this.head] as Job);
-        this.ready[this.head++] = undefined as unknown as Job;
-      }
-      // Keep the queue's array from growing without end.
-      if (this.head > 1024 && this.head * 2 > this.ready.length) {
-        this.ready.splice(0, this.head);
-        this.head = 0;
-      }
+      while (this.run.length < this.hostCores && this.ready.size > 0)
+        this.run.push(this.ready.shift() as Job);
     }
     this.arm();
     for (const t of done) t.cpuDone();
