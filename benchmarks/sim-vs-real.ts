@@ -130,15 +130,14 @@ const simDirs = simRun.dir.split(',');
 const real = summaries(realDirs[0] as string);
 const sim = summaries(simDirs[0] as string);
 const names = [...real.keys()].filter((n) => sim.has(n));
+/** The first strategy's real run: its phases are the rows of the per-phase tables. */
+const first = real.get(names[0] ?? '');
 const realEv = readEvidence(realDirs, names);
 const simEv = readEvidence(simDirs, names);
 // The cells' figures are the reports' (a run's own p95 and goodput, or pooled over several runs).
 const value = (ev: typeof realEv, n: string, ph: string, cls: string, m: 'p95' | 'goodput'): number | null =>
   estimateOf(ev.estimates, n, ph, cls, m)?.value ?? null;
 
-function first0(): Run | undefined {
-  return real.get(names[0] ?? '');
-}
 const ratio = (s: number | null, r: number | null): number | null =>
   s === null || r === null || r === 0 ? null : s / r;
 const pct = (x: number | null): string =>
@@ -219,7 +218,7 @@ process.stdout.write(
 
 // Where the cost differs: what a query cost the replicas on each side (the first run of each).
 const cost = new Table({
-  head: ['strategy', ...(first0()?.phases.map((p) => p.name) ?? [])],
+  head: ['strategy', ...(first?.phases.map((p) => p.name) ?? [])],
   style: { head: [], border: [] },
 });
 for (const n of names) {
@@ -235,7 +234,6 @@ for (const n of names) {
 process.stdout.write(`replica CPU per query served, ms: real / sim (sim/real)\n${cost.toString()}\n`);
 
 // Ranking of strategies by premium p95, per down phase (K+ below the plan's K).
-const first = first0();
 for (const ph of first?.phases ?? []) {
   if (!ph.name.startsWith('down')) continue;
   const rank = (ev: typeof realEv): string =>
