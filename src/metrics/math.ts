@@ -12,7 +12,7 @@
  */
 import type { Histogram } from 'hdr-histogram-js';
 import type { Percentiles } from './types.js';
-import { valueAtPercentile, valuesAtPercentiles } from './hdr-counts.js';
+import { valueAtPercentile } from './hdr-counts.js';
 
 /** Arithmetic mean; null for no values. */
 export function mean(values: readonly number[]): number | null {
@@ -66,11 +66,6 @@ export function nearestRank(sorted: readonly number[], p: number): number | null
 /** Nearest-rank percentile (p in 0..100) of a histogram, in its own unit; null when it is empty. */
 export function histogramPercentile(h: Histogram, p: number): number | null {
   return h.totalCount === 0 ? null : valueAtPercentile(h, p);
-}
-
-/** Percentiles (ascending) in ms of a histogram recorded in microseconds; nulls when it is empty. */
-export function percentilesOfMs(h: Histogram, ps: readonly number[]): (number | null)[] {
-  return h.totalCount === 0 ? ps.map(() => null) : valuesAtPercentiles(h, ps).map((us) => us / 1000);
 }
 
 /** Percentile in ms of a histogram recorded in microseconds; null when it is empty. */

@@ -6,7 +6,6 @@ import type { Histogram } from 'hdr-histogram-js';
 import type { ServiceClass } from '../core/service-class.js';
 import { newLatencyHistogram } from './histogram.js';
 import { encodeCompressedBase64, intervalLogLine } from './hdr-encode.js';
-import { addInto } from './hdr-counts.js';
 import type { SecondAgg } from './store.js';
 
 /** Lifetimes are in milliseconds, up to a day (a session cannot outlive a 24 h plan). */
@@ -140,7 +139,7 @@ export function parseSeconds(text: string): Map<number, SecondRecord> {
 export function addEncoded(into: Histogram, b64: string | null | undefined): void {
   if (!b64) return;
   try {
-    addInto(into, hdr.decodeFromCompressedBase64(b64));
+    into.add(hdr.decodeFromCompressedBase64(b64));
   } catch {
     // skipped
   }

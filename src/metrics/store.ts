@@ -6,7 +6,6 @@ import type { FailureCause } from '../core/failure-cause.js';
 import type { Recorder, ReplicaState, SessionEnding } from './types.js';
 import { LagLog } from './lag.js';
 import { type ReplicaLag } from '../cluster/lag-probe.js';
-import { addInto } from './hdr-counts.js';
 
 /** Replica index stored for a replica id the run was not told about (16-bit: a simulated cluster has up to 1000). */
 export const UNKNOWN_REPLICA = 0xffff;
@@ -370,7 +369,7 @@ export class MetricsStore implements Recorder {
     for (let s = Math.max(fromS, this.keptFrom); s < toS; s++) {
       const c = this.seconds.get(s)?.classes[cls];
       if (c === undefined) continue;
-      if (c.count > 0) addInto(into, c.hist);
+      if (c.count > 0) into.add(c.hist);
       count += c.count;
     }
     return count;
