@@ -5,6 +5,7 @@
  * With both listeners, a tenth of the limit is kept for premium: freemium connections stop at
  * 90 %, so a freemium flood cannot lock premium clients out.
  */
+import type { Socket } from 'node:net';
 import type { ServiceClass } from '../core/service-class.js';
 import { errorResponse } from './wire.js';
 
@@ -39,4 +40,22 @@ export function clientLimiter(o: ClientLimitOptions): ClientLimiter {
     refusal,
     backlog: Math.min(4096, Math.max(511, o.maxClientConn)),
   };
+}
+
+/** A client refused unread gets this long to close by itself; then it is destroyed. */
+const REFUSED_LINGER_MS = 5000;
+const ignore = (): void => undefined;
+
+/**
+ * Tells a client that was never read `refusal` and closes it (the 53300 of --max-client-conn). Its
+ * bytes are read and dropped meanwhile, so its side closes when the client closes (allowHalfOpen
+ * off) rather than staying open, its data unconsumed, for ever; and not at once, which with the
+ * startup packet unread would reset the connection instead of letting the client read the error.
+ */
+export function refuseUnread(socket: Socket, refusal: Buffer): void {
+  socket.on('error', ignore);
+  // A paused socket (pauseOnConnect) stays paused with a 'data' listener: resumed explicitly.
+  socket.on('data', ignore).resume();
+  socket.setTimeout(REFUSED_LINGER_MS, () => socket.destroy());
+  socket.end(refusal);
 }

@@ -9,7 +9,6 @@
  * Reading and accepting are not paced: Node cannot stop a listener accepting without closing it
  * (which resets every client in the kernel's accept queue), and a read costs little.
  */
-import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { AcceptPacer, type PacerCounters, type PacerOptions } from './accept-pacer.js';
 
@@ -19,24 +18,6 @@ export interface PacedStartup {
   run(): void;
   /** Held past the bound: refuse it (53300). */
   expire(): void;
-}
-
-/** A client refused unread gets this long to close by itself; then it is destroyed. */
-const REFUSED_LINGER_MS = 5000;
-const ignore = (): void => undefined;
-
-/**
- * Tells a client that was never read `refusal` and closes it (the 53300 of --max-client-conn). Its
- * bytes are read and dropped meanwhile, so its side closes when the client closes (allowHalfOpen
- * off) rather than staying open, its data unconsumed, for ever; and not at once, which with the
- * startup packet unread would reset the connection instead of letting the client read the error.
- */
-export function refuseUnread(socket: Socket, refusal: Buffer): void {
-  socket.on('error', ignore);
-  // A paused socket (pauseOnConnect) stays paused with a 'data' listener: resumed explicitly.
-  socket.on('data', ignore).resume();
-  socket.setTimeout(REFUSED_LINGER_MS, () => socket.destroy());
-  socket.end(refusal);
 }
 
 export class PacedIntake {

@@ -4,7 +4,8 @@
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PacedIntake, refuseUnread, type PacedStartup } from '../../src/proxy/paced-intake.js';
+import { refuseUnread } from '../../src/proxy/client-limit.js';
+import { PacedIntake, type PacedStartup } from '../../src/proxy/paced-intake.js';
 import { errorResponse } from '../../src/proxy/wire.js';
 
 const servers: Server[] = [];
