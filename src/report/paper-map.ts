@@ -3,20 +3,19 @@
 // the result as map.json and a terminal table. Nothing of the claims is re-implemented here.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadRun } from '../metrics/load-run.js';
 import type { MapCell, MapClaimCell, MapJson } from '../run-format/paper-map.js';
 import type { RunGroup } from '../run-format/report.js';
 import { aggregateRuns } from './aggregate.js';
 import { attachEvidence } from './evidence.js';
 import { paperFigures, paperQuestionOf } from './paper-figures.js';
 import { REPRODUCE_RULE } from './paper-published.js';
-import { findRunDirs } from './run-dir.js';
+import { loadRuns } from './run-dir.js';
 import { renderTable, type TableModel } from './table-model.js';
 
 /** The groups of a cell's runs (both series), with their evidence against rr, as `plb report` builds them. */
 export function cellGroups(dir: string): { groups: RunGroup[]; runs: number } {
   if (!existsSync(dir)) return { groups: [], runs: 0 };
-  const runs = findRunDirs([dir]).map(loadRun);
+  const runs = loadRuns([dir]);
   const groups = aggregateRuns(
     runs.map((r) => r.summary),
     { includeIncomplete: false, configs: new Map(runs.map((r) => [r.summary, r.config])) },

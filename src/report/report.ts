@@ -2,13 +2,13 @@
 import { dirname, join, resolve, sep } from 'node:path';
 import { PlbError } from '../core/errors.js';
 import { checkWritableFile, writeFileSafe } from '../core/safe-write.js';
-import { loadRun, type LoadedRun } from '../metrics/load-run.js';
+import type { LoadedRun } from '../metrics/load-run.js';
 import { aggregateRuns } from './aggregate.js';
 import { attachEvidence } from './evidence.js';
 import { type RunGroup } from '../run-format/report.js';
 import { renderComparisonHtml, renderRunHtml } from './html.js';
 import { renderReport, type ReportFormat } from './render.js';
-import { findRunDirs } from './run-dir.js';
+import { loadRuns } from './run-dir.js';
 import {
   checkTolerance,
   DEFAULT_TOLERANCE,
@@ -72,7 +72,7 @@ export async function writeReports(
   }
   const baselineOut =
     opts.baselineOut !== undefined ? checkWritableFile(opts.baselineOut, 'baseline-out') : undefined;
-  const runs = findRunDirs(paths).map(loadRun);
+  const runs = loadRuns(paths);
   // Every input is checked before anything is written: the baseline, then every target.
   const baselineGroups = opts.compareTo !== undefined ? loadBaseline(opts.compareTo) : null;
   const groups = aggregateRuns(

@@ -1,9 +1,28 @@
-// Finds the run directories `plb report` was pointed at. Reading them is metrics' loadRun (the
-// one parser of the run-directory format); this only walks folders.
+// Finds the run directories `plb report` was pointed at and loads them. Reading one is metrics'
+// loadRun (the one parser of the run-directory format); this walks folders and keeps the runs
+// apart.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PlbError } from '../core/errors.js';
+import { loadRun, type LoadedRun } from '../metrics/load-run.js';
 import { RUN_FILES } from '../metrics/run-writer.js';
+
+/**
+ * The runs under `paths`, each with a run id of its own. A simulated series counts its run ids
+ * from virtual time 0, so two series (two seeds, say) hold the same ids; the report keys runs by
+ * id, so a repeated one is read as `<id>~2`, `<id>~3` (in directory order) instead of pooling one
+ * run's seconds twice.
+ */
+export function loadRuns(paths: readonly string[]): LoadedRun[] {
+  const seen = new Map<string, number>();
+  return findRunDirs(paths).map((dir) => {
+    const run = loadRun(dir);
+    const id = run.summary.runId;
+    const n = (seen.get(id) ?? 0) + 1;
+    seen.set(id, n);
+    return n === 1 ? run : { ...run, summary: { ...run.summary, runId: `${id}~${n}` } };
+  });
+}
 
 /**
  * Expands each path to the run directories under it (a dir with summary.json, or with a RUNNING
