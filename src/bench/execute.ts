@@ -99,7 +99,7 @@ export async function executeBench(
                   refWindowS: plan.referenceWindow,
                   warmupS: plan.warmup,
                   // Simulated: the start time is virtual (ms since the series began), so a seed repeats.
-                  ...(simClock ? { clock: () => new Date(simClock.now()) } : {}),
+                  ...(simClock ? { clock: () => new Date(simClock.sinceCreated()) } : {}),
                 }),
               );
           }),

@@ -45,9 +45,28 @@ export class VirtualClock implements Clock {
   fired = 0;
   /** Distinct instants the clock stopped at (each one drains every ready task). */
   instants = 0;
+  /** Virtual time before the last restart (restart sets now() back to 0). */
+  private before = 0;
 
   now(): number {
     return this.t;
+  }
+
+  /** Virtual ms since the clock was made, across restarts: a series' timeline, for run ids. */
+  sinceCreated(): number {
+    return this.before + this.t;
+  }
+
+  /**
+   * Drops every pending timer and sets the time back to 0, so what runs next starts as if alone:
+   * the work still waiting (a finished run's sessions) never resumes. Called between runs only,
+   * from a task `run` is driving.
+   */
+  restart(): void {
+    this.heap.clear();
+    this.before += this.t;
+    this.t = 0;
+    this.seq = 0;
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -76,7 +76,14 @@ export async function runSession(
     }
     // A pool's max lifetime: the session ends (and reconnects, rebalancing) with queries left.
     if (spec.maxSessionLifetimeMs !== undefined && now() - opened >= spec.maxSessionLifetimeMs) break;
-    if (i > 0 && w.thinkTimeMs > 0) await clock.sleep(rng.exp(w.thinkTimeMs));
+    if (i > 0 && w.thinkTimeMs > 0) {
+      await clock.sleep(rng.exp(w.thinkTimeMs));
+      // Stopped while thinking: no new query (a long think would carry it into the next run).
+      if (ctx.stopping()) {
+        outcome = 'stopped';
+        break;
+      }
+    }
     const q = drawStatement(templates, spec.datasetRows, rng);
     // Connect time is measured apart; a late schedule is charged to the first query.
     const start = i === 0 ? now() - scheduleLag : now();

@@ -55,3 +55,44 @@ describe('simulated runs are deterministic', () => {
     });
   });
 });
+
+describe('the runs of a simulated series are independent', () => {
+  const bench = async (out: string, strategies: string): Promise<void> => {
+    const lines: string[] = [];
+    const code = await executeBench(
+      benchFlagValues(out, 'plb-sim-indep', 25432, {
+        plan: 'plans/demo-cascade.yaml',
+        clients: 48,
+        seed: 9,
+        'think-time': '200ms',
+        strategies,
+        driver: 'sim',
+        json: true,
+      }),
+      { log: () => undefined, warn: (l) => lines.push(l) },
+    );
+    expect(code, lines.join('\n')).toBe(0);
+  };
+  /** The rr run's files that say what happened (the run id and start time aside). */
+  const rrRun = (out: string): Record<string, unknown> => {
+    const dir = readdirSync(out).find((d) => d.includes('-rr-'));
+    if (dir === undefined) throw new Error(`no rr run in ${out}`);
+    const read = (f: string): string => readFileSync(join(out, dir, f), 'utf8');
+    const {
+      startedAt: _,
+      runId: __,
+      ...summary
+    } = JSON.parse(read('summary.json')) as Record<string, unknown>;
+    return { summary, timeline: read('timeline.csv'), events: read('events.jsonl') };
+  };
+
+  it('a run after another is the same run as alone (nothing of the first goes on into it)', async () => {
+    await bench(join(root, 'series'), 'plb,rr');
+    await bench(join(root, 'alone'), 'rr');
+    const after = rrRun(join(root, 'series'));
+    const alone = rrRun(join(root, 'alone'));
+    expect(after.summary).toEqual(alone.summary);
+    expect(after.timeline).toBe(alone.timeline);
+    expect(after.events).toBe(alone.events);
+  });
+});

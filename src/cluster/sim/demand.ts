@@ -20,7 +20,7 @@ const SIM_SALT = 0x5e1;
  * the health check's CPU.
  */
 export class DemandModel {
-  private rng: Rng;
+  private readonly rng: Rng;
   private spare: number | undefined;
   /** By statement text: plb's three (their kind's cost) and a calibrated workload's templates. */
   private readonly params: ReadonlyMap<string, { mu: number; sigma: number; mean: number }>;
@@ -43,12 +43,6 @@ export class DemandModel {
   /** The simulator's stream for a run seed, apart from the workload's. */
   static stream(seed: number): Rng {
     return new Rng(seed).fork(SIM_SALT);
-  }
-
-  /** A run starts: demands come from its seed, whatever ran before on this driver. */
-  reseed(seed: number): void {
-    this.rng = DemandModel.stream(seed);
-    this.spare = undefined;
   }
 
   /** CPU demand of one statement, ms of one core. */

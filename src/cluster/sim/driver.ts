@@ -18,7 +18,6 @@ export class SimDriver implements ClusterDriver {
   readonly kind = 'sim' as const;
   /** The model enforces every quota exactly. */
   readonly cpusEnforced = true;
-  private readonly world: SimWorld;
   private readonly servers = new Map<ServerId, SimServer>();
   /** Restarts under way (start() of a server that is starting waits for the same one). */
   private readonly starting = new Map<ServerId, Promise<void>>();
@@ -31,17 +30,30 @@ export class SimDriver implements ClusterDriver {
     readonly calibrationPath = '(given)',
     seed = 0,
   ) {
-    this.world = new SimWorld(clock, calibration, new DemandModel(calibration, seed));
+    this.build(seed);
+  }
+
+  /** Every server new and up, at full quota, no backend, no CPU used; demands from `seed`. */
+  private build(seed: number): void {
+    const world = new SimWorld(this.clock, this.calibration, new DemandModel(this.calibration, seed));
+    const { spec } = this;
     const add = (id: string, kind: 'primary' | 'replica', port: number, cpus: number): void => {
-      this.servers.set(id, new SimServer(this.world, id, kind, port, cpus, spec.maxConnections));
+      this.servers.set(id, new SimServer(world, id, kind, port, cpus, spec.maxConnections));
     };
+    this.servers.clear();
+    this.starting.clear();
     add('primary', 'primary', spec.basePort, spec.primaryCpus);
     for (let i = 1; i <= spec.replicas; i++) add(`r${i}`, 'replica', spec.basePort + i, spec.cpus);
   }
 
-  /** A run starts: its statements' demands come from its seed (the same seed, the same run). */
+  /**
+   * A run starts on a cluster of its own at virtual time 0: new servers, and the clock restarted,
+   * so nothing of the previous run (sessions outliving its wind-down, their sleeps and queries)
+   * goes on into this one. A run of a series is then the same run as alone with its seed.
+   */
   beginRun(seed: number): void {
-    this.world.demand.reseed(seed);
+    this.clock.restart();
+    this.build(seed);
   }
 
   up(): Promise<void> {
