@@ -19,23 +19,25 @@ function files(dir: string): string[] {
   });
 }
 
-async function run(out: string, calibration: string): Promise<Map<string, string>> {
+/** A simulated demo-cascade bench into `out` (48 clients, think 200 ms), with the flags given. */
+async function simBench(out: string, flags: Record<string, string | number>): Promise<void> {
   const lines: string[] = [];
   const code = await executeBench(
     benchFlagValues(out, 'plb-sim-det', 25432, {
       plan: 'plans/demo-cascade.yaml',
       clients: 48,
-      seed: 5,
       'think-time': '200ms',
-      strategies: 'plb',
-      readings: 'hold=dwell',
-      calibration,
       driver: 'sim',
       json: true,
+      ...flags,
     }),
     { log: () => undefined, warn: (l) => lines.push(l) },
   );
   expect(code, lines.join('\n')).toBe(0);
+}
+
+async function run(out: string, calibration: string): Promise<Map<string, string>> {
+  await simBench(out, { seed: 5, strategies: 'plb', readings: 'hold=dwell', calibration });
   return new Map(files(out).map((f) => [relative(out, f), readFileSync(f, 'utf8')]));
 }
 
@@ -57,22 +59,7 @@ describe('simulated runs are deterministic', () => {
 });
 
 describe('the runs of a simulated series are independent', () => {
-  const bench = async (out: string, strategies: string): Promise<void> => {
-    const lines: string[] = [];
-    const code = await executeBench(
-      benchFlagValues(out, 'plb-sim-indep', 25432, {
-        plan: 'plans/demo-cascade.yaml',
-        clients: 48,
-        seed: 9,
-        'think-time': '200ms',
-        strategies,
-        driver: 'sim',
-        json: true,
-      }),
-      { log: () => undefined, warn: (l) => lines.push(l) },
-    );
-    expect(code, lines.join('\n')).toBe(0);
-  };
+  const bench = (out: string, strategies: string): Promise<void> => simBench(out, { seed: 9, strategies });
   /** The rr run's files that say what happened (the run id and start time aside). */
   const rrRun = (out: string): Record<string, unknown> => {
     const dir = readdirSync(out).find((d) => d.includes('-rr-'));
