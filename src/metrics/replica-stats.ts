@@ -45,7 +45,10 @@ export function replicaStats(
   }
   const { at, values } = store.cpuLog;
   for (let i = 0; i < at.length; i++) {
-    const p = phaseIndexAt(phases, at.get(i));
+    // A sample is the CPU used since the one before: it belongs where that stretch lies (its
+    // middle), not where it was read (a replica killed at a phase's start kept the second
+    // before's CPU in the phase it was down for).
+    const p = phaseIndexAt(phases, i > 0 ? (at.get(i - 1) + at.get(i)) / 2 : at.get(i));
     const sumRow = cpuSum[p];
     const nRow = cpuN[p];
     if (!sumRow || !nRow) continue;
