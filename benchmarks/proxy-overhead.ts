@@ -6,10 +6,12 @@
 // end. The plb proxy runs in this process (run it under `node --cpu-prof` to profile it); HAProxy
 // and PgBouncer are started as children and skipped, with a line saying so, when not installed.
 // `node-pipe` is the floor of any relay written in Node: a bare net relay (socket.pipe both ways,
-// no delay), in this process too; plb proxy's cost above it is plb's own.
+// no delay), in this process too; `plb-js` is plb proxy with `--relay js` (its sessions on Node's
+// sockets, not the native relay).
 //
 // Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 8] [--clients 4] [--cpus 1]
-//        [--repeat 3] [--base-port 26200] [--listen-port 27200] [--only plb,haproxy,node-pipe]
+//        [--repeat 3] [--base-port 26200] [--listen-port 27200] [--only plb,plb-js,haproxy,node-pipe]
+//        [--relay-threads 2]
 //        [--no-connect | --no-kept]
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +25,7 @@ import { findBinDir } from '../src/cluster/local/binaries.js';
 import { createLocalDriver } from '../src/cluster/local/index.js';
 import { clusterSpec } from '../src/cluster/select.js';
 import { startProxy, type ProxyHandle } from '../src/proxy/proxy-server.js';
+import { DEFAULT_RELAY_THREADS } from '../src/proxy/native-relay.js';
 import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
 
 const argv = process.argv.slice(2);
@@ -34,6 +37,7 @@ const seconds = opt('seconds', 8);
 const clients = opt('clients', 4);
 const cpus = opt('cpus', 1);
 const repeat = opt('repeat', 3);
+const relayThreads = opt('relay-threads', DEFAULT_RELAY_THREADS);
 const BASE_PORT = opt('base-port', 26200);
 const LISTEN = opt('listen-port', 27200);
 const onlyArg = argv.indexOf('--only');
@@ -42,7 +46,7 @@ const withConnect = !argv.includes('--no-connect');
 // -C only (the per-connection figures), e.g. to profile connection handling.
 const withKept = !argv.includes('--no-kept');
 
-type Via = 'direct' | 'haproxy' | 'pgbouncer' | 'node-pipe' | 'plb';
+type Via = 'direct' | 'haproxy' | 'pgbouncer' | 'node-pipe' | 'plb' | 'plb-js';
 interface Figures {
   tps: number;
   latencyMs: number;
@@ -121,7 +125,7 @@ const driver = createLocalDriver(
 );
 const bin = findBinDir();
 const children: ChildProcess[] = [];
-let proxy: ProxyHandle | undefined;
+const proxies: ProxyHandle[] = [];
 let pipeServer: Server | undefined;
 /** Per path: the proxy's CPU seconds so far. */
 const cpuOf: Partial<Record<Via, () => number>> = {};
@@ -138,12 +142,17 @@ try {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1e6;
   };
-  if (want('plb')) {
-    proxy = await startProxy({
+  // plb proxy as it runs (the native relay where it is built) and with --relay js.
+  const plbPaths = [
+    { via: 'plb' as const, port: LISTEN, relay: { kind: 'native' as const, threads: relayThreads } },
+    { via: 'plb-js' as const, port: LISTEN + 4, relay: { kind: 'js' as const } },
+  ];
+  for (const p of plbPaths.filter((x) => want(x.via))) {
+    const proxy = await startProxy({
       replicas: [replica],
       connector: driver.connector(creds),
       host: '127.0.0.1',
-      ports: { premium: LISTEN },
+      ports: { premium: p.port },
       classFrom: 'off',
       strategy: 'plb',
       reference: { premium: 2, mixed: 1, freemium: 2 },
@@ -153,9 +162,11 @@ try {
       health: DEFAULT_HEALTH,
       statsEveryS: 0,
       log: (l) => process.stderr.write(`proxy: ${l}\n`),
+      relay: p.relay,
     });
-    ports.plb = LISTEN;
-    cpuOf.plb = () => thisCpuS();
+    proxies.push(proxy);
+    ports[p.via] = p.port;
+    cpuOf[p.via] = thisCpuS;
   }
   if (want('node-pipe')) {
     pipeServer = await nodePipe(LISTEN + 3, replica.port);
@@ -225,7 +236,7 @@ try {
     });
     ports.pgbouncer = LISTEN + 2;
   }
-  const paths = (['direct', 'haproxy', 'pgbouncer', 'node-pipe', 'plb'] as const).filter(
+  const paths = (['direct', 'haproxy', 'pgbouncer', 'node-pipe', 'plb-js', 'plb'] as const).filter(
     (v) => ports[v] !== undefined,
   );
   const modes = [
@@ -299,6 +310,7 @@ try {
   }
   console.log(
     `pgbench -n -f select1.sql -c ${clients} -j 2 -T ${seconds} (and -C), median of ${repeat} [min..max]; ` +
+      `plb: ${proxies[0]?.relay ?? '-'}; ` +
       `one replica at ${cpus} core(s)${driver.cpusEnforced ? '' : ' (quota not enforced here)'}; node ${process.version}`,
   );
   console.log(table.toString());
@@ -319,8 +331,9 @@ try {
   versus('plb', 'haproxy', 'plb vs HAProxy');
   versus('node-pipe', 'haproxy', 'bare Node relay vs HAProxy');
   versus('plb', 'node-pipe', 'plb vs bare Node relay');
+  versus('plb', 'plb-js', 'plb vs plb --relay js');
 } finally {
-  await proxy?.stop(1000);
+  for (const p of proxies) await p.stop(1000);
   pipeServer?.close();
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   await driver.down();

@@ -72,7 +72,8 @@ export class BackendWatch {
     return msg;
   }
 
-  private onSessionMessage(type: number, msg: Buffer): Buffer {
+  /** A whole message of a watched type after ReadyForQuery (also from the native relay). */
+  onSessionMessage(type: number, msg: Buffer): Buffer {
     if (type === MSG_ERROR) this.lastServerError = decodeServerError(msg);
     else if (!this.warnedLate) this.checkLateClass(msg);
     return msg;

@@ -14,6 +14,7 @@ import { isStrategyName, STRATEGY_NAMES } from '../router/index.js';
 import type { BorrowingOptions, Partition, RoleVector, StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './startup-packet.js';
 import { limitFlags, parseLimitFlags, type LimitConfig, type LimitFlagValues } from './limit-options.js';
+import { DEFAULT_RELAY_THREADS } from './native-relay.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;
@@ -66,6 +67,19 @@ export const proxyFlags = {
     default: '30s',
     helpGroup: PROXY_GROUP,
   }),
+  relay: Flags.string({
+    description:
+      "who copies an established session's bytes: native (relay threads outside Node's event loop, where built) or js",
+    options: ['native', 'js'],
+    default: 'native',
+    helpGroup: PROXY_GROUP,
+  }),
+  'relay-threads': Flags.integer({
+    description: 'threads of the native relay (default: one per core, at most 2)',
+    min: 1,
+    max: 16,
+    helpGroup: PROXY_GROUP,
+  }),
   strategy: Flags.string({
     description: 'the router: plb, rr, static, lc or wlc',
     options: [...STRATEGY_NAMES],
@@ -100,6 +114,8 @@ export interface ProxyFlagValues extends LimitFlagValues {
   'stats-every': number;
   'stop-timeout': string;
   'metrics-port'?: number | undefined;
+  relay?: string | undefined;
+  'relay-threads'?: number | undefined;
 }
 
 export interface ProxyConfig extends LimitConfig {
@@ -116,6 +132,7 @@ export interface ProxyConfig extends LimitConfig {
   statsEveryS: number;
   stopTimeoutMs: number;
   metricsPort?: number;
+  relay: { kind: 'native'; threads: number } | { kind: 'js' };
 }
 
 function durationMs(flag: string, value: string, positive: boolean): number {
@@ -172,6 +189,12 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     hangMs: checkRouterValue('hang-timeout', f['hang-timeout']) as number,
   };
   health.timeoutMs = health.intervalMs;
+  const relay = f.relay ?? 'native';
+  if (relay !== 'native' && relay !== 'js')
+    throw new PlbError('BAD_INPUT', `--relay: must be native or js (got "${relay}")`);
+  const threads = f['relay-threads'] ?? DEFAULT_RELAY_THREADS;
+  if (!Number.isInteger(threads) || threads < 1 || threads > 16)
+    throw new PlbError('BAD_INPUT', `--relay-threads: must be a whole number from 1 to 16 (got ${threads})`);
   return {
     name: f.name,
     host: f.host,
@@ -189,6 +212,7 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     statsEveryS: f['stats-every'],
     ...parseLimitFlags(f, f.strategy),
     stopTimeoutMs: durationMs('stop-timeout', f['stop-timeout'], false),
+    relay: relay === 'js' ? { kind: 'js' } : { kind: 'native', threads },
     ...(f['metrics-port'] !== undefined ? { metricsPort: metricsPort(f['metrics-port']) } : {}),
   };
 }

@@ -25,6 +25,7 @@ import type { SessionHost, SessionTarget } from './session-host.js';
 import type { ServerTlsMode } from './tls-server.js';
 import type { ClassFrom } from './startup-packet.js';
 import { formatStatsLine, ProxyStats } from './stats.js';
+import { DEFAULT_RELAY_THREADS, NativeRelay } from './native-relay.js';
 
 export interface ProxyOptions {
   /** The read pool: every replica's loopback endpoint. */
@@ -66,6 +67,11 @@ export interface ProxyOptions {
    * DEFAULT_PACER); false: each is routed as soon as its startup packet is in. Premium never waits.
    */
   freemiumPacing?: PacerOptions | false;
+  /**
+   * Who copies an established session's bytes: 'native' (native-relay.ts, this many threads; the
+   * default where it is built) or 'js' (the session on Node's sockets).
+   */
+  relay?: { kind: 'native'; threads: number } | { kind: 'js' };
 }
 
 export interface ProxyHandle {
@@ -77,6 +83,8 @@ export interface ProxyHandle {
   readonly gate: AdmissionGate;
   /** The client limit in force (--max-client-conn). */
   readonly maxClientConn: number;
+  /** Who copies established sessions' bytes: "native, N thread(s)" or "js". */
+  readonly relay: string;
   /** RSS and descriptors now, and their peaks. */
   usage(): ProcessUsage;
   /** Open client connections (any phase, the held ones of `paced` too). */
@@ -159,6 +167,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     opts.replicas.map((r) => [r.id, { replica: r.id, host: r.host, port: r.port }] as const),
   );
   const targetOf = (replica: string): SessionTarget => targets.get(replica) as SessionTarget;
+  const relay = nativeRelay(opts.relay ?? { kind: 'native', threads: DEFAULT_RELAY_THREADS }, log);
   const host: SessionHost = {
     classFrom: opts.classFrom,
     startupTimeoutMs: opts.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
@@ -177,6 +186,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     reportFailure: (replica, err, via) => void health.reportFailure(replica, err, via),
     log,
     pace: intake && ((s) => intake.offer(s)),
+    relay,
   };
 
   const maxClientConn = opts.maxClientConn ?? defaultMaxClientConn();
@@ -190,6 +200,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     return (
       `${formatStatsLine((clock.now() - t0) / 1000, stats, router.snapshot())} | ` +
       `clients ${sessions.size}/${maxClientConn} over-limit ${stats.overLimit} ` +
+      (relay ? `relayed ${stats.relayed} (native, ${relay.size} now) ` : '') +
       (stats.lateClass > 0 ? `late-class ${stats.lateClass} ` : '') +
       (intake && intake.counters.held > 0
         ? `held ${intake.held}f (peak ${intake.counters.peakHeld}, expired ${intake.counters.expired}) `
@@ -230,6 +241,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     health,
     gate,
     maxClientConn,
+    relay: relay ? `native, ${relay.threads} thread(s)` : 'js',
     usage: () => usage.now(),
     sessionCount: () => sessions.size,
     paced: () => intake && { ...intake.counters, heldNow: intake.held },
@@ -254,6 +266,17 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       usage.stop();
     },
   };
+}
+
+function nativeRelay(
+  want: NonNullable<ProxyOptions['relay']>,
+  log: (l: string) => void,
+): NativeRelay | undefined {
+  if (want.kind === 'js') return undefined;
+  const relay = NativeRelay.load(want.threads);
+  if (typeof relay !== 'string') return relay;
+  log(`native relay: ${relay}; sessions are relayed in JavaScript`);
+  return undefined;
 }
 
 function listen(

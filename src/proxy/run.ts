@@ -29,6 +29,9 @@ export interface ProxySummary {
   overLimit: number;
   /** Sessions that named another class (application_name) only after they were routed. */
   lateClass: number;
+  /** Who copied established sessions' bytes ("native, N thread(s)" or "js"), and how many it did. */
+  relay: string;
+  relayed: number;
   maxClientConn: number;
   /** Sessions that waited for a replica slot, per class: admitted, refused (queue full), timed out. */
   admission: Record<'premium' | 'freemium', GateCounters>;
@@ -86,6 +89,7 @@ export async function executeProxy(
       ...(config.admission ? { admission: config.admission } : {}),
       ...(config.tls ? { tls: config.tls } : {}),
       serverTls: config.serverTls,
+      relay: config.relay,
       log: io.log,
     }));
     if (metrics) io.log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);
@@ -101,7 +105,8 @@ export async function executeProxy(
     }
     io.log(
       `cluster ${config.name} (${driver.kind}): ${replicas.map((r) => `${r.id}:${r.port}`).join(' ')}; ` +
-        `strategy ${config.strategy}; class from ${config.classFrom === 'off' ? 'the port' : `the port or ${config.classFrom}`}`,
+        `strategy ${config.strategy}; class from ${config.classFrom === 'off' ? 'the port' : `the port or ${config.classFrom}`}; ` +
+        `relay ${proxy.relay}`,
     );
     await new Promise<void>((resolve) =>
       stop.signal.addEventListener('abort', () => resolve(), { once: true }),
@@ -117,6 +122,8 @@ export async function executeProxy(
       cancels: proxy.stats.cancels,
       overLimit: proxy.stats.overLimit,
       lateClass: proxy.stats.lateClass,
+      relay: proxy.relay,
+      relayed: proxy.stats.relayed,
       maxClientConn: proxy.maxClientConn,
       admission: proxy.gate.counters,
       usage: proxy.usage(),

@@ -6,6 +6,7 @@ import type { ClassFrom } from './startup-packet.js';
 import type { ProxyStats } from './stats.js';
 import type { ServerTlsMode } from './tls-server.js';
 import type { PacedStartup } from './paced-intake.js';
+import type { NativeRelay } from './native-relay.js';
 
 /** Where a session connects. */
 export interface SessionTarget {
@@ -40,6 +41,8 @@ export interface SessionHost {
   /** A passive failure signal for the health checker. */
   reportFailure(replica: string, err: unknown, via: 'connect' | 'session'): void;
   log(line: string): void;
+  /** Established sessions' bytes are copied by this (native-relay.ts); absent: by the session. */
+  readonly relay?: NativeRelay | undefined;
   /** A freemium startup, read: routed now or in a later loop turn (paced-intake.ts); absent: now. */
   pace?: ((s: PacedStartup) => void) | undefined;
 }

@@ -4,7 +4,8 @@
  * flood), connect, forward the startup packet, relay bytes both ways until either side closes.
  * Authentication passes through end to end. The backend stream is followed message by message
  * (BackendFramer), so the proxy can replace BackendKeyData with its own key and, when the replica
- * goes away, tell the client at a message boundary. Routing is session-route.ts.
+ * goes away, tell the client at a message boundary. Routing is session-route.ts. Once established,
+ * the native relay copies the bytes where it is built (native-relay.ts, session-legs.ts).
  */
 import type { Socket } from 'node:net';
 import { upgradeClient } from './tls-client.js';
@@ -15,7 +16,10 @@ import { routeSession, type RouteSteps } from './session-route.js';
 import type { SessionHost } from './session-host.js';
 import { BackendWatch } from './backend-watch.js';
 import { ANSWER_N, ANSWER_S, endOnce, writeAll } from './socket-io.js';
-import type { ServerError } from './server-messages.js';
+import { MSG_PARAMETER_STATUS } from './server-messages.js';
+import type { RelayEnd } from './native-relay.js';
+import { judgeBackendEnd } from './session-end.js';
+import { SessionLegs } from './session-legs.js';
 import { BackendFramer, errorResponse, MSG_ERROR } from './wire.js';
 
 export type { SessionHost } from './session-host.js';
@@ -24,8 +28,6 @@ type Phase = 'startup' | 'connecting' | 'backend-startup' | 'ready' | 'closing';
 
 /** The backend read buffer (libuv reads up to this much at once). */
 const READ_BUFFER_BYTES = 32 * 1024;
-/** How long a closed side waits for the other to finish closing before it is destroyed. */
-const LINGER_MS = 5000;
 const EMPTY = Buffer.alloc(0);
 const EXPIRED = ['53300', 'sorry, too many clients already (plb proxy: freemium startups paced)'] as const;
 
@@ -47,15 +49,14 @@ export class ProxySession {
   private clientTerminated = false;
   private backendError: Error | undefined;
   private startupTimer: NodeJS.Timeout | undefined;
-  /**
-   * The backend is read into this session's own buffer (net's onread: no stream machinery or
-   * allocation per read), handed to `sink` at once; while the client's write of it is pending or
-   * the framer holds a view of it, the next read gets a fresh one (`readBuffer`).
-   */
+  /** The backend is read into this buffer (net's onread), handed to `sink` at once; a fresh one
+   * while the client's write of it is pending or the framer holds a view of it (`readBuffer`). */
   private rbuf: Buffer | undefined;
   private rbufBusy = false;
   private sink: (chunk: Buffer) => boolean = () => false;
-  private lingerTimer: NodeJS.Timeout | undefined;
+  /** The sockets' endings, on Node's sockets or the native relay's. */
+  private readonly legs: SessionLegs;
+  private relayTried = false;
 
   constructor(
     private client: Socket,
@@ -65,6 +66,7 @@ export class ProxySession {
     private readonly onEnd: (s: ProxySession) => void = () => undefined,
   ) {
     client.setNoDelay(true);
+    this.legs = new SessionLegs(client, this.framer, () => this.finish());
     this.listen(client);
     this.startupTimer = setTimeout(() => {
       if (this.phase === 'startup') this.refuse('08P01', 'timeout waiting for the startup packet');
@@ -87,19 +89,21 @@ export class ProxySession {
 
   /** The client's socket is now the TLS one over it (tls-client.ts). */
   useClientSocket(socket: Socket): void {
-    this.client = socket;
+    this.client = this.legs.client = socket;
     this.listen(socket);
   }
 
   /** Graceful stop ran out of time: tell the client (at a boundary) and close both sides. */
   shutdown(): void {
     if (this.clientGone) return;
-    const canTell = this.framer.atBoundary && this.phase !== 'closing';
+    const canTell = this.phase !== 'closing';
     this.phase = 'closing';
-    if (canTell) endOnce(this.client, errorResponse('FATAL', '57P01', 'plb proxy is shutting down'));
-    else this.client.destroy();
-    if (this.backend) endOnce(this.backend);
-    this.linger();
+    if (canTell) this.legs.tell(errorResponse('FATAL', '57P01', 'plb proxy is shutting down'), 'end');
+    else {
+      this.legs.cutClient();
+      this.legs.endBackend();
+    }
+    this.legs.linger();
   }
 
   /**
@@ -113,11 +117,8 @@ export class ProxySession {
     this.host.stats.countLoss(this.cls as ServiceClass, replica, this.phase === 'ready');
     this.phase = 'closing';
     this.releaseOnce();
-    if (this.framer.atBoundary)
-      endOnce(this.client, errorResponse('FATAL', '08006', `replica ${replica} went away: ${cause}`));
-    else this.client.destroy();
-    this.backend.destroy();
-    this.linger();
+    this.legs.tell(errorResponse('FATAL', '08006', `replica ${replica} went away: ${cause}`), 'destroy');
+    this.legs.linger();
   }
 
   // ---- client side ------------------------------------------------------------------------
@@ -169,7 +170,7 @@ export class ProxySession {
           clearTimeout(this.startupTimer);
           return cancelFor(this.host, p.pid, p.secret, () => {
             endOnce(this.client);
-            this.linger();
+            this.legs.linger();
           });
         case 'startup': {
           const packet = Buffer.from(this.inbuf.subarray(0, p.length));
@@ -195,8 +196,8 @@ export class ProxySession {
     this.releaseOnce();
     if (this.backend && !this.backendGone) {
       // The backend sees EOF and ends its session (a vanished replica: destroyed after a while).
-      endOnce(this.backend);
-      this.linger();
+      this.legs.endBackend();
+      this.legs.linger();
     } else if (!this.backend && this.phase !== 'connecting') this.finish();
     else if (this.backendGone) this.finish();
   }
@@ -212,7 +213,7 @@ export class ProxySession {
       // client closes (a flood's refused clients close in bulk, thousands in one loop turn).
       if (!this.backend) c.once('finish', () => c.destroy());
     }
-    this.linger();
+    this.legs.linger();
   }
 
   // ---- routing (session-route.ts) --------------------------------------------------------
@@ -262,7 +263,7 @@ export class ProxySession {
   }
 
   private attach(backend: Socket, first: Buffer, port: number): void {
-    this.backend = backend;
+    this.backend = this.legs.backend = backend;
     this.phase = 'backend-startup';
     backend.setNoDelay(true);
     backend.on('error', (err) => (this.backendError = err));
@@ -316,45 +317,61 @@ export class ProxySession {
       this.client.once('drain', () => this.backend?.resume());
       return false;
     }
+    if (this.phase === 'ready' && !this.relayTried && this.host.relay !== undefined) this.handOff();
     return true;
   }
 
+  /** Established, nothing pending, held or half-passed (else tried at the next read): the native relay takes over. */
+  private handOff(): void {
+    const b = this.backend as Socket;
+    const pending = this.client.writableLength + this.client.readableLength + b.writableLength;
+    if (this.clientGone || this.backendGone || pending + this.framer.heldBytes > 0 || !this.framer.atBoundary)
+      return;
+    this.relayTried = true; // not taken (no descriptor of its own): relayed here from now on
+    const pair = this.host.relay?.adopt(this.client, b, this.host.classFrom === 'application_name', {
+      ended: (e) => {
+        if (e.terminated) this.clientTerminated = true;
+        return e.side === 'client' ? this.onClientClose() : this.relayedBackendEnd(e);
+      },
+      parameter: (m) => void this.watch?.onSessionMessage(MSG_PARAMETER_STATUS, m),
+      closed: () => this.legs.relayDone(),
+    });
+    if (pair) this.legs.relayedBy(pair, this.host.stats);
+  }
+
+  private relayedBackendEnd(e: RelayEnd): void {
+    if (e.code === 'EPROTO') {
+      // Not PostgreSQL on the other end: the relay closed both sides.
+      this.host.log(`session on ${this.replica}: backend protocol error`);
+      this.clientGone = this.backendGone = true;
+      return this.releaseOnce();
+    }
+    if (e.lastError) this.watch?.onSessionMessage(MSG_ERROR, e.lastError);
+    const err =
+      e.code === undefined ? undefined : Object.assign(new Error(`read ${e.code}`), { code: e.code });
+    this.backendEnded(e, err);
+  }
+
   private onBackendClose(): void {
+    this.backendEnded(this.framer, this.backendError);
+  }
+
+  private backendEnded(stream: { lastType: number; atBoundary: boolean }, socketError?: Error): void {
     this.backendGone = true;
     const replica = this.replica as string;
-    const cls = this.cls as ServiceClass;
     const wasReady = this.phase === 'ready';
     this.releaseOnce();
     if (this.clientGone || this.clientTerminated || this.phase === 'closing') {
-      if (!this.clientGone) endOnce(this.client);
-      return this.clientGone ? this.finish() : this.linger();
+      if (!this.clientGone) this.legs.endClient();
+      return this.clientGone ? this.finish() : this.legs.linger();
     }
     this.phase = 'closing';
-    const serverSaid =
-      this.framer.lastType === MSG_ERROR &&
-      this.framer.atBoundary &&
-      (this.watch?.lastServerError?.severity === 'FATAL' ||
-        this.watch?.lastServerError?.severity === 'PANIC');
-    this.host.stats.countLoss(cls, replica, wasReady);
-    const via = wasReady ? 'session' : 'connect';
-    if (serverSaid) {
-      // The server ended the session with its own FATAL (shutdown, authentication...), already relayed.
-      const se = this.watch?.lastServerError as ServerError;
-      // A server that answers 08xxx itself (08P01: the client broke the protocol) is alive: a
-      // hostile client must not count toward marking its replica down.
-      if (!(se.code ?? '').startsWith('08'))
-        this.host.reportFailure(replica, Object.assign(new Error(se.message), se), via);
-      endOnce(this.client);
-    } else {
-      const err =
-        this.backendError ??
-        Object.assign(new Error('connection terminated unexpectedly'), { code: 'ECONNRESET' });
-      this.host.reportFailure(replica, err, via);
-      if (this.framer.atBoundary)
-        endOnce(this.client, errorResponse('FATAL', '08006', `replica ${replica} went away: ${err.message}`));
-      else this.client.destroy(); // cut inside a message: nothing more can be said in protocol
-    }
-    this.linger();
+    this.host.stats.countLoss(this.cls as ServiceClass, replica, wasReady);
+    const v = judgeBackendEnd(replica, stream, this.watch?.lastServerError, socketError);
+    if (v.failure) this.host.reportFailure(replica, v.failure, wasReady ? 'session' : 'connect');
+    if (v.cut) this.legs.cutClient();
+    else this.legs.endClient(v.last);
+    this.legs.linger();
   }
 
   // ---- endings ----------------------------------------------------------------------------
@@ -369,31 +386,14 @@ export class ProxySession {
     this.watch?.forgetKey();
   }
 
-  /** Gives the sockets a bounded time to close by themselves; then destroys them. */
-  private linger(): void {
-    const bothClosed = (): boolean => this.client.closed && (!this.backend || this.backend.closed);
-    if (bothClosed()) return this.finish();
-    if (this.lingerTimer) return;
-    const check = (): void => {
-      if (bothClosed()) this.finish();
-    };
-    this.client.once('close', check);
-    this.backend?.once('close', check);
-    this.lingerTimer = setTimeout(() => {
-      this.client.destroy();
-      this.backend?.destroy();
-    }, LINGER_MS);
-    this.lingerTimer.unref();
-  }
-
   private finished = false;
   private finish(): void {
     if (this.finished) return;
-    if (!this.client.closed || (this.backend && !this.backend.closed)) return this.linger();
+    if (!this.legs.closed) return this.legs.linger();
     this.finished = true;
     this.releaseOnce();
     clearTimeout(this.startupTimer);
-    clearTimeout(this.lingerTimer);
+    this.legs.stop();
     this.resolveDone?.();
     this.onEnd(this);
   }

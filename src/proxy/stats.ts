@@ -46,6 +46,8 @@ export class ProxyStats {
    * by the server as ParameterStatus; with --class-from application_name).
    */
   lateClass = 0;
+  /** Sessions whose bytes the native relay copied once established (native-relay.ts). */
+  relayed = 0;
 
   constructor(ids: readonly string[]) {
     for (const id of ids) this.replicas.set(id, { opened: 0, lost: 0, failed: 0 });

@@ -121,6 +121,8 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     expect(landed.freemium.has('r4') && landed.freemium.has('r5')).toBe(true);
     const live = proxy.router.snapshot().reduce((n, r) => n + r.sessions.premium + r.sessions.freemium, 0);
     expect(live).toBe(12);
+    // Established sessions are the native relay's where it is built (CI: test/unit/native-relay.test.ts).
+    expect(proxy.stats.relayed).toBe(proxy.relay === 'js' ? 0 : 12);
     for (const h of held) await h.c.end();
     await sleep(200);
     expect(proxy.router.snapshot().every((r) => r.sessions.premium + r.sessions.freemium === 0)).toBe(true);
@@ -389,8 +391,13 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
       strategy: string;
       classes: Record<string, { opened: number; ready: number }>;
       replicas: { id: string; opened: number }[];
+      relay: string;
+      relayed: number;
     };
     expect(summary.strategy).toBe('rr');
+    // The command's relay is this suite's (the compiled one finds the same native/build/relay.node).
+    expect(summary.relay.split(',')[0]).toBe(proxy.relay.split(',')[0]);
+    expect(summary.relayed).toBe(summary.relay === 'js' ? 0 : 3);
     expect(summary.classes.premium).toMatchObject({ opened: 2, ready: 2 });
     expect(summary.classes.freemium).toMatchObject({ opened: 1, ready: 1 });
     expect(summary.replicas.reduce((n, r) => n + r.opened, 0)).toBe(3);

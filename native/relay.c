@@ -1,0 +1,349 @@
+/* The relay threads: epoll loops copying relayed sessions' bytes (relay.h says what and why). */
+#include "relay.h"
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint32_t be32(const uint8_t *b) {
+  return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
+}
+
+static size_t bucket_of(double id) { return (size_t)((uint64_t)id % BUCKETS); }
+
+static void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n) {
+  Event *e = calloc(1, sizeof(Event));
+  if (!e) return;
+  e->id = p->id;
+  e->kind = kind;
+  e->side = side;
+  e->err = err;
+  e->at_boundary = p->passing == 0;
+  e->last_type = p->last_type;
+  e->terminated = p->terminated;
+  if (bytes && n > 0) {
+    e->bytes = malloc(n);
+    if (e->bytes) {
+      memcpy(e->bytes, bytes, n);
+      e->nbytes = n;
+    }
+  }
+  napi_call_threadsafe_function(w->tsfn, e, napi_tsfn_nonblocking);
+}
+
+static void watch(Worker *w, Pair *p, int k) {
+  if (p->fd[k] < 0) return;
+  Dir *in = &p->d[k], *out = &p->d[1 - k];
+  uint32_t ev = 0;
+  /* Read a side only while what was read from it is out (backpressure) and there is room. */
+  if (!p->rd_eof[k] && in->wr == in->fwd && in->len < in->cap) ev |= EPOLLIN;
+  if (out->wr < out->fwd) ev |= EPOLLOUT;
+  if (ev == p->events[k]) return;
+  /* Nothing wanted: out of the set, or a hangup (always reported) would wake the thread in a loop. */
+  struct epoll_event e = {.events = ev, .data.ptr = &p->tag[k]};
+  int op = ev == 0 ? EPOLL_CTL_DEL : p->events[k] == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+  epoll_ctl(w->ep, op, p->fd[k], &e);
+  p->events[k] = ev;
+}
+
+static void close_side(Worker *w, Pair *p, int k) {
+  if (p->fd[k] < 0) return;
+  if (p->events[k] != 0) epoll_ctl(w->ep, EPOLL_CTL_DEL, p->fd[k], NULL);
+  p->events[k] = 0;
+  close(p->fd[k]);
+  p->fd[k] = -1;
+  p->closed[k] = 1;
+  p->rd_eof[k] = 1;
+}
+
+static void finish_if_closed(Worker *w, Pair *p, Pair **dead) {
+  for (int k = 0; k < 2; k++)
+    if (p->fd[k] >= 0 && p->rd_eof[k] && p->shut[k] == 2) close_side(w, p, k);
+  if (p->dead || !p->closed[CLIENT] || !p->closed[BACKEND]) return;
+  p->dead = 1;
+  if (p->linger_at) w->lingering--;
+  Pair **at = &w->buckets[bucket_of(p->id)];
+  while (*at && *at != p) at = &(*at)->next_bucket;
+  if (*at) *at = p->next_bucket;
+  emit(w, p, EV_CLOSED, 0, 0, NULL, 0);
+  p->next_dead = *dead;
+  *dead = p;
+}
+
+static void ended(Worker *w, Pair *p, int k, int err);
+
+/* Writes d[k] to side 1-k; then, that side's end asked for and nothing left, its FIN. */
+static void flush(Worker *w, Pair *p, int k) {
+  Dir *d = &p->d[k];
+  int to = 1 - k;
+  if (p->fd[to] < 0) {
+    d->len = d->fwd = d->wr = 0;
+    return;
+  }
+  while (d->wr < d->fwd) {
+    ssize_t n = send(p->fd[to], d->buf + d->wr, d->fwd - d->wr, MSG_NOSIGNAL);
+    if (n > 0) {
+      d->wr += (size_t)n;
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    /* The receiving side is broken: its end, as an error. */
+    d->len = d->fwd = d->wr = 0;
+    close_side(w, p, to);
+    ended(w, p, to, n < 0 ? errno : EPIPE);
+    return;
+  }
+  if (d->fwd > 0) {
+    memmove(d->buf, d->buf + d->fwd, d->len - d->fwd);
+    d->len -= d->fwd;
+    d->fwd = d->wr = 0;
+  }
+  if (d->len == 0 && d->cap > DIR_CAP) {
+    /* Grown for one large message: back to the usual size, so idle sessions stay small. */
+    uint8_t *b = realloc(d->buf, DIR_CAP);
+    if (b) {
+      d->buf = b;
+      d->cap = DIR_CAP;
+    }
+  }
+  if (p->shut[to] == 1 && d->fwd == 0) {
+    shutdown(p->fd[to], SHUT_WR);
+    p->shut[to] = 2;
+  }
+}
+
+/* Side k ended (EOF: err 0). Reported once; an EOF ends its writing too (allowHalfOpen off). */
+static void ended(Worker *w, Pair *p, int k, int err) {
+  if (!p->closed[k]) {
+    if (p->rd_eof[k]) return;
+    p->rd_eof[k] = 1;
+    if (p->shut[k] == 0) p->shut[k] = 1;
+    flush(w, p, 1 - k);
+  } else if (p->rd_eof[k] == 2) {
+    return;
+  }
+  p->rd_eof[k] = 2; /* reported */
+  emit(w, p, EV_END, k, err, k == BACKEND ? p->last_err : NULL, k == BACKEND ? p->last_err_len : 0);
+}
+
+static int grow(Dir *d, size_t need) {
+  if (need <= d->cap) return 1;
+  size_t cap = d->cap * 2 > need ? d->cap * 2 : need;
+  if (cap > HELD_MAX) cap = HELD_MAX;
+  uint8_t *b = realloc(d->buf, cap);
+  if (!b) return 0;
+  d->buf = b;
+  d->cap = cap;
+  return 1;
+}
+
+/* Advances d[BACKEND].fwd over whole messages; returns 0 on a protocol error. */
+static int frame(Worker *w, Pair *p) {
+  Dir *d = &p->d[BACKEND];
+  size_t pos = d->fwd;
+  for (;;) {
+    if (p->passing > 0) {
+      size_t take = d->len - pos < p->passing ? d->len - pos : p->passing;
+      pos += take;
+      p->passing -= take;
+      if (p->passing > 0) break;
+      continue;
+    }
+    if (d->len - pos < 5) break;
+    int type = d->buf[pos];
+    uint32_t mlen = be32(d->buf + pos + 1);
+    if (mlen < 4 || mlen > 0x7fffffff) return 0;
+    size_t total = 1 + (size_t)mlen;
+    if (d->len - pos >= total) {
+      p->last_type = type;
+      if (type == 'E' && (p->last_err || (p->last_err = malloc(LAST_ERROR_MAX)))) {
+        size_t n = total < LAST_ERROR_MAX ? total : LAST_ERROR_MAX;
+        memcpy(p->last_err, d->buf + pos, n);
+        p->last_err_len = n;
+      } else if (type == 'S' && p->watch_params) {
+        emit(w, p, EV_PARAM, BACKEND, 0, d->buf + pos, total);
+      }
+      pos += total;
+      continue;
+    }
+    if (total > HELD_MAX) {
+      /* Oversize: what there is goes out, the rest as it comes (not at a boundary meanwhile). */
+      p->last_type = type;
+      p->passing = total - (d->len - pos);
+      pos = d->len;
+      break;
+    }
+    /* Held until whole: after the forwarded part is out it starts at 0, so cap >= total. */
+    if (!grow(d, total)) return 0;
+    break;
+  }
+  d->fwd = pos;
+  return 1;
+}
+
+static void on_readable(Worker *w, Pair *p, int k) {
+  Dir *d = &p->d[k];
+  if (p->rd_eof[k] || d->wr < d->fwd) return;
+  /* The other side is closed or its end asked for: what comes now is read and dropped. */
+  int drop = p->fd[1 - k] < 0 || p->shut[1 - k] != 0;
+  uint8_t scratch[4096];
+  ssize_t n = drop ? read(p->fd[k], scratch, sizeof scratch) : read(p->fd[k], d->buf + d->len, d->cap - d->len);
+  if (n == 0) return ended(w, p, k, 0);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EINTR) return;
+    int err = errno;
+    close_side(w, p, k);
+    return ended(w, p, k, err);
+  }
+  if (drop) return;
+  size_t start = d->len;
+  d->len += (size_t)n;
+  if (k == CLIENT) {
+    /* Terminate ('X', length 4) as the last thing sent: the backend's close that follows is expected. */
+    if (d->len - start >= 5) {
+      const uint8_t *t = d->buf + d->len - 5;
+      if (t[0] == 'X' && be32(t + 1) == 4) p->terminated = 1;
+    }
+    d->fwd = d->len;
+  } else if (!frame(w, p)) {
+    /* Not PostgreSQL on the other end: nothing sensible can be relayed. */
+    close_side(w, p, CLIENT);
+    close_side(w, p, BACKEND);
+    return ended(w, p, BACKEND, EPROTO);
+  }
+  flush(w, p, k);
+}
+
+static void command(Worker *w, Cmd *c) {
+  Pair *p = w->buckets[bucket_of(c->id)];
+  while (p && p->id != c->id) p = p->next_bucket;
+  if (!p) return;
+  if (!p->linger_at) {
+    p->linger_at = now_ms() + LINGER_MS;
+    w->lingering++;
+  }
+  if (c->flags & (C_END | C_AT_BOUNDARY)) {
+    if ((c->flags & C_AT_BOUNDARY) && p->passing > 0) {
+      close_side(w, p, CLIENT);
+    } else if (p->fd[CLIENT] >= 0 && p->shut[CLIENT] == 0) {
+      Dir *d = &p->d[BACKEND];
+      d->len = d->fwd; /* a held, unfinished message is dropped: the last message is said instead */
+      if (c->nbytes > 0 && grow(d, d->len + c->nbytes) && d->len + c->nbytes <= d->cap) {
+        memcpy(d->buf + d->len, c->bytes, c->nbytes);
+        d->len += c->nbytes;
+        d->fwd = d->len;
+      }
+      p->shut[CLIENT] = 1;
+      flush(w, p, BACKEND);
+    }
+  }
+  if (c->flags & C_DESTROY) close_side(w, p, CLIENT);
+  if ((c->flags & B_END) && p->fd[BACKEND] >= 0 && p->shut[BACKEND] == 0) {
+    p->shut[BACKEND] = 1;
+    flush(w, p, CLIENT);
+  }
+  if (c->flags & B_DESTROY) close_side(w, p, BACKEND);
+}
+
+static void add(Worker *w, Pair *p) {
+  size_t b = bucket_of(p->id);
+  p->next_bucket = w->buckets[b];
+  w->buckets[b] = p;
+  for (int k = 0; k < 2; k++) {
+    struct epoll_event e = {.events = EPOLLIN, .data.ptr = &p->tag[k]};
+    p->events[k] = EPOLLIN;
+    if (epoll_ctl(w->ep, EPOLL_CTL_ADD, p->fd[k], &e) != 0) {
+      int err = errno;
+      close_side(w, p, k);
+      ended(w, p, k, err);
+    }
+  }
+}
+
+void relay_free_pair(Pair *p) {
+  free(p->d[0].buf);
+  free(p->d[1].buf);
+  free(p->last_err);
+  free(p);
+}
+
+void *relay_run(void *arg) {
+  Worker *w = arg;
+  struct epoll_event evs[256];
+  for (;;) {
+    int n = epoll_wait(w->ep, evs, 256, w->lingering > 0 ? 200 : -1);
+    Pair *dead = NULL;
+    for (int i = 0; i < n; i++) {
+      Tag *t = evs[i].data.ptr;
+      if (t == NULL) {
+        uint64_t v;
+        if (read(w->efd, &v, sizeof v) < 0) { /* nothing: the commands are in the queue */
+        }
+        pthread_mutex_lock(&w->mu);
+        Cmd *c = w->head;
+        w->head = w->tail = NULL;
+        pthread_mutex_unlock(&w->mu);
+        while (c) {
+          Cmd *next = c->next;
+          if (c->op == OP_ADD) add(w, c->pair);
+          else command(w, c);
+          Pair *p = c->pair;
+          if (c->op == OP_COMMAND) {
+            p = w->buckets[bucket_of(c->id)];
+            while (p && p->id != c->id) p = p->next_bucket;
+          }
+          if (p && !p->dead) {
+            finish_if_closed(w, p, &dead);
+            if (!p->dead) watch(w, p, CLIENT), watch(w, p, BACKEND);
+          }
+          free(c->bytes);
+          free(c);
+          c = next;
+        }
+        continue;
+      }
+      Pair *p = t->p;
+      if (p->dead || p->fd[t->side] < 0) continue;
+      uint32_t ev = evs[i].events;
+      if (ev & EPOLLOUT) flush(w, p, 1 - t->side);
+      if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && p->fd[t->side] >= 0) {
+        on_readable(w, p, t->side);
+        /* Drained the other way by now: read on if the first read filled the buffer. */
+      }
+      finish_if_closed(w, p, &dead);
+      if (!p->dead) watch(w, p, CLIENT), watch(w, p, BACKEND);
+    }
+    if (w->lingering > 0) {
+      int64_t now = now_ms();
+      for (size_t b = 0; b < BUCKETS; b++)
+        for (Pair *p = w->buckets[b], *next; p; p = next) {
+          next = p->next_bucket;
+          if (p->linger_at && p->linger_at <= now && !p->dead) {
+            close_side(w, p, CLIENT);
+            close_side(w, p, BACKEND);
+            finish_if_closed(w, p, &dead);
+          }
+        }
+    }
+    while (dead) {
+      Pair *next = dead->next_dead;
+      relay_free_pair(dead);
+      dead = next;
+    }
+  }
+  return NULL;
+}
+
+void relay_post(Worker *w, Cmd *c) {
+  pthread_mutex_lock(&w->mu);
+  if (w->tail) w->tail->next = c;
+  else w->head = c;
+  w->tail = c;
+  pthread_mutex_unlock(&w->mu);
+  uint64_t one = 1;
+  if (write(w->efd, &one, sizeof one) < 0) { /* the counter is full: a wakeup is pending anyway */
+  }
+}
+
