@@ -89,12 +89,17 @@ static uint8_t *dup_bytes(napi_env env, napi_value v, size_t *n) {
   return b;
 }
 
+/* A call's arguments (argc in: how many at most) and this environment's relay (NULL before start). */
+static Relay *call_args(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv) {
+  if (napi_get_cb_info(env, info, argc, argv, NULL, NULL) != napi_ok) return NULL;
+  return relay_of(env);
+}
+
 /* add(id, clientFd, backendFd, watchParams): the descriptors are duplicated; the caller closes its own. */
 static napi_value js_add(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  Relay *r = relay_of(env);
+  Relay *r = call_args(env, info, &argc, argv);
   if (r == NULL || argc < 4) {
     napi_throw_error(env, NULL, "plb native relay: add before start");
     return NULL;
@@ -144,8 +149,7 @@ static napi_value js_add(napi_env env, napi_callback_info info) {
 static napi_value js_command(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  Relay *r = relay_of(env);
+  Relay *r = call_args(env, info, &argc, argv);
   if (r == NULL || argc < 2) return NULL;
   Cmd *c = calloc(1, sizeof(Cmd));
   if (!c) return NULL;
@@ -162,8 +166,7 @@ static napi_value js_ref(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   bool on = false;
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  Relay *r = relay_of(env);
+  Relay *r = call_args(env, info, &argc, argv);
   if (r == NULL) return NULL;
   if (argc > 0) napi_get_value_bool(env, argv[0], &on);
   if (on) napi_ref_threadsafe_function(env, r->tsfn);

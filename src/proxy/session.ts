@@ -317,16 +317,16 @@ export class ProxySession {
       this.client.once('drain', () => this.backend?.resume());
       return false;
     }
-    if (this.phase === 'ready' && !this.relayTried && this.host.relay !== undefined) this.handOff();
+    if (this.framer.readyCount >= 3 && !this.relayTried && this.host.relay !== undefined) this.handOff();
     return true;
   }
 
-  /** Established, nothing pending, held or half-passed (else tried at the next read): the native relay takes over. */
+  /** After startup and two queries (one a query pays no handover), nothing pending, held or
+   * half-passed (else tried at the next read): the native relay takes over. */
   private handOff(): void {
     const b = this.backend as Socket;
     const pending = this.client.writableLength + this.client.readableLength + b.writableLength;
-    if (this.clientGone || this.backendGone || pending + this.framer.heldBytes > 0 || !this.framer.atBoundary)
-      return;
+    if (this.phase !== 'ready' || pending + this.framer.heldBytes > 0 || !this.framer.atBoundary) return;
     this.relayTried = true; // not taken (no descriptor of its own): relayed here from now on
     const pair = this.host.relay?.adopt(this.client, b, this.host.classFrom === 'application_name', {
       ended: (e) => {

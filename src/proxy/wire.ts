@@ -70,6 +70,8 @@ export class BackendFramer {
   lastType = -1;
   /** The status byte of the last ReadyForQuery (-1 before one): kept as a number, no string per query. */
   private txByte = -1;
+  /** ReadyForQuery messages seen: the first ends the startup, each later one a query. */
+  readyCount = 0;
 
   constructor(
     /** Types the hook sees (by type byte); none when undefined. */
@@ -147,7 +149,10 @@ export class BackendFramer {
         return;
       }
       this.lastType = type;
-      if (type === MSG_READY && len >= 5) this.txByte = buf[pos + 5] as number;
+      if (type === MSG_READY && len >= 5) {
+        this.txByte = buf[pos + 5] as number;
+        this.readyCount += 1;
+      }
       const hook = this.hook;
       if (hook !== undefined && hook.types.has(type)) {
         const msg = buf.subarray(pos, pos + total);
@@ -182,7 +187,10 @@ export class BackendFramer {
     const hook = this.hook;
     if ((type === MSG_READY && total >= 6) || (hook !== undefined && hook.types.has(type))) {
       const msg = Buffer.concat(parts, total);
-      if (type === MSG_READY && total >= 6) this.txByte = msg[5] as number;
+      if (type === MSG_READY && total >= 6) {
+        this.txByte = msg[5] as number;
+        this.readyCount += 1;
+      }
       const repl = hook !== undefined && hook.types.has(type) ? hook.fn(type, msg) : msg;
       if (repl !== undefined) out.push(repl);
       return;
