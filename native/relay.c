@@ -55,7 +55,7 @@ static void close_side(Worker *w, Pair *p, int k) {
   close(p->fd[k]);
   p->fd[k] = -1;
   p->closed[k] = 1;
-  p->rd_eof[k] = 1;
+  if (p->rd_eof[k] == 0) p->rd_eof[k] = 1; /* 2: its end was reported already, not again */
 }
 
 static void finish_if_closed(Worker *w, Pair *p, Pair **dead) {
@@ -121,6 +121,7 @@ static void ended(Worker *w, Pair *p, int k, int err) {
     p->rd_eof[k] = 1;
     if (p->shut[k] == 0) p->shut[k] = 1;
     flush(w, p, 1 - k);
+    if (p->rd_eof[k] == 2) return; /* the flush found the side broken and reported it */
   } else if (p->rd_eof[k] == 2) {
     return;
   }
