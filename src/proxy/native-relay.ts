@@ -17,6 +17,9 @@ export const C_DESTROY = 4;
 export const B_END = 8;
 export const B_DESTROY = 16;
 
+/** Who copies an established session's bytes (--relay, --relay-threads). */
+export type RelayChoice = { kind: 'native'; threads: number } | { kind: 'js' };
+
 /** Relay threads by default: one per core, at most 2 (as many as HAProxy's threads on this host). */
 export const DEFAULT_RELAY_THREADS = Math.min(2, availableParallelism());
 
@@ -88,7 +91,11 @@ export class NativeRelay {
       return code === 'MODULE_NOT_FOUND' ? 'not built (npm run build builds it)' : String(err);
     }
     const relay = new NativeRelay(addon, threads);
-    addon.start((...a) => relay.dispatch(...a), threads);
+    try {
+      addon.start((...a) => relay.dispatch(...a), threads);
+    } catch (err) {
+      return err instanceof Error ? err.message : String(err); // no thread: the JavaScript relay
+    }
     return relay;
   }
 
@@ -100,7 +107,8 @@ export class NativeRelay {
   /**
    * Takes over an established session's sockets: their descriptors are duplicated into the relay
    * and the sockets themselves destroyed (quietly: their listeners are removed first). Undefined
-   * (nothing taken) when a socket has no descriptor of its own (TLS, or already closed).
+   * (nothing taken) when a socket has no descriptor of its own (TLS, or already closed), or the
+   * relay could not take them (out of descriptors or memory): the session goes on in JavaScript.
    */
   adopt(
     client: Socket,
@@ -112,7 +120,11 @@ export class NativeRelay {
     const bfd = fdOf(backend);
     if (cfd === undefined || bfd === undefined) return undefined;
     const id = this.nextId++;
-    this.addon.add(id, cfd, bfd, watchParams);
+    try {
+      this.addon.add(id, cfd, bfd, watchParams);
+    } catch {
+      return undefined;
+    }
     this.live.set(id, listener);
     if (this.live.size === 1) this.addon.ref(true);
     for (const s of [client, backend]) {

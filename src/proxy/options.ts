@@ -14,7 +14,7 @@ import { isStrategyName, STRATEGY_NAMES } from '../router/index.js';
 import type { BorrowingOptions, Partition, RoleVector, StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './startup-packet.js';
 import { limitFlags, parseLimitFlags, type LimitConfig, type LimitFlagValues } from './limit-options.js';
-import { DEFAULT_RELAY_THREADS } from './native-relay.js';
+import { DEFAULT_RELAY_THREADS, type RelayChoice } from './native-relay.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;
@@ -132,7 +132,7 @@ export interface ProxyConfig extends LimitConfig {
   statsEveryS: number;
   stopTimeoutMs: number;
   metricsPort?: number;
-  relay: { kind: 'native'; threads: number } | { kind: 'js' };
+  relay: RelayChoice;
 }
 
 function durationMs(flag: string, value: string, positive: boolean): number {

@@ -25,7 +25,7 @@ import type { SessionHost, SessionTarget } from './session-host.js';
 import type { ServerTlsMode } from './tls-server.js';
 import type { ClassFrom } from './startup-packet.js';
 import { formatStatsLine, ProxyStats } from './stats.js';
-import { DEFAULT_RELAY_THREADS, NativeRelay } from './native-relay.js';
+import { DEFAULT_RELAY_THREADS, NativeRelay, type RelayChoice } from './native-relay.js';
 
 export interface ProxyOptions {
   /** The read pool: every replica's loopback endpoint. */
@@ -71,7 +71,7 @@ export interface ProxyOptions {
    * Who copies an established session's bytes: 'native' (native-relay.ts, this many threads; the
    * default where it is built) or 'js' (the session on Node's sockets).
    */
-  relay?: { kind: 'native'; threads: number } | { kind: 'js' };
+  relay?: RelayChoice;
 }
 
 export interface ProxyHandle {
@@ -268,10 +268,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   };
 }
 
-function nativeRelay(
-  want: NonNullable<ProxyOptions['relay']>,
-  log: (l: string) => void,
-): NativeRelay | undefined {
+function nativeRelay(want: RelayChoice, log: (l: string) => void): NativeRelay | undefined {
   if (want.kind === 'js') return undefined;
   const relay = NativeRelay.load(want.threads);
   if (typeof relay !== 'string') return relay;
