@@ -3,30 +3,33 @@
 // in pgbench's own figures. Kept connections (`-f select1.sql`): added latency per query and tps;
 // `-C` (a new connection per transaction): added time per connection. A local cluster of one
 // replica (so every path has exactly one place to send a session) is brought up and removed at the
-// end. The plb proxy runs in this process (run it under `node --cpu-prof` to profile it); HAProxy
-// and PgBouncer are started as children and skipped, with a line saying so, when not installed.
-// `node-pipe` is the floor of any relay written in Node: a bare net relay (socket.pipe both ways,
-// no delay), in this process too; `plb-js` is plb proxy with `--relay js` (its sessions on Node's
-// sockets, not the native relay).
+// end. `plb proxy` runs as users run it: the built CLI (`npm run build` first) in its own process,
+// like HAProxy and PgBouncer, which are skipped, with a line saying so, when not installed. Every
+// proxy's CPU is read from /proc. `plb-late` is plb proxy with `--early-connect off` (the replica
+// connection opened only after the startup packet); `plb-js` with `--relay js` (its sessions on
+// Node's sockets, not the native relay). `node-pipe` is the floor of any relay written in Node: a
+// bare net relay (socket.pipe both ways, no delay), in this process. To profile plb proxy, give
+// its node flags: --plb-node-args "--cpu-prof --cpu-prof-dir /tmp/prof".
 //
 // Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 8] [--clients 4] [--cpus 1]
-//        [--repeat 3] [--base-port 26200] [--listen-port 27200] [--only plb,plb-js,haproxy,node-pipe]
-//        [--relay-threads 2]
+//        [--repeat 3] [--base-port 26200] [--listen-port 27200]
+//        [--only plb,plb-late,plb-js,haproxy,pgbouncer,node-pipe] [--relay-threads 2]
 //        [--no-connect | --no-kept]
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import Table from 'cli-table3';
 import { haproxyConfig } from '../src/baselines/haproxy.js';
 import { DEFAULT_HEALTH } from '../src/cluster/health.js';
 import { findBinDir } from '../src/cluster/local/binaries.js';
 import { createLocalDriver } from '../src/cluster/local/index.js';
 import { clusterSpec } from '../src/cluster/select.js';
-import { startProxy, type ProxyHandle } from '../src/proxy/proxy-server.js';
 import { DEFAULT_RELAY_THREADS } from '../src/proxy/native-relay.js';
 import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
+import { formatInterval, meanInterval, pairwise, side } from './lib/paired.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: number): number => {
@@ -40,13 +43,15 @@ const repeat = opt('repeat', 3);
 const relayThreads = opt('relay-threads', DEFAULT_RELAY_THREADS);
 const BASE_PORT = opt('base-port', 26200);
 const LISTEN = opt('listen-port', 27200);
+const nodeArgsAt = argv.indexOf('--plb-node-args');
+const plbNodeArgs = nodeArgsAt >= 0 ? (argv[nodeArgsAt + 1] ?? '').split(' ').filter((a) => a !== '') : [];
 const onlyArg = argv.indexOf('--only');
 const only = onlyArg >= 0 ? new Set((argv[onlyArg + 1] ?? '').split(',')) : undefined;
 const withConnect = !argv.includes('--no-connect');
 // -C only (the per-connection figures), e.g. to profile connection handling.
 const withKept = !argv.includes('--no-kept');
 
-type Via = 'direct' | 'haproxy' | 'pgbouncer' | 'node-pipe' | 'plb' | 'plb-js';
+type Via = 'direct' | 'haproxy' | 'pgbouncer' | 'node-pipe' | 'plb' | 'plb-late' | 'plb-js';
 interface Figures {
   tps: number;
   latencyMs: number;
@@ -125,7 +130,7 @@ const driver = createLocalDriver(
 );
 const bin = findBinDir();
 const children: ChildProcess[] = [];
-const proxies: ProxyHandle[] = [];
+let plbRelay = '-';
 let pipeServer: Server | undefined;
 /** Per path: the proxy's CPU seconds so far. */
 const cpuOf: Partial<Record<Via, () => number>> = {};
@@ -142,31 +147,32 @@ try {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1e6;
   };
-  // plb proxy as it runs (the native relay where it is built) and with --relay js.
+  // plb proxy as it runs (the native relay where it is built), without early connects, and with --relay js.
   const plbPaths = [
-    { via: 'plb' as const, port: LISTEN, relay: { kind: 'native' as const, threads: relayThreads } },
-    { via: 'plb-js' as const, port: LISTEN + 4, relay: { kind: 'js' as const } },
+    { via: 'plb' as const, port: LISTEN, flags: ['--relay-threads', String(relayThreads)] },
+    {
+      via: 'plb-late' as const,
+      port: LISTEN + 5,
+      flags: ['--relay-threads', String(relayThreads), '--early-connect', 'off'],
+    },
+    { via: 'plb-js' as const, port: LISTEN + 4, flags: ['--relay', 'js'] },
   ];
+  const cli = fileURLToPath(new URL('../bin/run.js', import.meta.url));
   for (const p of plbPaths.filter((x) => want(x.via))) {
-    const proxy = await startProxy({
-      replicas: [replica],
-      connector: driver.connector(creds),
-      host: '127.0.0.1',
-      ports: { premium: p.port },
-      classFrom: 'off',
-      strategy: 'plb',
-      reference: { premium: 2, mixed: 1, freemium: 2 },
-      partition: { premium: 1, freemium: 0 },
-      slowStartMs: 0,
-      borrowing: false,
-      health: DEFAULT_HEALTH,
-      statsEveryS: 0,
-      log: (l) => process.stderr.write(`proxy: ${l}\n`),
-      relay: p.relay,
+    const args = [...plbNodeArgs, cli, 'proxy', '--name', 'plbbench-proxy', '--premium-port', String(p.port)];
+    const flags = ['--freemium-port', '0', '--partition', '1:0', '--borrow', 'off', '--slow-start', '0s'];
+    const child = spawn(process.execPath, [...args, ...flags, '--stats-every', '0', ...p.flags], {
+      env: { ...process.env, PLB_STATE_DIR: join(work, 'state') },
+      stdio: ['ignore', 'pipe', 'inherit'],
     });
-    proxies.push(proxy);
+    children.push(child);
+    child.stdout?.on('data', (d: Buffer) => {
+      const m = /relay (native, \d+ thread\(s\)|js)/.exec(d.toString());
+      if (m && p.via === 'plb') plbRelay = m[1] as string;
+    });
+    await listening(p.port, 30_000);
     ports[p.via] = p.port;
-    cpuOf[p.via] = thisCpuS;
+    cpuOf[p.via] = () => procCpuS(child.pid as number);
   }
   if (want('node-pipe')) {
     pipeServer = await nodePipe(LISTEN + 3, replica.port);
@@ -236,9 +242,9 @@ try {
     });
     ports.pgbouncer = LISTEN + 2;
   }
-  const paths = (['direct', 'haproxy', 'pgbouncer', 'node-pipe', 'plb-js', 'plb'] as const).filter(
-    (v) => ports[v] !== undefined,
-  );
+  const paths = (
+    ['direct', 'haproxy', 'pgbouncer', 'node-pipe', 'plb-js', 'plb-late', 'plb'] as const
+  ).filter((v) => ports[v] !== undefined);
   const modes = [
     ...(withKept ? [{ key: 'kept', args: ['-f', script] }] : []),
     ...(withConnect ? [{ key: '-C', args: ['-f', script, '-C'] }] : []),
@@ -253,8 +259,9 @@ try {
     if (cpu && c0 !== undefined) f.cpuUs = ((cpu() - c0) * 1e6) / transactions;
     return f;
   };
-  // Warm-up (discarded): the replica's cache, the proxies' code paths.
-  for (const via of paths) await bench(via, ['-f', script], 2);
+  // Warm-up (discarded): the replica's cache, the proxies' code paths (a JIT compiles the
+  // connection path only once it has run: a proxy that runs for days pays that once).
+  for (const via of paths) for (const m of modes) await bench(via, m.args, 2);
   const results = new Map<string, Figures[]>();
   for (let r = 0; r < repeat; r++) {
     for (const m of modes) {
@@ -272,14 +279,21 @@ try {
   }
   type Key = 'tps' | 'latencyMs' | 'connectMs' | 'cpuUs';
   const get = (m: string, via: Via): Figures[] => results.get(`${m}|${via}`) ?? [];
-  const med = (m: string, via: Via, k: Key): number => median(get(m, via).map((f) => f[k] ?? NaN));
+  const values = (m: string, via: Via, k: Key): number[] => get(m, via).map((f) => f[k] ?? NaN);
   /** The median with [min..max] of the runs; '-' where it was not measured. */
   const cell = (m: string, via: Via, k: Key, digits: number): string => {
-    const xs = get(m, via).map((f) => f[k] ?? NaN);
+    const xs = values(m, via, k);
     return xs.length === 0 || xs.some(Number.isNaN)
       ? '-'
       : `${median(xs).toFixed(digits)}${spread(xs, digits)}`;
   };
+  // What a path adds, per repeat: its figure minus direct's in the same repeat.
+  const addedPer = (m: string, via: Via): number[] => {
+    const k = m === 'kept' ? 'latencyMs' : 'connectMs';
+    return pairwise(values(m, via, k), values(m, 'direct', k), (a, b) => a - b);
+  };
+  const addedCell = (m: string, via: Via, on: boolean, digits: number): string =>
+    via === 'direct' || !on ? '' : formatInterval(meanInterval(addedPer(m, via)), digits);
   const table = new Table({
     head: [
       'path',
@@ -293,49 +307,58 @@ try {
     ],
     style: { head: [], border: [] },
   });
-  for (const via of paths) {
-    const direct = via === 'direct';
-    const added = med('kept', via, 'latencyMs') - med('kept', 'direct', 'latencyMs');
-    const addedConn = med('-C', via, 'connectMs') - med('-C', 'direct', 'connectMs');
+  for (const via of paths)
     table.push([
       via,
       cell('kept', via, 'tps', 0),
       cell('kept', via, 'latencyMs', 3),
-      direct || !withKept ? '' : added.toFixed(3),
+      addedCell('kept', via, withKept, 3),
       cell('kept', via, 'cpuUs', 1),
       cell('-C', via, 'connectMs', 2),
-      direct || !withConnect ? '' : addedConn.toFixed(2),
+      addedCell('-C', via, withConnect, 2),
       cell('-C', via, 'cpuUs', 0),
     ]);
-  }
   console.log(
-    `pgbench -n -f select1.sql -c ${clients} -j 2 -T ${seconds} (and -C), median of ${repeat} [min..max]; ` +
-      `plb: ${proxies[0]?.relay ?? '-'}; ` +
+    `pgbench -n -f select1.sql -c ${clients} -j 2 -T ${seconds} (and -C), ${repeat} repeats: ` +
+      'figures median [min..max], added = path minus direct in the same repeat, mean [95 % interval]; ' +
+      `plb: ${plbRelay}; ` +
       `one replica at ${cpus} core(s)${driver.cpusEnforced ? '' : ' (quota not enforced here)'}; node ${process.version}`,
   );
   console.log(table.toString());
-  const addedOf = (via: Via): number => med('kept', via, 'latencyMs') - med('kept', 'direct', 'latencyMs');
-  const connOf = (via: Via): number => med('-C', via, 'connectMs') - med('-C', 'direct', 'connectMs');
+  /** a against b, paired by repeat: the ratio of mean added time, and the difference's interval. */
+  const added = (m: string, a: Via, b: Via, unit: string, digits: number): string => {
+    const [xa, xb] = [addedPer(m, a), addedPer(m, b)];
+    const d = meanInterval(pairwise(xa, xb, (x, y) => x - y));
+    const ratio = meanInterval(xa).mean / meanInterval(xb).mean;
+    return `${ratio.toFixed(2)}x (difference ${formatInterval(d, digits)} ${unit}: ${side(d)})`;
+  };
+  const ratio = (m: string, a: Via, b: Via, k: Key): string => {
+    const r = meanInterval(pairwise(values(m, a, k), values(m, b, k), (x, y) => x / y));
+    return `${formatInterval(r, 2)}x`;
+  };
   const versus = (a: Via, b: Via, label: string): void => {
     if (ports[a] === undefined || ports[b] === undefined) return;
     const kept = withKept
-      ? `added per query ${(addedOf(a) / addedOf(b)).toFixed(2)}x, ` +
-        `tps ${(med('kept', a, 'tps') / med('kept', b, 'tps')).toFixed(2)}x`
+      ? `added per query ${added('kept', a, b, 'ms', 3)}, tps ${ratio('kept', a, b, 'tps')}`
       : '';
     const conn = withConnect
-      ? `added per connection ${(connOf(a) / connOf(b)).toFixed(2)}x, ` +
-        `CPU per connection ${(med('-C', a, 'cpuUs') / med('-C', b, 'cpuUs')).toFixed(2)}x`
+      ? `added per connection ${added('-C', a, b, 'ms', 2)}, CPU per connection ${ratio('-C', a, b, 'cpuUs')}`
       : '';
-    console.log(`${label}: ${[kept, conn].filter((x) => x !== '').join(', ')}`);
+    console.log(`${label}: ${[kept, conn].filter((x) => x !== '').join('; ')}`);
   };
   versus('plb', 'haproxy', 'plb vs HAProxy');
+  versus('plb', 'pgbouncer', 'plb vs PgBouncer');
   versus('node-pipe', 'haproxy', 'bare Node relay vs HAProxy');
   versus('plb', 'node-pipe', 'plb vs bare Node relay');
+  versus('plb', 'plb-late', 'plb vs plb --early-connect off');
   versus('plb', 'plb-js', 'plb vs plb --relay js');
 } finally {
-  for (const p of proxies) await p.stop(1000);
   pipeServer?.close();
-  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  await Promise.all(
+    children
+      .filter((c) => c.exitCode === null)
+      .map((c) => new Promise((resolve) => c.once('exit', resolve).kill('SIGTERM'))),
+  );
   await driver.down();
   rmSync(work, { recursive: true, force: true });
 }

@@ -7,7 +7,7 @@
  * full) or ADMISSION_TIMEOUT, which the session tells its client as 53300.
  */
 import type { Clock, Cancel } from '../clock/index.js';
-import { PlbError } from '../core/errors.js';
+import { isPlbError, PlbError } from '../core/errors.js';
 import type { AdmittingRouter } from '../router/admission.js';
 import type { Router } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
@@ -71,6 +71,21 @@ export class AdmissionGate {
       this.waiting.set(ticket, { resolve, reject });
       this.schedule();
     });
+  }
+
+  /**
+   * A replica now, or undefined (no slot free without waiting, anyone waiting already, or no
+   * replica for cls): never queues, never throws those. For a connection opened early.
+   */
+  tryAcquire(cls: ServiceClass): string | undefined {
+    const now = this.clock.now();
+    try {
+      if (!this.admitting) return this.router.admit(cls, now).replica;
+      return this.admitting.queued() > 0 ? undefined : this.admitting.admit(cls, now).replica;
+    } catch (err) {
+      if (isPlbError(err, 'NO_REPLICA') || isPlbError(err, 'ADMISSION_FULL')) return undefined;
+      throw err;
+    }
   }
 
   /** The session of ticket left while it waited: its acquire rejects (no-op when it was not waiting). */

@@ -51,6 +51,13 @@ export const limitFlags = {
     options: ['on', 'off'],
     helpGroup: GROUP,
   }),
+  'early-connect': Flags.string({
+    description:
+      'connect to the replica at the client’s SSLRequest, so the server starts while the client goes on (with --class-from off and --server-tls disable): on or off',
+    default: 'on',
+    options: ['on', 'off'],
+    helpGroup: GROUP,
+  }),
   'tls-cert': Flags.string({
     description:
       'PEM certificate: clients may use TLS (sslmode=require); the proxy ends it, replicas get plain TCP',
@@ -72,6 +79,7 @@ export interface LimitFlagValues {
   'admission-timeout'?: string | undefined;
   'admission-premium-reserve'?: string | undefined;
   'startup-pacing'?: string | undefined;
+  'early-connect'?: string | undefined;
   'tls-cert'?: string | undefined;
   'tls-key'?: string | undefined;
   'server-tls'?: string | undefined;
@@ -81,6 +89,8 @@ export interface LimitConfig {
   maxClientConn: number;
   /** Freemium startups paced under a flood (paced-intake.ts). */
   startupPacing: boolean;
+  /** Replica connections opened at the SSLRequest (early-connect.ts). */
+  earlyConnect: boolean;
   admission?: { limit: number; queue: number; timeoutMs: number; premiumReserve: number };
   tls?: SecureContext;
   serverTls: ServerTlsMode;
@@ -91,6 +101,13 @@ function positiveInt(flag: string, n: number | undefined): number | undefined {
   if (!Number.isInteger(n) || n < 1)
     throw new PlbError('BAD_INPUT', `--${flag}: must be a whole number >= 1 (got ${n})`);
   return n;
+}
+
+function onOff(f: LimitFlagValues, flag: 'startup-pacing' | 'early-connect'): boolean {
+  const v = f[flag] ?? 'on';
+  if (v !== 'on' && v !== 'off')
+    throw new PlbError('BAD_INPUT', `--${flag}: expected on or off (got "${v}")`);
+  return v === 'on';
 }
 
 /** The limits, checked; admission only when a limit is given or the strategy queues by itself. */
@@ -111,10 +128,13 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
   );
   const tls = loadTls(f['tls-cert'], f['tls-key']);
   const serverTls = parseServerTls(f['server-tls']);
-  const pacing = f['startup-pacing'] ?? 'on';
-  if (pacing !== 'on' && pacing !== 'off')
-    throw new PlbError('BAD_INPUT', `--startup-pacing: expected on or off (got "${pacing}")`);
-  const base = { maxClientConn, startupPacing: pacing === 'on', serverTls, ...(tls ? { tls } : {}) };
+  const base = {
+    maxClientConn,
+    startupPacing: onOff(f, 'startup-pacing'),
+    earlyConnect: onOff(f, 'early-connect'),
+    serverTls,
+    ...(tls ? { tls } : {}),
+  };
   const queues = strategy === 'plb-admit' || strategy === 'lc-queue';
   if (limit === undefined && !queues) return base;
   return {

@@ -21,6 +21,7 @@ import type { BorrowingOptions, Partition, RoleVector, Router, StrategyName } fr
 import type { ServiceClass } from '../core/service-class.js';
 import { CancelKeys } from './cancel-keys.js';
 import { ProxySession } from './session.js';
+import { EARLY_MAX } from './early-connect.js';
 import type { SessionHost, SessionTarget } from './session-host.js';
 import type { ServerTlsMode } from './tls-server.js';
 import type { ClassFrom } from './startup-packet.js';
@@ -72,6 +73,11 @@ export interface ProxyOptions {
    * default where it is built) or 'js' (the session on Node's sockets).
    */
   relay?: RelayChoice;
+  /**
+   * Connect to the replica at a client's SSLRequest, before its startup packet (early-connect.ts;
+   * default true). Only with --class-from off and plain TCP to the replicas.
+   */
+  earlyConnect?: boolean;
 }
 
 export interface ProxyHandle {
@@ -168,6 +174,10 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   );
   const targetOf = (replica: string): SessionTarget => targets.get(replica) as SessionTarget;
   const relay = nativeRelay(opts.relay ?? { kind: 'native', threads: DEFAULT_RELAY_THREADS }, log);
+  const early =
+    (opts.earlyConnect ?? true) && opts.classFrom === 'off' && (opts.serverTls ?? 'disable') === 'disable'
+      ? earlyTargets(gate, targetOf, stats, intake)
+      : undefined;
   const host: SessionHost = {
     classFrom: opts.classFrom,
     startupTimeoutMs: opts.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
@@ -187,6 +197,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     log,
     pace: intake && ((s) => intake.offer(s)),
     relay,
+    ...early,
   };
 
   const maxClientConn = opts.maxClientConn ?? defaultMaxClientConn();
@@ -202,6 +213,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       `clients ${sessions.size}/${maxClientConn} over-limit ${stats.overLimit} ` +
       (relay ? `relayed ${stats.relayed} (native, ${relay.size} now) ` : '') +
       (stats.lateClass > 0 ? `late-class ${stats.lateClass} ` : '') +
+      (stats.earlyConnects > 0 ? `early ${stats.earlyConnects} (unused ${stats.earlyUnused}) ` : '') +
       (intake && intake.counters.held > 0
         ? `held ${intake.held}f (peak ${intake.counters.peakHeld}, expired ${intake.counters.expired}) `
         : '') +
@@ -265,6 +277,28 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       gate.close();
       usage.stop();
     },
+  };
+}
+
+/** Early connections' replicas: a slot free now, under EARLY_MAX held, freemium only unpaced. */
+function earlyTargets(
+  gate: AdmissionGate,
+  targetOf: (replica: string) => SessionTarget,
+  stats: ProxyStats,
+  intake: PacedIntake | undefined,
+): Pick<SessionHost, 'earlyTarget' | 'earlyEnded'> {
+  let held = 0;
+  return {
+    earlyTarget: (cls) => {
+      // Under a freemium flood (startups held by the pacer) a connection ahead of the packet is not earned.
+      if (held >= EARLY_MAX || (cls === 'freemium' && (intake?.held ?? 0) > 0)) return undefined;
+      const replica = gate.tryAcquire(cls);
+      if (replica === undefined) return undefined;
+      held += 1;
+      stats.earlyConnects += 1;
+      return targetOf(replica);
+    },
+    earlyEnded: () => void (held -= 1),
   };
 }
 

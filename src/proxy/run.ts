@@ -32,6 +32,9 @@ export interface ProxySummary {
   /** Who copied established sessions' bytes ("native, N thread(s)" or "js"), and how many it did. */
   relay: string;
   relayed: number;
+  /** Replica connections opened at a client's SSLRequest, and those never used (early-connect.ts). */
+  earlyConnects: number;
+  earlyUnused: number;
   maxClientConn: number;
   /** Sessions that waited for a replica slot, per class: admitted, refused (queue full), timed out. */
   admission: Record<'premium' | 'freemium', GateCounters>;
@@ -86,6 +89,7 @@ export async function executeProxy(
       statsEveryS: config.statsEveryS,
       maxClientConn: config.maxClientConn,
       ...(config.startupPacing ? {} : { freemiumPacing: false as const }),
+      earlyConnect: config.earlyConnect,
       ...(config.admission ? { admission: config.admission } : {}),
       ...(config.tls ? { tls: config.tls } : {}),
       serverTls: config.serverTls,
@@ -124,6 +128,8 @@ export async function executeProxy(
       lateClass: proxy.stats.lateClass,
       relay: proxy.relay,
       relayed: proxy.stats.relayed,
+      earlyConnects: proxy.stats.earlyConnects,
+      earlyUnused: proxy.stats.earlyUnused,
       maxClientConn: proxy.maxClientConn,
       admission: proxy.gate.counters,
       usage: proxy.usage(),

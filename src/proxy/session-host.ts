@@ -35,6 +35,12 @@ export interface SessionHost {
    * ADMISSION_FULL or ADMISSION_TIMEOUT when the session could not get a slot.
    */
   acquire(cls: ServiceClass, ticket: object): SessionTarget | Promise<SessionTarget>;
+  /**
+   * A replica for a connection opened before the startup packet (early-connect.ts): only when a
+   * slot is free now and few are held so; counted until earlyEnded(). Absent: never early.
+   */
+  earlyTarget?: ((cls: ServiceClass) => SessionTarget | undefined) | undefined;
+  earlyEnded?: (() => void) | undefined;
   /** The session's client left while it waited for a slot: stop waiting (acquire rejects). */
   cancelWait(ticket: object): void;
   release(replica: string, cls: ServiceClass): void;

@@ -4,7 +4,16 @@
  * reports the close. The session decides what to say and when; this only does it.
  */
 import type { Socket } from 'node:net';
-import { B_DESTROY, B_END, C_AT_BOUNDARY, C_DESTROY, C_END, type RelayedPair } from './native-relay.js';
+import {
+  B_DESTROY,
+  B_END,
+  C_AT_BOUNDARY,
+  C_DESTROY,
+  C_END,
+  type NativeRelay,
+  type RelayedPair,
+  type RelayListener,
+} from './native-relay.js';
 import { endOnce } from './socket-io.js';
 import type { BackendFramer } from './wire.js';
 
@@ -15,6 +24,7 @@ export class SessionLegs {
   backend: Socket | undefined;
   private relayed: RelayedPair | undefined;
   private relayClosed = false;
+  private relayTried = false;
   private lingerTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -28,10 +38,19 @@ export class SessionLegs {
     return this.relayed !== undefined;
   }
 
-  /** The native relay holds the sockets now (counted). */
-  relayedBy(pair: RelayedPair, stats: { relayed: number }): void {
-    this.relayed = pair;
-    stats.relayed += 1;
+  /**
+   * After startup and two queries (one query pays no handover), nothing pending, held or
+   * half-passed (else tried again at the next read): the native relay takes the sockets over (counted).
+   * Not taken (no descriptor of its own): relayed here from then on.
+   */
+  handOff(relay: NativeRelay, named: boolean, stats: { relayed: number }, on: () => RelayListener): void {
+    if (this.relayTried || this.framer.readyCount < 3) return;
+    const b = this.backend as Socket;
+    const pending = this.client.writableLength + this.client.readableLength + b.writableLength;
+    if (pending + this.framer.heldBytes > 0 || !this.framer.atBoundary) return;
+    this.relayTried = true;
+    this.relayed = relay.adopt(this.client, b, named, on());
+    if (this.relayed) stats.relayed += 1;
   }
 
   /** The relay closed both sides. */
@@ -44,6 +63,12 @@ export class SessionLegs {
   endClient(last?: Buffer): void {
     if (this.relayed) this.relayed.command(C_END, last);
     else endOnce(this.client, last);
+  }
+
+  /** Nothing more can be said: the client dropped, the backend ended. */
+  cutBoth(): void {
+    this.cutClient();
+    this.endBackend();
   }
 
   /** Drops the client's connection (cut inside a message: nothing more can be said in protocol). */

@@ -12,6 +12,7 @@ import type { ServiceClass } from '../core/service-class.js';
 import { connectTcp, dialTcp, firstAnswer, type FirstAnswer } from './backend-connect.js';
 import type { SessionHost, SessionTarget } from './session-host.js';
 import { negotiateServerTls } from './tls-server.js';
+import type { EarlyTake } from './early-connect.js';
 
 /** What routing needs of its session. */
 export interface RouteSteps {
@@ -36,45 +37,56 @@ export type RouteResult =
   /** The client left meanwhile: nothing held, nothing to tell. */
   | { kind: 'gone' };
 
-export async function routeSession(steps: RouteSteps, packet: Buffer): Promise<RouteResult> {
+/** `early`: the first attempt's replica and connection, opened at the SSLRequest (early-connect.ts). */
+export async function routeSession(
+  steps: RouteSteps,
+  packet: Buffer,
+  early?: EarlyTake,
+): Promise<RouteResult> {
   const { host, cls } = steps;
   const counters = host.stats.classes[cls];
   let lastError: unknown;
   let lastReplica: string | undefined;
   for (let attempt = 0; attempt < host.connectAttempts; attempt++) {
     let target: SessionTarget;
-    try {
-      steps.setWaiting(true);
-      const got = host.acquire(cls, steps);
-      // Admitted at once (the usual case): no promise to wait on.
-      target = got instanceof Promise ? await got : got;
-    } catch (err) {
-      if (steps.clientGone()) return { kind: 'gone' };
-      if (isPlbError(err, 'ADMISSION_FULL') || isPlbError(err, 'ADMISSION_TIMEOUT')) {
-        counters.refused += 1;
-        return { kind: 'refused', code: '53300', message: `plb proxy: ${err.message}` };
+    if (attempt === 0 && early) target = early.target;
+    else
+      try {
+        steps.setWaiting(true);
+        const got = host.acquire(cls, steps);
+        // Admitted at once (the usual case): no promise to wait on.
+        target = got instanceof Promise ? await got : got;
+      } catch (err) {
+        if (steps.clientGone()) return { kind: 'gone' };
+        if (isPlbError(err, 'ADMISSION_FULL') || isPlbError(err, 'ADMISSION_TIMEOUT')) {
+          counters.refused += 1;
+          return { kind: 'refused', code: '53300', message: `plb proxy: ${err.message}` };
+        }
+        if (!isPlbError(err, 'NO_REPLICA')) throw err;
+        if (lastError === undefined) {
+          counters.refused += 1;
+          return { kind: 'refused', code: '57P03', message: `no replica available for class ${cls}` };
+        }
+        break;
+      } finally {
+        steps.setWaiting(false);
       }
-      if (!isPlbError(err, 'NO_REPLICA')) throw err;
-      if (lastError === undefined) {
-        counters.refused += 1;
-        return { kind: 'refused', code: '57P03', message: `no replica available for class ${cls}` };
-      }
-      break;
-    } finally {
-      steps.setWaiting(false);
-    }
     steps.admitted(target.replica);
     lastReplica = target.replica;
     let answer: FirstAnswer;
     let socket: Socket | undefined;
     try {
       const setSink = (sink: (chunk: Buffer) => boolean): void => steps.setSink(sink);
-      if (host.serverTls === 'disable') {
+      const first = attempt === 0 ? early : undefined;
+      if (first && 'failed' in first) answer = first.failed;
+      else if (host.serverTls === 'disable') {
         // Plain TCP: the connect and the first answer as one step (backend-connect.ts).
-        socket = dialTcp(target.host, target.port, {
-          buffer: () => steps.readBuffer(),
-          callback: (n, buf) => steps.deliver((buf as Buffer).subarray(0, n)),
-        });
+        socket =
+          first?.socket ??
+          dialTcp(target.host, target.port, {
+            buffer: () => steps.readBuffer(),
+            callback: (n, buf) => steps.deliver((buf as Buffer).subarray(0, n)),
+          });
         answer = await firstAnswer(socket, packet, host.connectTimeoutMs, setSink, {
           ...target,
           abandoned: () => steps.clientGone(),

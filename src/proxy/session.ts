@@ -1,11 +1,11 @@
 /**
  * One client connection to the proxy: read its startup packet (answering SSL/GSSENC requests with
- * 'N', forwarding a CancelRequest), admit it to a replica for its class (freemium paced under a
- * flood), connect, forward the startup packet, relay bytes both ways until either side closes.
- * Authentication passes through end to end. The backend stream is followed message by message
- * (BackendFramer), so the proxy can replace BackendKeyData with its own key and, when the replica
- * goes away, tell the client at a message boundary. Routing is session-route.ts. Once established,
- * the native relay copies the bytes where it is built (native-relay.ts, session-legs.ts).
+ * 'N' and connecting early, early-connect.ts; forwarding a CancelRequest), admit it to a replica
+ * for its class (freemium paced under a flood), connect, forward the startup packet, relay bytes
+ * both ways until either side closes. Authentication passes through. The backend stream is followed
+ * message by message (BackendFramer): BackendKeyData becomes the proxy's key, and a replica going
+ * away is told at a message boundary. Routing is session-route.ts; once established, the native
+ * relay copies the bytes where it is built (native-relay.ts, session-legs.ts).
  */
 import type { Socket } from 'node:net';
 import { upgradeClient } from './tls-client.js';
@@ -15,7 +15,8 @@ import { cancelFor } from './cancel-forward.js';
 import { routeSession, type RouteSteps } from './session-route.js';
 import type { SessionHost } from './session-host.js';
 import { BackendWatch } from './backend-watch.js';
-import { ANSWER_N, ANSWER_S, endOnce, writeAll } from './socket-io.js';
+import { ANSWER_N, ANSWER_S, endOnce, ReadBuffer, writeAll } from './socket-io.js';
+import { EarlyConnect } from './early-connect.js';
 import { MSG_PARAMETER_STATUS } from './server-messages.js';
 import type { RelayEnd } from './native-relay.js';
 import { judgeBackendEnd } from './session-end.js';
@@ -26,8 +27,6 @@ export type { SessionHost } from './session-host.js';
 
 type Phase = 'startup' | 'connecting' | 'backend-startup' | 'ready' | 'closing';
 
-/** The backend read buffer (libuv reads up to this much at once). */
-const READ_BUFFER_BYTES = 32 * 1024;
 const EMPTY = Buffer.alloc(0);
 const EXPIRED = ['53300', 'sorry, too many clients already (plb proxy: freemium startups paced)'] as const;
 
@@ -49,14 +48,13 @@ export class ProxySession {
   private clientTerminated = false;
   private backendError: Error | undefined;
   private startupTimer: NodeJS.Timeout | undefined;
-  /** The backend is read into this buffer (net's onread), handed to `sink` at once; a fresh one
-   * while the client's write of it is pending or the framer holds a view of it (`readBuffer`). */
-  private rbuf: Buffer | undefined;
-  private rbufBusy = false;
+  /** The backend is read into this (net's onread) and handed to `sink` at once. */
+  private readonly rbuf = new ReadBuffer();
   private sink: (chunk: Buffer) => boolean = () => false;
   /** The sockets' endings, on Node's sockets or the native relay's. */
   private readonly legs: SessionLegs;
-  private relayTried = false;
+  /** A replica connection opened at the SSLRequest, until the startup packet takes it. */
+  private early: EarlyConnect | undefined;
 
   constructor(
     private client: Socket,
@@ -99,10 +97,7 @@ export class ProxySession {
     const canTell = this.phase !== 'closing';
     this.phase = 'closing';
     if (canTell) this.legs.tell(errorResponse('FATAL', '57P01', 'plb proxy is shutting down'), 'end');
-    else {
-      this.legs.cutClient();
-      this.legs.endBackend();
-    }
+    else this.legs.cutBoth();
     this.legs.linger();
   }
 
@@ -152,6 +147,7 @@ export class ProxySession {
           return this.refuse(p.code, p.reason);
         case 'ssl':
         case 'gssenc':
+          this.openEarly();
           if (p.kind === 'ssl' && this.host.tls) {
             // Bytes after the request would be read as if they had come encrypted: refused.
             if (this.inbuf.length > p.length)
@@ -165,6 +161,7 @@ export class ProxySession {
           this.client.write(ANSWER_N);
           continue;
         case 'cancel':
+          this.early?.drop();
           this.inbuf = EMPTY;
           this.phase = 'closing';
           clearTimeout(this.startupTimer);
@@ -191,6 +188,7 @@ export class ProxySession {
 
   private onClientClose(): void {
     this.clientGone = true;
+    this.early?.drop();
     clearTimeout(this.startupTimer);
     if (this.waiting && this.steps) this.host.cancelWait(this.steps);
     this.releaseOnce();
@@ -205,6 +203,7 @@ export class ProxySession {
   /** An error to the client before any backend is involved, then close. */
   private refuse(code: string, message: string): void {
     this.phase = 'closing';
+    this.early?.drop();
     clearTimeout(this.startupTimer);
     if (!this.clientGone) {
       const c = this.client;
@@ -217,6 +216,18 @@ export class ProxySession {
   }
 
   // ---- routing (session-route.ts) --------------------------------------------------------
+  /** At an SSLRequest: the replica connection opened now (early-connect.ts), its slot held. */
+  private openEarly(): void {
+    if (this.early || this.admitted) return;
+    this.early = EarlyConnect.open(this.host, this.listenerClass, {
+      buffer: () => this.rbuf.get(),
+      deliver: (chunk) => this.sink(chunk),
+      onDrop: () => (this.releaseOnce(), (this.early = this.replica = undefined)),
+    });
+    if (this.early)
+      [this.admitted, this.cls, this.replica] = [true, this.listenerClass, this.early.target.replica];
+  }
+
   /** Not routed yet and not told to stop meanwhile: `then`; its client gone: the end. */
   private unrouted(then: () => void): void {
     if (this.phase !== 'connecting' || this.steps) return;
@@ -249,11 +260,13 @@ export class ProxySession {
         this.replica = replica;
       },
       release: () => this.releaseOnce(),
-      readBuffer: () => this.readBuffer(),
+      readBuffer: () => this.rbuf.get(),
       deliver: (chunk) => this.sink(chunk),
       setSink: (sink) => (this.sink = sink),
     };
-    const r = await routeSession(this.steps, packet);
+    const early = this.early?.take();
+    this.early = undefined;
+    const r = await routeSession(this.steps, packet, early);
     if (r.kind === 'gone') return this.finish();
     if (r.kind === 'refused') {
       if (r.code === '08006') this.replica = undefined;
@@ -286,14 +299,6 @@ export class ProxySession {
 
   // ---- backend side -----------------------------------------------------------------------
 
-  private readBuffer(): Buffer {
-    if (this.rbuf === undefined || this.rbufBusy) {
-      this.rbuf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-      this.rbufBusy = false;
-    }
-    return this.rbuf;
-  }
-
   /** A read from the backend (a view of the read buffer); false stops reading (backpressure). */
   private onBackendData(d: Buffer): boolean {
     if (this.clientGone) return true;
@@ -308,35 +313,26 @@ export class ProxySession {
       return true;
     }
     // The framer keeps a view of an unfinished message's start: the next read needs a fresh buffer.
-    if (this.framer.heldBytes > 0) this.rbufBusy = true;
+    if (this.framer.heldBytes > 0) this.rbuf.hold();
     if (out.length === 0) return true;
     const ok = writeAll(this.client, out);
     // Not all written at once: the kernel did not take it, the pending write holds the buffer.
-    if (this.client.writableLength > 0) this.rbufBusy = true;
+    if (this.client.writableLength > 0) this.rbuf.hold();
     if (!ok) {
       this.client.once('drain', () => this.backend?.resume());
       return false;
     }
-    if (this.framer.readyCount >= 3 && !this.relayTried && this.host.relay !== undefined) this.handOff();
+    const { relay, classFrom, stats } = this.host;
+    if (relay && this.phase === 'ready')
+      this.legs.handOff(relay, classFrom === 'application_name', stats, () => ({
+        ended: (e) => {
+          if (e.terminated) this.clientTerminated = true;
+          return e.side === 'client' ? this.onClientClose() : this.relayedBackendEnd(e);
+        },
+        parameter: (m) => void this.watch?.onSessionMessage(MSG_PARAMETER_STATUS, m),
+        closed: () => this.legs.relayDone(),
+      }));
     return true;
-  }
-
-  /** After startup and two queries (one a query pays no handover), nothing pending, held or
-   * half-passed (else tried at the next read): the native relay takes over. */
-  private handOff(): void {
-    const b = this.backend as Socket;
-    const pending = this.client.writableLength + this.client.readableLength + b.writableLength;
-    if (this.phase !== 'ready' || pending + this.framer.heldBytes > 0 || !this.framer.atBoundary) return;
-    this.relayTried = true; // not taken (no descriptor of its own): relayed here from now on
-    const pair = this.host.relay?.adopt(this.client, b, this.host.classFrom === 'application_name', {
-      ended: (e) => {
-        if (e.terminated) this.clientTerminated = true;
-        return e.side === 'client' ? this.onClientClose() : this.relayedBackendEnd(e);
-      },
-      parameter: (m) => void this.watch?.onSessionMessage(MSG_PARAMETER_STATUS, m),
-      closed: () => this.legs.relayDone(),
-    });
-    if (pair) this.legs.relayedBy(pair, this.host.stats);
   }
 
   private relayedBackendEnd(e: RelayEnd): void {
@@ -347,9 +343,10 @@ export class ProxySession {
       return this.releaseOnce();
     }
     if (e.lastError) this.watch?.onSessionMessage(MSG_ERROR, e.lastError);
-    const err =
-      e.code === undefined ? undefined : Object.assign(new Error(`read ${e.code}`), { code: e.code });
-    this.backendEnded(e, err);
+    this.backendEnded(
+      e,
+      e.code === undefined ? undefined : Object.assign(new Error(`read ${e.code}`), { code: e.code }),
+    );
   }
 
   private onBackendClose(): void {

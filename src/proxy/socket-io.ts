@@ -35,3 +35,27 @@ export function endOnce(s: Socket, last?: Buffer): void {
   if (last) s.end(last);
   else s.end();
 }
+
+/**
+ * A backend's read buffer (net's onread reads into it, up to its size at once): the same one
+ * again, unless hold() said the last read is still referenced (a pending client write of it, a
+ * framer's view of an unfinished message): then a fresh one.
+ */
+export class ReadBuffer {
+  private buf: Buffer | undefined;
+  private held = false;
+
+  constructor(private readonly bytes = 32 * 1024) {}
+
+  get(): Buffer {
+    if (this.buf === undefined || this.held) {
+      this.buf = Buffer.allocUnsafe(this.bytes);
+      this.held = false;
+    }
+    return this.buf;
+  }
+
+  hold(): void {
+    this.held = true;
+  }
+}

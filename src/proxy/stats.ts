@@ -48,6 +48,9 @@ export class ProxyStats {
   lateClass = 0;
   /** Sessions whose bytes the native relay copied once established (native-relay.ts). */
   relayed = 0;
+  /** Replica connections opened at a client's SSLRequest, and those never used (early-connect.ts). */
+  earlyConnects = 0;
+  earlyUnused = 0;
 
   constructor(ids: readonly string[]) {
     for (const id of ids) this.replicas.set(id, { opened: 0, lost: 0, failed: 0 });

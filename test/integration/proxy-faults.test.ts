@@ -4,16 +4,18 @@
  * before the first byte reached the client (retried on another replica), a silent server (08006
  * after the connect timeout, no hang), a server gone mid-session (FATAL 08006 at a message
  * boundary) or cut inside a message (the client's connection is closed, no hang), and the cancel
- * key mapping. Ephemeral ports; rr routing so the order of replicas is known.
+ * key mapping; a replica connection opened early, at the client's SSLRequest (used, dropped
+ * unused, failed, bounded). Ephemeral ports; rr routing so the order of replicas is known.
  */
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Connector } from '../../src/cluster/connector.js';
 import type { Endpoint } from '../../src/core/endpoint.js';
-import type { ProxyHandle } from '../../src/proxy/proxy-server.js';
-import { startTestProxy } from '../helpers/proxy-setup.js';
+import type { ProxyHandle, ProxyOptions } from '../../src/proxy/proxy-server.js';
+import { EARLY_HOLD_MS, EARLY_MAX } from '../../src/proxy/early-connect.js';
+import { sleep, startTestProxy } from '../helpers/proxy-setup.js';
 import { readStartupPacket } from '../../src/proxy/startup-packet.js';
 import { backendKeyData, errorResponse } from '../../src/proxy/wire.js';
 
@@ -23,6 +25,9 @@ interface Fake {
   server: Server;
   port: number;
   sockets: Set<Socket>;
+  /** Connections accepted, and bytes received on them, since the start. */
+  accepted: number;
+  received: number;
   /** CancelRequests received: [pid, secret]. */
   cancels: [number, number][];
   /** What the session does on its first Query: answer, close at a boundary, or cut a message. */
@@ -42,15 +47,25 @@ const authOk = msg('R', Buffer.from([0, 0, 0, 0]));
 const readyIdle = msg('Z', Buffer.from('I'));
 
 async function fake(behaviour: Behaviour): Promise<Fake> {
-  const f: Fake = { server: createServer(), port: 0, sockets: new Set(), cancels: [], onQuery: 'answer' };
+  const f: Fake = {
+    server: createServer(),
+    port: 0,
+    sockets: new Set(),
+    accepted: 0,
+    received: 0,
+    cancels: [],
+    onQuery: 'answer',
+  };
   f.server.on('connection', (s) => {
     f.sockets.add(s);
+    f.accepted += 1;
     s.on('close', () => f.sockets.delete(s));
     s.on('error', () => undefined);
     if (behaviour === 'reset') return void s.resetAndDestroy();
     let buf = Buffer.alloc(0);
     let started = false;
     s.on('data', (d: Buffer) => {
+      f.received += d.length;
       buf = Buffer.concat([buf, d]);
       if (!started) {
         const p = readStartupPacket(buf);
@@ -135,7 +150,11 @@ describe('plb proxy failure paths (fake backends)', () => {
     }
   });
 
-  async function setup(behaviours: Behaviour[], connectTimeoutMs = 2000): Promise<Fake[]> {
+  async function setup(
+    behaviours: Behaviour[],
+    connectTimeoutMs = 2000,
+    over: Partial<ProxyOptions> = {},
+  ): Promise<Fake[]> {
     const fs = await Promise.all(behaviours.map(fake));
     fakes.push(...fs);
     const replicas: Endpoint[] = fs.map((f, i) => ({
@@ -152,9 +171,35 @@ describe('plb proxy failure paths (fake backends)', () => {
       health: { intervalMs: 60_000, timeoutMs: 60_000, fall: 5, rise: 1, hangMs: 60_000 },
       connectTimeoutMs,
       log: (l) => logs.push(l),
+      ...over,
     });
     return fs;
   }
+
+  /** A raw client that has sent an SSLRequest and read the proxy's 'N'. */
+  async function sslRequested(): Promise<Socket> {
+    const s = createConnection({ host: '127.0.0.1', port: proxy!.ports.premium! });
+    s.on('error', () => undefined);
+    await new Promise<void>((r) => s.once('connect', () => r()));
+    s.write(serialize.requestSsl());
+    expect((await new Promise<Buffer>((r) => s.once('data', r))).toString()).toBe('N');
+    return s;
+  }
+
+  /** Its startup packet sent: what the proxy relays until ReadyForQuery. */
+  async function startup(s: Socket): Promise<Buffer> {
+    s.write(serialize.startup({ user: 'u', database: 'd' }));
+    let got = Buffer.alloc(0);
+    await new Promise<void>((r) =>
+      s.on('data', (d: Buffer) => {
+        got = Buffer.concat([got, d]);
+        if (got.includes(readyIdle)) r();
+      }),
+    );
+    return got;
+  }
+
+  const sessions = (): number[] => proxy!.router.snapshot().map((r) => r.sessions.premium);
 
   async function connect(): Promise<pg.Client> {
     const c = new pg.Client({
@@ -236,5 +281,78 @@ describe('plb proxy failure paths (fake backends)', () => {
     );
     expect(f!.cancels).toEqual([[BACKEND_PID, SECRET]]);
     expect(proxy!.stats.cancels).toBe(1);
+  });
+
+  it('an SSLRequest opens the replica connection before the startup packet; the session uses it', async () => {
+    const [f] = await setup(['good']);
+    const s = await sslRequested();
+    // Connected, nothing sent: the server has not seen a byte of the session yet.
+    await vi.waitFor(() => expect(f!.accepted).toBe(1));
+    expect(f!.received).toBe(0);
+    expect(sessions()).toEqual([1]);
+    expect((await startup(s)).includes(authOk)).toBe(true);
+    expect(f!.accepted).toBe(1);
+    expect(proxy!.stats).toMatchObject({ earlyConnects: 1, earlyUnused: 0 });
+    s.destroy();
+    await vi.waitFor(() => expect(sessions()).toEqual([0]));
+  });
+
+  it('a client gone after its SSLRequest: the early connection closed unused, its slot given back', async () => {
+    const [f] = await setup(['good']);
+    const s = await sslRequested();
+    await vi.waitFor(() => expect(f!.accepted).toBe(1));
+    s.destroy();
+    await vi.waitFor(() => expect(f!.sockets.size).toBe(0));
+    expect(f!.received).toBe(0);
+    expect(sessions()).toEqual([0]);
+    expect(proxy!.stats).toMatchObject({ earlyConnects: 1, earlyUnused: 1 });
+  });
+
+  it('an early connection reset before the startup packet: reported, the session goes on to the next replica', async () => {
+    const [, good] = await setup(['reset', 'good']);
+    const s = await sslRequested();
+    await sleep(50); // the reset arrives before the startup packet
+    expect((await startup(s)).includes(authOk)).toBe(true);
+    expect(good!.accepted).toBe(1);
+    expect(proxy!.stats.replica('r2').opened).toBe(1);
+    expect(sessions()).toEqual([0, 1]);
+    s.destroy();
+  });
+
+  it(`no startup packet within ${EARLY_HOLD_MS} ms: the early connection dropped, the session connects as usual later`, async () => {
+    const [f] = await setup(['good']);
+    const s = await sslRequested();
+    await vi.waitFor(() => expect(f!.accepted).toBe(1));
+    await vi.waitFor(() => expect(f!.sockets.size).toBe(0), { timeout: EARLY_HOLD_MS + 1000 });
+    expect(sessions()).toEqual([0]);
+    expect((await startup(s)).includes(authOk)).toBe(true);
+    expect(f!.accepted).toBe(2);
+    expect(proxy!.stats).toMatchObject({ earlyConnects: 1, earlyUnused: 1 });
+    s.destroy();
+  });
+
+  it(`at most ${EARLY_MAX} early connections at once; all given back when their clients leave`, async () => {
+    const [f] = await setup(['good']);
+    const held = await Promise.all(Array.from({ length: EARLY_MAX + 8 }, () => sslRequested()));
+    await vi.waitFor(() => expect(f!.accepted).toBe(EARLY_MAX));
+    await sleep(100);
+    expect(f!.accepted).toBe(EARLY_MAX);
+    // The rest connect after their startup packet, as without early connects.
+    expect((await startup(held.at(-1)!)).includes(authOk)).toBe(true);
+    for (const s of held) s.destroy();
+    await vi.waitFor(() => expect(f!.sockets.size).toBe(0));
+    expect(sessions()).toEqual([0]);
+  });
+
+  it('--class-from option (the packet may name another class) and --early-connect off: no early connection', async () => {
+    for (const over of [{ classFrom: 'option' as const }, { earlyConnect: false }]) {
+      const [f] = await setup(['good'], 2000, over);
+      const s = await sslRequested();
+      await sleep(100);
+      expect(f!.accepted).toBe(0);
+      expect((await startup(s)).includes(authOk)).toBe(true);
+      s.destroy();
+      await proxy!.stop(100);
+    }
   });
 });

@@ -295,6 +295,14 @@ describe('parseProxyFlags', () => {
     );
   });
 
+  it('connects early at the SSLRequest unless --early-connect off', () => {
+    expect(parseProxyFlags(flags({})).earlyConnect).toBe(true);
+    expect(parseProxyFlags(flags({ 'early-connect': 'off' })).earlyConnect).toBe(false);
+    expect(() => parseProxyFlags(flags({ 'early-connect': 'soon' }))).toThrow(
+      /^--early-connect: expected on or off \(got "soon"\)$/,
+    );
+  });
+
   it('an admission limit brings the premium reserve (default 0.1)', () => {
     expect(parseProxyFlags(flags({ 'admission-limit': 5 }))).toMatchObject({
       admission: { limit: 5, premiumReserve: 0.1 },
