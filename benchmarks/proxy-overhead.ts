@@ -167,6 +167,8 @@ try {
     });
     children.push(child);
     child.stdout?.on('data', (d: Buffer) => {
+      // With node flags of its own (--trace-gc, say) the proxy's output is shown.
+      if (plbNodeArgs.length > 0) process.stderr.write(d);
       const m = /relay (native, \d+ thread\(s\)|js)/.exec(d.toString());
       if (m && p.via === 'plb') plbRelay = m[1] as string;
     });
