@@ -344,6 +344,26 @@ describe('plb proxy failure paths (fake backends)', () => {
     expect(sessions()).toEqual([0]);
   });
 
+  it('SSLRequests followed by anything (garbage, a cancel, half a packet, a reset, a session): no slot leaks', async () => {
+    const [f] = await setup(['good', 'good']);
+    const actions: ((s: Socket) => void)[] = [
+      (s) => s.end(Buffer.from('garbage, not a startup packet')),
+      (s) => s.end(serialize.cancel(1, 2)),
+      (s) => s.end(serialize.startup({ user: 'u', database: 'd' }).subarray(0, 7)),
+      (s) => s.resetAndDestroy(),
+      (s) => s.end(),
+      (s) => void startup(s).then(() => s.end()),
+    ];
+    const clients = await Promise.all(Array.from({ length: 120 }, () => sslRequested()));
+    clients.forEach((s, i) => actions[i % actions.length]!(s));
+    await vi.waitFor(() => expect(sessions()).toEqual([0, 0]), { timeout: 5000 });
+    await vi.waitFor(() => expect(f!.sockets.size + fakes[1]!.sockets.size).toBe(0), { timeout: 5000 });
+    expect(proxy!.stats.classes.premium.ready).toBe(20);
+    expect(proxy!.stats.earlyConnects).toBeGreaterThan(0);
+    // And it keeps serving.
+    expect((await startup(await sslRequested())).includes(authOk)).toBe(true);
+  });
+
   it('--class-from option (the packet may name another class) and --early-connect off: no early connection', async () => {
     for (const over of [{ classFrom: 'option' as const }, { earlyConnect: false }]) {
       const [f] = await setup(['good'], 2000, over);
