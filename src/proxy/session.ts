@@ -343,10 +343,9 @@ export class ProxySession {
       return this.releaseOnce();
     }
     if (e.lastError) this.watch?.onSessionMessage(MSG_ERROR, e.lastError);
-    this.backendEnded(
-      e,
-      e.code === undefined ? undefined : Object.assign(new Error(`read ${e.code}`), { code: e.code }),
-    );
+    const err =
+      e.code === undefined ? undefined : Object.assign(new Error(`read ${e.code}`), { code: e.code });
+    this.backendEnded(e, err);
   }
 
   private onBackendClose(): void {
