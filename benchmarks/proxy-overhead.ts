@@ -29,7 +29,7 @@ import { createLocalDriver } from '../src/cluster/local/index.js';
 import { clusterSpec } from '../src/cluster/select.js';
 import { DEFAULT_RELAY_THREADS } from '../src/proxy/native-relay.js';
 import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
-import { formatInterval, meanInterval, pairwise, side } from './lib/paired.js';
+import { formatInterval, overRuns, pairwise, side } from './lib/paired.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: number): number => {
@@ -295,7 +295,7 @@ try {
     return pairwise(values(m, via, k), values(m, 'direct', k), (a, b) => a - b);
   };
   const addedCell = (m: string, via: Via, on: boolean, digits: number): string =>
-    via === 'direct' || !on ? '' : formatInterval(meanInterval(addedPer(m, via)), digits);
+    via === 'direct' || !on ? '' : formatInterval(overRuns(addedPer(m, via)), digits);
   const table = new Table({
     head: [
       'path',
@@ -330,12 +330,12 @@ try {
   /** a against b, paired by repeat: the ratio of mean added time, and the difference's interval. */
   const added = (m: string, a: Via, b: Via, unit: string, digits: number): string => {
     const [xa, xb] = [addedPer(m, a), addedPer(m, b)];
-    const d = meanInterval(pairwise(xa, xb, (x, y) => x - y));
-    const ratio = meanInterval(xa).mean / meanInterval(xb).mean;
+    const d = overRuns(pairwise(xa, xb, (x, y) => x - y));
+    const ratio = (overRuns(xa).value ?? NaN) / (overRuns(xb).value ?? NaN);
     return `${ratio.toFixed(2)}x (difference ${formatInterval(d, digits)} ${unit}: ${side(d)})`;
   };
   const ratio = (m: string, a: Via, b: Via, k: Key): string => {
-    const r = meanInterval(pairwise(values(m, a, k), values(m, b, k), (x, y) => x / y));
+    const r = overRuns(pairwise(values(m, a, k), values(m, b, k), (x, y) => x / y));
     return `${formatInterval(r, 2)}x`;
   };
   const versus = (a: Via, b: Via, label: string): void => {
