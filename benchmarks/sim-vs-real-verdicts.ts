@@ -8,6 +8,7 @@ import type { CellEvidence, Change, Estimate } from '../src/run-format/evidence.
 
 interface ReportGroup {
   strategy: string;
+  settingsLabel?: string;
   evidence?: { phases: { name: string; classes: Record<'premium' | 'freemium', CellEvidence> }[] };
 }
 
@@ -37,7 +38,17 @@ export function readEvidence(
   const estimates: Estimates = new Map();
   const pairs: PairChanges = new Map();
   for (const base of strategies) {
-    for (const g of report(dirs, base)) {
+    const groups = report(dirs, base);
+    // Runs of one strategy the report keeps apart (other settings) are not repeats: pooling them
+    // here would silently keep the last group's figures.
+    for (const g of groups) {
+      const other = groups.find((o) => o !== g && o.strategy === g.strategy);
+      if (other)
+        throw new Error(
+          `${dirs.join(',')}: two groups of ${g.strategy} runs ("${g.settingsLabel ?? ''}", "${other.settingsLabel ?? ''}"): pool only runs of the same settings`,
+        );
+    }
+    for (const g of groups) {
       for (const ph of g.evidence?.phases ?? []) {
         for (const cls of ['premium', 'freemium'] as const) {
           const cell = ph.classes[cls];

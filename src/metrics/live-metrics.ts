@@ -203,6 +203,7 @@ export function createLiveMetrics(t: SignalThresholds = DEFAULT_SIGNAL_THRESHOLD
       sessionClosed: (...a) => inner.sessionClosed(...a),
       replicaFailure: (...a) => inner.replicaFailure(...a),
       harnessCpu: (...a) => inner.harnessCpu(...a),
+      hostCpu: (...a) => inner.hostCpu(...a),
       loopDelay: (...a) => inner.loopDelay(...a),
       admissionFailed: (...a) => inner.admissionFailed(...a),
       sessionQueued: (...a) => inner.sessionQueued?.(...a),

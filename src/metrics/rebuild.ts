@@ -285,7 +285,13 @@ function secondsStats(
     const cpu = secs.map(({ row }) => row.harness.cpu).filter((v): v is number => v !== null);
     const loop: Histogram = newLatencyHistogram();
     for (const { sec } of secs) addEncoded(loop, sec?.loop);
-    return harnessPhaseStats(cpu, loop);
+    const host = { busy: [] as number[], steal: [] as number[] };
+    for (const { row } of secs)
+      if (row.harness.hostBusy !== null) {
+        host.busy.push(row.harness.hostBusy);
+        host.steal.push(row.harness.hostSteal ?? 0);
+      }
+    return harnessPhaseStats(cpu, loop, host);
   });
 
   return { perClass, replicaStats, harness };

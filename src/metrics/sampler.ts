@@ -7,6 +7,7 @@ import type { ClusterDriver } from '../cluster/driver.js';
 import { errorText } from '../core/errors.js';
 import type { SessionRouter } from '../router/types.js';
 import { HarnessMonitor } from './harness-monitor.js';
+import { HostCpu } from './host-cpu.js';
 import type { ReplicaState, RunWriter } from './types.js';
 
 export interface SamplerInputs {
@@ -33,11 +34,14 @@ export class Sampler {
   private lastProgress = 0;
   /** The client process's own load; meaningless in virtual time, so only on the real clock. */
   private readonly harness: HarnessMonitor | undefined;
+  /** The host the harness runs on (with the local and Docker drivers, the cluster's host too). */
+  private readonly host: HostCpu | undefined;
 
   constructor(private readonly x: SamplerInputs) {
     this.lastCpuAt = x.clock.now();
-    this.harness =
-      x.clock.kind === 'real' ? new HarnessMonitor(() => x.clock.now(), x.writer.recorder) : undefined;
+    const real = x.clock.kind === 'real';
+    this.harness = real ? new HarnessMonitor(() => x.clock.now(), x.writer.recorder) : undefined;
+    this.host = real ? new HostCpu(() => x.clock.now()) : undefined;
   }
 
   async sample(): Promise<void> {
@@ -45,6 +49,8 @@ export class Sampler {
     const t = clock.now();
     const h = this.harness?.sampleCpu();
     if (h) writer.recorder.harnessCpu(h.midMs, h.cpu);
+    const host = this.host?.sample();
+    if (host) writer.recorder.hostCpu(host.midMs, host.busy, host.steal);
     let cpu: Record<string, number> = {};
     const lag = this.x
       .sampleLag?.(t)

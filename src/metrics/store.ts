@@ -1,6 +1,7 @@
 import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
-import { f32, f64, u16, u8, type Column } from './columns.js';
+import { f32, f64, u16, u8 } from './columns.js';
+import { newClassLog, type ClassLog, type CpuLog, type FailureLog, type HarnessLog } from './store-logs.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
 import type { FailureCause } from '../core/failure-cause.js';
 import type { Recorder, ReplicaState, SessionEnding } from './types.js';
@@ -19,47 +20,6 @@ export type CountedCause = (typeof COUNTED_CAUSES)[number];
 
 function causeIndex(cause: FailureCause): number {
   return (COUNTED_CAUSES as readonly string[]).indexOf(cause);
-}
-
-/** Everything one class did, one entry per query/session, in typed columns (ms since run start). */
-export interface ClassLog {
-  queryEnd: Column<Float64Array>;
-  queryLatUs: Column<Float32Array>;
-  queryReplica: Column<Uint16Array>;
-  errorEnd: Column<Float64Array>;
-  openAt: Column<Float64Array>;
-  openReplica: Column<Uint16Array>;
-  openConnectUs: Column<Float32Array>;
-  closeAt: Column<Float64Array>;
-  closeLifetimeMs: Column<Float64Array>;
-  /** ENDING_CODE of each closed session. */
-  closeEnding: Column<Uint8Array>;
-  admissionAt: Column<Float64Array>;
-  /** Admission queue: when sessions were admitted and how long they waited; when waits timed out. */
-  queueAt: Column<Float64Array>;
-  queueUs: Column<Float32Array>;
-  queueTimeoutAt: Column<Float64Array>;
-}
-
-/** Classified failures per replica (only the COUNTED_CAUSES; index into that list). */
-export interface FailureLog {
-  at: Column<Float64Array>;
-  replica: Column<Uint16Array>;
-  cause: Column<Uint8Array>;
-}
-
-/** The client process: CPU one row per sample, event-loop delay one row per timer tick. */
-export interface HarnessLog {
-  cpuAt: Column<Float64Array>;
-  cpu: Column<Float64Array>;
-  loopAt: Column<Float64Array>;
-  loopDelayUs: Column<Float32Array>;
-}
-
-/** CPU samples: one time column and one value column per replica (NaN = null, replica down). */
-export interface CpuLog {
-  at: Column<Float64Array>;
-  values: Column<Float64Array>[];
 }
 
 export interface ClassSecond {
@@ -88,31 +48,14 @@ export interface SecondAgg {
   failures: number[][];
   /** Client CPU (fraction of one core) sampled in this second, if any. */
   harnessCpu: number | undefined;
+  /** The host's busy and stolen CPU (fractions of all its cores) sampled in this second, if any. */
+  host: { busy: number; steal: number } | undefined;
   /** Event-loop delay of the client in this second, us. */
   loopHist: Histogram;
   state: Record<string, ReplicaState> | undefined;
   stateAtMs: number;
   /** Replication lag sampled in this second (write runs only; the last sample wins). */
   lag?: Record<string, ReplicaLag>;
-}
-
-function newClassLog(): ClassLog {
-  return {
-    queryEnd: f64(),
-    queryLatUs: f32(),
-    queryReplica: u16(),
-    errorEnd: f64(),
-    openAt: f64(),
-    openReplica: u16(),
-    openConnectUs: f32(),
-    closeAt: f64(),
-    closeLifetimeMs: f64(),
-    closeEnding: u8(),
-    admissionAt: f64(),
-    queueAt: f64(),
-    queueUs: f32(),
-    queueTimeoutAt: f64(),
-  };
 }
 
 /**
@@ -125,7 +68,15 @@ export class MetricsStore implements Recorder {
   readonly logs: Record<ServiceClass, ClassLog> = { premium: newClassLog(), freemium: newClassLog() };
   readonly cpuLog: CpuLog;
   readonly failureLog: FailureLog = { at: f64(), replica: u16(), cause: u8() };
-  readonly harnessLog: HarnessLog = { cpuAt: f64(), cpu: f64(), loopAt: f64(), loopDelayUs: f32() };
+  readonly harnessLog: HarnessLog = {
+    cpuAt: f64(),
+    cpu: f64(),
+    loopAt: f64(),
+    loopDelayUs: f32(),
+    hostAt: f64(),
+    hostBusy: f64(),
+    hostSteal: f64(),
+  };
   /** Configured weights as the router reported them (replicaState), so a phase gets its own mean. */
   readonly weightLog: CpuLog;
   /** Configured weight per replica, the latest the router reported (replicaState). */
@@ -253,6 +204,15 @@ export class MetricsStore implements Recorder {
     if (sec) sec.harnessCpu = cpu;
   }
 
+  hostCpu(atMs: number, busy: number, steal: number): void {
+    if (this.sealed) return;
+    this.harnessLog.hostAt.push(atMs);
+    this.harnessLog.hostBusy.push(busy);
+    this.harnessLog.hostSteal.push(steal);
+    const sec = this.second(atMs);
+    if (sec) sec.host = { busy, steal };
+  }
+
   loopDelay(atMs: number, delayMs: number): void {
     if (this.sealed) return;
     const us = toLatencyUs(delayMs);
@@ -330,6 +290,7 @@ export class MetricsStore implements Recorder {
         queries: this.replicas.map(() => 0),
         failures: COUNTED_CAUSES.map(() => this.replicas.map(() => 0)),
         harnessCpu: undefined,
+        host: undefined,
         loopHist: this.histogram(),
         state: undefined,
         stateAtMs: Number.NEGATIVE_INFINITY,

@@ -18,7 +18,8 @@ import { phaseIndexAt } from './phases.js';
 import { faultIntervalPhases } from './fault-interval.js';
 import { replicaStats } from './replica-stats.js';
 import { computeSignals } from './signals.js';
-import { ENDING_CODE, type ClassLog, type MetricsStore } from './store.js';
+import { ENDING_CODE, type MetricsStore } from './store.js';
+import type { ClassLog } from './store-logs.js';
 import { HARNESS_LOOP_P99_LIMIT_MS, type Phase } from './types.js';
 import {
   type ClassPhaseStats,
@@ -286,6 +287,7 @@ export function assemblePhases(
 export function harnessPhaseStats(
   cpu: readonly number[],
   loop: Histogram | undefined,
+  host: { busy: readonly number[]; steal: readonly number[] } = { busy: [], steal: [] },
 ): HarnessPhaseStats | undefined {
   if (cpu.length === 0 || !loop || loop.totalCount === 0) return undefined;
   const p99 = percentileMs(loop, 99) ?? 0;
@@ -296,6 +298,15 @@ export function harnessPhaseStats(
     loopP99Ms: round(p99, 3),
     loopMaxMs: round(loop.maxValue / 1000, 3),
     saturated: p99 > HARNESS_LOOP_P99_LIMIT_MS,
+    ...(host.busy.length > 0
+      ? {
+          host: {
+            busyMean: round(mean(host.busy), 4) ?? 0,
+            busyMax: round(Math.max(...host.busy), 4) ?? 0,
+            stealMean: round(mean(host.steal), 4) ?? 0,
+          },
+        }
+      : {}),
   };
 }
 
@@ -307,5 +318,11 @@ function harnessStats(store: MetricsStore, phases: readonly Phase[]): (HarnessPh
   const loops = phases.map(() => newLatencyHistogram());
   for (let i = 0; i < h.loopAt.length; i++)
     loops[phaseIndexAt(phases, h.loopAt.get(i))]?.recordValue(h.loopDelayUs.get(i));
-  return phases.map((_, p) => harnessPhaseStats(cpu[p] ?? [], loops[p]));
+  const host = phases.map(() => ({ busy: [] as number[], steal: [] as number[] }));
+  for (let i = 0; i < h.hostAt.length; i++) {
+    const ph = host[phaseIndexAt(phases, h.hostAt.get(i))];
+    ph?.busy.push(h.hostBusy.get(i));
+    ph?.steal.push(h.hostSteal.get(i));
+  }
+  return phases.map((_, p) => harnessPhaseStats(cpu[p] ?? [], loops[p], host[p]));
 }

@@ -33,8 +33,17 @@ export const REPLICA_METRICS = [
   'lag_bytes',
 ] as const;
 
-/** The client process (is the harness keeping up?), right after t_s and phase. */
-export const HARNESS_COLUMNS = ['harness_cpu', 'loop_p99_ms', 'loop_max_ms'] as const;
+/**
+ * The client process (is the harness keeping up?), then its host's busy and stolen CPU as
+ * fractions of all its cores (is the host keeping up?), right after t_s and phase.
+ */
+export const HARNESS_COLUMNS = [
+  'harness_cpu',
+  'loop_p99_ms',
+  'loop_max_ms',
+  'host_busy',
+  'host_steal',
+] as const;
 
 export function timelineHeader(classes: readonly ServiceClass[], replicas: readonly string[]): string[] {
   return [
@@ -67,6 +76,8 @@ export function timelineRow(
     agg?.harnessCpu === undefined ? null : round(agg.harnessCpu, 4),
     loop ? round(percentileMs(loop, 99), 3) : null,
     loop ? round(loop.maxValue / 1000, 3) : null,
+    agg?.host === undefined ? null : round(agg.host.busy, 4),
+    agg?.host === undefined ? null : round(agg.host.steal, 4),
   ];
   for (const cls of classes) {
     const c = agg?.classes[cls];
@@ -151,6 +162,9 @@ export interface TimelineHarnessCells {
   cpu: number | null;
   loopP99Ms: number | null;
   loopMaxMs: number | null;
+  /** Fractions of all the host's cores; null in simulated runs and in runs before these columns. */
+  hostBusy: number | null;
+  hostSteal: number | null;
 }
 
 /** One parsed row of timeline.csv (empty cells are null). */
@@ -260,7 +274,13 @@ export function parseTimeline(text: string): TimelineRow[] {
       const i = harnessCols.get(name);
       return i === undefined ? null : num(i);
     };
-    const harness = { cpu: at('harness_cpu'), loopP99Ms: at('loop_p99_ms'), loopMaxMs: at('loop_max_ms') };
+    const harness = {
+      cpu: at('harness_cpu'),
+      loopP99Ms: at('loop_p99_ms'),
+      loopMaxMs: at('loop_max_ms'),
+      hostBusy: at('host_busy'),
+      hostSteal: at('host_steal'),
+    };
     return { tS: num(0) ?? n, phase: cells[1] ?? '', harness, classes, replicas };
   });
 }

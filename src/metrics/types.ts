@@ -12,6 +12,14 @@ export type SessionEnding = 'finished' | 'failed' | 'cut';
 export const HARNESS_LOOP_P99_LIMIT_MS = 20;
 
 /**
+ * A phase whose host was this busy on average (fraction of all its cores) left no room: the
+ * replicas' quotas were a ceiling nobody could reach, so their latencies measure the host too.
+ */
+export const HOST_BUSY_LIMIT = 0.9;
+/** A phase in which the hypervisor took this share of the host's cores ran on a smaller machine. */
+export const HOST_STEAL_LIMIT = 0.05;
+
+/**
  * What the runner tells the recorder. Times are milliseconds since the start of the run
  * (t=0 when the first client starts), measured by the runner's monotonic clock.
  */
@@ -41,6 +49,8 @@ export interface Recorder {
   replicaFailure(replica: string, atMs: number, cause: FailureCause): void;
   /** The client process's CPU (user + system, fraction of one core) over the last sample interval. */
   harnessCpu(atMs: number, cpu: number): void;
+  /** The host's busy and stolen CPU (fractions of all its cores) over the last sample interval. */
+  hostCpu(atMs: number, busy: number, steal: number): void;
   /** How late a 10 ms timer of the client ran (event-loop delay), ms; about 100 a second. */
   loopDelay(atMs: number, delayMs: number): void;
   /** A session could not be opened (NO_REPLICA or connect error). */

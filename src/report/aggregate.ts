@@ -255,6 +255,9 @@ function aggregatePhase(name: string, perRun: { runId: string; phases: PhaseSumm
     cpuCv: stat(ps.map((p) => p.cpuCv)),
     harnessCpu: stat(ps.map((p) => p.harness?.cpuMean ?? null)),
     harnessLoopP99Ms: stat(ps.map((p) => p.harness?.loopP99Ms ?? null)),
+    ...(ps.some((p) => p.harness?.host)
+      ? { hostBusy: stat(ps.map((p) => p.harness?.host?.busyMean ?? null)) }
+      : {}),
     invalid: perRun.flatMap((r) => r.phases.filter((p) => p.invalid).map((p) => `${r.runId}: ${p.invalid}`)),
     ...aggregateSignals(ps),
   };

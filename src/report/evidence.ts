@@ -21,6 +21,7 @@ import {
   type IntervalMetric,
   type SecondSample,
 } from '../metrics/intervals.js';
+import { hostShortfall } from '../metrics/measurement-warnings.js';
 import { readRunSeconds, type RunSeconds } from '../metrics/phase-seconds.js';
 import type { RunGroup } from '../run-format/report.js';
 import { compareStrategies } from './compare.js';
@@ -155,6 +156,8 @@ export function runProblems(s: RunSummary): string[] {
       out.push(
         `${s.runId}: phase ${p.name}: the harness fell behind (event-loop p99 ${p.harness.loopP99Ms} ms)`,
       );
+    const host = hostShortfall(p.harness);
+    if (host) out.push(`${s.runId}: phase ${p.name}: ${host}`);
   }
   const d = s.detectionCounts;
   if (d && d.unexplained > 0) out.push(`${s.runId}: ${d.unexplained} false detections (flapping)`);

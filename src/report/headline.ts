@@ -54,7 +54,7 @@ export function headlineLines(groups: readonly RunGroup[], baseline = 'rr'): str
     const total = runs.reduce((s, g) => s + g.runIds.length, 0);
     out.push(
       invalid.length === 0
-        ? `  valid: all ${total} runs (complete, the harness kept up, no false detections, every fault took effect)`
+        ? `  valid: all ${total} runs (complete, the harness and its host kept up, no false detections, every fault took effect)`
         : `  NOT all valid (${invalid.length}): ${invalid.slice(0, 4).join('; ')}${invalid.length > 4 ? '; ...' : ''}`,
     );
   }

@@ -28,9 +28,19 @@ export function replicaTable(g: RunGroup, opts: TableOptions = {}): TableModel {
     : wide
       ? ids.map((id) => `${id} CPU`)
       : ids;
+  // The host's column only where it was sampled (real runs from this version on).
+  const host = g.phases.some((p) => p.hostBusy !== undefined);
   const head = wide
-    ? ['Phase', 'CPU mean', 'CPU CV', ...perReplica, 'Client CPU', 'Loop p99 ms']
-    : ['Phase', 'CPU', 'CV', ...perReplica, 'Client', 'Loop p99'];
+    ? [
+        'Phase',
+        'CPU mean',
+        'CPU CV',
+        ...perReplica,
+        'Client CPU',
+        'Loop p99 ms',
+        ...(host ? ['Host busy'] : []),
+      ]
+    : ['Phase', 'CPU', 'CV', ...perReplica, 'Client', 'Loop p99', ...(host ? ['Host'] : [])];
   const rows = g.phases.map((p) => {
     let cells: string[];
     if (spread) {
@@ -57,6 +67,7 @@ export function replicaTable(g: RunGroup, opts: TableOptions = {}): TableModel {
       ...cells,
       fmtStat(p.harnessCpu, pct, wide),
       fmtStat(p.harnessLoopP99Ms, fixed(1), wide),
+      ...(host ? [p.hostBusy ? fmtStat(p.hostBusy, pct, wide) : '-'] : []),
     ];
   });
   const what = wide ? 'replicas and the client' : 'replica CPU of quota, client';

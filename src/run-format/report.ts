@@ -83,6 +83,9 @@ export const aggregatedPhaseSchema = z
     cpuCv: statSchema,
     harnessCpu: statSchema,
     harnessLoopP99Ms: statSchema,
+    hostBusy: statSchema
+      .optional()
+      .describe("the harness's host: fraction of its cores busy; absent when not sampled"),
     invalid: z.array(z.string()),
     signals: aggregatedSignalsSchema.optional().describe('the four balance signals; absent in older runs'),
   })

@@ -82,6 +82,14 @@ export const harnessPhaseStatsSchema = z.object({
   loopP99Ms: ms,
   loopMaxMs: ms,
   saturated: z.boolean(),
+  host: z
+    .object({
+      busyMean: z.number().describe('fraction of all the host cores busy, mean of the seconds'),
+      busyMax: z.number(),
+      stealMean: z.number().describe('fraction of all the host cores taken by the hypervisor'),
+    })
+    .optional()
+    .describe("the harness's host (/proc/stat); absent in simulated runs and older runs"),
 });
 
 export const phaseSummarySchema = z

@@ -42,6 +42,7 @@ function feed(w: RunWriter, untilMs: number): void {
       rec.sessionClosed('freemium', 'r2', t - 500, t, t % 4000 === 500 ? 'failed' : 'finished');
       rec.cpu(t, { r1: down ? null : 0.4, r2: down ? 0.8 : 0.5 });
       rec.harnessCpu(t, 0.2);
+      rec.hostCpu(t, 0.5 + (t % 3000) / 10_000, t % 2000 === 500 ? 0.02 : 0);
       // A write run: r2's lag grows, r1 answers nothing once down.
       rec.lag(t, {
         r1: { lagMs: down ? null : 0, replayLagMs: null, lagBytes: down ? null : 0 },
@@ -134,6 +135,9 @@ describe('a run killed before finish()', () => {
         if (id === 'r2') expect(a.lag?.samples).toBeGreaterThan(0);
       }
       expect(p.harness?.loopP99Ms).toEqual(e.harness?.loopP99Ms);
+      // The host's CPU comes back from timeline.csv's host columns.
+      expect(e.harness?.host?.busyMean).toBeGreaterThan(0);
+      expect(p.harness?.host).toEqual(e.harness?.host);
     });
   });
 

@@ -32,7 +32,9 @@ describe('timeline.csv', () => {
   it('keeps the header and its columns', () => {
     const line = timelineHeaderLine(SERVICE_CLASSES, replicas);
     expect(line).toBe(`${timelineHeader(SERVICE_CLASSES, replicas).join(',')}\n`);
-    expect(line.startsWith('t_s,phase,harness_cpu,loop_p99_ms,loop_max_ms,premium_count,')).toBe(true);
+    expect(
+      line.startsWith('t_s,phase,harness_cpu,loop_p99_ms,loop_max_ms,host_busy,host_steal,premium_count,'),
+    ).toBe(true);
     expect(line).toContain(',r1_cpu,r1_premium,r1_freemium,r1_role,r1_healthy,r1_unreachable,');
   });
 
@@ -81,8 +83,24 @@ describe('timeline.csv', () => {
   it('writes plain rows unquoted', () => {
     const row = timelineRow(3, 'ref', undefined, state('premium'), SERVICE_CLASSES, replicas);
     expect(row).not.toContain('"');
-    expect(row.startsWith('3,ref,,,,0,0,,,0,')).toBe(true);
+    expect(row.startsWith('3,ref,,,,,,0,0,,,0,')).toBe(true);
     expect(row).toContain(',premium,1,');
+  });
+
+  it('reads a timeline from before the host columns, with the host as null', () => {
+    const [header, ...rows] = file(['ref'], ['mixed']).split('\n');
+    const cols = (header ?? '').split(',');
+    const drop = [cols.indexOf('host_busy'), cols.indexOf('host_steal')];
+    const without = (l: string): string =>
+      l
+        .split(',')
+        .filter((_, i) => !drop.includes(i))
+        .join(',');
+    const old = [header ?? '', ...rows].map((l) => (l === '' ? l : without(l))).join('\n');
+    expect(old.split('\n')[0]).not.toContain('host_');
+    const [row] = parseTimeline(old);
+    expect(row?.harness).toMatchObject({ hostBusy: null, hostSteal: null });
+    expect([row?.phase, row?.replicas.r1?.role]).toEqual(['ref', 'mixed']);
   });
 
   it('round-trips any phase name and role: commas, quotes, newlines', () => {

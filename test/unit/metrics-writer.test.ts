@@ -64,6 +64,7 @@ function feed(w: RunWriter, endMs: number, checkDuringRun?: (t: number) => void)
       rec.sessionClosed('freemium', 'r3', t - 500, t, 'finished');
       rec.cpu(t, { r1: down ? null : 0.5, r2: down ? 0.7 : 0.3, r3: 0.4 });
       rec.harnessCpu(t, 0.25);
+      rec.hostCpu(t, 0.6, 0.01);
     }
     // The client's 10 ms timer: 2 ms late, but 30 ms late for all of 45..46 s (3% of down-1).
     rec.loopDelay(t, t >= 45_000 && t < 46_000 ? 30 : 2);
@@ -167,7 +168,7 @@ describe('run writer: complete run', () => {
       lagBytes: null,
     });
     expect(r15?.replicas['r2']).toMatchObject({ overloaded: 1, unreachable: 0 });
-    expect(r15?.harness).toEqual({ cpu: 0.25, loopP99Ms: 2, loopMaxMs: 2 });
+    expect(r15?.harness).toEqual({ cpu: 0.25, loopP99Ms: 2, loopMaxMs: 2, hostBusy: 0.6, hostSteal: 0.01 });
     expect(run.timeline[20]?.harness.loopMaxMs).toBe(40);
     const r30 = run.timeline[30];
     expect(r30?.classes.premium).toMatchObject({
@@ -183,7 +184,7 @@ describe('run writer: complete run', () => {
     const header = readFileSync(join(w.dir, 'timeline.csv'), 'utf8').split('\n')[0];
     expect(
       header?.startsWith(
-        't_s,phase,harness_cpu,loop_p99_ms,loop_max_ms,premium_count,premium_goodput,premium_p50_ms,premium_p95_ms',
+        't_s,phase,harness_cpu,loop_p99_ms,loop_max_ms,host_busy,host_steal,premium_count,premium_goodput,premium_p50_ms,premium_p95_ms',
       ),
     ).toBe(true);
     expect(
@@ -312,6 +313,7 @@ describe('run writer: complete run', () => {
       loopP99Ms: 2,
       loopMaxMs: 40,
       saturated: false,
+      host: { busyMean: 0.6, busyMax: 0.6, stealMean: 0.01 },
     });
     // 100 of 3000 ticks in down-1 were 30 ms late: its p99 is over the 20 ms limit.
     expect(down?.harness).toMatchObject({ loopP50Ms: 2, loopP99Ms: 30.015, loopMaxMs: 30, saturated: true });

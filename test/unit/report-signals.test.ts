@@ -22,7 +22,7 @@ function row(tS: number, a: number, b: number, bHealthy = true): TimelineRow {
   return {
     tS,
     phase: 'ref',
-    harness: { cpu: null, loopP99Ms: null, loopMaxMs: null },
+    harness: { cpu: null, loopP99Ms: null, loopMaxMs: null, hostBusy: null, hostSteal: null },
     classes: {},
     replicas: { a: cells(a, true), b: cells(bHealthy ? b : null, bHealthy) },
   };
