@@ -81,3 +81,66 @@ export function verdictsAgree(real: Change, sim: Change): boolean {
 
 export const pairOf = (pairs: PairChanges, phase: string, a: string, b: string) =>
   pairs.get(key(phase, a, b));
+
+export type Evidence = ReturnType<typeof readEvidence>;
+
+/** How closely `other` reproduces `ref`: the counts the issue's targets are stated in. */
+export interface Agreement {
+  cells: number;
+  p95Within: number;
+  goodputWithin: number;
+  /** Down phases whose strict premium p95 order of the strategies is the same. */
+  rankings: { same: number; of: number };
+  /** Pairs of strategies in down phases whose premium p95 verdicts agree. */
+  verdicts: { same: number; of: number };
+}
+
+/** Every strategy x phase x class cell of `ref` against `other` (p95 within ±p95Tol, goodput ±goodputTol). */
+export function agreement(
+  ref: Evidence,
+  other: Evidence,
+  strategies: readonly string[],
+  phases: readonly string[],
+  p95Tol: number,
+  goodputTol: number,
+): Agreement {
+  const out: Agreement = {
+    cells: 0,
+    p95Within: 0,
+    goodputWithin: 0,
+    rankings: { same: 0, of: 0 },
+    verdicts: { same: 0, of: 0 },
+  };
+  const v = (ev: Evidence, n: string, ph: string, cls: string, m: string): number | null =>
+    estimateOf(ev.estimates, n, ph, cls, m)?.value ?? null;
+  const within = (a: number | null, b: number | null, tol: number): boolean =>
+    a !== null && b !== null && a !== 0 && Math.abs(b / a - 1) <= tol;
+  for (const n of strategies)
+    for (const ph of phases)
+      for (const cls of ['premium', 'freemium']) {
+        if (v(ref, n, ph, cls, 'p95') === null && v(ref, n, ph, cls, 'goodput') === null) continue;
+        out.cells++;
+        if (within(v(ref, n, ph, cls, 'p95'), v(other, n, ph, cls, 'p95'), p95Tol)) out.p95Within++;
+        if (within(v(ref, n, ph, cls, 'goodput'), v(other, n, ph, cls, 'goodput'), goodputTol))
+          out.goodputWithin++;
+      }
+  for (const ph of phases.filter((p) => p.startsWith('down'))) {
+    const rank = (ev: Evidence): string =>
+      [...strategies]
+        .map((n) => ({ n, p: v(ev, n, ph, 'premium', 'p95') ?? Infinity }))
+        .sort((a, b) => a.p - b.p)
+        .map((x) => x.n)
+        .join('<');
+    out.rankings.of++;
+    if (rank(ref) === rank(other)) out.rankings.same++;
+    for (const [i, a] of strategies.entries())
+      for (const b of strategies.slice(i + 1)) {
+        const r = pairOf(ref.pairs, ph, a, b);
+        const s = pairOf(other.pairs, ph, a, b);
+        if (!r || !s) continue;
+        out.verdicts.of++;
+        if (verdictsAgree(r, s)) out.verdicts.same++;
+      }
+  }
+  return out;
+}

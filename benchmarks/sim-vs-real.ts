@@ -17,7 +17,9 @@
 //
 // Besides the ±30 % / ±10 % counts it prints, per cell, whether the two 95 % intervals overlap, and
 // for every pair of strategies in each down phase the premium p95 verdict on both sides (issue 23:
-// where the real intervals overlap the simulator's must overlap too).
+// where the real intervals overlap the simulator's must overlap too). With two real series or more
+// it also prints the noise floor: each real series against the pool of the others, and against the
+// simulator, in the same counts (runs the report keeps apart, other settings, are refused).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,7 +27,15 @@ import { join } from 'node:path';
 import Table from 'cli-table3';
 import type { RunSummary } from '../src/run-format/summary.js';
 import { changeText, verdictText } from '../src/report/verdicts.js';
-import { estimateOf, overlaps, pairOf, readEvidence, verdictsAgree } from './sim-vs-real-verdicts.js';
+import {
+  agreement,
+  estimateOf,
+  overlaps,
+  pairOf,
+  readEvidence,
+  verdictsAgree,
+  type Agreement,
+} from './sim-vs-real-verdicts.js';
 
 const P95_TOLERANCE = 0.3;
 const GOODPUT_TOLERANCE = 0.1;
@@ -248,7 +258,9 @@ for (const n of names) {
     }),
   ]);
 }
-process.stdout.write(`replica CPU per query served, ms: real / sim (sim/real)\n${cost.toString()}\n`);
+process.stdout.write(
+  `replica CPU per query served, ms: real / sim (sim/real), the first series of each side\n${cost.toString()}\n`,
+);
 
 // Ranking of strategies by premium p95, per down phase (K+ below the plan's K).
 for (const ph of first?.phases ?? []) {
@@ -291,6 +303,45 @@ for (const ph of first?.phases ?? []) {
 process.stdout.write(
   `${pairs.toString()}\npairwise premium p95 verdicts in down phases agree: ${agreed}/${compared}\n`,
 );
+// The noise floor, with two real series or more: each series as the reference, the pool of the
+// other real series against it and the simulator against it. A target the real cluster does not
+// reach against itself cannot be asked of the model at this number of runs.
+if (realDirs.length >= 2) {
+  const phases = first?.phases.map((p) => p.name) ?? [];
+  const floor = new Table({
+    head: ['reference', 'against it', 'p95 ±30 %', 'goodput ±10 %', 'down rankings', 'pairwise verdicts'],
+    style: { head: [], border: [] },
+  });
+  const row = (ref: string, what: string, a: Agreement): string[] => [
+    ref,
+    what,
+    `${a.p95Within}/${a.cells}`,
+    `${a.goodputWithin}/${a.cells}`,
+    `${a.rankings.same}/${a.rankings.of}`,
+    `${a.verdicts.same}/${a.verdicts.of}`,
+  ];
+  const sum = { real: { p95: 0, goodput: 0, cells: 0 }, sim: { p95: 0, goodput: 0, cells: 0 } };
+  for (const [i, dir] of realDirs.entries()) {
+    const one = readEvidence([dir], names);
+    const rest = readEvidence(
+      realDirs.filter((_, j) => j !== i),
+      names,
+    );
+    const a = agreement(one, rest, names, phases, P95_TOLERANCE, GOODPUT_TOLERANCE);
+    const b = agreement(one, simEv, names, phases, P95_TOLERANCE, GOODPUT_TOLERANCE);
+    floor.push(row(dir, 'the other real series', a), row(dir, 'the simulator', b));
+    for (const [k, x] of [['real', a] as const, ['sim', b] as const]) {
+      sum[k].p95 += x.p95Within;
+      sum[k].goodput += x.goodputWithin;
+      sum[k].cells += x.cells;
+    }
+  }
+  process.stdout.write(
+    `noise floor: each real series against the others and against the simulator\n${floor.toString()}\n` +
+      `in all: the real cluster against itself p95 ${sum.real.p95}/${sum.real.cells}, goodput ${sum.real.goodput}/${sum.real.cells}; ` +
+      `the simulator p95 ${sum.sim.p95}/${sum.sim.cells}, goodput ${sum.sim.goodput}/${sum.sim.cells}\n`,
+  );
+}
 if (ownCalibration)
   process.stdout.write(`calibration (measured before the Docker runs): ${ownCalibration}\n`);
 process.stdout.write(

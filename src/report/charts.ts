@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import type { TopLevelSpec } from 'vega-lite';
 import type { LoadedRun } from '../metrics/load-run.js';
 import type { TimelineReplicaCells, TimelineRow } from '../metrics/timeline.js';
-import { HARNESS_LOOP_P99_LIMIT_MS } from '../metrics/types.js';
+import { HARNESS_LOOP_P99_LIMIT_MS, HOST_BUSY_LIMIT } from '../metrics/types.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
 
@@ -215,29 +215,33 @@ export function replicaTimelineSpec(
 }
 
 /** The client process over time: event-loop delay p99 (with the 20 ms limit) or its CPU. */
-export function harnessTimelineSpec(run: LoadedRun, metric: 'loop' | 'cpu'): TopLevelSpec {
+export function harnessTimelineSpec(run: LoadedRun, metric: 'loop' | 'cpu' | 'host'): TopLevelSpec {
   const height = 120;
   const values = bucketize(
     run.timeline,
-    (r) => (metric === 'loop' ? r.harness.loopP99Ms : r.harness.cpu),
+    (r) => (metric === 'loop' ? r.harness.loopP99Ms : metric === 'cpu' ? r.harness.cpu : r.harness.hostBusy),
     (r) => r.tS,
   );
+  const line =
+    metric === 'loop' ? HARNESS_LOOP_P99_LIMIT_MS : metric === 'host' ? HOST_BUSY_LIMIT : undefined;
   const limit =
-    metric === 'loop'
-      ? [
+    line === undefined
+      ? []
+      : [
           {
-            data: { values: [{ y: HARNESS_LOOP_P99_LIMIT_MS }] },
+            data: { values: [{ y: line }] },
             mark: { type: 'rule', color: '#b3261e', strokeDash: [2, 2] },
             encoding: { y: { field: 'y', type: 'quantitative' } },
           },
-        ]
-      : [];
+        ];
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
     title:
       metric === 'loop'
         ? `Client event-loop delay p99, ms (above ${HARNESS_LOOP_P99_LIMIT_MS} ms the harness sets the pace)`
-        : 'Client CPU (fraction of one core)',
+        : metric === 'cpu'
+          ? 'Client CPU (fraction of one core)'
+          : `Host CPU busy, share of all its cores (from ${Math.round(HOST_BUSY_LIMIT * 100)} % the replicas' quotas are not guaranteed)`,
     width: WIDTH,
     height,
     layer: [
@@ -251,7 +255,7 @@ export function harnessTimelineSpec(run: LoadedRun, metric: 'loop' | 'cpu'): Top
             field: 'value',
             type: 'quantitative',
             title: metric === 'loop' ? 'ms' : 'CPU',
-            ...(metric === 'cpu' ? { axis: { format: '%' } } : {}),
+            ...(metric !== 'loop' ? { axis: { format: '%' } } : {}),
           },
         },
       },

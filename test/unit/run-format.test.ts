@@ -124,6 +124,8 @@ async function writeRun(outDir: string, runId: string, finish = true): Promise<s
       rec.cpu(t, { r1: 0.5, r2: t >= 3500 ? null : 0.3, r3: 0.4, r4: 0.2, r5: 0.1 });
       rec.loopDelay(t, 1);
       rec.harnessCpu(t, 0.1);
+      // The host ran out of room once r2 was down.
+      rec.hostCpu(t, t >= 3500 ? 0.96 : 0.5, 0);
     }
     if ((t + 50) % 1000 === 0) w.tick(t + 50);
   }
@@ -151,6 +153,15 @@ describe('writers produce what the schemas accept (round trip)', () => {
     expect(run.config).toEqual(readJson(join(dir, 'config.json')));
     expect(run.events).toEqual(jsonLines(join(dir, 'events.jsonl')));
     expect(run.summary).toEqual(readJson(join(dir, 'summary.json')));
+  });
+
+  it("report.html charts the host's CPU and says where it had no room", async () => {
+    const run = loadRun(await writeRun(tmp, 'host'));
+    const down = run.summary.phases.find((p) => p.harness?.host && p.harness.host.busyMean >= 0.9);
+    expect(down?.name).toBeDefined();
+    const html = await renderRunHtml(run);
+    expect(html).toContain('Host CPU busy');
+    expect(html).toContain(`Phase ${down?.name}: the host&#39;s cores were 96% busy`);
   });
 
   it('the summary rebuilt for a run killed before it finished', async () => {
