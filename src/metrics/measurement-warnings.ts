@@ -1,6 +1,5 @@
-import type { RunSummary } from '../run-format/summary.js';
+import type { HarnessPhaseStats, RunSummary } from '../run-format/summary.js';
 import { harnessRateWarnings } from './harness-rate.js';
-import type { HarnessPhaseStats } from '../run-format/summary.js';
 import { HARNESS_LOOP_P99_LIMIT_MS, HOST_BUSY_LIMIT, HOST_STEAL_LIMIT } from './types.js';
 
 /** Why a phase's host was not a clean testbed (busy to the limit, or stolen from), or undefined. */
