@@ -29,7 +29,8 @@ import { createLocalDriver } from '../src/cluster/local/index.js';
 import { clusterSpec } from '../src/cluster/select.js';
 import { DEFAULT_RELAY_THREADS } from '../src/proxy/native-relay.js';
 import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
-import { formatInterval, overRuns, pairwise, side } from './lib/paired.js';
+import { overRuns } from '../src/report/evidence.js';
+import { formatInterval, pairwise, side } from './lib/paired.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: number): number => {
