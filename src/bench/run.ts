@@ -91,6 +91,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     now: () => clock.now() - t0,
     sleep: (ms, signal) => clock.sleep(ms, signal),
     timer: (ms, fn) => clock.timer(ms, fn),
+    after: (ms, fn) => clock.after(ms, fn),
   };
   writer.event({ type: 'run', tMs: 0, state: 'started' });
   const quota = new Map(ids.map((id) => [id, config.replicaCpus] as const));

@@ -3,6 +3,12 @@ import { performance } from 'node:perf_hooks';
 /** Cancels a timer; calling it after the timer fired does nothing. */
 export type Cancel = () => void;
 
+/** A timer as an object (no closure to allocate): `onTimer` runs when due, unless cancelled. */
+export interface TimerTask {
+  readonly cancelled: boolean;
+  onTimer(): void;
+}
+
 /**
  * Time for everything on the bench path (runner, sessions, arrivals, health checks, injector,
  * sampler). The real clock is wall time; the virtual one (virtual.ts) jumps to the next due timer
@@ -17,6 +23,8 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
   /** Calls `fn` once after `ms`. */
   timer(ms: number, fn: () => void): Cancel;
+  /** Calls `fn` (or runs the task) once after `ms`, with nothing to cancel it: a hot path's timer. */
+  after(ms: number, fn: (() => void) | TimerTask): void;
 }
 
 /** Wall time from performance.now(): the clock of every real run. */
@@ -27,6 +35,10 @@ export function realClock(): Clock {
     now: () => performance.now() - t0,
     sleep: (ms, signal) => sleepWith((fn) => realTimer(ms, fn), signal),
     timer: realTimer,
+    after: (ms, fn) => {
+      const run = typeof fn === 'function' ? fn : (): void => (fn.cancelled ? undefined : fn.onTimer());
+      setTimeout(run, Math.max(0, ms));
+    },
   };
 }
 

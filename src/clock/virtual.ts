@@ -1,6 +1,6 @@
 import { PlbError } from '../core/errors.js';
 import { SeqHeap } from '../core/seq-heap.js';
-import { sleepWith, type Cancel, type Clock } from './index.js';
+import { sleepWith, type Cancel, type Clock, type TimerTask } from './index.js';
 
 /** Instants run per turn of Node's event loop (see run). */
 const INSTANTS_PER_TURN = 256;
@@ -8,12 +8,6 @@ const INSTANTS_PER_TURN = 256;
 /** A timer set with `handle`: setting `cancelled` before it is due keeps it from firing. */
 export interface TimerHandle {
   cancelled: boolean;
-}
-
-/** A timer as an object (no closure to allocate): `onTimer` runs when due, unless cancelled. */
-export interface TimerTask {
-  readonly cancelled: boolean;
-  onTimer(): void;
 }
 
 class Due implements TimerHandle, TimerTask {

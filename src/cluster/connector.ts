@@ -12,10 +12,20 @@ export interface OpenOptions {
   onError: (err: Error) => void;
 }
 
+/** Hears a statement's end without a promise: `err` undefined when it succeeded. */
+export interface StatementWaiter {
+  statementDone(err: Error | undefined): void;
+}
+
 /** One open connection to one server. */
 export interface DbConnection {
   /** Runs a statement; resolves with its row count. */
   query(text: string, values?: readonly unknown[]): Promise<number>;
+  /**
+   * Runs a statement and tells `waiter` when it ends (never synchronously on success). Optional:
+   * a simulated connection has it, so a simulated query costs no promise and no microtask.
+   */
+  run?(text: string, values: readonly unknown[] | undefined, waiter: StatementWaiter): void;
   /** Ends it, waiting at most `waitMs` for a graceful end (0: drop at once). Never rejects. */
   end(waitMs: number): Promise<void>;
   /**

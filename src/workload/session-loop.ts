@@ -1,8 +1,9 @@
-import type { Clock } from '../clock/index.js';
-import { errorText, isPlbError } from '../core/errors.js';
+import type { Clock, TimerTask } from '../clock/index.js';
+import { asError, errorText, isPlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { Recorder } from '../metrics/types.js';
-import type { DataSource } from './data-source.js';
+import type { DataSource, PinnedConnection } from './data-source.js';
+import type { StatementWaiter } from '../cluster/connector.js';
 import type { Rng } from '../core/rng.js';
 import type { WorkloadSpec } from '../run-format/config.js';
 import { drawStatement } from '../cluster/templates.js';
@@ -47,15 +48,14 @@ export async function runSession(
   zone?: string,
 ): Promise<SessionOutcome> {
   const { recorder, spec, clock } = ctx;
-  const now = (): number => clock.now();
   // Open model: how late the harness started this session (coordinated omission: it counts).
-  const scheduleLag = scheduledMs === undefined ? 0 : Math.max(0, now() - scheduledMs);
+  const scheduleLag = scheduledMs === undefined ? 0 : Math.max(0, clock.now() - scheduledMs);
   let conn;
   try {
     conn = await ctx.ds.getConnection(zone === undefined ? { class: cls } : { class: cls, zone });
   } catch (err) {
     const reason = isPlbError(err) ? err.code : errorText(err);
-    recorder.admissionFailed(cls, now(), reason);
+    recorder.admissionFailed(cls, clock.now(), reason);
     return isPlbError(err, 'NO_REPLICA') ? 'no-replica' : 'connect-failed';
   }
   const opened = conn.openedMs;
@@ -67,50 +67,104 @@ export async function runSession(
     1,
     rng.int(Math.ceil(w.queriesPerSession / 2), Math.floor((w.queriesPerSession * 3) / 2)),
   );
-  const templates = classTemplates(spec, cls);
-  let outcome: SessionOutcome = 'finished';
-  for (let i = 0; i < n; i++) {
-    if (ctx.stopping()) {
-      outcome = 'stopped';
-      break;
-    }
-    // A pool's max lifetime: the session ends (and reconnects, rebalancing) with queries left.
-    if (spec.maxSessionLifetimeMs !== undefined && now() - opened >= spec.maxSessionLifetimeMs) break;
-    if (i > 0 && w.thinkTimeMs > 0) {
-      await clock.sleep(rng.exp(w.thinkTimeMs));
-      // Stopped while thinking: no new query (a long think would carry it into the next run).
-      if (ctx.stopping()) {
-        outcome = 'stopped';
-        break;
-      }
-    }
-    const q = drawStatement(templates, spec.datasetRows, rng);
-    // Connect time is measured apart; a late schedule is charged to the first query.
-    const start = i === 0 ? now() - scheduleLag : now();
-    try {
-      // A write goes to the primary; the session stays pinned to its replica for its reads.
-      if (q.template.writes && ctx.primary) await ctx.primary.query(q.text, q.values);
-      else await conn.query(q.text, q.values);
-      const end = now();
-      recorder.queryDone(cls, conn.replica, end, end - start);
-      ctx.templates?.done(cls, q.template.name, end, end - start);
-    } catch (err) {
-      recorder.queryFailed(cls, conn.replica, now(), errorText(err));
-      ctx.templates?.failed(cls, q.template.name, now());
-      outcome = 'failed';
-      break;
-    }
-  }
-  const failed = outcome === 'failed' || conn.isBroken;
+  const open = conn;
+  const ended = await new Promise<SessionOutcome>((resolve, reject) => {
+    new SessionQueries(ctx, cls, rng, open, n, scheduleLag, resolve, reject).next();
+  });
+  const failed = ended === 'failed' || conn.isBroken;
   await conn.close();
   recorder.sessionClosed(
     cls,
     conn.replica,
     opened,
-    now(),
-    failed ? 'failed' : outcome === 'stopped' ? 'cut' : 'finished',
+    clock.now(),
+    failed ? 'failed' : ended === 'stopped' ? 'cut' : 'finished',
   );
-  return failed ? 'failed' : outcome;
+  return failed ? 'failed' : ended;
+}
+
+/**
+ * An open session's queries, each after its think time, driven by the clock's timer and the
+ * connection's callback: no promise per query (a simulated run makes millions of them).
+ */
+class SessionQueries implements TimerTask, StatementWaiter {
+  readonly cancelled = false;
+  private readonly w: WorkloadSpec['classes'][ServiceClass];
+  private readonly templates: ReturnType<typeof classTemplates>;
+  private i = 0;
+  private startMs = 0;
+  private template = '';
+
+  constructor(
+    private readonly ctx: SessionContext,
+    private readonly cls: ServiceClass,
+    private readonly rng: Rng,
+    private readonly conn: PinnedConnection,
+    private readonly n: number,
+    private readonly scheduleLag: number,
+    private readonly resolve: (o: SessionOutcome) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    this.w = ctx.spec.classes[cls];
+    this.templates = classTemplates(ctx.spec, cls);
+  }
+
+  /** The top of the loop: stop, end, think, or the next statement. */
+  next(): void {
+    const { ctx } = this;
+    if (this.i >= this.n) return this.resolve('finished');
+    if (ctx.stopping()) return this.resolve('stopped');
+    // A pool's max lifetime: the session ends (and reconnects, rebalancing) with queries left.
+    const life = ctx.spec.maxSessionLifetimeMs;
+    if (life !== undefined && ctx.clock.now() - this.conn.openedMs >= life) return this.resolve('finished');
+    if (this.i > 0 && this.w.thinkTimeMs > 0) ctx.clock.after(this.rng.exp(this.w.thinkTimeMs), this);
+    else this.issue();
+  }
+
+  /** The think time is over. Stopped while thinking: no new query (it would carry into the next run). */
+  onTimer(): void {
+    if (this.ctx.stopping()) this.resolve('stopped');
+    else this.issue();
+  }
+
+  private issue(): void {
+    const { ctx } = this;
+    try {
+      const q = drawStatement(this.templates, ctx.spec.datasetRows, this.rng);
+      // Connect time is measured apart; a late schedule is charged to the first query.
+      const now = ctx.clock.now();
+      this.startMs = this.i === 0 ? now - this.scheduleLag : now;
+      this.template = q.template.name;
+      // A write goes to the primary; the session stays pinned to its replica for its reads.
+      if (q.template.writes && ctx.primary)
+        ctx.primary.query(q.text, q.values).then(
+          () => this.statementDone(undefined),
+          (err: unknown) => this.statementDone(asError(err)),
+        );
+      else this.conn.run(q.text, q.values, this);
+    } catch (err) {
+      this.reject(err);
+    }
+  }
+
+  statementDone(err: Error | undefined): void {
+    const { ctx, cls } = this;
+    try {
+      const end = ctx.clock.now();
+      if (err !== undefined) {
+        ctx.recorder.queryFailed(cls, this.conn.replica, end, errorText(err));
+        ctx.templates?.failed(cls, this.template, end);
+        this.resolve('failed');
+        return;
+      }
+      ctx.recorder.queryDone(cls, this.conn.replica, end, end - this.startMs);
+      ctx.templates?.done(cls, this.template, end, end - this.startMs);
+      this.i++;
+      this.next();
+    } catch (e) {
+      this.reject(e);
+    }
+  }
 }
 
 /** Closed model: one client runs sessions back to back until the run stops. */

@@ -1,5 +1,6 @@
-import type { TimerTask, VirtualClock } from '../../clock/virtual.js';
-import type { DbConnection, OpenOptions } from '../connector.js';
+import type { TimerTask } from '../../clock/index.js';
+import type { VirtualClock } from '../../clock/virtual.js';
+import type { DbConnection, OpenOptions, StatementWaiter } from '../connector.js';
 import type { SimCalibration } from './calibration.js';
 import { DeadlineQueue, type Expiring } from './deadlines.js';
 import type { DemandModel } from './demand.js';
@@ -153,7 +154,7 @@ export class SimServer {
 }
 
 /**
- * One statement of a connection: its promise's settlement, its deadline (Expiring), the protocol
+ * One statement of a connection: who waits for it, its deadline (Expiring), the protocol
  * latency's timer and the CPU job, in one object (a query costs no closures of its own).
  */
 class QueryCall implements Expiring, CpuTask, TimerTask {
@@ -164,27 +165,30 @@ class QueryCall implements Expiring, CpuTask, TimerTask {
     private conn: SimConnection | undefined,
     readonly text: string,
     readonly epoch: number,
-    private resolve: (rows: number) => void,
-    private reject: (err: Error) => void,
+    private waiter: StatementWaiter | undefined,
   ) {}
 
-  /** Settles the statement's promise (once; later calls do nothing). */
+  /**
+   * Tells the waiter the statement ended (once; later calls do nothing). A failure is told after
+   * the code that caused it (a server dying under every connection) has finished, as pg would.
+   */
   settle(err?: Error): void {
     if (this.settled) return;
     this.settled = true;
-    if (err === undefined) this.resolve(1);
-    else this.reject(err);
+    const waiter = this.waiter;
+    if (waiter === undefined) return;
+    if (err === undefined) waiter.statementDone(undefined);
+    else queueMicrotask(() => waiter.statementDone(err));
   }
 
   /**
    * Served: nothing calls back any more. The deadline queue keeps this object until the timeout
-   * (15 s of 24,000 statements a second at K=1000): it must not keep the promise, its resolving
-   * functions and the connection alive that long.
+   * (15 s of 24,000 statements a second at K=1000): it must not keep the waiter and the
+   * connection alive that long.
    */
   detach(): void {
     this.conn = undefined;
-    this.resolve = noop;
-    this.reject = noop;
+    this.waiter = undefined;
   }
 
   expire(): void {
@@ -202,8 +206,17 @@ class QueryCall implements Expiring, CpuTask, TimerTask {
   }
 }
 
-function noop(): void {
-  // a detached statement's promise was settled already
+/** `query` as a promise over `run` (rows: a simulated statement always returns one). */
+class PromisedStatement implements StatementWaiter {
+  constructor(
+    private readonly resolve: (rows: number) => void,
+    private readonly reject: (err: Error) => void,
+  ) {}
+
+  statementDone(err: Error | undefined): void {
+    if (err === undefined) this.resolve(1);
+    else this.reject(err);
+  }
 }
 
 /** A connection to a SimServer with pg's client semantics (one statement at a time). */
@@ -211,20 +224,6 @@ export class SimConnection implements DbConnection, CpuTask, TimerTask {
   state: 'connecting' | 'open' | 'lost' | 'closed' = 'connecting';
   hasBackend = false;
   readonly cancelled = false;
-  /** The statement `query` hands its promise's executor (made once per connection, not per query). */
-  private nextText = '';
-  private readonly issue = (resolve: (rows: number) => void, reject: (err: Error) => void): void => {
-    const server = this.server;
-    const world = server.world;
-    const p = new QueryCall(this, this.nextText, server.epoch, resolve, reject);
-    this.pending = p;
-    const timeout = this.opts.queryTimeoutMs;
-    if (timeout !== undefined) world.expireAfter(timeout, p);
-    // The protocol's round trip does not use the server's CPU.
-    const overhead = world.cal.queryOverheadMs;
-    if (overhead > 0) world.clock.after(overhead, p);
-    else this.submit(p);
-  };
   /** Statements the server is still running (a timed-out one runs on, as in PostgreSQL). */
   private running = 0;
   private pending: QueryCall | undefined;
@@ -273,10 +272,26 @@ export class SimConnection implements DbConnection, CpuTask, TimerTask {
   }
 
   query(text: string): Promise<number> {
-    if (this.state === 'lost') return Promise.reject(notQueryable());
-    if (this.state !== 'open') return Promise.reject(closedClient());
-    this.nextText = text;
-    return new Promise(this.issue);
+    return new Promise((resolve, reject) => this.run(text, undefined, new PromisedStatement(resolve, reject)));
+  }
+
+  run(text: string, _values: readonly unknown[] | undefined, waiter: StatementWaiter): void {
+    if (this.state !== 'open') {
+      // As pg: a failed call is told later, not from inside the call.
+      const err = this.state === 'lost' ? notQueryable() : closedClient();
+      queueMicrotask(() => waiter.statementDone(err));
+      return;
+    }
+    const server = this.server;
+    const world = server.world;
+    const p = new QueryCall(this, text, server.epoch, waiter);
+    this.pending = p;
+    const timeout = this.opts.queryTimeoutMs;
+    if (timeout !== undefined) world.expireAfter(timeout, p);
+    // The protocol's round trip does not use the server's CPU.
+    const overhead = world.cal.queryOverheadMs;
+    if (overhead > 0) world.clock.after(overhead, p);
+    else this.submit(p);
   }
 
   /** `p`'s deadline passed: the client stops waiting (the server runs the statement on). */
