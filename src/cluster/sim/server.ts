@@ -272,7 +272,9 @@ export class SimConnection implements DbConnection, CpuTask, TimerTask {
   }
 
   query(text: string): Promise<number> {
-    return new Promise((resolve, reject) => this.run(text, undefined, new PromisedStatement(resolve, reject)));
+    return new Promise((resolve, reject) =>
+      this.run(text, undefined, new PromisedStatement(resolve, reject)),
+    );
   }
 
   run(text: string, _values: readonly unknown[] | undefined, waiter: StatementWaiter): void {
