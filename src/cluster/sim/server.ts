@@ -28,13 +28,13 @@ export class SimWorld {
   ) {}
 
   /** Expires `x` after `ms` (one queue per length, see DeadlineQueue). */
-  expireAfter(ms: number, x: Expiring): void {
+  expireAfter(ms: number, x: Expiring, token: number): void {
     let q = this.queues.get(ms);
     if (q === undefined) {
       q = new DeadlineQueue(this.clock, ms);
       this.queues.set(ms, q);
     }
-    q.add(x);
+    q.add(x, token);
   }
 }
 
@@ -88,7 +88,7 @@ export class SimServer {
     return new Promise((resolve, reject) => {
       const c = new SimConnection(this, opts, resolve, reject);
       this.conns.add(c);
-      this.world.expireAfter(opts.connectTimeoutMs, c.connecting);
+      this.world.expireAfter(opts.connectTimeoutMs, c.connecting, 0);
       const latency = this.world.cal.connect.latencyMs;
       if (latency > 0) this.world.clock.after(latency, c);
       else this.startBackend(c, this.epoch);
@@ -154,10 +154,11 @@ export class SimServer {
 }
 
 /**
- * One statement of a connection: who waits for it, its deadline (Expiring), the protocol
- * latency's timer and the CPU job, in one object (a query costs no closures of its own).
+ * One statement of a connection: who waits for it, the protocol latency's timer and the CPU job,
+ * in one object (a query costs no closures of its own). Its deadline is its connection's, by
+ * `seq` (SimConnection.expire), so once served it is garbage at once.
  */
-class QueryCall implements Expiring, CpuTask, TimerTask {
+class QueryCall implements CpuTask, TimerTask {
   settled = false;
   readonly cancelled = false;
 
@@ -166,6 +167,7 @@ class QueryCall implements Expiring, CpuTask, TimerTask {
     readonly text: string,
     readonly epoch: number,
     private waiter: StatementWaiter | undefined,
+    readonly seq: number,
   ) {}
 
   /**
@@ -181,19 +183,10 @@ class QueryCall implements Expiring, CpuTask, TimerTask {
     else queueMicrotask(() => waiter.statementDone(err));
   }
 
-  /**
-   * Served: nothing calls back any more. The deadline queue keeps this object until the timeout
-   * (15 s of 24,000 statements a second at K=1000): it must not keep the waiter and the
-   * connection alive that long.
-   */
+  /** Served: nothing calls back any more (the CPU or a timer may still hold it a while). */
   detach(): void {
     this.conn = undefined;
     this.waiter = undefined;
-  }
-
-  expire(): void {
-    this.conn?.timedOut(this);
-    this.settle(queryTimeout());
   }
 
   /** The protocol's latency has passed: the statement reaches the server's CPU. */
@@ -220,14 +213,16 @@ class PromisedStatement implements StatementWaiter {
 }
 
 /** A connection to a SimServer with pg's client semantics (one statement at a time). */
-export class SimConnection implements DbConnection, CpuTask, TimerTask {
+export class SimConnection implements DbConnection, CpuTask, TimerTask, Expiring {
   state: 'connecting' | 'open' | 'lost' | 'closed' = 'connecting';
   hasBackend = false;
   readonly cancelled = false;
   /** Statements the server is still running (a timed-out one runs on, as in PostgreSQL). */
   private running = 0;
   private pending: QueryCall | undefined;
-  readonly connecting: Expiring;
+  /** Statements issued so far: the number of the latest names its deadline. */
+  private issued = 0;
+  readonly connecting: Expiring & { settled: boolean };
 
   constructor(
     private readonly server: SimServer,
@@ -237,6 +232,9 @@ export class SimConnection implements DbConnection, CpuTask, TimerTask {
   ) {
     this.connecting = {
       settled: false,
+      waiting(): boolean {
+        return !this.settled;
+      },
       expire: () => {
         // The client gives up; a backend already started exits once it notices (when it is served).
         this.connecting.settled = true;
@@ -286,19 +284,27 @@ export class SimConnection implements DbConnection, CpuTask, TimerTask {
     }
     const server = this.server;
     const world = server.world;
-    const p = new QueryCall(this, text, server.epoch, waiter);
+    const p = new QueryCall(this, text, server.epoch, waiter, ++this.issued);
     this.pending = p;
     const timeout = this.opts.queryTimeoutMs;
-    if (timeout !== undefined) world.expireAfter(timeout, p);
+    if (timeout !== undefined) world.expireAfter(timeout, this, p.seq);
     // The protocol's round trip does not use the server's CPU.
     const overhead = world.cal.queryOverheadMs;
     if (overhead > 0) world.clock.after(overhead, p);
     else this.submit(p);
   }
 
-  /** `p`'s deadline passed: the client stops waiting (the server runs the statement on). */
-  timedOut(p: QueryCall): void {
-    if (this.pending === p) this.pending = undefined;
+  /** Statement `seq` is still waiting for its answer (a settled one is never pending). */
+  waiting(seq: number): boolean {
+    return this.pending !== undefined && this.pending.seq === seq;
+  }
+
+  /** Statement `seq`'s deadline passed: the client stops waiting (the server runs it on). */
+  expire(seq: number): void {
+    const p = this.pending;
+    if (p === undefined || p.seq !== seq) return;
+    this.pending = undefined;
+    p.settle(queryTimeout());
   }
 
   submit(p: QueryCall): void {
