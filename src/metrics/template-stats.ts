@@ -58,13 +58,18 @@ interface Series {
 export class TemplateLatencies {
   private readonly series = new Map<string, { cls: ServiceClass; template: string; s: Series }>();
 
+  /** The same series by class, then template: a query's lookup builds no key string. */
+  private readonly byClass: Record<ServiceClass, Map<string, Series>> = {
+    premium: new Map(),
+    freemium: new Map(),
+  };
+
   private of(cls: ServiceClass, template: string): Series {
-    const key = `${cls}\u0000${template}`;
-    let e = this.series.get(key);
-    if (e === undefined) {
-      e = { cls, template, s: { endMs: f64(), latencyMs: f32() } };
-      this.series.set(key, e);
-    }
+    const known = this.byClass[cls].get(template);
+    if (known !== undefined) return known;
+    const e = { cls, template, s: { endMs: f64(), latencyMs: f32() } };
+    this.series.set(`${cls}\u0000${template}`, e);
+    this.byClass[cls].set(template, e.s);
     return e.s;
   }
 

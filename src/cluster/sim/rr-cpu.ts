@@ -97,24 +97,33 @@ export class RrCpu extends QuotaCpu {
   /** Jobs served leave, slices used up go to the back, free cores take the queue's head. */
   protected fire(): void {
     this.advance();
-    const done: CpuTask[] = [];
+    // Most firings end one job or one slice: the first of each is kept in a local, an array is
+    // made only for a second (a simulated query must not cost two arrays here).
+    let done: CpuTask | undefined;
+    let moreDone: CpuTask[] | undefined;
     if (!this.frozen) {
       let w = 0;
-      const expired: Job[] = [];
+      let expired: Job | undefined;
+      let moreExpired: Job[] | undefined;
       for (const j of this.run) {
         // Served, or so nearly that the clock could not represent the rest.
-        if (j.left <= EPS_MS || this.at + j.left <= this.at) done.push(j.task);
-        else if (j.slice <= EPS_MS || this.at + j.slice <= this.at) {
+        if (j.left <= EPS_MS || this.at + j.left <= this.at) {
+          if (done === undefined) done = j.task;
+          else (moreDone ??= []).push(j.task);
+        } else if (j.slice <= EPS_MS || this.at + j.slice <= this.at) {
           j.slice = this.sliceMs;
-          expired.push(j);
+          if (expired === undefined) expired = j;
+          else (moreExpired ??= []).push(j);
         } else this.run[w++] = j;
       }
       this.run.length = w;
-      for (const j of expired) this.ready.push(j);
+      if (expired !== undefined) this.ready.push(expired);
+      if (moreExpired !== undefined) for (const j of moreExpired) this.ready.push(j);
       while (this.run.length < this.hostCores && this.ready.size > 0)
         this.run.push(this.ready.shift() as Job);
     }
     this.arm();
-    for (const t of done) t.cpuDone();
+    done?.cpuDone();
+    if (moreDone !== undefined) for (const t of moreDone) t.cpuDone();
   }
 }
