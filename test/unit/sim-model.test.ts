@@ -372,6 +372,47 @@ describe('simulated replicas', () => {
     });
   });
 
+  it("a statement's timeout is its own: one served in time leaves the next its whole timeout", async () => {
+    const { driver, clock } = simCluster();
+    const c = driver.connector();
+    await clock.run(async () => {
+      const conn = await c.open('r1', opts([], 3000));
+      await conn.query(POINT);
+      await clock.sleep(2000);
+      await driver.pause('r1');
+      // The first statement's deadline passes 1 s into this one: it must not time this one out.
+      const t0 = clock.now();
+      const err = await failure(conn.query(POINT));
+      expect(clock.now() - t0).toBe(3000);
+      expect(classifyFailure(err)).toBe('slow');
+    });
+  });
+
+  it("tells a statement's waiter once, after the call returns, with no promise", async () => {
+    const { driver, clock } = simCluster();
+    const c = driver.connector();
+    await clock.run(async () => {
+      const conn = await c.open('r1', opts());
+      const told: (Error | undefined)[] = [];
+      await new Promise<void>((resolve) => {
+        conn.run?.(POINT, undefined, {
+          statementDone: (err) => {
+            told.push(err);
+            resolve();
+          },
+        });
+        expect(told).toEqual([]);
+      });
+      await clock.sleep(100);
+      expect(told).toEqual([undefined]);
+      await conn.end(0);
+      const closed = await new Promise<Error | undefined>((resolve) =>
+        conn.run?.(POINT, undefined, { statementDone: resolve }),
+      );
+      expect(closed?.message).toMatch(/closed|not queryable/i);
+    });
+  });
+
   it('a throttle changes capacity', async () => {
     const { driver, clock } = simCluster();
     await clock.run(async () => {
