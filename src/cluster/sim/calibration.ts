@@ -30,8 +30,12 @@ export interface SimCalibration {
   templates: Record<QueryKind, TemplateCost> & Record<string, TemplateCost>;
   /** Fixed latency per query that does not use the replica's CPU (protocol, loopback), ms. */
   queryOverheadMs: number;
-  /** A connect + authentication: CPU demand on the server (ms of one core) and fixed latency (ms). */
-  connect: { cpuMs: number; latencyMs: number };
+  /**
+   * A connect + authentication: CPU demand on the server (ms of one core) and fixed latency (ms);
+   * of the CPU, `postmasterCpuMs` is the postmaster's fork, made one connection at a time
+   * (postmaster.ts; absent: no such stage, the whole connect is one backend's CPU).
+   */
+  connect: { cpuMs: number; latencyMs: number; postmasterCpuMs?: number };
   /** Health check (SELECT 1): CPU demand, ms of one core. */
   healthCpuMs: number;
   /** After start(): ms until the server accepts connections, then ms until it streams again. */
@@ -163,7 +167,13 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
     },
     templates: { ...extra, point: template('point'), range: template('range'), scan: template('scan') },
     queryOverheadMs: num(c.queryOverheadMs, 'queryOverheadMs'),
-    connect: { cpuMs: num(conn.cpuMs, 'connect.cpuMs'), latencyMs: num(conn.latencyMs, 'connect.latencyMs') },
+    connect: {
+      cpuMs: num(conn.cpuMs, 'connect.cpuMs'),
+      latencyMs: num(conn.latencyMs, 'connect.latencyMs'),
+      ...(conn.postmasterCpuMs !== undefined
+        ? { postmasterCpuMs: num(conn.postmasterCpuMs, 'connect.postmasterCpuMs', 0.001) }
+        : {}),
+    },
     healthCpuMs: num(c.healthCpuMs, 'healthCpuMs'),
     restartMs: num(c.restartMs, 'restartMs'),
     catchUpMs: num(c.catchUpMs, 'catchUpMs'),

@@ -135,7 +135,10 @@ export class CfsCpu extends QuotaCpu {
         // Served, or so nearly that the clock could not represent the rest of the wait.
         if (r === 0 || this.at + left / r > this.at) break;
       }
-      done.push(this.heap.pop() as CpuTask);
+      const task = this.heap.pop() as CpuTask;
+      done.push(task);
+      const more = task.more?.() ?? 0;
+      if (more > 0) this.heap.push(task, this.v + more, this.seq++);
     }
     this.arm();
     for (const j of done) j.cpuDone();

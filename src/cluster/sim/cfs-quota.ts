@@ -3,6 +3,12 @@ import type { TimerHandle, VirtualClock } from '../../clock/virtual.js';
 /** A job on the CPU: `cpuDone` runs once it has been served. */
 export interface CpuTask {
   cpuDone(): void;
+  /**
+   * Asked when served, before `cpuDone`: more service (ms) to go on with in the same place and
+   * slice, as a process with a queue of work does (the postmaster forking one connection after
+   * another); 0 or absent: it leaves the CPU.
+   */
+  more?(): number;
 }
 
 /** What a simulated server needs of its CPU model (CfsCpu: processor sharing; RrCpu: slices). */

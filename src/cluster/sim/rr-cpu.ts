@@ -110,7 +110,11 @@ export class RrCpu extends QuotaCpu {
         if (j.left <= EPS_MS || this.at + j.left <= this.at) {
           if (done === undefined) done = j.task;
           else (moreDone ??= []).push(j.task);
-        } else if (j.slice <= EPS_MS || this.at + j.slice <= this.at) {
+          const more = j.task.more?.() ?? 0;
+          if (more <= 0) continue;
+          j.left = more;
+        }
+        if (j.slice <= EPS_MS || this.at + j.slice <= this.at) {
           j.slice = this.sliceMs;
           if (expired === undefined) expired = j;
           else (moreExpired ??= []).push(j);

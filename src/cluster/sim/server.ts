@@ -15,6 +15,7 @@ import {
 } from './pg-errors.js';
 import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES, type CpuTask, type SimCpu } from './cfs-cpu.js';
 import { RrCpu } from './rr-cpu.js';
+import { Postmaster } from './postmaster.js';
 import { deliveredCores } from './host-contention.js';
 
 /** What every simulated server shares: the clock, the calibration, demands, timeout queues. */
@@ -61,6 +62,8 @@ export class SimServer {
   readonly conns = new Set<SimConnection>();
   /** Connection starts that arrived while paused: the postmaster runs them on unpause. */
   private parked: (() => void)[] = [];
+  /** With `connect.postmasterCpuMs`, connects are forked one at a time (postmaster.ts). */
+  private readonly postmaster: Postmaster<SimConnection> | undefined;
 
   constructor(
     readonly world: SimWorld,
@@ -80,6 +83,11 @@ export class SimServer {
       cal.sliceMs === undefined
         ? new CfsCpu(world.clock, quota, host, period)
         : new RrCpu(world.clock, quota, host, period, cal.sliceMs);
+    const forkMs = cal.connect.postmasterCpuMs;
+    this.postmaster =
+      forkMs === undefined
+        ? undefined
+        : new Postmaster(this.cpu, forkMs, (c: SimConnection, epoch: number) => this.backendStart(c, epoch));
   }
 
   /** Opens a connection: connect latency, then a backend's start (a slot and CPU), or an error. */
@@ -105,13 +113,26 @@ export class SimServer {
       this.parked.push(() => this.startBackend(c, epoch));
       return;
     }
+    if (this.postmaster !== undefined) this.postmaster.fork(c, epoch);
+    else this.backendStart(c, epoch);
+  }
+
+  /** Forked: the backend takes a slot (or refuses, 53300) and authenticates on the CPU. */
+  private backendStart(c: SimConnection, epoch: number): void {
+    // A client that gave up while its connection waited for the fork: the backend exits at once.
+    if (c.state !== 'connecting') return;
+    if (this.epoch !== epoch || this.state !== 'up') {
+      c.fail(socketError('ECONNRESET', this.port));
+      return;
+    }
     if (this.backends >= this.maxConnections) {
       c.fail(tooManyClients());
       return;
     }
     this.backends++;
     c.hasBackend = true;
-    this.cpu.submitTask(this.world.cal.connect.cpuMs, c);
+    const connect = this.world.cal.connect;
+    this.cpu.submitTask(Math.max(0, connect.cpuMs - (connect.postmasterCpuMs ?? 0)), c);
   }
 
   /** Runs one statement on the CPU; `job.cpuDone()` when served (not if the server dies first). */
@@ -130,6 +151,7 @@ export class SimServer {
     this.state = 'down';
     this.epoch++;
     this.cpu.clear();
+    this.postmaster?.clear();
     this.parked = [];
     this.backends = 0;
     const conns = [...this.conns];
