@@ -1,87 +1,16 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// The run writer on a complete synthetic run: every file of the run directory, as written.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isPlbError } from '../../src/core/errors.js';
 import { loadRun, readPhaseHistogram } from '../../src/metrics/load-run.js';
-import {
-  createRunWriter,
-  histogramFiles,
-  makeRunId,
-  type RunWriterOptions,
-} from '../../src/metrics/run-writer.js';
-import { detectionCounts, detectionRecords } from '../../src/metrics/summary.js';
+import { createRunWriter, histogramFiles, makeRunId } from '../../src/metrics/run-writer.js';
 import type { RunWriter } from '../../src/metrics/types.js';
+
+import { feed, options, startedAt } from '../helpers/run-writer-fixture.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-metrics-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-const startedAt = new Date(Date.UTC(2026, 10, 30, 5, 15, 0));
-const options = (outDir: string): RunWriterOptions => ({
-  outDir,
-  strategy: 'plb',
-  plan: 'Demo Cascade',
-  seed: 42,
-  clients: 8,
-  mix: { premium: 25, freemium: 75 },
-  replicas: ['r1', 'r2', 'r3'],
-  refWindowS: 20,
-  warmupS: 5,
-  clock: () => startedAt,
-});
-
-/**
- * A synthetic run: both classes complete a query every 10 ms; premium runs on r1 (1 ms) until r1
- * goes down at 30 s, then on r2 (2 ms); freemium on r3 (0.5 ms, then 1.5 ms). One session per
- * second for freemium; premium's session on r1 fails at the fault. CPU and router state each second.
- */
-function feed(w: RunWriter, endMs: number, checkDuringRun?: (t: number) => void): void {
-  const rec = w.recorder;
-  w.event({ type: 'run', tMs: 0, state: 'started' });
-  rec.sessionOpened('premium', 'r1', 0, 2);
-  for (let t = 0; t < endMs; t += 10) {
-    const down = t >= 30_000;
-    if (t === 30_000) w.event({ type: 'fault', tMs: t, replica: 'r1', action: 'down' });
-    if (t === 32_500) w.event({ type: 'detect', tMs: t, replica: 'r1', state: 'down', via: 'health' });
-    rec.queryDone('premium', down ? 'r2' : 'r1', t, down ? 2 : 1);
-    rec.queryDone('freemium', 'r3', t, down ? 1.5 : 0.5);
-    if (t === 30_000) rec.queryFailed('premium', 'r1', t + 5, 'connection terminated');
-    if (t === 30_000) {
-      rec.replicaFailure('r1', t + 1, 'unreachable');
-      rec.replicaFailure('r1', t + 2, 'unreachable');
-      rec.sessionClosed('premium', 'r1', 0, 30_010, 'failed');
-      rec.admissionFailed('premium', 30_011, 'NO_REPLICA');
-      rec.admissionFailed('premium', 30_012, 'NO_REPLICA');
-      rec.sessionOpened('premium', 'r2', 30_020, 4);
-    }
-    if (t === 15_000) rec.replicaFailure('r2', t, 'overloaded');
-    if (t === 40_000) rec.replicaFailure('r3', t, 'slow');
-    if (t === 40_000) rec.replicaFailure('r3', t, 'other'); // heard of, not counted
-    if (t === 59_000) rec.sessionClosed('premium', 'r2', 30_020, 59_000, 'finished');
-    if (t === 59_500) rec.sessionClosed('premium', 'r2', 50_000, 59_500, 'cut');
-    if (t % 1000 === 0) rec.sessionOpened('freemium', 'r3', t, 1);
-    if (t % 1000 === 500) {
-      rec.sessionClosed('freemium', 'r3', t - 500, t, 'finished');
-      rec.cpu(t, { r1: down ? null : 0.5, r2: down ? 0.7 : 0.3, r3: 0.4 });
-      rec.harnessCpu(t, 0.25);
-      rec.hostCpu(t, 0.6, 0.01);
-    }
-    // The client's 10 ms timer: 2 ms late, but 30 ms late for all of 45..46 s (3% of down-1).
-    rec.loopDelay(t, t >= 45_000 && t < 46_000 ? 30 : 2);
-    if (t === 20_000) rec.loopDelay(t, 40);
-    if (t % 1000 === 900) {
-      rec.replicaState(t, {
-        r1: { premium: down ? 0 : 1, freemium: 0, role: 'premium', healthy: t < 32_500 },
-        r2: { premium: down ? 1 : 0, freemium: 0, role: 'mixed', healthy: true },
-        r3: { premium: 0, freemium: 1, role: 'freemium', healthy: true },
-      });
-    }
-    if ((t + 10) % 1000 === 0) {
-      w.tick(t + 10);
-      checkDuringRun?.(t + 10);
-    }
-  }
-}
 
 describe('makeRunId', () => {
   it('UTC date, time, strategy and plan slugs', () => {
@@ -357,134 +286,5 @@ describe('run writer: complete run', () => {
     const w2 = createRunWriter(options(root));
     expect(w2.dir).toBe(join(root, '20261130-051500-plb-demo-cascade-2'));
     w2.finish(0, true);
-  });
-});
-
-describe('run writer: interrupted run', () => {
-  const out = join(root, 'interrupted');
-  const w = createRunWriter({ ...options(out), runId: 'cut' });
-  w.writeConfig({ seed: 42 });
-  feed(w, 45_500);
-  const summary = w.finish(45_500, false);
-
-  it('still writes summary.json, marked incomplete', () => {
-    expect(summary.complete).toBe(false);
-    expect(summary.phases.map((p) => [p.name, p.endS])).toEqual([
-      ['ref', 30],
-      ['down-1', 45.5],
-    ]);
-    expect(existsSync(join(w.dir, 'INCOMPLETE'))).toBe(true);
-    expect(existsSync(join(w.dir, 'RUNNING'))).toBe(false);
-    const run = loadRun(w.dir);
-    expect(run.status).toBe('incomplete');
-    expect(run.timeline).toHaveLength(45);
-    expect(run.summary.phases[1]?.classes.premium.queries).toBe(1550);
-  });
-
-  it('an explicit run id that exists is refused', () => {
-    expect(() => createRunWriter({ ...options(out), runId: 'cut' })).toThrow(/already exists/);
-  });
-});
-
-describe('loadRun errors name the file', () => {
-  const expectInvalid = (dir: string, pattern: RegExp): void => {
-    try {
-      loadRun(dir);
-      expect.unreachable();
-    } catch (err) {
-      expect(isPlbError(err, 'RUN_DIR_INVALID')).toBe(true);
-      expect((err as Error).message).toMatch(pattern);
-    }
-  };
-
-  it('running run: no summary.json yet, rebuilt and said to be still running', () => {
-    const w = createRunWriter({ ...options(join(root, 'errs')), runId: 'live' });
-    w.writeConfig({});
-    const live = loadRun(w.dir);
-    expect(live.status).toBe('incomplete');
-    expect(live.summary.rebuilt).toBe(true);
-    expect(live.summary.errors?.[0]).toMatch(new RegExp(`^still running or hung \\(pid ${process.pid}\\)`));
-    w.finish(1_000, true);
-    expect(loadRun(w.dir).status).toBe('complete');
-    writeFileSync(join(w.dir, 'events.jsonl'), '{"type":"note","tMs":1}\nnot json\n');
-    expectInvalid(w.dir, /events\.jsonl: line 2 is not valid JSON/);
-    writeFileSync(join(w.dir, 'events.jsonl'), '');
-    writeFileSync(join(w.dir, 'timeline.csv'), 't_s,phase,premium_count\n0,warmup\n');
-    expectInvalid(w.dir, /timeline\.csv: line 2: 2 cells/);
-    rmSync(join(w.dir, 'config.json'));
-    expectInvalid(w.dir, /config\.json: missing/);
-    rmSync(join(w.dir, 'summary.json'));
-    writeFileSync(join(w.dir, 'RUNNING'), '{}\n');
-    rmSync(join(w.dir, 'timeline.csv'));
-    expectInvalid(w.dir, /timeline\.csv: missing/);
-    expectInvalid(join(root, 'nope'), /not a directory/);
-  });
-
-  it('bad options name the field', () => {
-    expect(() => createRunWriter({ ...options(root), replicas: [] })).toThrow(/replicas/);
-    expect(() => createRunWriter({ ...options(root), replicas: ['r1', 'r1'] })).toThrow(
-      /replicas has duplicates/,
-    );
-    expect(() => createRunWriter({ ...options(root), warmupS: -1 })).toThrow(/warmupS/);
-  });
-});
-
-describe('detectionCounts', () => {
-  it('counts every detection and flags those no injected fault explains', () => {
-    expect(
-      detectionCounts([
-        { type: 'detect', tMs: 5_000, replica: 'r3', state: 'down' }, // overload taken for death
-        { type: 'detect', tMs: 9_000, replica: 'r3', state: 'up' },
-        { type: 'fault', tMs: 10_000, replica: 'r1', action: 'down' },
-        { type: 'detect', tMs: 10_200, replica: 'r1', state: 'down' },
-        { type: 'fault', tMs: 20_000, replica: 'r1', action: 'rejoin' },
-        { type: 'detect', tMs: 22_000, replica: 'r1', state: 'up' },
-        { type: 'fault', tMs: 25_000, replica: 'r2', action: 'throttle' },
-      ]),
-    ).toEqual({ down: 2, up: 2, unexplained: 2 });
-  });
-});
-
-describe('detectionRecords', () => {
-  it('first matching detect after each fault, before the next fault on that replica', () => {
-    const records = detectionRecords([
-      { type: 'fault', tMs: 10_000, replica: 'r1', action: 'down' },
-      { type: 'detect', tMs: 9_000, replica: 'r1', state: 'down' },
-      { type: 'detect', tMs: 11_000, replica: 'r2', state: 'down' },
-      { type: 'fault', tMs: 20_000, replica: 'r1', action: 'rejoin' },
-      { type: 'detect', tMs: 23_000, replica: 'r1', state: 'up' },
-      { type: 'fault', tMs: 25_000, replica: 'r2', action: 'throttle' },
-      { type: 'fault', tMs: 30_000, replica: 'r1', action: 'pause' },
-      { type: 'detect', tMs: 30_000, replica: 'r1', state: 'down' },
-    ]);
-    expect(records).toEqual([
-      { replica: 'r1', action: 'down', injectedMs: 10_000, detectedMs: null, delayMs: null },
-      { replica: 'r1', action: 'rejoin', injectedMs: 20_000, detectedMs: 23_000, delayMs: 3_000 },
-      { replica: 'r1', action: 'pause', injectedMs: 30_000, detectedMs: 30_000, delayMs: 0 },
-    ]);
-  });
-});
-
-describe('run writer: a weight that changes within a phase', () => {
-  it('each phase gets the mean of the configured weights the router reported in it', () => {
-    const w = createRunWriter(options(join(root, 'weights')));
-    w.writeConfig({ seed: 1, strategy: 'wlc' });
-    w.event({ type: 'run', tMs: 0, state: 'started' });
-    const up = { premium: 0, freemium: 0, role: 'shared', healthy: true };
-    for (let t = 0; t < 60_000; t += 1000) {
-      if (t === 30_000) w.event({ type: 'fault', tMs: t, replica: 'r2', action: 'down' });
-      // r1 is drained half-way through down-1 (a lag-derived weight, say).
-      w.recorder.replicaState(t + 900, {
-        r1: { ...up, weight: t < 45_000 ? 1 : 0.5 },
-        r2: { ...up, healthy: t < 30_000, weight: 2 },
-        r3: up,
-      });
-      w.tick(t + 1000);
-    }
-    const summary = w.finish(60_000, true);
-    const weight = (phase: string, id: string) =>
-      summary.phases.find((p) => p.name === phase)?.replicas[id]?.weight;
-    expect([weight('ref', 'r1'), weight('ref', 'r2'), weight('ref', 'r3')]).toEqual([1, 2, 1]);
-    expect(weight('down-1', 'r1')).toBe(0.75);
   });
 });
