@@ -18,6 +18,7 @@ import { VirtualClock } from '../src/clock/virtual.js';
 import { chargedCosts, loadCalibration, type SimCalibration } from '../src/cluster/sim/calibration.js';
 import { DemandModel } from '../src/cluster/sim/demand.js';
 import { SimServer, SimWorld } from '../src/cluster/sim/server.js';
+import { quantile } from '../src/metrics/math.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
@@ -168,11 +169,7 @@ async function real(c: Case): Promise<Outcome> {
   }
 }
 
-const pct = (xs: number[], f: number): string => {
-  const s = [...xs].sort((a, b) => a - b);
-  const v = s[Math.min(s.length - 1, Math.floor(f * s.length))];
-  return v === undefined ? '-' : v.toFixed(0);
-};
+const pct = (xs: number[], p: number): string => quantile(xs, p)?.toFixed(0) ?? '-';
 const cell = (o: Outcome): string =>
   `${pct(o.connects, 0.5)} / ${pct(o.connects, 0.95)} ms, ${o.timeouts} t/o, turn ${pct(o.probe, 0.5)}`;
 

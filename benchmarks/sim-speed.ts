@@ -12,6 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
+import { quantile } from '../src/metrics/math.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string): string | undefined => {
@@ -102,13 +103,9 @@ function measure(s: (typeof scenarios)[number]): Measured {
 
 /** Median [min..max] of one figure over the repeats. */
 function spread(xs: number[], digits: number): string {
-  const v = [...xs].sort((a, b) => a - b);
-  const mid =
-    v.length % 2 === 1
-      ? (v[(v.length - 1) / 2] as number)
-      : ((v[v.length / 2 - 1] as number) + (v[v.length / 2] as number)) / 2;
   const f = (x: number): string => x.toFixed(digits);
-  return v.length === 1 ? f(mid) : `${f(mid)} [${f(v[0] as number)}..${f(v[v.length - 1] as number)}]`;
+  const mid = f(quantile(xs, 0.5) as number);
+  return xs.length === 1 ? mid : `${mid} [${f(Math.min(...xs))}..${f(Math.max(...xs))}]`;
 }
 
 const table = new Table({
