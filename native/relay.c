@@ -1,19 +1,36 @@
-/* The relay threads: epoll loops copying relayed sessions' bytes (relay.h says what and why). */
+/* The relay threads: epoll loops copying sessions' bytes (relay.h says what and why). */
 #include "relay.h"
 
-static int64_t now_ms(void) {
+/* How often a thread looks for lingering sessions and passed deadlines, at most. */
+#define SCAN_MS 100
+
+int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static uint32_t be32(const uint8_t *b) {
+uint32_t be32(const uint8_t *b) {
   return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
 }
 
 static size_t bucket_of(double id) { return (size_t)((uint64_t)id % BUCKETS); }
 
-static void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n) {
+void bucket_add(Worker *w, Pair *p) {
+  size_t b = bucket_of(p->id);
+  p->next_bucket = w->buckets[b];
+  w->buckets[b] = p;
+}
+
+Pair *bucket_find(Worker *w, double id) {
+  Pair *p = w->buckets[bucket_of(id)];
+  while (p && p->id != id) p = p->next_bucket;
+  return p;
+}
+
+void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n) {
+  /* A client JavaScript never heard of (gone, or refused, before its first packet): nothing to tell. */
+  if (!p->known) return;
   Event *e = calloc(1, sizeof(Event));
   if (!e) return;
   e->id = p->id;
@@ -23,6 +40,8 @@ static void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t 
   e->at_boundary = p->passing == 0;
   e->last_type = p->last_type;
   e->terminated = p->terminated;
+  e->phase = p->phase;
+  e->front = p->front ? p->front->index : -1;
   if (bytes && n > 0) {
     e->bytes = malloc(n);
     if (e->bytes) {
@@ -33,13 +52,18 @@ static void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t 
   napi_call_threadsafe_function(w->tsfn, e, napi_tsfn_nonblocking);
 }
 
-static void watch(Worker *w, Pair *p, int k) {
+void watch(Worker *w, Pair *p, int k) {
   if (p->fd[k] < 0) return;
-  Dir *in = &p->d[k], *out = &p->d[1 - k];
-  uint32_t ev = 0;
-  /* Read a side only while what was read from it is out (backpressure) and there is room. */
-  if (!p->rd_eof[k] && in->wr == in->fwd && in->len < in->cap) ev |= EPOLLIN;
-  if (out->wr < out->fwd) ev |= EPOLLOUT;
+  uint32_t ev;
+  if (p->phase != PH_RELAY && p->phase != PH_AUTH) {
+    ev = front_wanted(p, k);
+  } else {
+    Dir *in = &p->d[k], *out = &p->d[1 - k];
+    ev = 0;
+    /* Read a side only while what was read from it is out (backpressure) and there is room. */
+    if (!p->rd_eof[k] && in->wr == in->fwd && in->len < in->cap) ev |= EPOLLIN;
+    if (out->wr < out->fwd) ev |= EPOLLOUT;
+  }
   if (ev == p->events[k]) return;
   /* Nothing wanted: out of the set, or a hangup (always reported) would wake the thread in a loop. */
   struct epoll_event e = {.events = ev, .data.ptr = &p->tag[k]};
@@ -48,7 +72,7 @@ static void watch(Worker *w, Pair *p, int k) {
   p->events[k] = ev;
 }
 
-static void close_side(Worker *w, Pair *p, int k) {
+void close_side(Worker *w, Pair *p, int k) {
   if (p->fd[k] < 0) return;
   if (p->events[k] != 0) epoll_ctl(w->ep, EPOLL_CTL_DEL, p->fd[k], NULL);
   p->events[k] = 0;
@@ -64,6 +88,7 @@ static void finish_if_closed(Worker *w, Pair *p, Pair **dead) {
   if (p->dead || !p->closed[CLIENT] || !p->closed[BACKEND]) return;
   p->dead = 1;
   if (p->linger_at) w->lingering--;
+  if (p->deadline) w->waiting--;
   Pair **at = &w->buckets[bucket_of(p->id)];
   while (*at && *at != p) at = &(*at)->next_bucket;
   if (*at) *at = p->next_bucket;
@@ -72,10 +97,8 @@ static void finish_if_closed(Worker *w, Pair *p, Pair **dead) {
   *dead = p;
 }
 
-static void ended(Worker *w, Pair *p, int k, int err);
-
 /* Writes d[k] to side 1-k; then, that side's end asked for and nothing left, its FIN. */
-static void flush(Worker *w, Pair *p, int k) {
+void flush(Worker *w, Pair *p, int k) {
   Dir *d = &p->d[k];
   int to = 1 - k;
   if (p->fd[to] < 0) {
@@ -114,8 +137,12 @@ static void flush(Worker *w, Pair *p, int k) {
   }
 }
 
-/* Side k ended (EOF: err 0). Reported once; an EOF ends its writing too (allowHalfOpen off). */
-static void ended(Worker *w, Pair *p, int k, int err) {
+/*
+ * Side k ended (EOF: err 0). Reported once; an EOF ends its writing too (allowHalfOpen off). A
+ * connected client's end is not reported: what JavaScript would answer is always the same (the
+ * backend sees EOF and ends its session), so it is done here and said with the close (client_first).
+ */
+void ended(Worker *w, Pair *p, int k, int err) {
   if (!p->closed[k]) {
     if (p->rd_eof[k]) return;
     p->rd_eof[k] = 1;
@@ -126,13 +153,33 @@ static void ended(Worker *w, Pair *p, int k, int err) {
     return;
   }
   p->rd_eof[k] = 2; /* reported */
+  if (k == BACKEND && p->phase == PH_RELAY && (p->terminated || p->client_first)) {
+    /* The client said Terminate, or left: the backend's end is expected; the client is ended too. */
+    if (p->fd[CLIENT] >= 0 && p->shut[CLIENT] == 0) {
+      p->shut[CLIENT] = 1;
+      flush(w, p, BACKEND);
+    }
+    return;
+  }
+  if (k == CLIENT && (p->phase == PH_RELAY || p->phase == PH_AUTH)) {
+    if (p->rd_eof[BACKEND] == 0) p->client_first = 1;
+    if (!p->linger_at) {
+      p->linger_at = now_ms() + LINGER_MS;
+      w->lingering++;
+    }
+    if (p->fd[BACKEND] >= 0 && p->shut[BACKEND] == 0) {
+      p->shut[BACKEND] = 1;
+      flush(w, p, CLIENT);
+    }
+    return;
+  }
   emit(w, p, EV_END, k, err, k == BACKEND ? p->last_err : NULL, k == BACKEND ? p->last_err_len : 0);
 }
 
-static int grow(Dir *d, size_t need) {
+int grow(Dir *d, size_t need) {
   if (need <= d->cap) return 1;
   size_t cap = d->cap * 2 > need ? d->cap * 2 : need;
-  if (cap > HELD_MAX) cap = HELD_MAX;
+  if (cap > HELD_MAX && need <= HELD_MAX) cap = HELD_MAX;
   uint8_t *b = realloc(d->buf, cap);
   if (!b) return 0;
   d->buf = b;
@@ -165,6 +212,10 @@ static int frame(Worker *w, Pair *p) {
         p->last_err_len = n;
       } else if (type == 'S' && p->watch_params) {
         emit(w, p, EV_PARAM, BACKEND, 0, d->buf + pos, total);
+      } else if (type == 'K' && p->phase == PH_AUTH) {
+        front_key(w, p, d, pos, &total);
+      } else if (type == 'Z' && p->phase == PH_AUTH) {
+        front_ready(w, p);
       }
       pos += total;
       continue;
@@ -217,14 +268,25 @@ static void on_readable(Worker *w, Pair *p, int k) {
   flush(w, p, k);
 }
 
-static void command(Worker *w, Cmd *c) {
-  Pair *p = w->buckets[bucket_of(c->id)];
-  while (p && p->id != c->id) p = p->next_bucket;
-  if (!p) return;
+/* The backend's bytes read before the session was relayed (its first answer, passed on now). */
+void relay_catch_up(Worker *w, Pair *p) {
+  if (!frame(w, p)) {
+    close_side(w, p, CLIENT);
+    close_side(w, p, BACKEND);
+    return ended(w, p, BACKEND, EPROTO);
+  }
+  flush(w, p, BACKEND);
+  p->d[CLIENT].fwd = p->d[CLIENT].len; /* what the client sent meanwhile goes on too */
+  flush(w, p, CLIENT);
+}
+
+static void command(Worker *w, Pair *p, Cmd *c) {
   if (!p->linger_at) {
     p->linger_at = now_ms() + LINGER_MS;
     w->lingering++;
   }
+  /* Not relayed yet: whatever is said ends the session there (no backend to keep). */
+  if (p->phase != PH_RELAY && p->phase != PH_AUTH) front_retire(w, p);
   if (c->flags & (C_END | C_AT_BOUNDARY)) {
     if ((c->flags & C_AT_BOUNDARY) && p->passing > 0) {
       close_side(w, p, CLIENT);
@@ -248,85 +310,116 @@ static void command(Worker *w, Cmd *c) {
   if (c->flags & B_DESTROY) close_side(w, p, BACKEND);
 }
 
-static void add(Worker *w, Pair *p) {
-  size_t b = bucket_of(p->id);
-  p->next_bucket = w->buckets[b];
-  w->buckets[b] = p;
-  for (int k = 0; k < 2; k++) {
-    struct epoll_event e = {.events = EPOLLIN, .data.ptr = &p->tag[k]};
-    p->events[k] = EPOLLIN;
-    if (epoll_ctl(w->ep, EPOLL_CTL_ADD, p->fd[k], &e) != 0) {
-      int err = errno;
-      close_side(w, p, k);
-      ended(w, p, k, err);
-    }
-  }
-}
-
 void relay_free_pair(Pair *p) {
+  if (p->front) atomic_fetch_sub(&p->front->open, 1);
   free(p->d[0].buf);
   free(p->d[1].buf);
   free(p->last_err);
+  free(p->pkt);
+  free(p->bkey);
   free(p);
+}
+
+static void run_commands(Worker *w, Pair **dead) {
+  uint64_t v;
+  if (read(w->efd, &v, sizeof v) < 0) { /* nothing: the commands are in the queue */
+  }
+  pthread_mutex_lock(&w->mu);
+  Cmd *c = w->head;
+  w->head = w->tail = NULL;
+  pthread_mutex_unlock(&w->mu);
+  while (c) {
+    Cmd *next = c->next;
+    if (c->op == OP_LISTEN) {
+      /* Every thread polls the listener; EPOLLEXCLUSIVE wakes one of them a connection. */
+      struct epoll_event e = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &c->lst->tag};
+      epoll_ctl(w->ep, EPOLL_CTL_ADD, c->lst->fd, &e);
+    } else if (c->op == OP_STOP) {
+      front_stop(w, c);
+    } else {
+      Pair *p = bucket_find(w, c->id);
+      if (p && !p->dead) {
+        if (c->op == OP_DIAL) front_dial(w, p, c);
+        else if (c->op == OP_VERDICT) front_verdict(w, p, c->flags);
+        else command(w, p, c);
+        finish_if_closed(w, p, dead);
+        if (!p->dead) watch(w, p, CLIENT), watch(w, p, BACKEND);
+      }
+    }
+    free(c->bytes);
+    free(c);
+    c = next;
+  }
+}
+
+/* Lingering sessions past their time are closed; passed deadlines are the front door's to act on. */
+static void scan(Worker *w, Pair **dead) {
+  int64_t now = now_ms();
+  for (size_t b = 0; b < BUCKETS; b++)
+    for (Pair *p = w->buckets[b], *next; p; p = next) {
+      next = p->next_bucket;
+      if (p->dead) continue;
+      if (p->deadline && p->deadline <= now) front_expire(w, p);
+      if (p->linger_at && p->linger_at <= now) {
+        close_side(w, p, CLIENT);
+        close_side(w, p, BACKEND);
+      }
+      finish_if_closed(w, p, dead);
+      if (!p->dead) watch(w, p, CLIENT), watch(w, p, BACKEND);
+    }
+}
+
+static void on_event(Worker *w, Pair *p, int side, uint32_t ev) {
+  if (p->phase == PH_RELAY || p->phase == PH_AUTH) {
+    if (ev & EPOLLOUT) flush(w, p, 1 - side);
+    if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && p->fd[side] >= 0) on_readable(w, p, side);
+    return;
+  }
+  if (side == CLIENT) {
+    if (ev & EPOLLOUT) flush(w, p, BACKEND);
+    if (p->phase == PH_STARTUP && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)))
+      front_startup_read(w, p);
+    else if (p->phase != PH_STARTUP && (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && !p->rd_eof[CLIENT])
+      front_client_gone(w, p, ev);
+    return;
+  }
+  if (p->phase == PH_DIAL) return front_dial_ready(w, p);
+  if (p->phase == PH_FIRST) {
+    if (ev & EPOLLOUT) front_send_packet(w, p);
+    if (p->phase == PH_FIRST && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) front_first_read(w, p);
+  }
 }
 
 void *relay_run(void *arg) {
   Worker *w = arg;
   struct epoll_event evs[256];
+  int64_t next_scan = 0;
   for (;;) {
-    int n = epoll_wait(w->ep, evs, 256, w->lingering > 0 ? 200 : -1);
+    int busy = w->lingering > 0 || w->waiting > 0;
+    int n = epoll_wait(w->ep, evs, 256, busy ? SCAN_MS : -1);
     Pair *dead = NULL;
     for (int i = 0; i < n; i++) {
       Tag *t = evs[i].data.ptr;
       if (t == NULL) {
-        uint64_t v;
-        if (read(w->efd, &v, sizeof v) < 0) { /* nothing: the commands are in the queue */
-        }
-        pthread_mutex_lock(&w->mu);
-        Cmd *c = w->head;
-        w->head = w->tail = NULL;
-        pthread_mutex_unlock(&w->mu);
-        while (c) {
-          Cmd *next = c->next;
-          if (c->op == OP_ADD) add(w, c->pair);
-          else command(w, c);
-          Pair *p = c->pair;
-          if (c->op == OP_COMMAND) {
-            p = w->buckets[bucket_of(c->id)];
-            while (p && p->id != c->id) p = p->next_bucket;
-          }
-          if (p && !p->dead) {
-            finish_if_closed(w, p, &dead);
-            if (!p->dead) watch(w, p, CLIENT), watch(w, p, BACKEND);
-          }
-          free(c->bytes);
-          free(c);
-          c = next;
-        }
+        run_commands(w, &dead);
+        continue;
+      }
+      if (t->side < 0) {
+        front_accept(w, t->lst);
         continue;
       }
       Pair *p = t->p;
       if (p->dead || p->fd[t->side] < 0) continue;
-      uint32_t ev = evs[i].events;
-      if (ev & EPOLLOUT) flush(w, p, 1 - t->side);
-      if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && p->fd[t->side] >= 0) {
-        on_readable(w, p, t->side);
-        /* Drained the other way by now: read on if the first read filled the buffer. */
-      }
+      on_event(w, p, t->side, evs[i].events);
       finish_if_closed(w, p, &dead);
       if (!p->dead) watch(w, p, CLIENT), watch(w, p, BACKEND);
     }
-    if (w->lingering > 0) {
+    if (w->lingering > 0 || w->waiting > 0) {
       int64_t now = now_ms();
-      for (size_t b = 0; b < BUCKETS; b++)
-        for (Pair *p = w->buckets[b], *next; p; p = next) {
-          next = p->next_bucket;
-          if (p->linger_at && p->linger_at <= now && !p->dead) {
-            close_side(w, p, CLIENT);
-            close_side(w, p, BACKEND);
-            finish_if_closed(w, p, &dead);
-          }
-        }
+      if (now >= next_scan) {
+        next_scan = now + SCAN_MS;
+        scan(w, &dead);
+      }
     }
     while (dead) {
       Pair *next = dead->next_dead;
@@ -347,4 +440,3 @@ void relay_post(Worker *w, Cmd *c) {
   if (write(w->efd, &one, sizeof one) < 0) { /* the counter is full: a wakeup is pending anyway */
   }
 }
-

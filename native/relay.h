@@ -1,21 +1,27 @@
 /*
- * plb proxy's native relay: once a session is established (ReadyForQuery relayed), its two sockets
- * are handed here and their bytes are copied by relay threads (epoll, one per thread) instead of
- * Node's event loop. What the session needs of the stream is kept: the backend's messages are
- * followed by boundary (type byte + Int32 length) and only whole ones are forwarded, so an error
- * can still be said at a boundary; the last ErrorResponse is kept for the session's end; with
- * watch_params every ParameterStatus is reported (the late-class warning). The relay decides
- * nothing about a session's end: it reports each side's end (EOF or error) and carries out what
- * JavaScript answers (end a side, with a last message, or destroy it), then reports the close.
+ * plb proxy's native front door and relay. Relay threads (epoll, one loop per thread) accept the
+ * proxy's clients, read their first packets, connect to the replica JavaScript routed them to, pass
+ * the authentication exchange through and then copy the session's bytes, all outside Node's event
+ * loop. JavaScript keeps every decision: it is told of a client's startup packet (and routes it,
+ * or refuses it), of the replica's first answer when that is an error (retry elsewhere, or pass it
+ * on), of a failed connect, of ReadyForQuery (with the backend's cancel key) and of each side's
+ * end, and answers with commands. What the session needs of the stream is kept: the backend's
+ * messages are followed by boundary (type byte + Int32 length) and only whole ones are forwarded,
+ * so an error can still be said at a boundary; BackendKeyData is swapped for the proxy's own key;
+ * the last ErrorResponse is kept for the session's end; with watch_params every ParameterStatus is
+ * reported (the late-class warning).
  */
 #ifndef PLB_RELAY_H
 #define PLB_RELAY_H
+#define _GNU_SOURCE /* accept4 */
 #define NAPI_VERSION 8
 #include <node_api.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,19 +35,42 @@
 #define BACKEND 1
 /* Each direction's buffer (HAProxy's default bufsize); the backend's grows for a message held whole. */
 #define DIR_CAP 16384
+/* What a client's first packets are read into at first (grown up to a whole startup packet). */
+#define STARTUP_CAP 512
+/* PostgreSQL's own cap on a startup packet (MAX_STARTUP_PACKET_LENGTH). */
+#define MAX_STARTUP 10000
 /* A backend message up to this size is held until whole (the JavaScript framer's maxHeld). */
 #define HELD_MAX (1 << 20)
 #define LAST_ERROR_MAX 8192
 #define LINGER_MS 5000
 #define BUCKETS 4096
+#define MAX_FRONTS 64
+#define MAX_LISTENERS 128
 
-enum { EV_END = 1, EV_PARAM = 2, EV_CLOSED = 3 };
+/*
+ * A session's phase. RELAY is an established session (and any session once it is being ended);
+ * the others are the front door's, in order: reading the first packets, waiting for JavaScript to
+ * route, connecting, waiting for the server's first answer, that answer (an error) held for
+ * JavaScript's verdict, the authentication exchange until ReadyForQuery.
+ */
+enum { PH_RELAY = 0, PH_STARTUP, PH_ROUTING, PH_DIAL, PH_FIRST, PH_HELD, PH_AUTH };
+
+enum {
+  EV_END = 1,
+  EV_PARAM = 2,
+  EV_CLOSED = 3,
+  EV_PACKET = 4,
+  EV_ANSWER = 5,
+  EV_DIAL_FAILED = 6,
+  EV_READY = 7,
+  EV_TIMEOUT = 8
+};
 enum { C_END = 1, C_AT_BOUNDARY = 2, C_DESTROY = 4, B_END = 8, B_DESTROY = 16 };
-enum { OP_ADD = 1, OP_COMMAND = 2 };
+enum { OP_COMMAND = 1, OP_LISTEN, OP_STOP, OP_DIAL, OP_VERDICT };
 
 typedef struct Event {
   double id;
-  int kind, side, err, at_boundary, last_type, terminated;
+  int kind, side, err, at_boundary, last_type, terminated, phase, front;
   uint8_t *bytes;
   size_t nbytes;
 } Event;
@@ -52,11 +81,31 @@ typedef struct Dir {
   size_t cap, len, fwd, wr;
 } Dir;
 
+/* One proxy's front door: its client limit and what it tells clients (never freed: one a proxy). */
+typedef struct Front {
+  int index;
+  atomic_int open;       /* clients in any phase */
+  atomic_int over_limit; /* refused at accept: over the limit */
+  int max[2];            /* per listener class (0 premium, 1 freemium) */
+  int startup_ms;
+  uint8_t *refusal;
+  size_t nrefusal;
+} Front;
+
 struct Pair;
+struct Listener;
 typedef struct Tag {
   struct Pair *p;
-  int side;
+  int side; /* CLIENT, BACKEND, or -1: a listener (lst) */
+  struct Listener *lst;
 } Tag;
+
+typedef struct Listener {
+  int fd, cls;
+  Front *front;
+  Tag tag;         /* what every thread's epoll reports it by */
+  atomic_int refs; /* threads still polling it */
+} Listener;
 
 typedef struct Pair {
   double id;
@@ -67,28 +116,50 @@ typedef struct Pair {
   int rd_eof[2], shut[2], closed[2];
   size_t passing; /* bytes still to come of an oversize message passed through */
   int last_type, terminated, watch_params, dead;
+  int client_first; /* the client ended while the backend had not: the backend was ended here */
   uint8_t *last_err;
   size_t last_err_len;
   int64_t linger_at;
+  /* The front door's. */
+  int phase, cls, known; /* known: JavaScript was told of it (it hears of the close) */
+  Front *front;
+  uint8_t *pkt; /* the startup packet, kept for a connect to another replica */
+  size_t npkt, pkt_sent;
+  int32_t key_pid;
+  uint8_t key_secret[4];
+  uint8_t *bkey; /* the backend's BackendKeyData body (pid, secret) */
+  size_t nbkey;
+  int dial_ms;
+  int64_t deadline;
   struct Pair *next_bucket, *next_dead;
 } Pair;
 
 typedef struct Cmd {
   int op, flags;
   double id;
-  Pair *pair;
   uint8_t *bytes;
   size_t nbytes;
+  /* OP_LISTEN: the listener. OP_DIAL: where, how long, the proxy's key, ParameterStatus wanted. */
+  Listener *lst;
+  struct sockaddr_storage addr;
+  socklen_t addrlen;
+  int timeout_ms, watch;
+  int32_t key_pid;
+  uint8_t key_secret[4];
   struct Cmd *next;
 } Cmd;
 
+struct Relay;
 typedef struct Worker {
   pthread_t thread;
-  int ep, efd;
+  int index, ep, efd;
+  int spare_fd; /* held for the accept of a client when descriptors run out */
   pthread_mutex_t mu;
   Cmd *head, *tail;
   Pair *buckets[BUCKETS];
-  int lingering;
+  int lingering, waiting; /* pairs with a linger or a deadline */
+  double next_id;
+  struct Relay *relay;
   napi_threadsafe_function tsfn;
 } Worker;
 
@@ -96,13 +167,45 @@ typedef struct Relay {
   int n;
   Worker *workers;
   napi_threadsafe_function tsfn;
+  Front *fronts[MAX_FRONTS];
+  int nfronts;
+  Listener *listeners[MAX_LISTENERS];
+  int nlisteners;
 } Relay;
 
-/* A relay thread's loop (relay.c). */
+/* relay.c: a relay thread's loop, and what the front door shares with it. */
 void *relay_run(void *arg);
 /* Queues a command for a thread and wakes it (any thread). */
 void relay_post(Worker *w, Cmd *c);
+int64_t now_ms(void);
+uint32_t be32(const uint8_t *b);
+void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n);
+void watch(Worker *w, Pair *p, int k);
+void flush(Worker *w, Pair *p, int k);
+void close_side(Worker *w, Pair *p, int k);
+void ended(Worker *w, Pair *p, int k, int err);
+int grow(Dir *d, size_t need);
+void bucket_add(Worker *w, Pair *p);
+Pair *bucket_find(Worker *w, double id);
+
+/* front.c: the front door's steps. */
+void front_accept(Worker *w, Listener *l);
+void front_startup_read(Worker *w, Pair *p);
+void front_dial(Worker *w, Pair *p, Cmd *c);
+void front_dial_ready(Worker *w, Pair *p);
+void front_send_packet(Worker *w, Pair *p);
+void front_first_read(Worker *w, Pair *p);
+void front_verdict(Worker *w, Pair *p, int forward);
+void front_client_gone(Worker *w, Pair *p, uint32_t ev);
+void front_retire(Worker *w, Pair *p);
+void front_expire(Worker *w, Pair *p);
+void front_stop(Worker *w, Cmd *c);
+/* The AUTH phase's hooks on whole backend messages: BackendKeyData swapped, ReadyForQuery. */
+void front_key(Worker *w, Pair *p, Dir *d, size_t pos, size_t *total);
+void front_ready(Worker *w, Pair *p);
+/* relay.c: the backend's bytes read before the session was relayed, passed on now. */
+void relay_catch_up(Worker *w, Pair *p);
+uint32_t front_wanted(Pair *p, int k);
 void relay_free_pair(Pair *p);
 
 #endif
-

@@ -4,9 +4,7 @@
  * going away (try another replica) from one that answers.
  */
 import { createConnection, type OnReadOpts, type Socket } from 'node:net';
-import { classifyFailure, isDeathEvidence } from '../core/failure-cause.js';
-import { decodeServerError } from './server-messages.js';
-import { MSG_ERROR } from './wire.js';
+import { answerTimeout, connectTimeout, dyingServerError } from './session-route.js';
 
 export type FirstAnswer = { ok: true; chunk: Buffer } | { ok: false; err: unknown; retry?: boolean };
 
@@ -59,13 +57,7 @@ export function firstAnswer(
                 err: connectTimeout(dialing?.host ?? '', dialing?.port ?? 0, ms),
                 retry: true,
               }
-            : {
-                ok: false,
-                err: Object.assign(new Error(`no answer to the startup packet within ${ms} ms`), {
-                  code: 'ETIMEDOUT',
-                }),
-                retry: false,
-              },
+            : { ok: false, err: answerTimeout(ms), retry: false },
         ),
       ms,
     );
@@ -80,20 +72,6 @@ export function firstAnswer(
         socket.write(packet);
       });
   });
-}
-
-function connectTimeout(host: string, port: number, ms: number): Error {
-  return Object.assign(new Error(`connect to ${host}:${port} timed out after ${ms} ms`), {
-    code: 'ETIMEDOUT',
-  });
-}
-
-/** The server's first message is a FATAL of a server going away (shutdown, crash): try elsewhere. */
-function dyingServerError(chunk: Buffer): Error | undefined {
-  if (chunk[0] !== MSG_ERROR || chunk.length < 5 || chunk.length < 1 + chunk.readInt32BE(1)) return undefined;
-  const e = decodeServerError(chunk.subarray(0, 1 + chunk.readInt32BE(1)));
-  const err = Object.assign(new Error(e.message), { code: e.code, severity: e.severity });
-  return isDeathEvidence(classifyFailure(err)) ? err : undefined;
 }
 
 /** A TCP connection to a replica, still connecting, read into `onread`'s buffer (firstAnswer waits). */

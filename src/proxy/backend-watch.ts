@@ -79,12 +79,23 @@ export class BackendWatch {
     return msg;
   }
 
-  /** application_name reported as another class than the session's: counted, warned once. */
   private checkLateClass(msg: Buffer): void {
-    const named = reportedClass(msg);
-    if (named === undefined || named.cls === this.session.cls) return;
-    this.warnedLate = true;
-    this.host.stats.lateClass += 1;
-    this.host.log(lateClassWarning(named.cls, this.session.cls, this.session.replica));
+    this.warnedLate = noteLateClass(this.host, this.session, msg);
   }
+}
+
+/**
+ * A ParameterStatus that reports application_name as the other class than the session's: counted
+ * and warned (true). A session warns once (its caller stops asking).
+ */
+export function noteLateClass(
+  host: Pick<SessionHost, 'stats' | 'log'>,
+  session: { readonly cls: ServiceClass; readonly replica: string },
+  msg: Buffer,
+): boolean {
+  const named = reportedClass(msg);
+  if (named === undefined || named.cls === session.cls) return false;
+  host.stats.lateClass += 1;
+  host.log(lateClassWarning(named.cls, session.cls, session.replica));
+  return true;
 }

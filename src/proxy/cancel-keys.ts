@@ -18,12 +18,15 @@ const POOL_WORDS = 1024;
  * randomBytes call per session (a native job object each) cost more than the rest of its key.
  */
 export class CancelKeys {
-  private readonly byPid = new Map<number, { secret: Buffer; backend: BackendKey }>();
+  private readonly byPid = new Map<number, { secret: Buffer; backend: BackendKey | undefined }>();
   private readonly pool = Buffer.alloc(POOL_WORDS * 4);
   private at = this.pool.length;
 
-  /** A new key for a session on `backend`. */
-  issue(backend: BackendKey): { pid: number; secret: Buffer } {
+  /**
+   * A new key for a session on `backend`; without one, a key given out before the backend's own is
+   * known (the native front door swaps it in as the server's BackendKeyData passes): bind() it then.
+   */
+  issue(backend?: BackendKey): { pid: number; secret: Buffer } {
     let pid: number;
     do pid = this.word() & 0x7fffffff;
     while (pid === 0 || this.byPid.has(pid));
@@ -43,7 +46,13 @@ export class CancelKeys {
     return w;
   }
 
-  /** The backend of a key the proxy issued; undefined for an unknown or wrong one. */
+  /** The backend of a key issued without one. */
+  bind(pid: number, backend: BackendKey): void {
+    const e = this.byPid.get(pid);
+    if (e) e.backend = backend;
+  }
+
+  /** The backend of a key the proxy issued; undefined for an unknown or wrong one (or not bound yet). */
   lookup(pid: number, secret: Buffer): BackendKey | undefined {
     const e = this.byPid.get(pid);
     if (!e || e.secret.length !== secret.length || !timingSafeEqual(e.secret, secret)) return undefined;

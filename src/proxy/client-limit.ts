@@ -18,6 +18,8 @@ export interface ClientLimitOptions {
 export interface ClientLimiter {
   /** May a new client of the listener's class come in, with `open` clients already there? */
   admits(cls: ServiceClass, open: number): boolean;
+  /** Clients open at once beyond which one of the listener's class is refused. */
+  readonly max: Record<ServiceClass, number>;
   /** What a client over the limit is told. */
   readonly refusal: Buffer;
   /** The listen backlog: a burst waits in the kernel's accept queue rather than being dropped. */
@@ -35,8 +37,10 @@ export function clientLimiter(o: ClientLimitOptions): ClientLimiter {
     '53300',
     `sorry, too many clients already (plb proxy --max-client-conn ${o.maxClientConn})`,
   );
+  const max = { premium: o.maxClientConn, freemium: freemiumMax };
   return {
-    admits: (cls, open) => open < (cls === 'premium' ? o.maxClientConn : freemiumMax),
+    admits: (cls, open) => open < max[cls],
+    max,
     refusal,
     backlog: Math.min(4096, Math.max(511, o.maxClientConn)),
   };

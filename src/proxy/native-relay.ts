@@ -1,15 +1,16 @@
 /**
- * The native relay (native/relay.c): an established session's two sockets are handed to relay
- * threads, which copy its bytes outside Node's event loop and report each side's end; the session
- * answers with what to do (relayed-legs.ts). Optional: absent (not built, not Linux), sessions are
- * relayed in JavaScript as before.
+ * The native front door and relay (native/*.c): relay threads accept a proxy's clients, read their
+ * first packets, connect to the replica JavaScript routes them to and copy the session's bytes,
+ * outside Node's event loop; every decision is asked of JavaScript here (native-session.ts).
+ * Optional: absent (not built, not Linux), the proxy serves its clients on Node's sockets
+ * (session.ts) as before.
  */
 import { createRequire } from 'node:module';
-import type { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { getSystemErrorName } from 'node:util';
+import type { ServiceClass } from '../core/service-class.js';
 
-/** Commands (as in relay.c): end a side (after what is pending, with a last message), or drop it. */
+/** Commands (as in relay.h): end a side (after what is pending, with a last message), or drop it. */
 export const C_END = 1;
 /** End the client with the last message if the backend stream is at a message boundary, else drop it. */
 export const C_AT_BOUNDARY = 2;
@@ -17,7 +18,7 @@ export const C_DESTROY = 4;
 export const B_END = 8;
 export const B_DESTROY = 16;
 
-/** Who copies an established session's bytes (--relay, --relay-threads). */
+/** Who serves the proxy's plain-TCP clients (--relay, --relay-threads). */
 export type RelayChoice = { kind: 'native'; threads: number } | { kind: 'js' };
 
 /** Relay threads by default: one per core, at most 2 (as many as HAProxy's threads on this host). */
@@ -26,6 +27,12 @@ export const DEFAULT_RELAY_THREADS = Math.min(2, availableParallelism());
 const EV_END = 1;
 const EV_PARAM = 2;
 const EV_CLOSED = 3;
+const EV_PACKET = 4;
+const EV_ANSWER = 5;
+const EV_DIAL_FAILED = 6;
+const EV_READY = 7;
+const EV_TIMEOUT = 8;
+const CLASSES: readonly ServiceClass[] = ['premium', 'freemium'];
 
 export interface RelayEnd {
   side: 'client' | 'backend';
@@ -41,34 +48,83 @@ export interface RelayEnd {
   lastError: Buffer | undefined;
 }
 
-export interface RelayListener {
+/**
+ * What the relay tells one session. A replica's first answer that is not an error goes on without
+ * a word: the session learns it from what follows (ready, a backend's end, the close). A Buffer
+ * given to these is a view valid only during the call: copy what is kept.
+ */
+export interface FrontListener {
+  /** The replica's first answer is an ErrorResponse, held for the session's verdict. */
+  answer(heldError: Buffer): void;
+  /** The connect failed: before it connected, or after (no answer, or closed before one). */
+  dialFailed(code: string, connected: boolean): void;
+  /** ReadyForQuery: the backend's own BackendKeyData body (pid, secret), if it sent one. */
+  ready(backendKey: Buffer | undefined): void;
   ended(e: RelayEnd): void;
   /** A ParameterStatus from the backend (only when asked for). */
   parameter(msg: Buffer): void;
-  /** Both sockets are closed: the session is over. */
+  /**
+   * Both sockets are closed: the session is over. A connected client's own end is not told: the
+   * relay ends the backend itself, as the session would (and the backend's end that follows a
+   * Terminate or the client's end, and ends the client).
+   */
   closed(): void;
 }
 
-/** One relayed session. */
-export interface RelayedPair {
+/** One client of the front door, as its session drives it. */
+export interface FrontPair {
+  readonly id: number;
+  /** Connect to a replica and send the startup packet; `key` is the proxy's cancel key for the client. */
+  dial(
+    host: string,
+    port: number,
+    timeoutMs: number,
+    key: { pid: number; secret: Buffer },
+    watch: boolean,
+  ): void;
+  /** The held first answer: on to the client, or the connection dropped (to try another replica). */
+  verdict(forward: boolean): void;
   command(flags: number, last?: Buffer): void;
 }
 
+/** A new client's first packet (startup, cancel, or one to refuse), or its startup timeout (packet undefined). */
+export type FrontArrival = (pair: FrontPair, cls: ServiceClass, packet: Buffer | undefined) => FrontListener;
+
+export interface FrontOptions {
+  /** Clients at once per listener class (any phase); beyond it `refusal` (53300) at once. */
+  max: Record<ServiceClass, number>;
+  refusal: Buffer;
+  startupTimeoutMs: number;
+}
+
+/** An event's bytes: their length in the mailbox, or a Buffer of their own when larger; none. */
+type EventBytes = number | Buffer | undefined;
+/** The mailbox's size: a startup packet, an error, a parameter fit. */
+const MAILBOX_BYTES = 64 * 1024;
+
 interface Addon {
   start(
-    onEvent: (...a: [number, number, number, number, number, number, Buffer?]) => void,
+    onEvent: (...a: [number, number, number, number, number, number, EventBytes, number]) => void,
     threads: number,
+    mailbox: Buffer,
   ): void;
-  add(id: number, clientFd: number, backendFd: number, watchParams: boolean): void;
+  front(maxPremium: number, maxFreemium: number, refusal: Buffer, startupMs: number): number;
+  listen(front: number, cls: number, host: string, port: number, backlog: number): [number, number];
+  stop(listener: number, message: Buffer): void;
+  dial(id: number, host: string, port: number, ms: number, pid: number, secret: Buffer, watch: boolean): void;
+  verdict(id: number, forward: boolean): void;
   command(id: number, flags: number, last?: Buffer): void;
+  counts(front: number): [number, number];
   ref(on: boolean): void;
 }
 
 let shared: NativeRelay | string | undefined;
 
 export class NativeRelay {
-  private readonly live = new Map<number, RelayListener>();
-  private nextId = 1;
+  private readonly live = new Map<number, FrontListener>();
+  private readonly fronts = new Map<number, FrontArrival>();
+  /** Where the relay copies an event's bytes: valid only during the call that reads them. */
+  private readonly mailbox = Buffer.alloc(MAILBOX_BYTES);
 
   private constructor(
     private readonly addon: Addon,
@@ -92,47 +148,33 @@ export class NativeRelay {
     }
     const relay = new NativeRelay(addon, threads);
     try {
-      addon.start((...a) => relay.dispatch(...a), threads);
+      addon.start((...a) => relay.dispatch(...a), threads, relay.mailbox);
     } catch (err) {
-      return err instanceof Error ? err.message : String(err); // no thread: the JavaScript relay
+      return err instanceof Error ? err.message : String(err); // no thread: Node's sockets
     }
     return relay;
   }
 
-  /** Sessions relayed now. */
+  /** Sessions the relay serves now (known to JavaScript: past their first packet). */
   get size(): number {
     return this.live.size;
   }
 
-  /**
-   * Takes over an established session's sockets: their descriptors are duplicated into the relay
-   * and the sockets themselves destroyed (quietly: their listeners are removed first). Undefined
-   * (nothing taken) when a socket has no descriptor of its own (TLS, or already closed), or the
-   * relay could not take them (out of descriptors or memory): the session goes on in JavaScript.
-   */
-  adopt(
-    client: Socket,
-    backend: Socket,
-    watchParams: boolean,
-    listener: RelayListener,
-  ): RelayedPair | undefined {
-    const cfd = fdOf(client);
-    const bfd = fdOf(backend);
-    if (cfd === undefined || bfd === undefined) return undefined;
-    const id = this.nextId++;
-    try {
-      this.addon.add(id, cfd, bfd, watchParams);
-    } catch {
-      return undefined;
-    }
-    this.live.set(id, listener);
-    if (this.live.size === 1) this.addon.ref(true);
-    for (const s of [client, backend]) {
-      s.removeAllListeners();
-      s.on('error', () => undefined);
-      s.destroy();
-    }
-    return { command: (flags, last) => this.addon.command(id, flags, last) };
+  /** A proxy's front door: its listeners' clients come to `arrival`. */
+  openFront(o: FrontOptions, arrival: FrontArrival): NativeFront {
+    const index = this.addon.front(o.max.premium, o.max.freemium, o.refusal, o.startupTimeoutMs);
+    this.fronts.set(index, arrival);
+    return new NativeFront(this.addon, index);
+  }
+
+  private pair(id: number): FrontPair {
+    const a = this.addon;
+    return {
+      id,
+      dial: (host, port, ms, key, watch) => a.dial(id, host, port, ms, key.pid, key.secret, watch),
+      verdict: (forward) => a.verdict(id, forward),
+      command: (flags, last) => a.command(id, flags, last),
+    };
   }
 
   private dispatch(
@@ -142,33 +184,71 @@ export class NativeRelay {
     err: number,
     flags: number,
     lastType: number,
-    bytes?: Buffer,
+    inBox: EventBytes,
+    front: number,
   ): void {
+    // A view of the mailbox: every listener reads it before it returns (copies what it keeps).
+    const bytes = typeof inBox === 'number' ? this.mailbox.subarray(0, inBox) : inBox;
     const l = this.live.get(id);
-    if (!l) return;
-    if (kind === EV_PARAM) return l.parameter(bytes as Buffer);
-    if (kind === EV_CLOSED) {
-      this.live.delete(id);
-      if (this.live.size === 0) this.addon.ref(false);
-      return l.closed();
+    if (!l) {
+      const arrival = this.fronts.get(front);
+      if (!arrival || (kind !== EV_PACKET && kind !== EV_TIMEOUT)) return;
+      this.live.set(id, arrival(this.pair(id), CLASSES[side] as ServiceClass, bytes));
+      if (this.live.size === 1) this.addon.ref(true);
+      return;
     }
-    if (kind !== EV_END) return;
-    l.ended({
-      side: side === 0 ? 'client' : 'backend',
-      code: err === 0 ? undefined : errnoName(err),
-      atBoundary: (flags & 1) !== 0,
-      lastType,
-      terminated: (flags & 2) !== 0,
-      lastError: bytes,
-    });
+    switch (kind) {
+      case EV_ANSWER:
+        return l.answer(bytes as Buffer);
+      case EV_DIAL_FAILED:
+        return l.dialFailed(errnoName(err), side === 1);
+      case EV_READY:
+        return l.ready(bytes);
+      case EV_PARAM:
+        return l.parameter(bytes as Buffer);
+      case EV_CLOSED:
+        this.live.delete(id);
+        if (this.live.size === 0) this.addon.ref(false);
+        return l.closed();
+      case EV_END:
+        return l.ended({
+          side: side === 0 ? 'client' : 'backend',
+          code: err === 0 ? undefined : errnoName(err),
+          atBoundary: (flags & 1) !== 0,
+          lastType,
+          terminated: (flags & 2) !== 0,
+          lastError: bytes,
+        });
+    }
   }
 }
 
-function fdOf(s: Socket): number | undefined {
-  // A TLSSocket's handle is not the TCP one: its bytes are not the wire's.
-  if ('encrypted' in s) return undefined;
-  const fd = (s as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
-  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
+/** One proxy's listeners on the relay threads. */
+export class NativeFront {
+  private readonly listeners: number[] = [];
+
+  constructor(
+    private readonly addon: Addon,
+    private readonly index: number,
+  ) {}
+
+  /** Listens for clients of cls; the port bound. Throws an Error with the errno's code (EADDRINUSE). */
+  listen(cls: ServiceClass, host: string, port: number, backlog: number): number {
+    const [listener, bound] = this.addon.listen(this.index, CLASSES.indexOf(cls), host, port, backlog);
+    this.listeners.push(listener);
+    return bound;
+  }
+
+  /** Accepts no more; clients still before their first packet are told `message` and closed. */
+  stop(message: Buffer): void {
+    for (const l of this.listeners.splice(0)) this.addon.stop(l, message);
+  }
+
+  /** Clients open in any phase, and those refused at once over the limit so far. */
+  counts(): { open: number; overLimit: number } {
+    const [open, overLimit] = this.addon.counts(this.index);
+    return { open, overLimit };
+  }
 }
 
 function errnoName(err: number): string {

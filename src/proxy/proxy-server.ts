@@ -2,27 +2,25 @@
  * `plb proxy`: one listener per class around the bench's own router and health checker. A session
  * is routed when it connects and stays on its replica (session-level, as in the paper).
  */
-import { createServer, type Server, type Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import { realClock, within, type Clock } from '../clock/index.js';
 import type { Connector } from '../cluster/connector.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { HealthChecker } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';
-import { PlbError } from '../core/errors.js';
 import { createRouter } from '../router/index.js';
 import { AdmittingRouter, DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
 import { AdmissionGate } from './admission-gate.js';
-import { clientLimiter, refuseUnread } from './client-limit.js';
+import { clientLimiter } from './client-limit.js';
 import { DEFAULT_PACER, type PacerCounters, type PacerOptions } from './accept-pacer.js';
 import { PacedIntake } from './paced-intake.js';
 import { defaultMaxClientConn, UsageSampler, type ProcessUsage } from './process-usage.js';
 import type { BorrowingOptions, Partition, RoleVector, Router, StrategyName } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { CancelKeys } from './cancel-keys.js';
-import { ProxySession } from './session.js';
 import { EARLY_MAX } from './early-connect.js';
-import type { SessionHost, SessionTarget } from './session-host.js';
+import { nativeFrontBlocked, nativeFrontDoor, nodeFrontDoor, type FrontDoor } from './front-door.js';
+import type { ClientSession, SessionHost, SessionTarget } from './session-host.js';
 import type { ServerTlsMode } from './tls-server.js';
 import type { ClassFrom } from './startup-packet.js';
 import { formatStatsLine, ProxyStats } from './stats.js';
@@ -69,13 +67,14 @@ export interface ProxyOptions {
    */
   freemiumPacing?: PacerOptions | false;
   /**
-   * Who copies an established session's bytes: 'native' (native-relay.ts, this many threads; the
-   * default where it is built) or 'js' (the session on Node's sockets).
+   * Who serves plain-TCP clients: 'native' (the native front door, native-relay.ts, this many
+   * threads; the default where it is built) or 'js' (Node's sockets, session.ts). TLS on either
+   * leg is always Node's.
    */
   relay?: RelayChoice;
   /**
    * Connect to the replica at a client's SSLRequest, before its startup packet (early-connect.ts;
-   * default true). Only with --class-from off and plain TCP to the replicas.
+   * default true). Only on Node's sockets, with --class-from off and plain TCP to the replicas.
    */
   earlyConnect?: boolean;
 }
@@ -89,7 +88,7 @@ export interface ProxyHandle {
   readonly gate: AdmissionGate;
   /** The client limit in force (--max-client-conn). */
   readonly maxClientConn: number;
-  /** Who copies established sessions' bytes: "native, N thread(s)" or "js". */
+  /** Who serves the clients: "native, N thread(s)" (the native front door) or "js". */
   readonly relay: string;
   /** RSS and descriptors now, and their peaks. */
   usage(): ProcessUsage;
@@ -144,8 +143,8 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     clock,
   );
   const stats = new ProxyStats(ids);
-  const sessions = new Set<ProxySession>();
-  const ended = (s: ProxySession): void => void sessions.delete(s);
+  const sessions = new Set<ClientSession>();
+  const ended = (s: ClientSession): void => void sessions.delete(s);
   const health = new HealthChecker(
     ids,
     opts.connector,
@@ -173,9 +172,12 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     opts.replicas.map((r) => [r.id, { replica: r.id, host: r.host, port: r.port }] as const),
   );
   const targetOf = (replica: string): SessionTarget => targets.get(replica) as SessionTarget;
-  const relay = nativeRelay(opts.relay ?? { kind: 'native', threads: DEFAULT_RELAY_THREADS }, log);
+  const relay = nativeRelay(opts, log);
   const early =
-    (opts.earlyConnect ?? true) && opts.classFrom === 'off' && (opts.serverTls ?? 'disable') === 'disable'
+    !relay &&
+    (opts.earlyConnect ?? true) &&
+    opts.classFrom === 'off' &&
+    (opts.serverTls ?? 'disable') === 'disable'
       ? earlyTargets(gate, targetOf, stats, intake)
       : undefined;
   const host: SessionHost = {
@@ -196,21 +198,30 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     reportFailure: (replica, err, via) => void health.reportFailure(replica, err, via),
     log,
     pace: intake && ((s) => intake.offer(s)),
-    relay,
     ...early,
   };
 
   const maxClientConn = opts.maxClientConn ?? defaultMaxClientConn();
-  const usage = new UsageSampler(() => sessions.size);
   const limiter = clientLimiter({ maxClientConn, classes: Object.keys(opts.ports).length });
-  const servers: Server[] = [];
+  // Sampled once a second (the first sample after `door` is made).
+  const usage = new UsageSampler(() => door.clients());
+  const deps = {
+    host,
+    limiter,
+    added: (s: ClientSession) => void sessions.add(s),
+    ended,
+    sessions: () => sessions.size,
+    noteClients: (n: number) => usage.noteClients(n),
+  };
+  const door: FrontDoor = relay ? nativeFrontDoor(relay, deps) : nodeFrontDoor(deps);
   const bound: Partial<Record<ServiceClass, number>> = {};
   const t0 = clock.now();
   const statsLine = (): string => {
     const u = usage.now();
+    stats.overLimit = door.overLimit();
     return (
       `${formatStatsLine((clock.now() - t0) / 1000, stats, router.snapshot())} | ` +
-      `clients ${sessions.size}/${maxClientConn} over-limit ${stats.overLimit} ` +
+      `clients ${door.clients()}/${maxClientConn} over-limit ${stats.overLimit} ` +
       (relay ? `relayed ${stats.relayed} (native, ${relay.size} now) ` : '') +
       (stats.lateClass > 0 ? `late-class ${stats.lateClass} ` : '') +
       (stats.earlyConnects > 0 ? `early ${stats.earlyConnects} (unused ${stats.earlyUnused}) ` : '') +
@@ -223,22 +234,10 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   try {
     for (const cls of ['premium', 'freemium'] as const) {
       const port = opts.ports[cls];
-      if (port === undefined) continue;
-      const server = createServer({ noDelay: true }, (socket: Socket) => {
-        // Over the limit: told at once with a prepared 53300, never parsed, never waiting.
-        if (!limiter.admits(cls, sessions.size)) {
-          stats.overLimit += 1;
-          return refuseUnread(socket, limiter.refusal);
-        }
-        const s = new ProxySession(socket, cls, host, ended);
-        usage.noteClients(sessions.size + 1);
-        sessions.add(s);
-      });
-      servers.push(server);
-      bound[cls] = await listen(server, opts.host, port, cls, limiter.backlog);
+      if (port !== undefined) bound[cls] = await door.listen(cls, opts.host, port);
     }
   } catch (err) {
-    for (const s of servers) s.close();
+    await door.stop();
     usage.stop();
     throw err;
   }
@@ -253,14 +252,14 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     health,
     gate,
     maxClientConn,
-    relay: relay ? `native, ${relay.threads} thread(s)` : 'js',
+    relay: door.relay,
     usage: () => usage.now(),
-    sessionCount: () => sessions.size,
+    sessionCount: () => door.clients(),
     paced: () => intake && { ...intake.counters, heldNow: intake.held },
     statsLine,
     async stop(graceMs: number) {
       if (statsTimer) clearInterval(statsTimer);
-      const closed = Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+      const closed = door.stop();
       intake?.stop();
       const all = (): Promise<unknown> => Promise.all([...sessions].map((s) => s.done));
       if (sessions.size > 0) {
@@ -273,6 +272,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
         await within(clock, 6000, all());
       }
       await closed;
+      stats.overLimit = door.overLimit();
       health.stop();
       gate.close();
       usage.stop();
@@ -302,46 +302,24 @@ function earlyTargets(
   };
 }
 
-function nativeRelay(want: RelayChoice, log: (l: string) => void): NativeRelay | undefined {
+/** The native relay for these listeners, or undefined (with a line saying why, unless --relay js). */
+function nativeRelay(opts: ProxyOptions, log: (l: string) => void): NativeRelay | undefined {
+  const want = opts.relay ?? { kind: 'native', threads: DEFAULT_RELAY_THREADS };
   if (want.kind === 'js') return undefined;
-  const relay = NativeRelay.load(want.threads);
+  const blocked = nativeFrontBlocked({
+    tls: opts.tls !== undefined,
+    serverTls: opts.serverTls ?? 'disable',
+    listenHost: opts.host,
+    replicaHosts: opts.replicas.map((r) => r.host),
+  });
+  const relay = blocked ?? NativeRelay.load(want.threads);
   if (typeof relay !== 'string') return relay;
-  log(`native relay: ${relay}; sessions are relayed in JavaScript`);
+  log(`native relay: not used (${relay}); clients are served on Node's sockets`);
   return undefined;
 }
 
-function listen(
-  server: Server,
-  host: string,
-  port: number,
-  cls: ServiceClass,
-  backlog: number,
-): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException): void => {
-      reject(
-        new PlbError(
-          'BAD_INPUT',
-          `--${cls}-port ${port}: cannot listen on ${host}:${port} (${err.code ?? err.message})`,
-          {
-            cause: err,
-          },
-        ),
-      );
-    };
-    server.once('error', onError);
-    server.listen({ host, port, backlog }, () => {
-      server.off('error', onError);
-      // A listener error later (rare: the interface went away) is logged by the caller's process, not fatal.
-      server.on('error', () => undefined);
-      const addr = server.address();
-      resolve(typeof addr === 'object' && addr !== null ? addr.port : port);
-    });
-  });
-}
-
 /** "3 session(s) (ready 2, startup 1)". */
-function describe(sessions: ReadonlySet<ProxySession>): string {
+function describe(sessions: ReadonlySet<ClientSession>): string {
   const by = new Map<string, number>();
   for (const s of sessions) by.set(s.phase, (by.get(s.phase) ?? 0) + 1);
   return `${sessions.size} session(s) (${[...by].map(([p, n]) => `${p} ${n}`).join(', ')})`;

@@ -6,7 +6,21 @@ import type { ClassFrom } from './startup-packet.js';
 import type { ProxyStats } from './stats.js';
 import type { ServerTlsMode } from './tls-server.js';
 import type { PacedStartup } from './paced-intake.js';
-import type { NativeRelay } from './native-relay.js';
+
+/**
+ * What the proxy keeps of a client's session: on Node's sockets (session.ts) or the native front
+ * door's (native-session.ts).
+ */
+export interface ClientSession {
+  readonly phase: string;
+  readonly replica: string | undefined;
+  /** Resolves when both sides are closed and the router released. */
+  readonly done: Promise<void>;
+  /** Graceful stop ran out of time: tell the client (57P01, at a boundary) and close both sides. */
+  shutdown(): void;
+  /** The health checker took its replica for dead: tell the client (08006) and drop the backend. */
+  replicaDown(cause: string): void;
+}
 
 /** Where a session connects. */
 export interface SessionTarget {
@@ -47,8 +61,6 @@ export interface SessionHost {
   /** A passive failure signal for the health checker. */
   reportFailure(replica: string, err: unknown, via: 'connect' | 'session'): void;
   log(line: string): void;
-  /** Established sessions' bytes are copied by this (native-relay.ts); absent: by the session. */
-  readonly relay?: NativeRelay | undefined;
   /** A freemium startup, read: routed now or in a later loop turn (paced-intake.ts); absent: now. */
   pace?: ((s: PacedStartup) => void) | undefined;
 }

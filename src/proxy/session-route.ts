@@ -1,18 +1,18 @@
 /**
- * A session's way to a replica: admit (perhaps after a wait for a slot), connect (TLS first when
- * --server-tls asks), send the startup packet and wait for the server's first bytes. Until those
- * reach the client nothing is lost by trying again: a refused or reset connection, or a server that
- * answers with a FATAL of a dying server (57P01/57P02, 08xxx), is reported and the session admitted
- * anew (the failures count toward fall, so the router soon leaves that replica). A server that does
- * not answer within the connect timeout is reported as slow and the client told so.
+ * A session's way to a replica: admit (perhaps after a wait for a slot), connect and send the
+ * startup packet, wait for the server's first answer (on Node's sockets, session.ts, or the native
+ * front door's, native-session.ts: a Dialer). Until that answer reaches the client nothing is lost
+ * by trying again: a refused or reset connection, or a server that answers with a FATAL of a dying
+ * server (57P01/57P02, 08xxx), is reported and the session admitted anew (the failures count
+ * toward fall, so the router soon leaves that replica). A server that does not answer within the
+ * connect timeout is reported as slow and the client told so.
  */
-import type { Socket } from 'node:net';
+import { classifyFailure, isDeathEvidence } from '../core/failure-cause.js';
 import { isPlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
-import { connectTcp, dialTcp, firstAnswer, type FirstAnswer } from './backend-connect.js';
 import type { SessionHost, SessionTarget } from './session-host.js';
-import { negotiateServerTls } from './tls-server.js';
-import type { EarlyTake } from './early-connect.js';
+import { decodeServerError } from './server-messages.js';
+import { MSG_ERROR } from './wire.js';
 
 /** What routing needs of its session. */
 export interface RouteSteps {
@@ -24,119 +24,166 @@ export interface RouteSteps {
   /** A slot on this replica is held now (release() gives it back). */
   admitted(replica: string): void;
   release(): void;
-  /** The session's own read buffer (net's onread), and where a read goes. */
-  readBuffer(): Buffer;
-  deliver(chunk: Buffer): boolean;
-  /** Points deliver() somewhere else (backend-connect.ts, during the first answer). */
-  setSink(sink: (chunk: Buffer) => boolean): void;
 }
 
-export type RouteResult =
-  | { kind: 'attached'; replica: string; host: string; port: number; socket: Socket; first: Buffer }
+/** A connection to the replica with the startup packet sent: its first answer, or why none. */
+export type DialResult<L> = { ok: true; leg: L } | { ok: false; err: unknown; retry?: boolean; leg?: L };
+
+/** How a session connects to a replica (`attempt` 0 is the first). */
+export interface Dialer<L> {
+  /** Connects and sends the startup packet; `answered` once, with the first answer or why none. */
+  dial(target: SessionTarget, attempt: number, answered: (r: DialResult<L>) => void): void;
+  /** A leg not used (its answer failed, or its client left meanwhile): closed. */
+  drop(leg: L | undefined): void;
+}
+
+export type RouteResult<L> =
+  | { kind: 'attached'; target: SessionTarget; leg: L }
   | { kind: 'refused'; code: string; message: string }
   /** The client left meanwhile: nothing held, nothing to tell. */
-  | { kind: 'gone' };
-
-/** `early`: the first attempt's replica and connection, opened at the SSLRequest (early-connect.ts). */
-export async function routeSession(
-  steps: RouteSteps,
-  packet: Buffer,
-  early?: EarlyTake,
-): Promise<RouteResult> {
-  const { host, cls } = steps;
-  const counters = host.stats.classes[cls];
-  let lastError: unknown;
-  let lastReplica: string | undefined;
-  for (let attempt = 0; attempt < host.connectAttempts; attempt++) {
-    let target: SessionTarget;
-    if (attempt === 0 && early) target = early.target;
-    else
-      try {
-        steps.setWaiting(true);
-        const got = host.acquire(cls, steps);
-        // Admitted at once (the usual case): no promise to wait on.
-        target = got instanceof Promise ? await got : got;
-      } catch (err) {
-        if (steps.clientGone()) return { kind: 'gone' };
-        if (isPlbError(err, 'ADMISSION_FULL') || isPlbError(err, 'ADMISSION_TIMEOUT')) {
-          counters.refused += 1;
-          return { kind: 'refused', code: '53300', message: `plb proxy: ${err.message}` };
-        }
-        if (!isPlbError(err, 'NO_REPLICA')) throw err;
-        if (lastError === undefined) {
-          counters.refused += 1;
-          return { kind: 'refused', code: '57P03', message: `no replica available for class ${cls}` };
-        }
-        break;
-      } finally {
-        steps.setWaiting(false);
-      }
-    steps.admitted(target.replica);
-    lastReplica = target.replica;
-    let answer: FirstAnswer;
-    let socket: Socket | undefined;
-    try {
-      const setSink = (sink: (chunk: Buffer) => boolean): void => steps.setSink(sink);
-      const first = attempt === 0 ? early : undefined;
-      if (first && 'failed' in first) answer = first.failed;
-      else if (host.serverTls === 'disable') {
-        // Plain TCP: the connect and the first answer as one step (backend-connect.ts).
-        socket =
-          first?.socket ??
-          dialTcp(target.host, target.port, {
-            buffer: () => steps.readBuffer(),
-            callback: (n, buf) => steps.deliver((buf as Buffer).subarray(0, n)),
-          });
-        answer = await firstAnswer(socket, packet, host.connectTimeoutMs, setSink, {
-          ...target,
-          abandoned: () => steps.clientGone(),
-        });
-      } else {
-        socket = await openTlsBackend(steps, target.host, target.port);
-        answer = steps.clientGone()
-          ? { ok: false, err: undefined }
-          : await firstAnswer(socket, packet, host.connectTimeoutMs, setSink);
-      }
-    } catch (err) {
-      answer = { ok: false, err, retry: (err as { code?: unknown }).code !== 'ETLSREFUSED' };
-    }
-    if (steps.clientGone()) {
-      socket?.destroy();
-      steps.release();
-      return { kind: 'gone' };
-    }
-    if (!answer.ok) {
-      socket?.destroy();
-      steps.release();
-      host.reportFailure(target.replica, answer.err, 'connect');
-      lastError = answer.err;
-      if (answer.retry) continue;
-      break;
-    }
-    counters.opened += 1;
-    host.stats.replica(target.replica).opened += 1;
-    return { kind: 'attached', ...target, socket: socket as Socket, first: answer.chunk };
-  }
-  counters.startupFailed += 1;
-  if (lastReplica !== undefined) host.stats.replica(lastReplica).failed += 1;
-  return {
-    kind: 'refused',
-    code: '08006',
-    message: `could not connect to a replica for class ${cls}: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
-  };
-}
+  | { kind: 'gone' }
+  /** Not expected (a bug): the session is refused as an internal error. */
+  | { kind: 'error'; err: unknown };
 
 /**
- * With TLS the TLS socket owns the handle, so its decrypted 'data' goes where plain TCP's reads go
- * (deliver), paused when the client is slow (deliver: false).
+ * Routes a session; `done` once with the result. `first`: the first attempt's replica when it was
+ * taken already (an early connection's). Callbacks, not promises: a session admitted at once and
+ * answered at the first try (the usual case) makes none.
  */
-async function openTlsBackend(steps: RouteSteps, host: string, port: number): Promise<Socket> {
-  const { connectTimeoutMs, serverTls } = steps.host;
-  const raw = await connectTcp(host, port, connectTimeoutMs);
-  const socket = await negotiateServerTls(raw, serverTls, connectTimeoutMs);
-  socket.on('data', (d: Buffer) => {
-    if (!steps.deliver(d)) socket.pause();
+export function routeSession<L>(
+  steps: RouteSteps,
+  dialer: Dialer<L>,
+  done: (r: RouteResult<L>) => void,
+  first?: SessionTarget,
+): void {
+  new Route(steps, dialer, done, first).next();
+}
+
+class Route<L> {
+  private attempt = 0;
+  private lastError: unknown;
+  private lastReplica: string | undefined;
+
+  constructor(
+    private readonly steps: RouteSteps,
+    private readonly dialer: Dialer<L>,
+    private readonly done: (r: RouteResult<L>) => void,
+    private readonly first: SessionTarget | undefined,
+  ) {}
+
+  next(): void {
+    const { host, cls } = this.steps;
+    if (this.attempt >= host.connectAttempts) return this.failed();
+    if (this.attempt === 0 && this.first) return this.go(this.first);
+    let got: SessionTarget | Promise<SessionTarget>;
+    this.steps.setWaiting(true);
+    try {
+      got = host.acquire(cls, this.steps);
+    } catch (err) {
+      this.steps.setWaiting(false);
+      return this.unadmitted(err);
+    }
+    // Admitted at once (the usual case): no promise to wait on.
+    if (!(got instanceof Promise)) {
+      this.steps.setWaiting(false);
+      return this.go(got);
+    }
+    got.then(
+      (target) => {
+        this.steps.setWaiting(false);
+        this.go(target);
+      },
+      (err: unknown) => {
+        this.steps.setWaiting(false);
+        this.unadmitted(err);
+      },
+    );
+  }
+
+  private unadmitted(err: unknown): void {
+    const { steps } = this;
+    const counters = steps.host.stats.classes[steps.cls];
+    if (steps.clientGone()) return this.done({ kind: 'gone' });
+    if (isPlbError(err, 'ADMISSION_FULL') || isPlbError(err, 'ADMISSION_TIMEOUT')) {
+      counters.refused += 1;
+      return this.done({ kind: 'refused', code: '53300', message: `plb proxy: ${err.message}` });
+    }
+    if (!isPlbError(err, 'NO_REPLICA')) return this.done({ kind: 'error', err });
+    if (this.lastError === undefined) {
+      counters.refused += 1;
+      return this.done({
+        kind: 'refused',
+        code: '57P03',
+        message: `no replica available for class ${steps.cls}`,
+      });
+    }
+    this.failed();
+  }
+
+  private go(target: SessionTarget): void {
+    this.steps.admitted(target.replica);
+    this.lastReplica = target.replica;
+    let told = false;
+    const answered = (a: DialResult<L>): void => {
+      if (told) return;
+      told = true;
+      this.answered(target, a);
+    };
+    try {
+      this.dialer.dial(target, this.attempt, answered);
+    } catch (err) {
+      answered({ ok: false, err, retry: true });
+    }
+  }
+
+  private answered(target: SessionTarget, answer: DialResult<L>): void {
+    const { steps } = this;
+    if (steps.clientGone()) {
+      this.dialer.drop(answer.leg);
+      steps.release();
+      return this.done({ kind: 'gone' });
+    }
+    if (!answer.ok) {
+      this.dialer.drop(answer.leg);
+      steps.release();
+      steps.host.reportFailure(target.replica, answer.err, 'connect');
+      this.lastError = answer.err;
+      this.attempt += 1;
+      return answer.retry ? this.next() : this.failed();
+    }
+    steps.host.stats.classes[steps.cls].opened += 1;
+    steps.host.stats.replica(target.replica).opened += 1;
+    this.done({ kind: 'attached', target, leg: answer.leg });
+  }
+
+  private failed(): void {
+    const { steps, lastError } = this;
+    steps.host.stats.classes[steps.cls].startupFailed += 1;
+    if (this.lastReplica !== undefined) steps.host.stats.replica(this.lastReplica).failed += 1;
+    this.done({
+      kind: 'refused',
+      code: '08006',
+      message: `could not connect to a replica for class ${steps.cls}: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+    });
+  }
+}
+
+/** The server's first message is a FATAL of a server going away (shutdown, crash): try elsewhere. */
+export function dyingServerError(chunk: Buffer): Error | undefined {
+  if (chunk[0] !== MSG_ERROR || chunk.length < 5 || chunk.length < 1 + chunk.readInt32BE(1)) return undefined;
+  const e = decodeServerError(chunk.subarray(0, 1 + chunk.readInt32BE(1)));
+  const err = Object.assign(new Error(e.message), { code: e.code, severity: e.severity });
+  return isDeathEvidence(classifyFailure(err)) ? err : undefined;
+}
+
+/** A connect that took too long (tried again elsewhere, as a refused connect). */
+export function connectTimeout(host: string, port: number, ms: number): Error {
+  return Object.assign(new Error(`connect to ${host}:${port} timed out after ${ms} ms`), {
+    code: 'ETIMEDOUT',
   });
-  socket.resume();
-  return socket;
+}
+
+/** A server that was connected but did not answer the startup packet in time (not tried again). */
+export function answerTimeout(ms: number): Error {
+  return Object.assign(new Error(`no answer to the startup packet within ${ms} ms`), { code: 'ETIMEDOUT' });
 }

@@ -4,24 +4,24 @@
  * for its class (freemium paced under a flood), connect, forward the startup packet, relay bytes
  * both ways until either side closes. Authentication passes through. The backend stream is followed
  * message by message (BackendFramer): BackendKeyData becomes the proxy's key, and a replica going
- * away is told at a message boundary. Routing is session-route.ts; once established, the native
- * relay copies the bytes where it is built (native-relay.ts, session-legs.ts).
+ * away is told at a message boundary. Routing is session-route.ts, the replica connection
+ * socket-dial.ts. This is the proxy's front door on Node's sockets: with TLS on either leg, or
+ * where the native one (native-session.ts) is not built or not wanted (--relay js).
  */
 import type { Socket } from 'node:net';
 import { upgradeClient } from './tls-client.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { chooseClass, MAX_STARTUP_PACKET, readStartupPacket } from './startup-packet.js';
 import { cancelFor } from './cancel-forward.js';
-import { routeSession, type RouteSteps } from './session-route.js';
+import { routeSession, type RouteResult, type RouteSteps } from './session-route.js';
+import { socketDialer, type SocketLeg } from './socket-dial.js';
 import type { SessionHost } from './session-host.js';
 import { BackendWatch } from './backend-watch.js';
 import { ANSWER_N, ANSWER_S, endOnce, ReadBuffer, writeAll } from './socket-io.js';
 import { EarlyConnect } from './early-connect.js';
-import { MSG_PARAMETER_STATUS } from './server-messages.js';
-import type { RelayEnd } from './native-relay.js';
 import { judgeBackendEnd } from './session-end.js';
 import { SessionLegs } from './session-legs.js';
-import { BackendFramer, errorResponse, MSG_ERROR } from './wire.js';
+import { BackendFramer, errorResponse } from './wire.js';
 
 export type { SessionHost } from './session-host.js';
 
@@ -236,20 +236,13 @@ export class ProxySession {
   }
 
   private startRoute(packet: Buffer): void {
-    this.unrouted(() =>
-      this.route(packet).catch((err: unknown) => {
-        this.host.log(`session: ${err instanceof Error ? err.message : String(err)}`);
-        this.releaseOnce();
-        this.backend?.destroy();
-        this.refuse('XX000', 'plb proxy: internal error routing the session');
-      }),
-    );
+    this.unrouted(() => this.route(packet));
   }
 
   /** The session's side of routing; also the ticket it waits under (cancelWait). */
   private steps: RouteSteps | undefined;
 
-  private async route(packet: Buffer): Promise<void> {
+  private route(packet: Buffer): void {
     this.steps = {
       host: this.host,
       cls: this.cls as ServiceClass,
@@ -260,19 +253,35 @@ export class ProxySession {
         this.replica = replica;
       },
       release: () => this.releaseOnce(),
-      readBuffer: () => this.rbuf.get(),
-      deliver: (chunk) => this.sink(chunk),
-      setSink: (sink) => (this.sink = sink),
     };
     const early = this.early?.take();
     this.early = undefined;
-    const r = await routeSession(this.steps, packet, early);
+    const dialer = socketDialer(
+      {
+        host: this.host,
+        clientGone: () => this.clientGone,
+        readBuffer: () => this.rbuf.get(),
+        deliver: (chunk) => this.sink(chunk),
+        setSink: (sink) => (this.sink = sink),
+      },
+      packet,
+      early,
+    );
+    routeSession(this.steps, dialer, (r) => this.routed(r), early?.target);
+  }
+
+  private routed(r: RouteResult<SocketLeg>): void {
     if (r.kind === 'gone') return this.finish();
+    if (r.kind === 'error') {
+      this.host.log(`session: ${r.err instanceof Error ? r.err.message : String(r.err)}`);
+      this.releaseOnce();
+      return this.refuse('XX000', 'plb proxy: internal error routing the session');
+    }
     if (r.kind === 'refused') {
       if (r.code === '08006') this.replica = undefined;
       return this.refuse(r.code, r.message);
     }
-    this.attach(r.socket, r.first, r.port);
+    this.attach(r.leg.socket, r.leg.first, r.target.port);
   }
 
   private attach(backend: Socket, first: Buffer, port: number): void {
@@ -322,30 +331,7 @@ export class ProxySession {
       this.client.once('drain', () => this.backend?.resume());
       return false;
     }
-    const { relay, classFrom, stats } = this.host;
-    if (relay && this.phase === 'ready')
-      this.legs.handOff(relay, classFrom === 'application_name', stats, () => ({
-        ended: (e) => {
-          if (e.terminated) this.clientTerminated = true;
-          return e.side === 'client' ? this.onClientClose() : this.relayedBackendEnd(e);
-        },
-        parameter: (m) => void this.watch?.onSessionMessage(MSG_PARAMETER_STATUS, m),
-        closed: () => this.legs.relayDone(),
-      }));
     return true;
-  }
-
-  private relayedBackendEnd(e: RelayEnd): void {
-    if (e.code === 'EPROTO') {
-      // Not PostgreSQL on the other end: the relay closed both sides.
-      this.host.log(`session on ${this.replica}: backend protocol error`);
-      this.clientGone = this.backendGone = true;
-      return this.releaseOnce();
-    }
-    if (e.lastError) this.watch?.onSessionMessage(MSG_ERROR, e.lastError);
-    const err =
-      e.code === undefined ? undefined : Object.assign(new Error(`read ${e.code}`), { code: e.code });
-    this.backendEnded(e, err);
   }
 
   private onBackendClose(): void {

@@ -1,116 +1,51 @@
 /**
- * The native relay (native/relay.c) on loopback sockets, with a fake server: bytes both ways, only
- * whole backend messages forwarded (an unfinished one held, an oversize one passed through), each
- * side's end reported with the stream's state, the commands carried out, the close reported. It
- * must be built (npm run build): without it the test is skipped, and fails with CI=true.
+ * The native relay (native/relay.c) copying an established session through the front door, on
+ * loopback with a fake server: bytes both ways, only whole backend messages forwarded (an
+ * unfinished one held, an oversize one passed through), each side's end reported with the stream's
+ * state (a client's ordinary end handled by the relay itself), the commands carried out, the close
+ * reported. It must be built (npm run build): without it the test is skipped, and fails with CI=true.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
-import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
-import { afterAll, describe, expect, it } from 'vitest';
-import {
-  B_END,
-  C_AT_BOUNDARY,
-  C_END,
-  NativeRelay,
-  type RelayEnd,
-  type RelayListener,
-} from '../../src/proxy/native-relay.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { B_END, C_AT_BOUNDARY, C_END } from '../../src/proxy/native-relay.js';
 import { errorResponse } from '../../src/proxy/wire.js';
 import { failInCiWithout } from '../helpers/proxy-setup.js';
+import {
+  BACKEND_KEY,
+  closeAll,
+  msg,
+  READY,
+  relay,
+  relayMissing,
+  relayRig,
+  TERMINATE,
+  until,
+  type Relayed,
+} from '../helpers/native-front.js';
 
-const loaded = NativeRelay.load(2);
-const relay = typeof loaded === 'string' ? undefined : loaded;
-failInCiWithout(relay !== undefined, `the native relay (${String(loaded)})`);
-
-/** Two connected loopback sockets: [the outside end, the end the relay takes]. */
-async function socketPair(): Promise<[Socket, Socket]> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const accepted = new Promise<Socket>((r) => server.once('connection', r));
-  const outer = connect((server.address() as AddressInfo).port, '127.0.0.1');
-  const inner = await accepted;
-  await new Promise<void>((r) => (outer.connecting ? outer.once('connect', () => r()) : r()));
-  server.close();
-  return [outer, inner];
-}
-
-const msg = (type: string, body: Buffer | string): Buffer => {
-  const b = typeof body === 'string' ? Buffer.from(body) : body;
-  const out = Buffer.alloc(5 + b.length);
-  out.write(type, 0, 'latin1');
-  out.writeInt32BE(4 + b.length, 1);
-  b.copy(out, 5);
-  return out;
-};
-const ready = msg('Z', 'I');
-const TERMINATE = msg('X', '');
-
-interface Relayed {
-  client: Socket;
-  backend: Socket;
-  got: () => Buffer;
-  ends: RelayEnd[];
-  params: Buffer[];
-  closed: Promise<void>;
-  command: (flags: number, last?: Buffer) => void;
-  nextEnd: () => Promise<RelayEnd>;
-}
-
-const opened: Socket[] = [];
-
-async function relayed(watchParams = false): Promise<Relayed> {
-  const [client, clientLeg] = await socketPair();
-  const [backendLeg, backend] = await socketPair();
-  opened.push(client, backend);
-  const chunks: Buffer[] = [];
-  client.on('data', (d: Buffer) => chunks.push(d));
-  const ends: RelayEnd[] = [];
-  const params: Buffer[] = [];
-  const waiters: ((e: RelayEnd) => void)[] = [];
-  let closedNow: () => void = () => undefined;
-  const closed = new Promise<void>((r) => (closedNow = r));
-  const listener: RelayListener = {
-    ended: (e) => {
-      ends.push(e);
-      waiters.shift()?.(e);
-    },
-    parameter: (m) => params.push(m),
-    closed: () => closedNow(),
-  };
-  const pair = relay!.adopt(clientLeg, backendLeg, watchParams, listener);
-  expect(pair).toBeDefined();
-  let seen = 0;
-  return {
-    client,
-    backend,
-    got: () => Buffer.concat(chunks),
-    ends,
-    params,
-    closed,
-    command: (f, last) => pair!.command(f, last),
-    nextEnd: () =>
-      seen < ends.length
-        ? Promise.resolve(ends[seen++]!)
-        : new Promise((r) => waiters.push((e) => (seen++, r(e)))),
-  };
-}
-
-const until = async (what: () => boolean, ms = 5000): Promise<void> => {
-  const t0 = Date.now();
-  while (!what()) {
-    if (Date.now() - t0 > ms) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-};
-
-afterAll(() => {
-  for (const s of opened) s.destroy();
-});
+failInCiWithout(relay !== undefined, `the native relay (${String(relayMissing)})`);
 
 describe.skipIf(relay === undefined)('native relay', () => {
+  let rig: Awaited<ReturnType<typeof relayRig>>;
+  let watching: Awaited<ReturnType<typeof relayRig>>;
+  beforeAll(async () => {
+    rig = await relayRig();
+    watching = await relayRig(true);
+  });
+  afterAll(() => closeAll());
+
+  it('the startup answer passes with the proxy key in place of the server one; ready reports the server key', async () => {
+    const r = await rig.relayed();
+    const key = r.told.readies[0]!;
+    expect([key.readInt32BE(0), key.subarray(4)]).toEqual([BACKEND_KEY.pid, BACKEND_KEY.secret]);
+    // got() starts after the answer with the proxy key: nothing else came.
+    expect(r.got().length).toBe(0);
+  });
+
   it('copies both ways; an unfinished backend message is held until whole; ParameterStatus reported when watched', async () => {
-    const r = await relayed(true);
+    const r = await watching.relayed();
+    r.told.params.length = 0;
     const fromClient: Buffer[] = [];
     r.backend.on('data', (d: Buffer) => fromClient.push(d));
     r.client.write(msg('Q', 'select 1\0'));
@@ -120,62 +55,70 @@ describe.skipIf(relay === undefined)('native relay', () => {
     await new Promise((res) => setTimeout(res, 100));
     expect(r.got().length).toBe(0);
     const status = msg('S', 'application_name\0freemium\0');
-    r.backend.write(Buffer.concat([row.subarray(1000), status, ready]));
-    await until(() => r.got().length === row.length + status.length + ready.length);
-    expect(r.got().equals(Buffer.concat([row, status, ready]))).toBe(true);
-    expect(r.params.map((p) => p.equals(status))).toEqual([true]);
+    r.backend.write(Buffer.concat([row.subarray(1000), status, READY]));
+    await until(() => r.got().length === row.length + status.length + READY.length);
+    expect(r.got().equals(Buffer.concat([row, status, READY]))).toBe(true);
+    expect(r.told.params.map((p) => p.equals(status))).toEqual([true]);
   });
 
   it('the backend ends: reported at a boundary with its last error; the client told, then closed', async () => {
-    const r = await relayed();
+    const r = await rig.relayed();
     const fatal = errorResponse('FATAL', '57P01', 'terminating connection due to administrator command');
     r.backend.end(fatal);
-    const e = await r.nextEnd();
+    const e = await r.told.nextEnd();
     expect(e).toMatchObject({ side: 'backend', code: undefined, atBoundary: true, lastType: 0x45 });
     expect(e.lastError?.equals(fatal)).toBe(true);
     const bye = errorResponse('FATAL', '08006', 'replica r1 went away');
-    r.command(C_END, bye);
+    r.told.pair.command(C_END, bye);
     await until(() => r.got().length === fatal.length + bye.length);
     expect(r.got().subarray(fatal.length).equals(bye)).toBe(true);
     r.client.end();
-    await r.closed;
+    await r.told.done;
   });
 
-  it('the client ends (Terminate last): reported; the backend ended on command; closed', async () => {
-    const r = await relayed();
+  it('the client ends (Terminate last): not reported, the relay ends the backend itself; closed', async () => {
+    const r = await rig.relayed();
     let backendEof = false;
     r.backend.on('data', () => undefined).on('end', () => (backendEof = true));
     r.client.end(TERMINATE);
-    const e = await r.nextEnd();
-    expect(e).toMatchObject({ side: 'client', terminated: true });
-    r.command(B_END);
     await until(() => backendEof);
     r.backend.end();
-    await r.closed;
+    await r.told.done;
+    expect(r.told.ends).toEqual([]);
+  });
+
+  it('the client drops: the backend sees its end; closed, with no end reported', async () => {
+    const r = await rig.relayed();
+    let backendEof = false;
+    r.backend.on('data', () => undefined).on('end', () => (backendEof = true));
+    r.client.destroy();
+    await until(() => backendEof);
+    r.backend.end();
+    await r.told.done;
+    expect(r.told.ends).toEqual([]);
   });
 
   it('an oversize message passes through as it comes; cut inside it, the end is not at a boundary and no error is said', async () => {
-    const r = await relayed();
+    const r = await rig.relayed();
     const big = msg('D', Buffer.alloc(3 << 20, 1));
     r.backend.write(big.subarray(0, 2 << 20));
     await until(() => r.got().length === 2 << 20);
     r.backend.destroy();
-    const e = await r.nextEnd();
+    const e = await r.told.nextEnd();
     expect(e).toMatchObject({ side: 'backend', atBoundary: false, lastType: 0x44 });
-    r.command(C_AT_BOUNDARY, errorResponse('FATAL', '08006', 'gone'));
+    r.told.pair.command(C_AT_BOUNDARY, errorResponse('FATAL', '08006', 'gone'));
     const clientClosed = new Promise((res) => r.client.on('close', res));
-    r.client.on('error', () => undefined);
-    await r.closed;
+    await r.told.done;
     await clientClosed;
     expect(r.got().length).toBe(2 << 20);
   });
 
   it('a client that stops reading holds the backend back; 64 MiB arrive whole once it reads', async () => {
-    const r = await relayed();
+    const r = await rig.relayed();
     r.client.pause();
     const rows: Buffer[] = [];
     for (let i = 0; i < 1024; i++) rows.push(msg('D', Buffer.alloc(65536 - 5, i & 0xff)));
-    const all = Buffer.concat([...rows, ready]);
+    const all = Buffer.concat([...rows, READY]);
     let written = false;
     r.backend.write(all, () => (written = true));
     await new Promise((res) => setTimeout(res, 300));
@@ -187,32 +130,39 @@ describe.skipIf(relay === undefined)('native relay', () => {
     expect(sha(r.got())).toBe(sha(all));
   });
 
-  it('50 sessions ended by their clients: every descriptor the relay took is closed again', async () => {
+  it('50 sessions ended by their clients: every descriptor is closed again', async () => {
     const fds = (): number => readdirSync('/proc/self/fd').length;
+    await rig.relayed(); // the server's listener and the like are open before counting
     const before = fds();
-    const all = await Promise.all(Array.from({ length: 50 }, () => relayed()));
+    const all: Relayed[] = await Promise.all(Array.from({ length: 50 }, () => rig.relayed()));
     for (const r of all) {
       r.backend.on('end', () => r.backend.end());
       r.client.end(TERMINATE);
     }
-    for (const r of all) {
-      await r.nextEnd();
-      r.command(B_END);
-    }
-    await Promise.all(all.map((r) => r.closed));
+    await Promise.all(all.map((r) => r.told.done));
     for (const r of all) for (const sock of [r.client, r.backend]) sock.destroy();
     await until(() => fds() <= before);
     expect(fds()).toBeLessThanOrEqual(before);
   });
 
+  it('the backend is told to end (B_END): it sees EOF; its end then is reported', async () => {
+    const r = await rig.relayed();
+    let backendEof = false;
+    r.backend.on('data', () => undefined).on('end', () => (backendEof = true));
+    r.told.pair.command(B_END);
+    await until(() => backendEof);
+    r.backend.end();
+    expect(await r.told.nextEnd()).toMatchObject({ side: 'backend', code: undefined });
+    r.told.pair.command(C_END);
+    r.client.end();
+    await r.told.done;
+  });
+
   it('not PostgreSQL on the backend (a length below 4): both sides closed, reported as EPROTO', async () => {
-    const r = await relayed();
-    const bad = Buffer.from([0x44, 0, 0, 0, 1]);
-    r.backend.on('error', () => undefined);
-    r.client.on('error', () => undefined);
-    r.backend.write(bad);
-    const e = await r.nextEnd();
+    const r = await rig.relayed();
+    r.backend.write(Buffer.from([0x44, 0, 0, 0, 1]));
+    const e = await r.told.nextEnd();
     expect(e).toMatchObject({ side: 'backend', code: 'EPROTO' });
-    await r.closed;
+    await r.told.done;
   });
 });
