@@ -12,7 +12,7 @@
 // its node flags: --plb-node-args "--cpu-prof --cpu-prof-dir /tmp/prof".
 //
 // Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 8] [--clients 4] [--cpus 1]
-//        [--repeat 3] [--base-port 26200] [--listen-port 27200]
+//        [--repeat 3] [--warmup 2] [--base-port 26200] [--listen-port 27200]
 //        [--only plb,plb-late,plb-js,haproxy,pgbouncer,node-pipe] [--relay-threads 2]
 //        [--no-connect | --no-kept]
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -41,6 +41,8 @@ const seconds = opt('seconds', 8);
 const clients = opt('clients', 4);
 const cpus = opt('cpus', 1);
 const repeat = opt('repeat', 3);
+// Seconds each path runs each mode before the repeats (discarded): a JIT warms its connection path.
+const warmup = opt('warmup', 2);
 const relayThreads = opt('relay-threads', DEFAULT_RELAY_THREADS);
 const BASE_PORT = opt('base-port', 26200);
 const LISTEN = opt('listen-port', 27200);
@@ -264,7 +266,7 @@ try {
   };
   // Warm-up (discarded): the replica's cache, the proxies' code paths (a JIT compiles the
   // connection path only once it has run: a proxy that runs for days pays that once).
-  for (const via of paths) for (const m of modes) await bench(via, m.args, 2);
+  for (const via of paths) for (const m of modes) await bench(via, m.args, warmup);
   const results = new Map<string, Figures[]>();
   for (let r = 0; r < repeat; r++) {
     for (const m of modes) {

@@ -167,16 +167,6 @@ export class NativeRelay {
     return new NativeFront(this.addon, index);
   }
 
-  private pair(id: number): FrontPair {
-    const a = this.addon;
-    return {
-      id,
-      dial: (host, port, ms, key, watch) => a.dial(id, host, port, ms, key.pid, key.secret, watch),
-      verdict: (forward) => a.verdict(id, forward),
-      command: (flags, last) => a.command(id, flags, last),
-    };
-  }
-
   private dispatch(
     id: number,
     kind: number,
@@ -193,7 +183,7 @@ export class NativeRelay {
     if (!l) {
       const arrival = this.fronts.get(front);
       if (!arrival || (kind !== EV_PACKET && kind !== EV_TIMEOUT)) return;
-      this.live.set(id, arrival(this.pair(id), CLASSES[side] as ServiceClass, bytes));
+      this.live.set(id, arrival(new RelayPair(this.addon, id), CLASSES[side] as ServiceClass, bytes));
       if (this.live.size === 1) this.addon.ref(true);
       return;
     }
@@ -220,6 +210,26 @@ export class NativeRelay {
           lastError: bytes,
         });
     }
+  }
+}
+
+/** One client of the front door, as its session drives it. */
+class RelayPair implements FrontPair {
+  constructor(
+    private readonly addon: Addon,
+    readonly id: number,
+  ) {}
+
+  dial(host: string, port: number, ms: number, key: { pid: number; secret: Buffer }, watch: boolean): void {
+    this.addon.dial(this.id, host, port, ms, key.pid, key.secret, watch);
+  }
+
+  verdict(forward: boolean): void {
+    this.addon.verdict(this.id, forward);
+  }
+
+  command(flags: number, last?: Buffer): void {
+    this.addon.command(this.id, flags, last);
   }
 }
 

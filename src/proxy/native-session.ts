@@ -41,20 +41,25 @@ type Leg = 'on' | 'held';
 
 const EXPIRED = ['53300', 'sorry, too many clients already (plb proxy: freemium startups paced)'] as const;
 
-export class NativeSession implements FrontListener, ClientSession {
+/**
+ * The session is its own route's steps and dialer (session-route.ts), and its own ticket in the
+ * admission queue: no closures per session.
+ */
+export class NativeSession implements FrontListener, ClientSession, RouteSteps, Dialer<Leg> {
   phase: Phase = 'connecting';
-  cls: ServiceClass | undefined;
+  /** The listener's until the startup packet names another (chooseClass). */
+  cls: ServiceClass;
   replica: string | undefined;
   private target: SessionTarget | undefined;
-  private admitted = false;
+  private isAdmitted = false;
   private attached = false;
   private waiting = false;
-  private clientGone = false;
+  private routing = false;
+  private gone = false;
   private backendGone = false;
   private clientTerminated = false;
   private finished = false;
   private warnedLate = false;
-  private steps: RouteSteps | undefined;
   private key: { pid: number; secret: Buffer } | undefined;
   private dialAnswer: ((r: DialResult<Leg>) => void) | undefined;
   private lastServerError: ServerError | undefined;
@@ -63,12 +68,13 @@ export class NativeSession implements FrontListener, ClientSession {
 
   constructor(
     private readonly pair: FrontPair,
-    private readonly listenerClass: ServiceClass,
-    private readonly host: SessionHost,
+    listenerClass: ServiceClass,
+    readonly host: SessionHost,
     private readonly onEnd: (s: NativeSession) => void,
     /** Its first packet; undefined: none came within the startup timeout. */
     packet: Buffer | undefined,
   ) {
+    this.cls = listenerClass;
     if (packet === undefined) this.refuse('08P01', 'timeout waiting for the startup packet');
     else this.onPacket(packet);
   }
@@ -88,41 +94,28 @@ export class NativeSession implements FrontListener, ClientSession {
     }
     // Encryption requests are answered by the relay; anything else here is not a first packet.
     if (p.kind !== 'startup') return this.refuse('08P01', 'invalid startup packet');
-    const choice = chooseClass(p.params, this.listenerClass, this.host.classFrom);
+    const choice = chooseClass(p.params, this.cls, this.host.classFrom);
     if (!choice.ok) return this.refuse('22023', choice.reason);
     this.cls = choice.cls;
     // Freemium waits for its turn under a flood (paced-intake.ts); premium never does.
-    if (this.cls === 'premium' || !this.host.pace) return this.startRoute();
+    if (this.cls === 'premium' || !this.host.pace) return this.route();
     this.host.pace({
-      run: () => this.startRoute(),
-      expire: () => this.unrouted(() => this.refuse(...EXPIRED)),
+      run: () => this.route(),
+      expire: () => this.unrouted() && this.refuse(...EXPIRED),
     });
   }
 
-  /** Not routed yet and not told to stop meanwhile: `then`; its client gone: the end. */
-  private unrouted(then: () => void): void {
-    if (this.phase !== 'connecting' || this.steps) return;
-    if (this.clientGone) return this.end();
-    then();
-  }
-
-  private startRoute(): void {
-    this.unrouted(() => this.route());
+  /** Not routed yet and not told to stop meanwhile (true); its client gone: the end. */
+  private unrouted(): boolean {
+    if (this.phase !== 'connecting' || this.routing) return false;
+    if (this.gone) return (void this.end(), false);
+    return true;
   }
 
   private route(): void {
-    this.steps = {
-      host: this.host,
-      cls: this.cls as ServiceClass,
-      clientGone: () => this.clientGone,
-      setWaiting: (w) => (this.waiting = w),
-      admitted: (replica) => {
-        this.admitted = true;
-        this.replica = replica;
-      },
-      release: () => this.releaseOnce(),
-    };
-    routeSession(this.steps, this.dialer(), (r) => this.routed(r));
+    if (!this.unrouted()) return;
+    this.routing = true;
+    routeSession(this, this, (r) => this.routed(r));
   }
 
   private routed(r: RouteResult<Leg>): void {
@@ -142,22 +135,38 @@ export class NativeSession implements FrontListener, ClientSession {
     this.phase = 'backend-startup';
   }
 
-  private dialer(): Dialer<Leg> {
+  // ---- its route's steps and dialer (RouteSteps, Dialer) ---------------------------------
+
+  clientGone(): boolean {
+    return this.gone;
+  }
+
+  setWaiting(waiting: boolean): void {
+    this.waiting = waiting;
+  }
+
+  admitted(replica: string): void {
+    this.isAdmitted = true;
+    this.replica = replica;
+  }
+
+  release(): void {
+    this.releaseOnce();
+  }
+
+  dial(target: SessionTarget, _attempt: number, answered: (r: DialResult<Leg>) => void): void {
+    // Closed meanwhile (its client gone, a stop): nothing will answer.
+    if (this.finished) return answered({ ok: false, err: undefined });
     const { host } = this;
-    return {
-      dial: (target, _attempt, answered) => {
-        // Closed meanwhile (its client gone, a stop): nothing will answer.
-        if (this.finished) return answered({ ok: false, err: undefined });
-        this.target = target;
-        this.dialAnswer = answered;
-        this.key ??= host.cancelKeys.issue();
-        const named = host.classFrom === 'application_name';
-        this.pair.dial(target.host, target.port, host.connectTimeoutMs, this.key, named);
-      },
-      drop: (leg) => {
-        if (leg === 'held') this.pair.verdict(false);
-      },
-    };
+    this.target = target;
+    this.dialAnswer = answered;
+    this.key ??= host.cancelKeys.issue();
+    const named = host.classFrom === 'application_name';
+    this.pair.dial(target.host, target.port, host.connectTimeoutMs, this.key, named);
+  }
+
+  drop(leg: Leg | undefined): void {
+    if (leg === 'held') this.pair.verdict(false);
   }
 
   /** The dial waiting for its answer gets it (once). */
@@ -202,7 +211,7 @@ export class NativeSession implements FrontListener, ClientSession {
     if (this.phase !== 'backend-startup') return;
     this.phase = 'ready';
     const counters = this.host.stats;
-    counters.classes[this.cls as ServiceClass].ready += 1;
+    counters.classes[this.cls].ready += 1;
     counters.relayed += 1;
     const target = this.target as SessionTarget;
     if (this.key && backendKey && backendKey.length >= 8)
@@ -215,7 +224,7 @@ export class NativeSession implements FrontListener, ClientSession {
   }
 
   parameter(msg: Buffer): void {
-    if (this.warnedLate || this.cls === undefined || this.replica === undefined) return;
+    if (this.warnedLate || this.replica === undefined) return;
     this.warnedLate = noteLateClass(this.host, { cls: this.cls, replica: this.replica }, msg);
   }
 
@@ -227,7 +236,7 @@ export class NativeSession implements FrontListener, ClientSession {
     if (e.code === 'EPROTO') {
       // Not PostgreSQL on the other end: the relay closed both sides.
       this.host.log(`session on ${this.replica}: backend protocol error`);
-      this.clientGone = this.backendGone = true;
+      this.gone = this.backendGone = true;
       return this.releaseOnce();
     }
     if (e.lastError) this.lastServerError = decodeServerError(e.lastError);
@@ -237,9 +246,9 @@ export class NativeSession implements FrontListener, ClientSession {
   }
 
   closed(): void {
-    if (!this.clientGone) {
-      this.clientGone = true;
-      if (this.waiting && this.steps) this.host.cancelWait(this.steps);
+    if (!this.gone) {
+      this.gone = true;
+      if (this.waiting) this.host.cancelWait(this);
     }
     this.phase = 'closing';
     this.finished = true;
@@ -252,8 +261,8 @@ export class NativeSession implements FrontListener, ClientSession {
   // ---- endings ------------------------------------------------------------------------------
 
   private onClientClose(): void {
-    this.clientGone = true;
-    if (this.waiting && this.steps) this.host.cancelWait(this.steps);
+    this.gone = true;
+    if (this.waiting) this.host.cancelWait(this);
     this.releaseOnce();
     // Attached: the backend sees EOF and ends its session. Still routing: the route ends it.
     // Refused (or a cancel): the relay closes it once the error is out.
@@ -265,12 +274,12 @@ export class NativeSession implements FrontListener, ClientSession {
     const replica = this.replica as string;
     const wasReady = this.phase === 'ready';
     this.releaseOnce();
-    if (this.clientGone || this.clientTerminated || this.phase === 'closing') {
-      if (!this.clientGone) this.pair.command(C_END);
+    if (this.gone || this.clientTerminated || this.phase === 'closing') {
+      if (!this.gone) this.pair.command(C_END);
       return;
     }
     this.phase = 'closing';
-    this.host.stats.countLoss(this.cls as ServiceClass, replica, wasReady);
+    this.host.stats.countLoss(this.cls, replica, wasReady);
     const v = judgeBackendEnd(replica, stream, this.lastServerError, socketError);
     if (v.failure) this.host.reportFailure(replica, v.failure, wasReady ? 'session' : 'connect');
     if (v.cut) this.pair.command(C_DESTROY);
@@ -289,7 +298,7 @@ export class NativeSession implements FrontListener, ClientSession {
   }
 
   shutdown(): void {
-    if (this.clientGone) return;
+    if (this.gone) return;
     const canTell = this.phase !== 'closing';
     this.phase = 'closing';
     if (canTell)
@@ -298,9 +307,9 @@ export class NativeSession implements FrontListener, ClientSession {
   }
 
   replicaDown(cause: string): void {
-    if (this.clientGone || !this.attached || this.backendGone || this.phase === 'closing') return;
+    if (this.gone || !this.attached || this.backendGone || this.phase === 'closing') return;
     const replica = this.replica as string;
-    this.host.stats.countLoss(this.cls as ServiceClass, replica, this.phase === 'ready');
+    this.host.stats.countLoss(this.cls, replica, this.phase === 'ready');
     this.phase = 'closing';
     this.releaseOnce();
     this.pair.command(
@@ -310,8 +319,8 @@ export class NativeSession implements FrontListener, ClientSession {
   }
 
   private releaseOnce(): void {
-    if (!this.admitted) return;
-    this.admitted = false;
+    if (!this.isAdmitted) return;
+    this.isAdmitted = false;
     if (this.replica !== undefined && this.cls !== undefined) {
       this.host.release(this.replica, this.cls);
       if (this.attached) this.host.stats.classes[this.cls].closed += 1;
