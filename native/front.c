@@ -47,9 +47,22 @@ static void refuse_now(Worker *w, Pair *p, const uint8_t *bytes, size_t n) {
   flush(w, p, BACKEND);
 }
 
+/* Fewer pairs than every other thread (or as few): this thread takes another client now. */
+static int least_loaded(Worker *w) {
+  int mine = atomic_load(&w->live);
+  for (int i = 0; i < w->relay->n; i++)
+    if (&w->relay->workers[i] != w && atomic_load(&w->relay->workers[i].live) < mine) return 0;
+  return 1;
+}
+
+/*
+ * Takes clients off the listener while this thread is the least loaded (at least one a wake, at most
+ * 64): a client stays on the thread that accepted it, and every thread polls the listener, so the
+ * others take the rest (a burst of sessions opened at once is shared out, not left on one core).
+ */
 void front_accept(Worker *w, Listener *l) {
   Front *f = l->front;
-  for (int i = 0; i < 64; i++) {
+  for (int i = 0; i < 64 && (i == 0 || least_loaded(w)); i++) {
     int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
@@ -80,6 +93,8 @@ void front_accept(Worker *w, Listener *l) {
     p->tag[BACKEND] = (Tag){p, BACKEND, NULL};
     p->last_type = 'Z';
     p->cls = l->cls;
+    p->worker = w;
+    atomic_fetch_add(&w->live, 1);
     bucket_add(w, p);
     if (atomic_fetch_add(&f->open, 1) >= f->max[l->cls]) {
       /* Over --max-client-conn: told at once with a prepared 53300, never read as a session. */

@@ -312,6 +312,7 @@ static void command(Worker *w, Pair *p, Cmd *c) {
 
 void relay_free_pair(Pair *p) {
   if (p->front) atomic_fetch_sub(&p->front->open, 1);
+  if (p->worker) atomic_fetch_sub(&p->worker->live, 1);
   free(p->d[0].buf);
   free(p->d[1].buf);
   free(p->last_err);

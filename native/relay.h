@@ -131,6 +131,7 @@ typedef struct Pair {
   size_t nbkey;
   int dial_ms;
   int64_t deadline;
+  struct Worker *worker;
   struct Pair *next_bucket, *next_dead;
 } Pair;
 
@@ -158,6 +159,7 @@ typedef struct Worker {
   Cmd *head, *tail;
   Pair *buckets[BUCKETS];
   int lingering, waiting; /* pairs with a linger or a deadline */
+  atomic_int live;        /* its pairs now (the other threads read it to share out accepting) */
   double next_id;
   struct Relay *relay;
   napi_threadsafe_function tsfn;
