@@ -240,6 +240,7 @@ void front_send_packet(Worker *w, Pair *p) {
 static void answered(Worker *w, Pair *p) {
   set_deadline(w, p, 0);
   p->phase = PH_AUTH;
+  p->answered = 1;
   free(p->pkt);
   p->pkt = NULL;
   if (!grow(&p->d[CLIENT], DIR_CAP)) {

@@ -92,7 +92,7 @@ static void finish_if_closed(Worker *w, Pair *p, Pair **dead) {
   Pair **at = &w->buckets[bucket_of(p->id)];
   while (*at && *at != p) at = &(*at)->next_bucket;
   if (*at) *at = p->next_bucket;
-  emit(w, p, EV_CLOSED, 0, 0, NULL, 0);
+  emit(w, p, EV_CLOSED, p->answered, 0, NULL, 0);
   p->next_dead = *dead;
   *dead = p;
 }
@@ -153,7 +153,7 @@ void ended(Worker *w, Pair *p, int k, int err) {
     return;
   }
   p->rd_eof[k] = 2; /* reported */
-  if (k == BACKEND && p->phase == PH_RELAY && (p->terminated || p->client_first)) {
+  if (k == BACKEND && (p->phase == PH_RELAY || p->phase == PH_AUTH) && (p->terminated || p->client_first)) {
     /* The client said Terminate, or left: the backend's end is expected; the client is ended too. */
     if (p->fd[CLIENT] >= 0 && p->shut[CLIENT] == 0) {
       p->shut[CLIENT] = 1;

@@ -117,6 +117,7 @@ typedef struct Pair {
   size_t passing; /* bytes still to come of an oversize message passed through */
   int last_type, terminated, watch_params, dead;
   int client_first; /* the client ended while the backend had not: the backend was ended here */
+  int answered;     /* a replica's first answer went on (told with the close) */
   uint8_t *last_err;
   size_t last_err_len;
   int64_t linger_at;

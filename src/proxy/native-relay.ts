@@ -66,9 +66,10 @@ export interface FrontListener {
   /**
    * Both sockets are closed: the session is over. A connected client's own end is not told: the
    * relay ends the backend itself, as the session would (and the backend's end that follows a
-   * Terminate or the client's end, and ends the client).
+   * Terminate or the client's end, and ends the client). answered: a replica's first answer went on
+   * (the session was connected, whether or not it was told so before).
    */
-  closed(): void;
+  closed(answered: boolean): void;
 }
 
 /** One client of the front door, as its session drives it. */
@@ -199,7 +200,7 @@ export class NativeRelay {
       case EV_CLOSED:
         this.live.delete(id);
         if (this.live.size === 0) this.addon.ref(false);
-        return l.closed();
+        return l.closed(side === 1);
       case EV_END:
         return l.ended({
           side: side === 0 ? 'client' : 'backend',

@@ -245,7 +245,10 @@ export class NativeSession implements FrontListener, ClientSession, RouteSteps, 
     this.backendEnded(e, err);
   }
 
-  closed(): void {
+  closed(answered: boolean): void {
+    // Answered and closed before anything else was told (a client gone during authentication):
+    // the route ends attached, so the session counts as connected, then closed.
+    if (answered) this.settle();
     if (!this.gone) {
       this.gone = true;
       if (this.waiting) this.host.cancelWait(this);
@@ -307,6 +310,8 @@ export class NativeSession implements FrontListener, ClientSession, RouteSteps, 
   }
 
   replicaDown(cause: string): void {
+    // Not known to be answered yet (the relay tells ReadyForQuery, not the first answer): its
+    // connect fails and is tried elsewhere, as on Node's sockets.
     if (this.gone || !this.attached || this.backendGone || this.phase === 'closing') return;
     const replica = this.replica as string;
     this.host.stats.countLoss(this.cls, replica, this.phase === 'ready');

@@ -73,6 +73,7 @@ export class Told {
   readonly ends: RelayEnd[] = [];
   readonly params: Buffer[] = [];
   isClosed = false;
+  answeredAtClose: boolean | undefined;
   /** Resolves when the relay reports the close. */
   readonly done: Promise<void>;
   private closedNow: () => void = () => undefined;
@@ -104,7 +105,8 @@ export class Told {
   parameter(m: Buffer): void {
     this.params.push(Buffer.from(m));
   }
-  closed(): void {
+  closed(answered: boolean): void {
+    this.answeredAtClose = answered;
     this.isClosed = true;
     this.closedNow();
   }

@@ -72,6 +72,7 @@ describe.skipIf(relay === undefined)('native front door', () => {
     c.socket.destroy();
     server.close();
     await t.done;
+    expect(t.answeredAtClose).toBe(true);
   });
 
   it('a refused connect is reported (not connected); a second dial to a live server goes on', async () => {
@@ -182,6 +183,7 @@ describe.skipIf(relay === undefined)('native front door', () => {
     expect(t.isClosed).toBe(false);
     t.pair.command(C_DESTROY | B_DESTROY);
     await t.done;
+    expect(t.answeredAtClose).toBe(false);
     expect(rig.front.counts().open).toBe(0);
   });
 
