@@ -12,7 +12,8 @@ import { readStartupPacket } from '../../src/proxy/startup-packet.js';
 import { backendKeyData, errorResponse } from '../../src/proxy/wire.js';
 import { startTestProxy } from './proxy-setup.js';
 
-export type Behaviour = 'reset' | 'dying' | 'silent' | 'good';
+/** auth: asks for a SCRAM exchange and says nothing more (a client in authentication). */
+export type Behaviour = 'reset' | 'dying' | 'silent' | 'auth' | 'good';
 
 export interface Fake {
   server: Server;
@@ -37,6 +38,7 @@ const msg = (type: string, body: Buffer): Buffer => {
   return b;
 };
 export const authOk = msg('R', Buffer.from([0, 0, 0, 0]));
+const authSasl = msg('R', Buffer.concat([Buffer.from([0, 0, 0, 10]), Buffer.from('SCRAM-SHA-256\0\0')]));
 export const readyIdle = msg('Z', Buffer.from('I'));
 
 export async function fake(behaviour: Behaviour): Promise<Fake> {
@@ -70,6 +72,7 @@ export async function fake(behaviour: Behaviour): Promise<Fake> {
         }
         started = true;
         if (behaviour === 'silent') return;
+        if (behaviour === 'auth') return void s.write(authSasl);
         if (behaviour === 'dying')
           return void s.end(
             errorResponse('FATAL', '57P01', 'terminating connection due to administrator command'),

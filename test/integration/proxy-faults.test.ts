@@ -60,6 +60,24 @@ describe.each(fronts)('plb proxy failure paths (fake backends), front door $fron
     expect(Date.now() - t0).toBeLessThan(3000);
   });
 
+  it('a client gone during authentication: counted as opened and closed, not as a failure of its replica', async () => {
+    await rig.setup(['auth']);
+    const s = createConnection({ host: '127.0.0.1', port: rig.proxy!.ports.premium! });
+    s.on('error', () => undefined);
+    s.write(serialize.startup({ user: 'u', database: 'd' }));
+    await new Promise((r) => s.once('data', r)); // the SASL request
+    s.destroy();
+    await vi.waitFor(() => expect(rig.proxy!.stats.classes.premium.closed).toBe(1));
+    expect(rig.proxy!.stats.classes.premium).toMatchObject({
+      opened: 1,
+      ready: 0,
+      startupFailed: 0,
+      lost: 0,
+    });
+    expect(rig.proxy!.stats.replica('r1')).toMatchObject({ opened: 1, failed: 0, lost: 0 });
+    expect(rig.sessions()).toEqual([0]);
+  });
+
   it('a server gone between messages: FATAL 08006 "replica r1 went away"', async () => {
     const [f] = await rig.setup(['good']);
     const c = await rig.connect();
