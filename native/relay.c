@@ -1,9 +1,6 @@
 /* The relay threads: epoll loops copying sessions' bytes (relay.h says what and why). */
 #include "relay.h"
 
-/* How often a thread looks for lingering sessions and passed deadlines, at most. */
-#define SCAN_MS 100
-
 int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -82,7 +79,7 @@ void close_side(Worker *w, Pair *p, int k) {
   if (p->rd_eof[k] == 0) p->rd_eof[k] = 1; /* 2: its end was reported already, not again */
 }
 
-static void finish_if_closed(Worker *w, Pair *p, Pair **dead) {
+void finish_if_closed(Worker *w, Pair *p, Pair **dead) {
   for (int k = 0; k < 2; k++)
     if (p->fd[k] >= 0 && p->rd_eof[k] && p->shut[k] == 2) close_side(w, p, k);
   if (p->dead || !p->closed[CLIENT] || !p->closed[BACKEND]) return;
@@ -235,7 +232,7 @@ static int frame(Worker *w, Pair *p) {
   return 1;
 }
 
-static void on_readable(Worker *w, Pair *p, int k) {
+void on_readable(Worker *w, Pair *p, int k) {
   Dir *d = &p->d[k];
   if (p->rd_eof[k] || d->wr < d->fwd) return;
   /* The other side is closed or its end asked for: what comes now is read and dropped. */
@@ -278,166 +275,4 @@ void relay_catch_up(Worker *w, Pair *p) {
   flush(w, p, BACKEND);
   p->d[CLIENT].fwd = p->d[CLIENT].len; /* what the client sent meanwhile goes on too */
   flush(w, p, CLIENT);
-}
-
-static void command(Worker *w, Pair *p, Cmd *c) {
-  if (!p->linger_at) {
-    p->linger_at = now_ms() + LINGER_MS;
-    w->lingering++;
-  }
-  /* Not relayed yet: whatever is said ends the session there (no backend to keep). */
-  if (p->phase != PH_RELAY && p->phase != PH_AUTH) front_retire(w, p);
-  if (c->flags & (C_END | C_AT_BOUNDARY)) {
-    if ((c->flags & C_AT_BOUNDARY) && p->passing > 0) {
-      close_side(w, p, CLIENT);
-    } else if (p->fd[CLIENT] >= 0 && p->shut[CLIENT] == 0) {
-      Dir *d = &p->d[BACKEND];
-      d->len = d->fwd; /* a held, unfinished message is dropped: the last message is said instead */
-      if (c->nbytes > 0 && grow(d, d->len + c->nbytes) && d->len + c->nbytes <= d->cap) {
-        memcpy(d->buf + d->len, c->bytes, c->nbytes);
-        d->len += c->nbytes;
-        d->fwd = d->len;
-      }
-      p->shut[CLIENT] = 1;
-      flush(w, p, BACKEND);
-    }
-  }
-  if (c->flags & C_DESTROY) close_side(w, p, CLIENT);
-  if ((c->flags & B_END) && p->fd[BACKEND] >= 0 && p->shut[BACKEND] == 0) {
-    p->shut[BACKEND] = 1;
-    flush(w, p, CLIENT);
-  }
-  if (c->flags & B_DESTROY) close_side(w, p, BACKEND);
-}
-
-void relay_free_pair(Pair *p) {
-  if (p->front) atomic_fetch_sub(&p->front->open, 1);
-  if (p->worker) atomic_fetch_sub(&p->worker->live, 1);
-  free(p->d[0].buf);
-  free(p->d[1].buf);
-  free(p->last_err);
-  free(p->pkt);
-  free(p->bkey);
-  free(p);
-}
-
-static void run_commands(Worker *w, Pair **dead) {
-  uint64_t v;
-  if (read(w->efd, &v, sizeof v) < 0) { /* nothing: the commands are in the queue */
-  }
-  pthread_mutex_lock(&w->mu);
-  Cmd *c = w->head;
-  w->head = w->tail = NULL;
-  pthread_mutex_unlock(&w->mu);
-  while (c) {
-    Cmd *next = c->next;
-    if (c->op == OP_LISTEN) {
-      /* Every thread polls the listener; EPOLLEXCLUSIVE wakes one of them a connection. */
-      struct epoll_event e = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &c->lst->tag};
-      epoll_ctl(w->ep, EPOLL_CTL_ADD, c->lst->fd, &e);
-    } else if (c->op == OP_STOP) {
-      front_stop(w, c);
-    } else {
-      Pair *p = bucket_find(w, c->id);
-      if (p && !p->dead) {
-        if (c->op == OP_DIAL) front_dial(w, p, c);
-        else if (c->op == OP_VERDICT) front_verdict(w, p, c->flags);
-        else command(w, p, c);
-        finish_if_closed(w, p, dead);
-        if (!p->dead) watch(w, p, CLIENT), watch(w, p, BACKEND);
-      }
-    }
-    free(c->bytes);
-    free(c);
-    c = next;
-  }
-}
-
-/* Lingering sessions past their time are closed; passed deadlines are the front door's to act on. */
-static void scan(Worker *w, Pair **dead) {
-  int64_t now = now_ms();
-  for (size_t b = 0; b < BUCKETS; b++)
-    for (Pair *p = w->buckets[b], *next; p; p = next) {
-      next = p->next_bucket;
-      if (p->dead) continue;
-      if (p->deadline && p->deadline <= now) front_expire(w, p);
-      if (p->linger_at && p->linger_at <= now) {
-        close_side(w, p, CLIENT);
-        close_side(w, p, BACKEND);
-      }
-      finish_if_closed(w, p, dead);
-      if (!p->dead) watch(w, p, CLIENT), watch(w, p, BACKEND);
-    }
-}
-
-static void on_event(Worker *w, Pair *p, int side, uint32_t ev) {
-  if (p->phase == PH_RELAY || p->phase == PH_AUTH) {
-    if (ev & EPOLLOUT) flush(w, p, 1 - side);
-    if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && p->fd[side] >= 0) on_readable(w, p, side);
-    return;
-  }
-  if (side == CLIENT) {
-    if (ev & EPOLLOUT) flush(w, p, BACKEND);
-    if (p->phase == PH_STARTUP && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)))
-      front_startup_read(w, p);
-    else if (p->phase != PH_STARTUP && (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && !p->rd_eof[CLIENT])
-      front_client_gone(w, p, ev);
-    return;
-  }
-  if (p->phase == PH_DIAL) return front_dial_ready(w, p);
-  if (p->phase == PH_FIRST) {
-    if (ev & EPOLLOUT) front_send_packet(w, p);
-    if (p->phase == PH_FIRST && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) front_first_read(w, p);
-  }
-}
-
-void *relay_run(void *arg) {
-  Worker *w = arg;
-  struct epoll_event evs[256];
-  int64_t next_scan = 0;
-  for (;;) {
-    int busy = w->lingering > 0 || w->waiting > 0;
-    int n = epoll_wait(w->ep, evs, 256, busy ? SCAN_MS : -1);
-    Pair *dead = NULL;
-    for (int i = 0; i < n; i++) {
-      Tag *t = evs[i].data.ptr;
-      if (t == NULL) {
-        run_commands(w, &dead);
-        continue;
-      }
-      if (t->side < 0) {
-        front_accept(w, t->lst);
-        continue;
-      }
-      Pair *p = t->p;
-      if (p->dead || p->fd[t->side] < 0) continue;
-      on_event(w, p, t->side, evs[i].events);
-      finish_if_closed(w, p, &dead);
-      if (!p->dead) watch(w, p, CLIENT), watch(w, p, BACKEND);
-    }
-    if (w->lingering > 0 || w->waiting > 0) {
-      int64_t now = now_ms();
-      if (now >= next_scan) {
-        next_scan = now + SCAN_MS;
-        scan(w, &dead);
-      }
-    }
-    while (dead) {
-      Pair *next = dead->next_dead;
-      relay_free_pair(dead);
-      dead = next;
-    }
-  }
-  return NULL;
-}
-
-void relay_post(Worker *w, Cmd *c) {
-  pthread_mutex_lock(&w->mu);
-  if (w->tail) w->tail->next = c;
-  else w->head = c;
-  w->tail = c;
-  pthread_mutex_unlock(&w->mu);
-  uint64_t one = 1;
-  if (write(w->efd, &one, sizeof one) < 0) { /* the counter is full: a wakeup is pending anyway */
-  }
 }

@@ -176,10 +176,12 @@ typedef struct Relay {
   int nlisteners;
 } Relay;
 
-/* relay.c: a relay thread's loop, and what the front door shares with it. */
+/* loop.c: a relay thread's loop. */
 void *relay_run(void *arg);
 /* Queues a command for a thread and wakes it (any thread). */
 void relay_post(Worker *w, Cmd *c);
+void relay_free_pair(Pair *p);
+/* relay.c: a session's stream, shared by the loop and the front door. */
 int64_t now_ms(void);
 uint32_t be32(const uint8_t *b);
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n);
@@ -190,6 +192,9 @@ void ended(Worker *w, Pair *p, int k, int err);
 int grow(Dir *d, size_t need);
 void bucket_add(Worker *w, Pair *p);
 Pair *bucket_find(Worker *w, double id);
+/* A pair whose both sides are closed is put on the dead list (freed at the end of the loop's turn). */
+void finish_if_closed(Worker *w, Pair *p, Pair **dead);
+void on_readable(Worker *w, Pair *p, int k);
 
 /* front.c: the front door's steps. */
 void front_accept(Worker *w, Listener *l);
@@ -209,6 +214,5 @@ void front_ready(Worker *w, Pair *p);
 /* relay.c: the backend's bytes read before the session was relayed, passed on now. */
 void relay_catch_up(Worker *w, Pair *p);
 uint32_t front_wanted(Pair *p, int k);
-void relay_free_pair(Pair *p);
 
 #endif

@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const src = ['relay.c', 'front.c', 'relay-js.c'].map((f) => join(root, 'native', f));
+const src = ['relay.c', 'loop.c', 'front.c', 'relay-js.c'].map((f) => join(root, 'native', f));
 const out = join(root, 'native', 'build', 'relay.node');
 const headers = [
   resolve(process.execPath, '..', '..', 'include', 'node'),

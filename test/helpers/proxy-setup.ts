@@ -1,6 +1,6 @@
 // Shared by the proxy integration tests: a local cluster in a temporary state folder, a proxy
 // with test-sized defaults in front of it, node-postgres settings, and a self-signed certificate.
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -141,3 +141,32 @@ export function failInCiWithout(have: boolean, what: string): void {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * psql -XAtc `sql` against a port, asynchronously: a proxy in the test's own process would be
+ * blocked by a synchronous child. Never rejects: the exit code and both outputs, trimmed.
+ */
+export function runPsql(
+  bin: string,
+  creds: Credentials,
+  port: number,
+  sql: string,
+  conninfo = '',
+  password = creds.password,
+): Promise<{ code: number; out: string; err: string }> {
+  const target = `host=127.0.0.1 port=${port} user=${creds.user} dbname=${creds.database} ${conninfo}`;
+  const env = { ...process.env, PGPASSWORD: password, PGCONNECT_TIMEOUT: '10' };
+  return new Promise((resolve) => {
+    execFile(
+      join(bin, 'psql'),
+      [target, '-XAtc', sql],
+      { env, encoding: 'utf8', timeout: 20_000 },
+      (error, stdout, stderr) =>
+        resolve({
+          code: error ? (typeof error.code === 'number' ? error.code : -1) : 0,
+          out: stdout.trim(),
+          err: stderr.trim(),
+        }),
+    );
+  });
+}

@@ -5,7 +5,7 @@
  * (only the sessions on it fail), a dying backend seen as an ErrorResponse, no replica (57P03),
  * and a graceful stop. Skips without the server binaries, except with CI=true (a failure there).
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
@@ -20,6 +20,7 @@ import type { ServiceClass } from '../../src/core/service-class.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 import {
   failInCiWithout,
+  runPsql,
   sleep,
   startTestProxy,
   upProxyCluster,
@@ -57,27 +58,9 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     return Number(r.rows[0]!.p);
   }
 
-  /** psql, asynchronously: the proxy runs in this process, a synchronous child would block it. */
-  function psql(
-    port: number,
-    sql: string,
-    conninfo = '',
-    password = creds.password,
-  ): Promise<{ code: number; out: string; err: string }> {
-    return new Promise((resolve) => {
-      execFile(
-        join(bin, 'psql'),
-        [`host=127.0.0.1 port=${port} user=${creds.user} dbname=${creds.database} ${conninfo}`, '-XAtc', sql],
-        { env: { ...env(), PGPASSWORD: password }, encoding: 'utf8', timeout: 20_000 },
-        (error, stdout, stderr) =>
-          resolve({
-            code: error ? (typeof error.code === 'number' ? error.code : -1) : 0,
-            out: stdout.trim(),
-            err: stderr.trim(),
-          }),
-      );
-    });
-  }
+  /** psql, asynchronously (the proxy runs in this process); the password is the cluster's unless given. */
+  const psql = (port: number, sql: string, conninfo = '', password?: string) =>
+    runPsql(bin, creds, port, sql, conninfo, password);
 
   beforeAll(async () => {
     bin = findBinDir();
