@@ -107,6 +107,8 @@ async function serve(config: ServeConfig): Promise<void> {
       });
     last = now;
   }, 5);
+  // The parent gone (its end of stdin closed): so is this proxy, never left listening behind it.
+  process.stdin.on('data', () => undefined).on('end', () => process.exit(1));
   process.stdout.write(`ready ${proxy.maxClientConn}\n`);
   process.once('SIGTERM', () => {
     loop.disable();
@@ -225,7 +227,7 @@ async function main(): Promise<void> {
         JSON.stringify(config),
         ...argv,
       ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      { stdio: ['pipe', 'pipe', 'inherit'] },
     );
     const out: string[] = [];
     let pending = '';
@@ -260,6 +262,8 @@ async function main(): Promise<void> {
         stdio: ['pipe', 'pipe', 'inherit'],
       });
       const pc = probeChild;
+      // Its tries may all be done before the burst is (then it has exited and the stop finds no reader).
+      pc.stdin!.on('error', () => undefined);
       await new Promise<void>((resolve, reject) => {
         pc.stdout!.once('data', () => resolve());
         pc.once('exit', (code) => reject(new Error(`probe exited (${code})`)));

@@ -6,8 +6,9 @@
 // end. `plb proxy` runs as users run it: the built CLI (`npm run build` first) in its own process,
 // like HAProxy and PgBouncer, which are skipped, with a line saying so, when not installed. Every
 // proxy's CPU is read from /proc. `plb-late` is plb proxy with `--early-connect off` (the replica
-// connection opened only after the startup packet); `plb-js` with `--relay js` (its sessions on
-// Node's sockets, not the native relay). `node-pipe` is the floor of any relay written in Node: a
+// connection opened only after the startup packet; the native front door never connects early, so
+// there `plb-late` is plb again in a second process: a like-for-like pair, the benchmark's noise
+// floor); `plb-js` with `--relay js` (its sessions on Node's sockets, not the native relay). `node-pipe` is the floor of any relay written in Node: a
 // bare net relay (socket.pipe both ways, no delay), in this process. To profile plb proxy, give
 // its node flags: --plb-node-args "--cpu-prof --cpu-prof-dir /tmp/prof".
 //
@@ -266,7 +267,8 @@ try {
   };
   // Warm-up (discarded): the replica's cache, the proxies' code paths (a JIT compiles the
   // connection path only once it has run: a proxy that runs for days pays that once).
-  for (const via of paths) for (const m of modes) await bench(via, m.args, warmup);
+  // --warmup 0: none.
+  if (warmup > 0) for (const via of paths) for (const m of modes) await bench(via, m.args, warmup);
   const results = new Map<string, Figures[]>();
   for (let r = 0; r < repeat; r++) {
     for (const m of modes) {
@@ -355,7 +357,8 @@ try {
   versus('plb', 'pgbouncer', 'plb vs PgBouncer');
   versus('node-pipe', 'haproxy', 'bare Node relay vs HAProxy');
   versus('plb', 'node-pipe', 'plb vs bare Node relay');
-  versus('plb', 'plb-late', 'plb vs plb --early-connect off');
+  const same = plbRelay.startsWith('native') ? ' (the same configuration: the noise floor)' : '';
+  versus('plb', 'plb-late', `plb vs plb --early-connect off${same}`);
   versus('plb', 'plb-js', 'plb vs plb --relay js');
 } finally {
   pipeServer?.close();
