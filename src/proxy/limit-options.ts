@@ -53,7 +53,7 @@ export const limitFlags = {
   }),
   'early-connect': Flags.string({
     description:
-      'connect to the replica at the client’s SSLRequest, so the server starts while the client goes on (with --class-from off and --server-tls disable): on or off',
+      'connect to the replica at the client’s SSLRequest, so the server starts while the client goes on (on Node’s sockets, with --class-from off and --server-tls disable): on or off',
     default: 'on',
     options: ['on', 'off'],
     helpGroup: GROUP,

@@ -69,13 +69,13 @@ export const proxyFlags = {
   }),
   relay: Flags.string({
     description:
-      "who copies an established session's bytes: native (relay threads outside Node's event loop, where built) or js",
+      "who serves clients: native (relay threads accept, connect and copy outside Node's event loop, where built; Node's sockets with TLS or a host name) or js",
     options: ['native', 'js'],
     default: 'native',
     helpGroup: PROXY_GROUP,
   }),
   'relay-threads': Flags.integer({
-    description: 'threads of the native relay (default: one per core, at most 2)',
+    description: 'threads of the native front door and relay (default: one per core, at most 2)',
     min: 1,
     max: 16,
     helpGroup: PROXY_GROUP,

@@ -29,7 +29,7 @@ export interface ProxySummary {
   overLimit: number;
   /** Sessions that named another class (application_name) only after they were routed. */
   lateClass: number;
-  /** Who copied established sessions' bytes ("native, N thread(s)" or "js"), and how many it did. */
+  /** Who served the clients ("native, N thread(s)" or "js"), and how many sessions the native front door took to ReadyForQuery. */
   relay: string;
   relayed: number;
   /** Replica connections opened at a client's SSLRequest, and those never used (early-connect.ts). */

@@ -46,7 +46,7 @@ export class ProxyStats {
    * by the server as ParameterStatus; with --class-from application_name).
    */
   lateClass = 0;
-  /** Sessions whose bytes the native relay copied once established (native-relay.ts). */
+  /** Sessions the native front door took to ReadyForQuery (native-session.ts). */
   relayed = 0;
   /** Replica connections opened at a client's SSLRequest, and those never used (early-connect.ts). */
   earlyConnects = 0;
