@@ -56,7 +56,27 @@ export function nativeFrontBlocked(o: {
 
 const STOPPING = errorResponse('FATAL', '57P01', 'plb proxy is shutting down');
 
-export function nativeFrontDoor(relay: NativeRelay, d: FrontDoorDeps): FrontDoor {
+/**
+ * The native front door where there is a relay with room for it (a process holds at most 64: one a
+ * proxy, never freed), else Node's, with one line saying why.
+ */
+export function openFrontDoor(
+  relay: NativeRelay | undefined,
+  d: FrontDoorDeps,
+  log: (line: string) => void,
+): FrontDoor {
+  if (relay === undefined) return nodeFrontDoor(d);
+  try {
+    return nativeFrontDoor(relay, d);
+  } catch (err) {
+    log(
+      `native relay: not used (${err instanceof Error ? err.message : String(err)}); clients are served on Node's sockets`,
+    );
+    return nodeFrontDoor(d);
+  }
+}
+
+function nativeFrontDoor(relay: NativeRelay, d: FrontDoorDeps): FrontDoor {
   const front = relay.openFront(
     { max: d.limiter.max, refusal: d.limiter.refusal, startupTimeoutMs: d.host.startupTimeoutMs },
     (pair, cls, packet) => {
@@ -83,7 +103,7 @@ export function nativeFrontDoor(relay: NativeRelay, d: FrontDoorDeps): FrontDoor
   };
 }
 
-export function nodeFrontDoor(d: FrontDoorDeps): FrontDoor {
+function nodeFrontDoor(d: FrontDoorDeps): FrontDoor {
   const servers: Server[] = [];
   let overLimit = 0;
   return {

@@ -19,7 +19,7 @@ import type { BorrowingOptions, Partition, RoleVector, Router, StrategyName } fr
 import type { ServiceClass } from '../core/service-class.js';
 import { CancelKeys } from './cancel-keys.js';
 import { EARLY_MAX } from './early-connect.js';
-import { nativeFrontBlocked, nativeFrontDoor, nodeFrontDoor, type FrontDoor } from './front-door.js';
+import { nativeFrontBlocked, openFrontDoor } from './front-door.js';
 import type { ClientSession, SessionHost, SessionTarget } from './session-host.js';
 import type { ServerTlsMode } from './tls-server.js';
 import type { ClassFrom } from './startup-packet.js';
@@ -213,7 +213,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     sessions: () => sessions.size,
     noteClients: (n: number) => usage.noteClients(n),
   };
-  const door: FrontDoor = relay ? nativeFrontDoor(relay, deps) : nodeFrontDoor(deps);
+  const door = openFrontDoor(relay, deps, log);
   const bound: Partial<Record<ServiceClass, number>> = {};
   const t0 = clock.now();
   const statsLine = (): string => {
@@ -222,7 +222,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     return (
       `${formatStatsLine((clock.now() - t0) / 1000, stats, router.snapshot())} | ` +
       `clients ${door.clients()}/${maxClientConn} over-limit ${stats.overLimit} ` +
-      (relay ? `relayed ${stats.relayed} (native, ${relay.size} now) ` : '') +
+      (relay && door.relay !== 'js' ? `relayed ${stats.relayed} (native, ${relay.size} now) ` : '') +
       (stats.lateClass > 0 ? `late-class ${stats.lateClass} ` : '') +
       (stats.earlyConnects > 0 ? `early ${stats.earlyConnects} (unused ${stats.earlyUnused}) ` : '') +
       (intake && intake.counters.held > 0
