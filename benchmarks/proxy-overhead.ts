@@ -8,9 +8,10 @@
 // proxy's CPU is read from /proc. `plb-late` is plb proxy with `--early-connect off` (the replica
 // connection opened only after the startup packet; the native front door never connects early, so
 // there `plb-late` is plb again in a second process: a like-for-like pair, the benchmark's noise
-// floor); `plb-js` with `--relay js` (its sessions on Node's sockets, not the native relay). `node-pipe` is the floor of any relay written in Node: a
-// bare net relay (socket.pipe both ways, no delay), in this process. To profile plb proxy, give
-// its node flags: --plb-node-args "--cpu-prof --cpu-prof-dir /tmp/prof".
+// floor); `plb-js` with `--relay js` (its sessions on Node's sockets, not the native relay).
+// `node-pipe` is the floor of any relay written in Node: a bare net relay (socket.pipe both ways,
+// no delay), in this process. To profile plb proxy, give its node flags:
+// --plb-node-args "--cpu-prof --cpu-prof-dir /tmp/prof".
 //
 // Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 8] [--clients 4] [--cpus 1]
 //        [--repeat 3] [--warmup 2] [--base-port 26200] [--listen-port 27200]
