@@ -56,24 +56,9 @@ export function nativeFrontBlocked(o: {
 
 const STOPPING = errorResponse('FATAL', '57P01', 'plb proxy is shutting down');
 
-/**
- * The native front door where there is a relay with room for it (a process holds at most 64: one a
- * proxy, never freed), else Node's, with one line saying why.
- */
-export function openFrontDoor(
-  relay: NativeRelay | undefined,
-  d: FrontDoorDeps,
-  log: (line: string) => void,
-): FrontDoor {
-  if (relay === undefined) return nodeFrontDoor(d);
-  try {
-    return nativeFrontDoor(relay, d);
-  } catch (err) {
-    log(
-      `native relay: not used (${err instanceof Error ? err.message : String(err)}); clients are served on Node's sockets`,
-    );
-    return nodeFrontDoor(d);
-  }
+/** The native front door where there is a relay for it (proxy-server.ts decides), else Node's. */
+export function openFrontDoor(relay: NativeRelay | undefined, d: FrontDoorDeps): FrontDoor {
+  return relay ? nativeFrontDoor(relay, d) : nodeFrontDoor(d);
 }
 
 function nativeFrontDoor(relay: NativeRelay, d: FrontDoorDeps): FrontDoor {

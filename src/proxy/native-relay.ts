@@ -108,7 +108,7 @@ interface Addon {
     onEvent: (...a: [number, number, number, number, number, number, EventBytes, number]) => void,
     threads: number,
     mailbox: Buffer,
-  ): void;
+  ): number;
   front(maxPremium: number, maxFreemium: number, refusal: Buffer, startupMs: number): number;
   listen(front: number, cls: number, host: string, port: number, backlog: number): [number, number];
   stop(listener: number, message: Buffer): void;
@@ -126,6 +126,9 @@ export class NativeRelay {
   private readonly fronts = new Map<number, FrontArrival>();
   /** Where the relay copies an event's bytes: valid only during the call that reads them. */
   private readonly mailbox = Buffer.alloc(MAILBOX_BYTES);
+
+  /** Front doors it can still open (set at start: one a proxy, never freed). */
+  private room = 0;
 
   private constructor(
     private readonly addon: Addon,
@@ -149,7 +152,7 @@ export class NativeRelay {
     }
     const relay = new NativeRelay(addon, threads);
     try {
-      addon.start((...a) => relay.dispatch(...a), threads, relay.mailbox);
+      relay.room = addon.start((...a) => relay.dispatch(...a), threads, relay.mailbox);
     } catch (err) {
       return err instanceof Error ? err.message : String(err); // no thread: Node's sockets
     }
@@ -161,7 +164,12 @@ export class NativeRelay {
     return this.live.size;
   }
 
-  /** A proxy's front door: its listeners' clients come to `arrival`. */
+  /** Whether another proxy's front door can be opened in this process. */
+  hasRoom(): boolean {
+    return this.fronts.size < this.room;
+  }
+
+  /** A proxy's front door: its listeners' clients come to `arrival` (hasRoom() first). */
   openFront(o: FrontOptions, arrival: FrontArrival): NativeFront {
     const index = this.addon.front(o.max.premium, o.max.freemium, o.refusal, o.startupTimeoutMs);
     this.fronts.set(index, arrival);

@@ -213,7 +213,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     sessions: () => sessions.size,
     noteClients: (n: number) => usage.noteClients(n),
   };
-  const door = openFrontDoor(relay, deps, log);
+  const door = openFrontDoor(relay, deps);
   const bound: Partial<Record<ServiceClass, number>> = {};
   const t0 = clock.now();
   const statsLine = (): string => {
@@ -222,7 +222,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     return (
       `${formatStatsLine((clock.now() - t0) / 1000, stats, router.snapshot())} | ` +
       `clients ${door.clients()}/${maxClientConn} over-limit ${stats.overLimit} ` +
-      (relay && door.relay !== 'js' ? `relayed ${stats.relayed} (native, ${relay.size} now) ` : '') +
+      (relay ? `relayed ${stats.relayed} (native, ${relay.size} now) ` : '') +
       (stats.lateClass > 0 ? `late-class ${stats.lateClass} ` : '') +
       (stats.earlyConnects > 0 ? `early ${stats.earlyConnects} (unused ${stats.earlyUnused}) ` : '') +
       (intake && intake.counters.held > 0
@@ -312,7 +312,10 @@ function nativeRelay(opts: ProxyOptions, log: (l: string) => void): NativeRelay 
     listenHost: opts.host,
     replicaHosts: opts.replicas.map((r) => r.host),
   });
-  const relay = blocked ?? NativeRelay.load(want.threads);
+  let relay = blocked ?? NativeRelay.load(want.threads);
+  // A relay keeps a front door a proxy, never freed: past its room (a process that started many
+  // proxies, a library user's tests say) the next one is served on Node's sockets.
+  if (typeof relay !== 'string' && !relay.hasRoom()) relay = 'no room for another front door in this process';
   if (typeof relay !== 'string') return relay;
   log(`native relay: not used (${relay}); clients are served on Node's sockets`);
   return undefined;
