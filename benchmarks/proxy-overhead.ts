@@ -18,7 +18,7 @@
 //        [--only plb,plb-late,plb-js,haproxy,pgbouncer,node-pipe] [--relay-threads 2]
 //        [--no-connect | --no-kept]
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +33,7 @@ import { DEFAULT_RELAY_THREADS } from '../src/proxy/native-relay.js';
 import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
 import { overRuns } from '../src/report/evidence.js';
 import { formatInterval, pairwise, side } from './lib/paired.js';
+import { procCpuS, threadsCpuS, type Threads } from './lib/proc-cpu.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: number): number => {
@@ -63,6 +64,8 @@ interface Figures {
   connectMs: number | undefined;
   /** CPU time the proxy used per transaction (user + system), µs; undefined for direct. */
   cpuUs: number | undefined;
+  /** plb's, by thread (µs per transaction). */
+  threadsUs?: Threads;
 }
 
 function which(names: string[], versionFlag: string): string | undefined {
@@ -89,13 +92,6 @@ async function listening(port: number, timeoutMs = 10_000): Promise<void> {
     if (Date.now() - t0 > timeoutMs) throw new Error(`nothing listens on ${port} after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc (clock ticks of 10 ms). */
-function procCpuS(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** The bare relay: every client piped to a new connection to the replica and back. */
@@ -139,6 +135,7 @@ let plbRelay = '-';
 let pipeServer: Server | undefined;
 /** Per path: the proxy's CPU seconds so far. */
 const cpuOf: Partial<Record<Via, () => number>> = {};
+const threadsOf: Partial<Record<Via, () => Threads>> = {};
 try {
   await driver.down();
   await driver.up((l) => process.stderr.write(`${l}\n`));
@@ -180,6 +177,7 @@ try {
     await listening(p.port, 30_000);
     ports[p.via] = p.port;
     cpuOf[p.via] = () => procCpuS(child.pid as number);
+    threadsOf[p.via] = () => threadsCpuS(child.pid as number);
   }
   if (want('node-pipe')) {
     pipeServer = await nodePipe(LISTEN + 3, replica.port);
@@ -260,10 +258,16 @@ try {
     const all = ['-n', ...args, '-c', String(clients), '-j', '2', '-T', String(s), ...common];
     const cpu = cpuOf[via];
     const c0 = cpu?.();
+    const t0 = threadsOf[via]?.();
     const out = await runTool(join(bin, 'pgbench'), [...all, '-p', String(ports[via]), creds.database], env);
     const { tps, latencyMs, connectMs, transactions } = parsePgbench(out);
     const f: Figures = { tps, latencyMs, connectMs, cpuUs: undefined };
     if (cpu && c0 !== undefined) f.cpuUs = ((cpu() - c0) * 1e6) / transactions;
+    const t1 = threadsOf[via]?.();
+    if (t0 && t1) {
+      const per = (k: keyof Threads): number => ((t1[k] - t0[k]) * 1e6) / transactions;
+      f.threadsUs = { main: per('main'), relay: per('relay'), rest: per('rest') };
+    }
     return f;
   };
   // Warm-up (discarded): the replica's cache, the proxies' code paths (a JIT compiles the
@@ -361,6 +365,19 @@ try {
   const same = plbRelay.startsWith('native') ? ' (the same configuration: the noise floor)' : '';
   versus('plb', 'plb-late', `plb vs plb --early-connect off${same}`);
   versus('plb', 'plb-js', 'plb vs plb --relay js');
+  // Where plb's CPU per connection goes: JavaScript's thread against the relay's.
+  for (const via of ['plb', 'plb-late', 'plb-js'] as const) {
+    const split = get('-C', via).flatMap((f) => (f.threadsUs ? [f.threadsUs] : []));
+    const of = (k: keyof Threads): string => {
+      const xs = split.map((t) => t[k]);
+      return `${median(xs).toFixed(0)}${spread(xs, 0)}`;
+    };
+    if (split.length > 0)
+      console.log(
+        `${via} -C CPU µs/conn by thread, median [min..max]: Node's main thread ${of('main')}, ` +
+          `relay threads ${of('relay')}, the rest (V8, libuv) ${of('rest')}`,
+      );
+  }
 } finally {
   pipeServer?.close();
   await Promise.all(

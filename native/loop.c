@@ -1,6 +1,8 @@
 /* A relay thread's loop: its events, JavaScript's commands, and the scan for lingering sessions. */
 #include "relay.h"
 
+#include <stdio.h>
+
 /* How often a thread looks for lingering sessions and passed deadlines, at most. */
 #define SCAN_MS 100
 
@@ -117,11 +119,22 @@ static void on_event(Worker *w, Pair *p, int side, uint32_t ev) {
 
 void *relay_run(void *arg) {
   Worker *w = arg;
+  char name[16]; /* what top -H and /proc/<pid>/task/<tid>/comm show */
+  snprintf(name, sizeof name, "plb-relay-%d", w->index);
+  pthread_setname_np(pthread_self(), name);
   struct epoll_event evs[256];
   int64_t next_scan = 0;
   for (;;) {
     int busy = w->lingering > 0 || w->waiting > 0;
-    int n = epoll_wait(w->ep, evs, 256, busy ? SCAN_MS : -1);
+    int timeout = busy ? SCAN_MS : -1;
+    /* Awake when waiting events must be told (any thread may tell them: the first awake does). */
+    int64_t lazy_at = atomic_load(&w->relay->lazy_at);
+    if (lazy_at != 0) {
+      int64_t left = lazy_at - now_ms();
+      if (left < 0) left = 0;
+      if (timeout < 0 || left < timeout) timeout = (int)left;
+    }
+    int n = epoll_wait(w->ep, evs, 256, timeout);
     Pair *dead = NULL;
     for (int i = 0; i < n; i++) {
       Tag *t = evs[i].data.ptr;
@@ -146,6 +159,8 @@ void *relay_run(void *arg) {
         scan(w, &dead);
       }
     }
+    lazy_at = atomic_load(&w->relay->lazy_at);
+    if (lazy_at != 0 && now_ms() >= lazy_at) emit_lazy(w->relay);
     while (dead) {
       Pair *next = dead->next_dead;
       relay_free_pair(dead);

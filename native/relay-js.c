@@ -82,6 +82,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   Relay *r = calloc(1, sizeof(Relay));
   r->n = n;
   r->workers = calloc((size_t)n, sizeof(Worker));
+  pthread_mutex_init(&r->lazy_mu, NULL);
   CHECK(napi_create_string_utf8(env, "plb-relay", NAPI_AUTO_LENGTH, &name));
   CHECK(napi_create_threadsafe_function(env, argv[0], NULL, name, 0, 1, NULL, NULL, NULL, call_js,
                                         &r->tsfn));

@@ -25,6 +25,16 @@ Pair *bucket_find(Worker *w, double id) {
   return p;
 }
 
+/* The waiting events to JavaScript's queue, in order (lazy_mu held). */
+static void tell_lazy(Relay *r) {
+  for (Event *e = r->lazy_head, *next; e; e = next) {
+    next = e->next;
+    napi_call_threadsafe_function(r->tsfn, e, napi_tsfn_nonblocking);
+  }
+  r->lazy_head = r->lazy_tail = NULL;
+  atomic_store(&r->lazy_at, 0);
+}
+
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n) {
   /* A client JavaScript never heard of (gone, or refused, before its first packet): nothing to tell. */
   if (!p->known) return;
@@ -46,7 +56,24 @@ void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes,
       e->nbytes = n;
     }
   }
+  Relay *r = w->relay;
+  pthread_mutex_lock(&r->lazy_mu);
+  if (kind == EV_READY || kind == EV_CLOSED) {
+    if (r->lazy_tail) r->lazy_tail->next = e;
+    else r->lazy_head = e, atomic_store(&r->lazy_at, now_ms() + LAZY_MS);
+    r->lazy_tail = e;
+    pthread_mutex_unlock(&r->lazy_mu);
+    return;
+  }
+  tell_lazy(r); /* under the lock: nothing another thread queues meanwhile can go after this */
   napi_call_threadsafe_function(w->tsfn, e, napi_tsfn_nonblocking);
+  pthread_mutex_unlock(&r->lazy_mu);
+}
+
+void emit_lazy(Relay *r) {
+  pthread_mutex_lock(&r->lazy_mu);
+  tell_lazy(r);
+  pthread_mutex_unlock(&r->lazy_mu);
 }
 
 void watch(Worker *w, Pair *p, int k) {

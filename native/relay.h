@@ -46,6 +46,14 @@
 #define BUCKETS 4096
 #define MAX_FRONTS 64
 #define MAX_LISTENERS 128
+/*
+ * How late ReadyForQuery and a session's close may be told to JavaScript. Neither needs an answer,
+ * so they wait for the next event that does (a startup packet, say) and go before it, or for this
+ * long: JavaScript is woken about once a connection instead of three times. Every event is still
+ * told in the order it happened, whichever thread had it: a cancel finds the key bound at the
+ * ReadyForQuery before it, and a new client is routed with every close before it counted.
+ */
+#define LAZY_MS 5
 
 /*
  * A session's phase. RELAY is an established session (and any session once it is being ended);
@@ -73,6 +81,7 @@ typedef struct Event {
   int kind, side, err, at_boundary, last_type, terminated, phase, front;
   uint8_t *bytes;
   size_t nbytes;
+  struct Event *next; /* the next lazy event */
 } Event;
 
 /* Bytes read from one side, to be written to the other: [wr, fwd) may go out, [fwd, len) is held. */
@@ -174,6 +183,10 @@ typedef struct Relay {
   int nfronts;
   Listener *listeners[MAX_LISTENERS];
   int nlisteners;
+  /* The events waiting (LAZY_MS), every thread's, oldest first; lazy_at: when the oldest must go. */
+  pthread_mutex_t lazy_mu;
+  Event *lazy_head, *lazy_tail;
+  _Atomic int64_t lazy_at; /* 0: none waiting */
 } Relay;
 
 /* loop.c: a relay thread's loop. */
@@ -185,6 +198,8 @@ void relay_free_pair(Pair *p);
 int64_t now_ms(void);
 uint32_t be32(const uint8_t *b);
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n);
+/* The waiting events are told now (a thread calls it once their time is up). */
+void emit_lazy(Relay *r);
 void watch(Worker *w, Pair *p, int k);
 void flush(Worker *w, Pair *p, int k);
 void close_side(Worker *w, Pair *p, int k);

@@ -50,8 +50,10 @@ export interface RelayEnd {
 
 /**
  * What the relay tells one session. A replica's first answer that is not an error goes on without
- * a word: the session learns it from what follows (ready, a backend's end, the close). A Buffer
- * given to these is a view valid only during the call: copy what is kept.
+ * a word: the session learns it from what follows (ready, a backend's end, the close). `ready` and
+ * `closed` may come up to 5 ms late (they wait to go with the next event: native/relay.h LAZY_MS),
+ * never after anything that happened later. A Buffer given to these is a view valid only during
+ * the call: copy what is kept.
  */
 export interface FrontListener {
   /** The replica's first answer is an ErrorResponse, held for the session's verdict. */

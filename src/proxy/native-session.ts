@@ -310,8 +310,9 @@ export class NativeSession implements FrontListener, ClientSession, RouteSteps, 
   }
 
   replicaDown(cause: string): void {
-    // Not known to be answered yet (the relay tells ReadyForQuery, not the first answer): its
-    // connect fails and is tried elsewhere, as on Node's sockets.
+    // Not known to be answered yet (the relay tells ReadyForQuery, up to 5 ms late, not the first
+    // answer): its connect fails and is tried elsewhere, as on Node's sockets; one the replica
+    // answered meanwhile stays, as a session in its authentication does.
     if (this.gone || !this.attached || this.backendGone || this.phase === 'closing') return;
     const replica = this.replica as string;
     this.host.stats.countLoss(this.cls, replica, this.phase === 'ready');
