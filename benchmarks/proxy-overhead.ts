@@ -10,7 +10,8 @@
 // there `plb-late` is plb again in a second process: a like-for-like pair, the benchmark's noise
 // floor); `plb-js` with `--relay js` (its sessions on Node's sockets, not the native relay).
 // `node-pipe` is the floor of any relay written in Node: a bare net relay (socket.pipe both ways,
-// no delay), in this process. To profile plb proxy, give its node flags:
+// no delay), in this process. plb's `-C` CPU is also split by thread (Node's main thread, the relay
+// threads, the rest). To profile plb proxy, give its node flags:
 // --plb-node-args "--cpu-prof --cpu-prof-dir /tmp/prof".
 //
 // Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 8] [--clients 4] [--cpus 1]
