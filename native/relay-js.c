@@ -19,32 +19,62 @@
 static uint8_t *mailbox;
 static size_t mailbox_len;
 
+static void tell_js(napi_env env, napi_value fn, Event *e) {
+  napi_value args[8], undef;
+  napi_create_double(env, e->id, &args[0]);
+  napi_create_int32(env, e->kind, &args[1]);
+  napi_create_int32(env, e->side, &args[2]);
+  napi_create_int32(env, e->err, &args[3]);
+  napi_create_int32(env, (e->at_boundary ? 1 : 0) | (e->terminated ? 2 : 0) | (e->phase << 8), &args[4]);
+  napi_create_int32(env, e->last_type, &args[5]);
+  if (e->nbytes > 0 && e->nbytes <= mailbox_len) {
+    memcpy(mailbox, e->bytes, e->nbytes);
+    napi_create_int32(env, (int32_t)e->nbytes, &args[6]);
+  } else if (e->nbytes > 0) {
+    void *copy;
+    napi_create_buffer_copy(env, e->nbytes, e->bytes, &copy, &args[6]);
+  } else {
+    napi_get_undefined(env, &args[6]);
+  }
+  napi_create_int32(env, e->front, &args[7]);
+  napi_get_undefined(env, &undef);
+  napi_call_function(env, undef, fn, 8, args, NULL);
+}
+
+/* As Node's own thread-safe functions: at most this many events a turn of the loop, then I/O. */
+#define EVENTS_A_TURN 1000
+
+/* Taken from the relay and not told yet (Node's thread only). */
+static Event *untold;
+
+/* The events ready, oldest first, in one call of the thread-safe function (relay.h: ev_mu). */
 static void call_js(napi_env env, napi_value fn, void *ctx, void *data) {
   (void)ctx;
-  Event *e = data;
-  if (env != NULL && fn != NULL) {
-    napi_value args[8], undef;
-    napi_create_double(env, e->id, &args[0]);
-    napi_create_int32(env, e->kind, &args[1]);
-    napi_create_int32(env, e->side, &args[2]);
-    napi_create_int32(env, e->err, &args[3]);
-    napi_create_int32(env, (e->at_boundary ? 1 : 0) | (e->terminated ? 2 : 0) | (e->phase << 8), &args[4]);
-    napi_create_int32(env, e->last_type, &args[5]);
-    if (e->nbytes > 0 && e->nbytes <= mailbox_len) {
-      memcpy(mailbox, e->bytes, e->nbytes);
-      napi_create_int32(env, (int32_t)e->nbytes, &args[6]);
-    } else if (e->nbytes > 0) {
-      void *copy;
-      napi_create_buffer_copy(env, e->nbytes, e->bytes, &copy, &args[6]);
-    } else {
-      napi_get_undefined(env, &args[6]);
+  (void)data;
+  Relay *r = NULL;
+  if (env != NULL) napi_get_instance_data(env, (void **)&r);
+  if (r == NULL) return;
+  if (!untold) untold = take_events(r);
+  for (int n = 0; untold && n < EVENTS_A_TURN; n++) {
+    Event *e = untold;
+    untold = e->next;
+    if (fn != NULL) {
+      napi_handle_scope scope;
+      napi_open_handle_scope(env, &scope);
+      tell_js(env, fn, e);
+      bool thrown = false;
+      napi_is_exception_pending(env, &thrown);
+      if (thrown) { /* as a call of its own would have: the process's uncaught exception */
+        napi_value err;
+        napi_get_and_clear_last_exception(env, &err);
+        napi_fatal_exception(env, err);
+      }
+      napi_close_handle_scope(env, scope);
     }
-    napi_create_int32(env, e->front, &args[7]);
-    napi_get_undefined(env, &undef);
-    napi_call_function(env, undef, fn, 8, args, NULL);
+    free(e->bytes);
+    free(e);
   }
-  free(e->bytes);
-  free(e);
+  if (untold) napi_call_threadsafe_function(r->tsfn, NULL, napi_tsfn_nonblocking);
 }
 
 static Relay *relay_of(napi_env env) {
@@ -82,7 +112,7 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
   Relay *r = calloc(1, sizeof(Relay));
   r->n = n;
   r->workers = calloc((size_t)n, sizeof(Worker));
-  pthread_mutex_init(&r->lazy_mu, NULL);
+  pthread_mutex_init(&r->ev_mu, NULL);
   CHECK(napi_create_string_utf8(env, "plb-relay", NAPI_AUTO_LENGTH, &name));
   CHECK(napi_create_threadsafe_function(env, argv[0], NULL, name, 0, 1, NULL, NULL, NULL, call_js,
                                         &r->tsfn));
@@ -92,7 +122,6 @@ static napi_value js_start(napi_env env, napi_callback_info info) {
     w->index = i;
     w->relay = r;
     w->next_id = i + 1; /* thread i's ids: i + 1, i + 1 + n, ... (a command finds its thread) */
-    w->tsfn = r->tsfn;
     w->ep = epoll_create1(EPOLL_CLOEXEC);
     w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -25,14 +25,25 @@ Pair *bucket_find(Worker *w, double id) {
   return p;
 }
 
-/* The waiting events to JavaScript's queue, in order (lazy_mu held). */
+/* The waiting events go after the ready ones (ev_mu held). */
 static void tell_lazy(Relay *r) {
-  for (Event *e = r->lazy_head, *next; e; e = next) {
-    next = e->next;
-    napi_call_threadsafe_function(r->tsfn, e, napi_tsfn_nonblocking);
-  }
+  if (!r->lazy_head) return;
+  if (r->ready_tail) r->ready_tail->next = r->lazy_head;
+  else r->ready_head = r->lazy_head;
+  r->ready_tail = r->lazy_tail;
   r->lazy_head = r->lazy_tail = NULL;
   atomic_store(&r->lazy_at, 0);
+}
+
+/* Whether JavaScript is to be called for what is ready: once until it takes them (ev_mu held). */
+static bool to_ring(Relay *r) {
+  if (r->rung || !r->ready_head) return false;
+  return r->rung = true;
+}
+
+/* Outside ev_mu: the call only says there are events, so the lock is held for pointers alone. */
+static void ring(Relay *r, bool now) {
+  if (now) napi_call_threadsafe_function(r->tsfn, NULL, napi_tsfn_nonblocking);
 }
 
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n) {
@@ -57,23 +68,39 @@ void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes,
     }
   }
   Relay *r = w->relay;
-  pthread_mutex_lock(&r->lazy_mu);
+  pthread_mutex_lock(&r->ev_mu);
   if (kind == EV_READY || kind == EV_CLOSED) {
     if (r->lazy_tail) r->lazy_tail->next = e;
     else r->lazy_head = e, atomic_store(&r->lazy_at, now_ms() + LAZY_MS);
     r->lazy_tail = e;
-    pthread_mutex_unlock(&r->lazy_mu);
+    pthread_mutex_unlock(&r->ev_mu);
     return;
   }
-  tell_lazy(r); /* under the lock: nothing another thread queues meanwhile can go after this */
-  napi_call_threadsafe_function(w->tsfn, e, napi_tsfn_nonblocking);
-  pthread_mutex_unlock(&r->lazy_mu);
+  /* The waiting ones first: nothing another thread queues meanwhile can go before them. */
+  tell_lazy(r);
+  if (r->ready_tail) r->ready_tail->next = e;
+  else r->ready_head = e;
+  r->ready_tail = e;
+  bool now = to_ring(r);
+  pthread_mutex_unlock(&r->ev_mu);
+  ring(r, now);
 }
 
 void emit_lazy(Relay *r) {
-  pthread_mutex_lock(&r->lazy_mu);
+  pthread_mutex_lock(&r->ev_mu);
   tell_lazy(r);
-  pthread_mutex_unlock(&r->lazy_mu);
+  bool now = to_ring(r);
+  pthread_mutex_unlock(&r->ev_mu);
+  ring(r, now);
+}
+
+Event *take_events(Relay *r) {
+  pthread_mutex_lock(&r->ev_mu);
+  Event *e = r->ready_head;
+  r->ready_head = r->ready_tail = NULL;
+  r->rung = false;
+  pthread_mutex_unlock(&r->ev_mu);
+  return e;
 }
 
 void watch(Worker *w, Pair *p, int k) {

@@ -172,7 +172,6 @@ typedef struct Worker {
   atomic_int live;        /* its pairs now (the other threads read it to share out accepting) */
   double next_id;
   struct Relay *relay;
-  napi_threadsafe_function tsfn;
 } Worker;
 
 typedef struct Relay {
@@ -183,10 +182,16 @@ typedef struct Relay {
   int nfronts;
   Listener *listeners[MAX_LISTENERS];
   int nlisteners;
-  /* The events waiting (LAZY_MS), every thread's, oldest first; lazy_at: when the oldest must go. */
-  pthread_mutex_t lazy_mu;
-  Event *lazy_head, *lazy_tail;
-  _Atomic int64_t lazy_at; /* 0: none waiting */
+  /*
+   * Every thread's events, in order, under ev_mu: `ready` for JavaScript now, `lazy` waiting
+   * (LAZY_MS; lazy_at: when the oldest must go, 0: none). One call of the thread-safe function
+   * (rung until it runs) takes all of `ready`: a call per event made Node's thread wait on the
+   * function's own lock while a relay thread held it.
+   */
+  pthread_mutex_t ev_mu;
+  Event *ready_head, *ready_tail, *lazy_head, *lazy_tail;
+  bool rung;
+  _Atomic int64_t lazy_at;
 } Relay;
 
 /* loop.c: a relay thread's loop. */
@@ -200,6 +205,8 @@ uint32_t be32(const uint8_t *b);
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n);
 /* The waiting events are told now (a thread calls it once their time is up). */
 void emit_lazy(Relay *r);
+/* Node's thread: the events to tell now, oldest first (the caller frees them). */
+Event *take_events(Relay *r);
 void watch(Worker *w, Pair *p, int k);
 void flush(Worker *w, Pair *p, int k);
 void close_side(Worker *w, Pair *p, int k);
