@@ -27,8 +27,12 @@ export function valueAtPercentile(h: Histogram, percentile: number): number {
   const requested = Math.min(percentile, 100);
   const fp = (requested / 100.0) * h.totalCount;
   const target = Math.max(Math.ceil(fp - ulp(fp)), 1);
+  // Between index 0 (where a recorded 0 goes, without moving minNonZeroValue) and the least
+  // non-zero value's index every count is 0: the walk skips them (most of a latency's walk).
+  const min = js.h.minNonZeroValue;
+  const from = min > 0 && min <= h.maxValue ? Math.max(1, js.h.countsArrayIndex(min)) : 1;
   let total = 0;
-  for (let i = 0; i < counts.length; i++) {
+  for (let i = 0; i < counts.length; i = i === 0 ? from : i + 1) {
     total += counts[i] as number;
     if (total >= target) {
       const v = js.h.valueFromIndex(i);

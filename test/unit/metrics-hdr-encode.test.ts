@@ -73,6 +73,23 @@ describe('hdr-encode: the compressed histograms a run writes', () => {
     );
   });
 
+  it('finds them in a histogram reused after reset and in one made by add (the walk starts at the least value)', () => {
+    fc.assert(
+      fc.property(recorded, recorded, fc.double({ min: 0, max: 100, noNaN: true }), (a, b, p) => {
+        const h = newLatencyHistogram();
+        for (const [v, n] of b) h.recordValueWithCount(Math.min(v, h.highestTrackableValue), n);
+        h.reset();
+        for (const [v, n] of a) h.recordValueWithCount(Math.min(v, h.highestTrackableValue), n);
+        expect(valueAtPercentile(h, p)).toBe(h.getValueAtPercentile(p));
+        const other = newLatencyHistogram();
+        for (const [v, n] of b) other.recordValueWithCount(Math.min(v, other.highestTrackableValue), n);
+        h.add(other);
+        expect(valueAtPercentile(h, p)).toBe(h.getValueAtPercentile(p));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('decodes back to the same histogram', () => {
     const h = newLatencyHistogram();
     for (const v of [1, 2, 3, 150, 150, 99_999, 59_000_000]) h.recordValue(v);
