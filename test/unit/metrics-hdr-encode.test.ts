@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import * as hdr from 'hdr-histogram-js';
 import { describe, expect, it } from 'vitest';
-import { valueAtPercentile } from '../../src/metrics/hdr-counts.js';
+import { recordValue, valueAtPercentile } from '../../src/metrics/hdr-counts.js';
 import { encodeCompressedBase64, intervalLogLine } from '../../src/metrics/hdr-encode.js';
 import { newLatencyHistogram } from '../../src/metrics/histogram.js';
 import { newLifetimeHistogram } from '../../src/metrics/seconds.js';
@@ -85,6 +85,38 @@ describe('hdr-encode: the compressed histograms a run writes', () => {
         for (const [v, n] of b) other.recordValueWithCount(Math.min(v, other.highestTrackableValue), n);
         h.add(other);
         expect(valueAtPercentile(h, p)).toBe(h.getValueAtPercentile(p));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('records as recordValue does: the same counts, min, max and total, and the same throw', () => {
+    const v = fc.oneof(
+      fc.integer({ min: 0, max: 2100 }),
+      fc.integer({ min: 0, max: 90_000_000 }),
+      fc.constantFrom(0, 1, 1023, 1024, 2047, 2048, 2 ** 20 - 1, 2 ** 20, 60_000_000, 60_000_001, 2 ** 31),
+      fc.double({ min: 0, max: 100_000, noNaN: true }),
+    );
+    fc.assert(
+      fc.property(fc.array(v, { maxLength: 200 }), fc.boolean(), (values, lifetime) => {
+        const mine = lifetime ? newLifetimeHistogram() : newLatencyHistogram();
+        const lib = lifetime ? newLifetimeHistogram() : newLatencyHistogram();
+        for (const x of values) {
+          let thrown: unknown = null;
+          try {
+            lib.recordValue(x);
+          } catch (err) {
+            thrown = err;
+          }
+          if (thrown === null) recordValue(mine, x);
+          else expect(() => recordValue(mine, x)).toThrow((thrown as Error).message);
+        }
+        expect(encodeCompressedBase64(mine)).toBe(encodeCompressedBase64(lib));
+        expect([mine.totalCount, mine.minNonZeroValue, mine.maxValue]).toEqual([
+          lib.totalCount,
+          lib.minNonZeroValue,
+          lib.maxValue,
+        ]);
       }),
       { numRuns: 500 },
     );
