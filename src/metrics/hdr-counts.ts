@@ -19,6 +19,16 @@ export function withCounts(h: Histogram): { h: JsHistogram; counts: Counts } | n
 /** The library's ulp (its own, not Math's): 2^(floor(log2 x) - 52). */
 const ulp = (x: number): number => Math.pow(2, Math.floor(Math.log2(x)) - 52);
 
+/**
+ * Where the counts after index 0 may start: the least non-zero value's index (at least 1).
+ * Every count between is 0; index 0 is apart, as a recorded 0 goes there without moving
+ * minNonZeroValue. Walks skip the stretch (most of a latency histogram's walk).
+ */
+export function firstCountIndex(h: JsHistogram): number {
+  const min = h.minNonZeroValue;
+  return min > 0 && min <= h.maxValue ? Math.max(1, h.countsArrayIndex(min)) : 1;
+}
+
 /** `h.getValueAtPercentile(p)`, value for value. */
 export function valueAtPercentile(h: Histogram, percentile: number): number {
   const js = withCounts(h);
@@ -27,10 +37,7 @@ export function valueAtPercentile(h: Histogram, percentile: number): number {
   const requested = Math.min(percentile, 100);
   const fp = (requested / 100.0) * h.totalCount;
   const target = Math.max(Math.ceil(fp - ulp(fp)), 1);
-  // Between index 0 (where a recorded 0 goes, without moving minNonZeroValue) and the least
-  // non-zero value's index every count is 0: the walk skips them (most of a latency's walk).
-  const min = js.h.minNonZeroValue;
-  const from = min > 0 && min <= h.maxValue ? Math.max(1, js.h.countsArrayIndex(min)) : 1;
+  const from = firstCountIndex(js.h);
   let total = 0;
   for (let i = 0; i < counts.length; i = i === 0 ? from : i + 1) {
     total += counts[i] as number;
@@ -50,18 +57,25 @@ const plain = (h: Histogram): JsHistogram | null => {
 };
 
 /**
- * `h.recordValue(v)`, the same counts, min, max and total. The library finds the bucket with
- * Math.log2 and powers of two (most of a record's cost, and a run records each query five
- * times); for a whole value below 2^31 the same index comes from clz32 and shifts.
+ * `h.countsArrayIndex(v)` for a whole v in [0, 2^31) and a histogram of unit 1 (lowest
+ * discernible value 1), from clz32 and shifts; -1 for anything else. The library finds the
+ * bucket with Math.log2 and powers of two, most of the cost of a record.
+ */
+export function countsIndexOf(h: JsHistogram, v: number): number {
+  if (h.unitMagnitude !== 0 || !(v >= 0 && v < 2 ** 31) || !Number.isInteger(v)) return -1;
+  const half = h.subBucketHalfCountMagnitude;
+  const bucket = Math.max(31 - Math.clz32(v) - half, 0);
+  return ((bucket + 1) << half) + (v >>> bucket) - (1 << half);
+}
+
+/**
+ * `h.recordValue(v)`, the same counts, min, max and total, with the index from countsIndexOf
+ * (a run records each query five times); anything it does not take goes to the library.
  */
 export function recordValue(h: Histogram, v: number): void {
   const js = plain(h);
-  if (js === null || !(v >= 0 && v < 2 ** 31) || !Number.isInteger(v)) return h.recordValue(v);
-  const half = js.subBucketHalfCountMagnitude;
-  const unit = js.unitMagnitude;
-  const bucket = Math.max(31 - Math.clz32(v) - half - unit, 0);
-  const index = ((bucket + 1) << half) + (v >>> (bucket + unit)) - (1 << half);
-  if (index >= js.countsArrayLength) return h.recordValue(v);
+  const index = js === null ? -1 : countsIndexOf(js, v);
+  if (js === null || index < 0 || index >= js.countsArrayLength) return h.recordValue(v);
   js.incrementCountAtIndex(index);
   js.updateMinAndMax(v);
   js.incrementTotalCount();
