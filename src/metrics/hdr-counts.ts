@@ -80,3 +80,36 @@ export function recordValue(h: Histogram, v: number): void {
   js.updateMinAndMax(v);
   js.incrementTotalCount();
 }
+
+/**
+ * `into.add(from)` for two plain-JS histograms of one layout of unit 1: the same counts, total,
+ * min and max, walking only from's index 0 and its stretch from the least to the greatest value
+ * (the library walks all of its counts). Anything else goes to the library.
+ */
+export function addHistogram(into: Histogram, from: Histogram): void {
+  const a = withCounts(into);
+  const b = withCounts(from);
+  const same =
+    a !== null &&
+    b !== null &&
+    a.h.unitMagnitude === 0 &&
+    b.h.unitMagnitude === 0 &&
+    a.h.bucketCount === b.h.bucketCount &&
+    a.h.subBucketCount === b.h.subBucketCount &&
+    typeof a.h.addToCountAtIndex === 'function';
+  if (!same) return into.add(from);
+  if (from.totalCount === 0 && from.maxValue === 0) return into.add(from);
+  const limit = b.h.countsArrayIndex(from.maxValue) + 1;
+  let observed = 0;
+  for (let i = 0; i < limit; i = i === 0 ? firstCountIndex(b.h) : i + 1) {
+    const n = b.counts[i] as number;
+    if (n > 0) {
+      a.h.addToCountAtIndex(i, n);
+      observed += n;
+    }
+  }
+  a.h.setTotalCount(into.totalCount + observed);
+  // The library's updatedMaxValue(max(...)) and updateMinNonZeroValue(min(...)), at unit 1.
+  a.h.updateMinAndMax(from.maxValue);
+  if (from.minNonZeroValue <= from.maxValue) a.h.updateMinAndMax(from.minNonZeroValue);
+}

@@ -2,7 +2,7 @@ import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { f32, f64, u16, u8 } from './columns.js';
 import { newClassLog, type ClassLog, type CpuLog, type FailureLog, type HarnessLog } from './store-logs.js';
-import { recordValue } from './hdr-counts.js';
+import { addHistogram, recordValue } from './hdr-counts.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
 import type { FailureCause } from '../core/failure-cause.js';
 import type { Recorder, ReplicaState, SessionEnding } from './types.js';
@@ -331,7 +331,7 @@ export class MetricsStore implements Recorder {
     for (let s = Math.max(fromS, this.keptFrom); s < toS; s++) {
       const c = this.seconds.get(s)?.classes[cls];
       if (c === undefined) continue;
-      if (c.count > 0) into.add(c.hist);
+      if (c.count > 0) addHistogram(into, c.hist);
       count += c.count;
     }
     return count;

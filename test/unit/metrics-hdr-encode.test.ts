@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import * as hdr from 'hdr-histogram-js';
 import { describe, expect, it } from 'vitest';
-import { recordValue, valueAtPercentile } from '../../src/metrics/hdr-counts.js';
+import { addHistogram, recordValue, valueAtPercentile } from '../../src/metrics/hdr-counts.js';
 import { encodeCompressedBase64, intervalLogLine } from '../../src/metrics/hdr-encode.js';
 import { newLatencyHistogram } from '../../src/metrics/histogram.js';
 import { newLifetimeHistogram } from '../../src/metrics/seconds.js';
@@ -117,6 +117,31 @@ describe('hdr-encode: the compressed histograms a run writes', () => {
           lib.minNonZeroValue,
           lib.maxValue,
         ]);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('adds as add does: the same counts, min, max and total', () => {
+    fc.assert(
+      fc.property(recorded, recorded, recorded, (a, b, c) => {
+        const fill = (h: hdr.Histogram, values: [number, number][]): hdr.Histogram => {
+          for (const [v, n] of values) h.recordValueWithCount(Math.min(v, h.highestTrackableValue), n);
+          return h;
+        };
+        const mine = fill(newLatencyHistogram(), a);
+        const lib = fill(newLatencyHistogram(), a);
+        // Twice: into a histogram that already holds some (or nothing), then once more.
+        for (const more of [b, c]) {
+          addHistogram(mine, fill(newLatencyHistogram(), more));
+          lib.add(fill(newLatencyHistogram(), more));
+          expect(encodeCompressedBase64(mine)).toBe(encodeCompressedBase64(lib));
+          expect([mine.totalCount, mine.minNonZeroValue, mine.maxValue]).toEqual([
+            lib.totalCount,
+            lib.minNonZeroValue,
+            lib.maxValue,
+          ]);
+        }
       }),
       { numRuns: 500 },
     );
