@@ -31,22 +31,34 @@ export function firstCountIndex(h: JsHistogram): number {
 
 /** `h.getValueAtPercentile(p)`, value for value. */
 export function valueAtPercentile(h: Histogram, percentile: number): number {
+  return valuesAtPercentiles(h, [percentile])[0]!;
+}
+
+/** `ps.map((p) => h.getValueAtPercentile(p))`, value for value, in one walk of the counts. */
+export function valuesAtPercentiles(h: Histogram, ps: readonly number[]): number[] {
   const js = withCounts(h);
-  if (js === null) return h.getValueAtPercentile(percentile);
+  if (js === null) return ps.map((p) => h.getValueAtPercentile(p));
   const { counts } = js;
-  const requested = Math.min(percentile, 100);
-  const fp = (requested / 100.0) * h.totalCount;
-  const target = Math.max(Math.ceil(fp - ulp(fp)), 1);
+  const targets = ps.map((percentile) => {
+    const fp = (Math.min(percentile, 100) / 100.0) * h.totalCount;
+    return Math.max(Math.ceil(fp - ulp(fp)), 1);
+  });
+  // Each percentile is found at the first index whose running total reaches its target: the
+  // targets in ascending order, met one after another along the walk.
+  const order = ps.map((_, k) => k).sort((a, b) => targets[a]! - targets[b]!);
+  const out = ps.map(() => 0);
   const from = firstCountIndex(js.h);
+  let next = 0;
   let total = 0;
-  for (let i = 0; i < counts.length; i = i === 0 ? from : i + 1) {
+  for (let i = 0; i < counts.length && next < order.length; i = i === 0 ? from : i + 1) {
     total += counts[i] as number;
-    if (total >= target) {
+    while (next < order.length && total >= targets[order[next]!]!) {
+      const k = order[next++]!;
       const v = js.h.valueFromIndex(i);
-      return percentile === 0.0 ? js.h.lowestEquivalentValue(v) : js.h.highestEquivalentValue(v);
+      out[k] = ps[k] === 0.0 ? js.h.lowestEquivalentValue(v) : js.h.highestEquivalentValue(v);
     }
   }
-  return 0;
+  return out;
 }
 
 const plain = (h: Histogram): JsHistogram | null => {

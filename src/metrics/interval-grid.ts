@@ -56,9 +56,26 @@ function positionOf(a: Float64Array, v: number): number {
   return lo;
 }
 
-export function gridOf(secs: readonly SparseCounts[]): Grid {
-  let nnz = 0;
-  for (const s of secs) nnz += s.values.length;
+/**
+ * Every value of the seconds once, ascending. Bucket values are whole numbers (microseconds,
+ * milliseconds): sorted as 32-bit integers, about twice as fast as doubles, the same order.
+ */
+function distinctAscending(secs: readonly SparseCounts[], nnz: number): Float64Array {
+  const whole = new Uint32Array(nnz);
+  let k = 0;
+  for (const s of secs)
+    for (let j = 0; j < s.values.length; j++) {
+      const v = s.values[j]!;
+      if (!(v >= 0 && v < 2 ** 32 && Number.isInteger(v))) return distinctDoubles(secs, nnz);
+      whole[k++] = v;
+    }
+  whole.sort();
+  let g = 0;
+  for (let i = 0; i < whole.length; i++) if (i === 0 || whole[i] !== whole[i - 1]) whole[g++] = whole[i]!;
+  return Float64Array.from(whole.subarray(0, g));
+}
+
+function distinctDoubles(secs: readonly SparseCounts[], nnz: number): Float64Array {
   const all = new Float64Array(nnz);
   let k = 0;
   for (const s of secs) {
@@ -68,12 +85,18 @@ export function gridOf(secs: readonly SparseCounts[]): Grid {
   all.sort();
   let g = 0;
   for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) all[g++] = all[i]!;
-  const values = all.slice(0, g);
+  return all.slice(0, g);
+}
+
+export function gridOf(secs: readonly SparseCounts[]): Grid {
+  let nnz = 0;
+  for (const s of secs) nnz += s.values.length;
+  const values = distinctAscending(secs, nnz);
   const start = new Int32Array(secs.length + 1);
   const idx = new Int32Array(nnz);
   const cnt = new Float64Array(nnz);
   const totals = new Float64Array(secs.length);
-  k = 0;
+  let k = 0;
   secs.forEach((s, i) => {
     start[i] = k;
     for (let j = 0; j < s.values.length; j++) {
@@ -83,6 +106,7 @@ export function gridOf(secs: readonly SparseCounts[]): Grid {
     totals[i] = s.total;
   });
   start[secs.length] = k;
+  const g = values.length;
   const chunks = Math.max(1, Math.ceil(g / CHUNK));
   const chunkAt = new Int32Array(secs.length * (chunks + 1));
   const chunkSum = new Float64Array(secs.length * chunks);

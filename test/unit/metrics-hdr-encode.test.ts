@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import * as hdr from 'hdr-histogram-js';
 import { describe, expect, it } from 'vitest';
-import { addHistogram, recordValue, valueAtPercentile } from '../../src/metrics/hdr-counts.js';
+import {
+  addHistogram,
+  recordValue,
+  valueAtPercentile,
+  valuesAtPercentiles,
+} from '../../src/metrics/hdr-counts.js';
 import { encodeCompressedBase64, intervalLogLine } from '../../src/metrics/hdr-encode.js';
 import { newLatencyHistogram } from '../../src/metrics/histogram.js';
 import { newLifetimeHistogram } from '../../src/metrics/seconds.js';
@@ -119,6 +124,21 @@ describe('hdr-encode: the compressed histograms a run writes', () => {
         ]);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('finds several percentiles in one walk, each as getValueAtPercentile does', () => {
+    const p = fc.oneof(
+      fc.constantFrom(0, 50, 95, 99, 100, 120),
+      fc.double({ min: 0, max: 100, noNaN: true }),
+    );
+    fc.assert(
+      fc.property(recorded, fc.array(p, { maxLength: 6 }), (values, ps) => {
+        const h = newLatencyHistogram();
+        for (const [v, n] of values) h.recordValueWithCount(Math.min(v, h.highestTrackableValue), n);
+        expect(valuesAtPercentiles(h, ps)).toEqual(ps.map((x) => h.getValueAtPercentile(x)));
+      }),
+      { numRuns: 1000 },
     );
   });
 
