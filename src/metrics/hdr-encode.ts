@@ -5,7 +5,7 @@
 import { deflateSync } from 'node:zlib';
 import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
-import { withCounts } from './hdr-counts.js';
+import { firstCountIndex, withCounts } from './hdr-counts.js';
 
 const V2_COOKIE = 0x1c849303 | 0x10;
 const V2_COMPRESSED_COOKIE = 0x1c849304 | 0x10;
@@ -53,11 +53,17 @@ function encodeV2(h: hdr.JsHistogram, counts: ArrayLike<number>): number {
   putInt64(32, 1);
   let at = 40;
   let i = 0;
+  const from = firstCountIndex(h);
   while (i < limit) {
     const count = counts[i++] as number;
     if (count < 0) throw new Error(`cannot encode a histogram with a negative count at ${i - 1}`);
     if (count === 0) {
       let zeros = 1;
+      // Up to the least non-zero value's index the counts are 0: known, not walked.
+      if (i < from) {
+        zeros += from - i;
+        i = from;
+      }
       while (i < limit && counts[i] === 0) {
         zeros++;
         i++;

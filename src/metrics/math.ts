@@ -12,7 +12,7 @@
  */
 import type { Histogram } from 'hdr-histogram-js';
 import type { Percentiles } from './types.js';
-import { valueAtPercentile } from './hdr-counts.js';
+import { valueAtPercentile, valuesAtPercentiles } from './hdr-counts.js';
 
 /** Arithmetic mean; null for no values. */
 export function mean(values: readonly number[]): number | null {
@@ -76,7 +76,14 @@ export function percentileMs(h: Histogram, p: number): number | null {
 
 /** p50/p95/p99 in ms of a histogram recorded in microseconds; nulls when it is empty. */
 export function percentilesMs(h: Histogram): Percentiles {
-  return { p50: percentileMs(h, 50), p95: percentileMs(h, 95), p99: percentileMs(h, 99) };
+  const [p50, p95, p99] = percentilesOfMs(h, [50, 95, 99]);
+  return { p50: p50 ?? null, p95: p95 ?? null, p99: p99 ?? null };
+}
+
+/** Several percentiles in ms in one walk of the histogram; nulls when it is empty. */
+export function percentilesOfMs(h: Histogram, ps: readonly number[]): (number | null)[] {
+  if (h.totalCount === 0) return ps.map(() => null);
+  return valuesAtPercentiles(h, ps).map((us) => us / 1000);
 }
 
 /** The method of `quantile`, as the report states it. */

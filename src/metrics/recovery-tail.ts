@@ -33,12 +33,45 @@ function firstAtOrAfter(q: QuerySeries, t: number): number {
   return lo;
 }
 
+/** The window's latencies, reused: a tail looks at up to a few hundred windows of a run. */
+let window = new Float64Array(4096);
+
+/** The k-th smallest (0-based) of xs[0, n): quickselect, the value a sort would put at k. */
+function kthSmallest(xs: Float64Array, n: number, k: number): number {
+  let lo = 0;
+  let hi = n - 1;
+  while (lo < hi) {
+    const pivot = xs[(lo + hi) >>> 1]!;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (xs[i]! < pivot) i++;
+      while (xs[j]! > pivot) j--;
+      if (i <= j) {
+        const t = xs[i]!;
+        xs[i++] = xs[j]!;
+        xs[j--] = t;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else break;
+  }
+  return xs[k]!;
+}
+
 function p95Us(q: QuerySeries, from: number, to: number): number | null {
-  const xs: number[] = [];
-  for (let i = firstAtOrAfter(q, from); i < q.length && q.endMs(i) < to; i++) xs.push(q.latencyUs(i));
-  if (xs.length === 0) return null;
-  xs.sort((a, b) => a - b);
-  return xs[Math.ceil(0.95 * xs.length) - 1] as number;
+  let n = 0;
+  for (let i = firstAtOrAfter(q, from); i < q.length && q.endMs(i) < to; i++) {
+    if (n === window.length) {
+      const grown = new Float64Array(2 * n);
+      grown.set(window);
+      window = grown;
+    }
+    window[n++] = q.latencyUs(i);
+  }
+  if (n === 0) return null;
+  return kthSmallest(window, n, Math.ceil(0.95 * n) - 1);
 }
 
 /**

@@ -1,5 +1,6 @@
 // Per phase and replica: sessions, queries, CPU, weight, lag, latency and the longest quiet stretch.
 import { SERVICE_CLASSES } from '../core/service-class.js';
+import { recordValue } from './hdr-counts.js';
 import { newLatencyHistogram } from './histogram.js';
 import { lagPhaseStats } from './lag.js';
 import { percentileMs, round } from './math.js';
@@ -122,7 +123,8 @@ function replicaLatency(
       const end = log.queryEnd.upperLimit(ph.endMs);
       for (let i = log.queryEnd.lowerBound(ph.startMs); i < end; i++) {
         if (phaseIndexAt(phases, log.queryEnd.get(i)) !== p) continue;
-        hists[log.queryReplica.get(i)]?.recordValue(log.queryLatUs.get(i));
+        const h = hists[log.queryReplica.get(i)];
+        if (h) recordValue(h, log.queryLatUs.get(i));
       }
     }
     return hists.map((h) =>

@@ -5,7 +5,8 @@
 // the V2 compressed encoding that hdr-histogram-js writes straight into those pairs.
 import { inflateSync } from 'node:zlib';
 import * as hdr from 'hdr-histogram-js';
-import type { Histogram } from 'hdr-histogram-js';
+import type { Histogram, JsHistogram } from 'hdr-histogram-js';
+import { countsIndexOf } from './hdr-counts.js';
 
 export interface SparseCounts {
   /** Bucket values (highest equivalent), ascending. */
@@ -131,8 +132,31 @@ export function sparseOfHistogram(h: Histogram): SparseCounts {
  */
 export function sparseOfValues(values: readonly number[], lowest = 1, digits = 3): SparseCounts {
   if (values.length === 0) return EMPTY_COUNTS;
-  const l = layoutOf(lowest, digits).h;
-  const keys = Float64Array.from(values, (v) => l.highestEquivalentValue(v)).sort();
+  const layout = layoutOf(lowest, digits);
+  // By bucket index when every value has one from integer arithmetic (whole microseconds do):
+  // the index orders and groups values as their highest equivalent value does.
+  const index = new Int32Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const k = countsIndexOf(layout.h as unknown as JsHistogram, values[i]!);
+    if (k < 0) return sparseOfKeys(Float64Array.from(values, (v) => layout.h.highestEquivalentValue(v)));
+    index[i] = k;
+  }
+  index.sort();
+  const outV: number[] = [];
+  const outC: number[] = [];
+  for (let i = 0; i < index.length; i++) {
+    if (i > 0 && index[i] === index[i - 1]) outC[outC.length - 1]!++;
+    else {
+      outV.push(valueAt(layout, index[i]!));
+      outC.push(1);
+    }
+  }
+  return { values: Float64Array.from(outV), counts: Float64Array.from(outC), total: index.length };
+}
+
+/** Sparse counts of bucket values (highest equivalent), in any order. */
+function sparseOfKeys(keys: Float64Array): SparseCounts {
+  keys.sort();
   const outV: number[] = [];
   const outC: number[] = [];
   for (let i = 0; i < keys.length; i++) {

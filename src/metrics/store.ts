@@ -2,6 +2,7 @@ import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { f32, f64, u16, u8 } from './columns.js';
 import { newClassLog, type ClassLog, type CpuLog, type FailureLog, type HarnessLog } from './store-logs.js';
+import { addHistogram, recordValue } from './hdr-counts.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
 import type { FailureCause } from '../core/failure-cause.js';
 import type { Recorder, ReplicaState, SessionEnding } from './types.js';
@@ -126,7 +127,7 @@ export class MetricsStore implements Recorder {
     const sec = this.second(endMs);
     if (sec === undefined) return;
     const s = sec.classes[cls];
-    s.hist.recordValue(us);
+    recordValue(s.hist, us);
     s.count++;
     if (r !== UNKNOWN_REPLICA) sec.queries[r] = (sec.queries[r] ?? 0) + 1;
   }
@@ -159,7 +160,7 @@ export class MetricsStore implements Recorder {
     const s = sec?.classes[cls];
     if (s) {
       s.opened++;
-      s.connectHist.recordValue(us);
+      recordValue(s.connectHist, us);
     }
     this.countReplica(sec?.opened, replica);
   }
@@ -330,7 +331,7 @@ export class MetricsStore implements Recorder {
     for (let s = Math.max(fromS, this.keptFrom); s < toS; s++) {
       const c = this.seconds.get(s)?.classes[cls];
       if (c === undefined) continue;
-      if (c.count > 0) into.add(c.hist);
+      if (c.count > 0) addHistogram(into, c.hist);
       count += c.count;
     }
     return count;

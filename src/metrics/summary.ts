@@ -1,6 +1,7 @@
 import { recoveryTails, type RecoveryTail } from './recovery-tail.js';
 import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
+import { recordValue } from './hdr-counts.js';
 import { newLatencyHistogram } from './histogram.js';
 import {
   percentileMs,
@@ -54,7 +55,8 @@ function classStats(log: ClassLog, phases: readonly Phase[], hists: Histogram[])
     const p = phaseIndexAt(phases, log.queryEnd.get(i));
     if (p < 0) continue;
     queries[p] = (queries[p] ?? 0) + 1;
-    hists[p]?.recordValue(log.queryLatUs.get(i));
+    const h = hists[p];
+    if (h) recordValue(h, log.queryLatUs.get(i));
   }
   const errors = countByPhase(phases, log.errorEnd.length, (i) => log.errorEnd.get(i));
   const opened = countByPhase(phases, log.openAt.length, (i) => log.openAt.get(i));
@@ -76,7 +78,8 @@ function classStats(log: ClassLog, phases: readonly Phase[], hists: Histogram[])
   const connects = phases.map(() => newLatencyHistogram());
   for (let i = 0; i < log.openAt.length; i++) {
     const p = phaseIndexAt(phases, log.openAt.get(i));
-    if (p >= 0) connects[p]?.recordValue(log.openConnectUs.get(i));
+    const h = p >= 0 ? connects[p] : undefined;
+    if (h) recordValue(h, log.openConnectUs.get(i));
   }
   const queues = log.queueAt.length > 0 ? phases.map(() => newLatencyHistogram()) : undefined;
   if (queues) {

@@ -7,6 +7,7 @@
  */
 import type { ServiceClass } from '../core/service-class.js';
 import { f32, f64, type Column } from './columns.js';
+import { recordValue } from './hdr-counts.js';
 import { newLatencyHistogram, toLatencyUs } from './histogram.js';
 import { percentileMs, round } from './math.js';
 import {
@@ -110,7 +111,7 @@ export class TemplateLatencies {
           if (Number.isNaN(l)) errors++;
           else {
             queries++;
-            h.recordValue(toLatencyUs(l));
+            recordValue(h, toLatencyUs(l));
           }
         }
         out.push({

@@ -1,7 +1,7 @@
 import { CsvError, parse, type InfoRecord } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
-import { percentileMs, round } from './math.js';
+import { percentileMs, percentilesOfMs, round } from './math.js';
 import { COUNTED_CAUSES, type SecondAgg } from './store.js';
 import type { ReplicaState } from './types.js';
 
@@ -82,11 +82,12 @@ export function timelineRow(
   for (const cls of classes) {
     const c = agg?.classes[cls];
     const count = c?.count ?? 0;
+    const [p50, p95] = c ? percentilesOfMs(c.hist, [50, 95]) : [null, null];
     cells.push(
       count,
       count,
-      c ? round(percentileMs(c.hist, 50), 3) : null,
-      c ? round(percentileMs(c.hist, 95), 3) : null,
+      c ? round(p50 ?? null, 3) : null,
+      c ? round(p95 ?? null, 3) : null,
       c?.errors ?? 0,
       c?.opened ?? 0,
       c?.failed ?? 0,

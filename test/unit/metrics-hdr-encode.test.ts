@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import * as hdr from 'hdr-histogram-js';
 import { describe, expect, it } from 'vitest';
-import { valueAtPercentile } from '../../src/metrics/hdr-counts.js';
+import {
+  addHistogram,
+  recordValue,
+  valueAtPercentile,
+  valuesAtPercentiles,
+} from '../../src/metrics/hdr-counts.js';
 import { encodeCompressedBase64, intervalLogLine } from '../../src/metrics/hdr-encode.js';
 import { newLatencyHistogram } from '../../src/metrics/histogram.js';
 import { newLifetimeHistogram } from '../../src/metrics/seconds.js';
@@ -70,6 +75,95 @@ describe('hdr-encode: the compressed histograms a run writes', () => {
         },
       ),
       { numRuns: 1000 },
+    );
+  });
+
+  it('finds them in a histogram reused after reset and in one made by add (the walk starts at the least value)', () => {
+    fc.assert(
+      fc.property(recorded, recorded, fc.double({ min: 0, max: 100, noNaN: true }), (a, b, p) => {
+        const h = newLatencyHistogram();
+        for (const [v, n] of b) h.recordValueWithCount(Math.min(v, h.highestTrackableValue), n);
+        h.reset();
+        for (const [v, n] of a) h.recordValueWithCount(Math.min(v, h.highestTrackableValue), n);
+        expect(valueAtPercentile(h, p)).toBe(h.getValueAtPercentile(p));
+        const other = newLatencyHistogram();
+        for (const [v, n] of b) other.recordValueWithCount(Math.min(v, other.highestTrackableValue), n);
+        h.add(other);
+        expect(valueAtPercentile(h, p)).toBe(h.getValueAtPercentile(p));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('records as recordValue does: the same counts, min, max and total, and the same throw', () => {
+    const v = fc.oneof(
+      fc.integer({ min: 0, max: 2100 }),
+      fc.integer({ min: 0, max: 90_000_000 }),
+      fc.constantFrom(0, 1, 1023, 1024, 2047, 2048, 2 ** 20 - 1, 2 ** 20, 60_000_000, 60_000_001, 2 ** 31),
+      fc.double({ min: 0, max: 100_000, noNaN: true }),
+    );
+    fc.assert(
+      fc.property(fc.array(v, { maxLength: 200 }), fc.boolean(), (values, lifetime) => {
+        const mine = lifetime ? newLifetimeHistogram() : newLatencyHistogram();
+        const lib = lifetime ? newLifetimeHistogram() : newLatencyHistogram();
+        for (const x of values) {
+          let thrown: unknown = null;
+          try {
+            lib.recordValue(x);
+          } catch (err) {
+            thrown = err;
+          }
+          if (thrown === null) recordValue(mine, x);
+          else expect(() => recordValue(mine, x)).toThrow((thrown as Error).message);
+        }
+        expect(encodeCompressedBase64(mine)).toBe(encodeCompressedBase64(lib));
+        expect([mine.totalCount, mine.minNonZeroValue, mine.maxValue]).toEqual([
+          lib.totalCount,
+          lib.minNonZeroValue,
+          lib.maxValue,
+        ]);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('finds several percentiles in one walk, each as getValueAtPercentile does', () => {
+    const p = fc.oneof(
+      fc.constantFrom(0, 50, 95, 99, 100, 120),
+      fc.double({ min: 0, max: 100, noNaN: true }),
+    );
+    fc.assert(
+      fc.property(recorded, fc.array(p, { maxLength: 6 }), (values, ps) => {
+        const h = newLatencyHistogram();
+        for (const [v, n] of values) h.recordValueWithCount(Math.min(v, h.highestTrackableValue), n);
+        expect(valuesAtPercentiles(h, ps)).toEqual(ps.map((x) => h.getValueAtPercentile(x)));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('adds as add does: the same counts, min, max and total', () => {
+    fc.assert(
+      fc.property(recorded, recorded, recorded, (a, b, c) => {
+        const fill = (h: hdr.Histogram, values: [number, number][]): hdr.Histogram => {
+          for (const [v, n] of values) h.recordValueWithCount(Math.min(v, h.highestTrackableValue), n);
+          return h;
+        };
+        const mine = fill(newLatencyHistogram(), a);
+        const lib = fill(newLatencyHistogram(), a);
+        // Twice: into a histogram that already holds some (or nothing), then once more.
+        for (const more of [b, c]) {
+          addHistogram(mine, fill(newLatencyHistogram(), more));
+          lib.add(fill(newLatencyHistogram(), more));
+          expect(encodeCompressedBase64(mine)).toBe(encodeCompressedBase64(lib));
+          expect([mine.totalCount, mine.minNonZeroValue, mine.maxValue]).toEqual([
+            lib.totalCount,
+            lib.minNonZeroValue,
+            lib.maxValue,
+          ]);
+        }
+      }),
+      { numRuns: 500 },
     );
   });
 
