@@ -142,29 +142,25 @@ export function sparseOfValues(values: readonly number[], lowest = 1, digits = 3
     index[i] = k;
   }
   index.sort();
-  const outV: number[] = [];
-  const outC: number[] = [];
-  for (let i = 0; i < index.length; i++) {
-    if (i > 0 && index[i] === index[i - 1]) outC[outC.length - 1]!++;
-    else {
-      outV.push(valueAt(layout, index[i]!));
-      outC.push(1);
-    }
-  }
-  return { values: Float64Array.from(outV), counts: Float64Array.from(outC), total: index.length };
+  return runsOf(index, (k) => valueAt(layout, k));
 }
 
 /** Sparse counts of bucket values (highest equivalent), in any order. */
 function sparseOfKeys(keys: Float64Array): SparseCounts {
   keys.sort();
+  return runsOf(keys, (k) => k);
+}
+
+/** Sorted keys as runs: each run's value (`valueOf` its key) and length. */
+function runsOf(sorted: Int32Array | Float64Array, valueOf: (key: number) => number): SparseCounts {
   const outV: number[] = [];
   const outC: number[] = [];
-  for (let i = 0; i < keys.length; i++) {
-    if (i > 0 && keys[i] === keys[i - 1]) outC[outC.length - 1]!++;
+  for (let i = 0; i < sorted.length; i++) {
+    if (i > 0 && sorted[i] === sorted[i - 1]) outC[outC.length - 1]!++;
     else {
-      outV.push(keys[i]!);
+      outV.push(valueOf(sorted[i]!));
       outC.push(1);
     }
   }
-  return { values: Float64Array.from(outV), counts: Float64Array.from(outC), total: keys.length };
+  return { values: Float64Array.from(outV), counts: Float64Array.from(outC), total: sorted.length };
 }
