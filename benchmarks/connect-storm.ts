@@ -19,20 +19,16 @@ import { chargedCosts, loadCalibration, type SimCalibration } from '../src/clust
 import { DemandModel } from '../src/cluster/sim/demand.js';
 import { SimServer, SimWorld } from '../src/cluster/sim/server.js';
 import { quantile } from '../src/metrics/math.js';
+import { option } from './lib/args.js';
 
-const argv = process.argv.slice(2);
-const flag = (name: string): string | undefined => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const calPath = flag('calibration');
+const calPath = option('calibration');
 if (calPath === undefined) throw new Error('--calibration F is required');
 const loaded = loadCalibration(calPath);
-const pmPid = flag('postmaster-pid');
-const busyMs = Number(flag('busy-ms') ?? 3.99);
-const cpus = Number(flag('cpus') ?? 0.25);
-const port = flag('port');
-const cases = (flag('cases') ?? '64 seq 10,64 storm 32,64 rate 40 5,64 rate 60 10,64 rate 60 15')
+const pmPid = option('postmaster-pid');
+const busyMs = Number(option('busy-ms') ?? 3.99);
+const cpus = Number(option('cpus') ?? 0.25);
+const port = option('port');
+const cases = (option('cases') ?? '64 seq 10,64 storm 32,64 rate 40 5,64 rate 60 10,64 rate 60 15')
   .split(',')
   .map((c) => {
     const [n, mode, m, rate] = c.trim().split(/\s+/);
@@ -120,7 +116,7 @@ async function simulated(c: Case, cal: SimCalibration): Promise<Outcome> {
 }
 
 function realConfig(): pg.ClientConfig {
-  const pwFile = flag('password-file');
+  const pwFile = option('password-file');
   if (pwFile === undefined) throw new Error('--port needs --password-file F');
   return {
     host: '127.0.0.1',
@@ -192,7 +188,7 @@ async function postmasterCpu(pid: string, n: number): Promise<number> {
 const measuredPm = port !== undefined && pmPid !== undefined ? await postmasterCpu(pmPid, 500) : undefined;
 if (measuredPm !== undefined)
   console.log(`postmaster: ${measuredPm.toFixed(3)} ms CPU a connect (500 connects, idle)`);
-const postmasterMs = Number(flag('postmaster-ms') ?? measuredPm ?? loaded.connect.postmasterCpuMs ?? NaN);
+const postmasterMs = Number(option('postmaster-ms') ?? measuredPm ?? loaded.connect.postmasterCpuMs ?? NaN);
 const noStage: SimCalibration = {
   ...loaded,
   connect: { cpuMs: loaded.connect.cpuMs, latencyMs: loaded.connect.latencyMs },

@@ -25,12 +25,9 @@ import { quantile } from '../src/metrics/math.js';
 import type { RunSummary } from '../src/run-format/summary.js';
 import { benchFlagValues } from '../test/helpers/fixtures.js';
 import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
+import { option } from './lib/args.js';
 
-const argv = process.argv.slice(2);
-const opt = (n: string, d: string): string => {
-  const i = argv.indexOf(`--${n}`);
-  return i >= 0 ? (argv[i + 1] ?? d) : d;
-};
+const opt = (n: string, d: string): string => option(n) ?? d;
 const seconds = Number(opt('seconds', '10'));
 const levels = opt('clients', '4,32,256').split(',').map(Number);
 const repeat = Number(opt('repeat', '1'));

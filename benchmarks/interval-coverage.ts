@@ -21,22 +21,19 @@ import {
   type SecondSample,
 } from '../src/metrics/intervals.js';
 import { readRunSeconds } from '../src/metrics/phase-seconds.js';
+import { option } from './lib/args.js';
 
 const argv = process.argv.slice(2);
-const opt = (n: string): string | undefined => {
-  const i = argv.indexOf(`--${n}`);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const seeds = Number(opt('seeds') ?? 20);
-const plan = opt('plan') ?? 'plans/demo.yaml';
-const clients = opt('clients') ?? '32';
-const phase = opt('phase') ?? 'down-2';
+const seeds = Number(option('seeds') ?? 20);
+const plan = option('plan') ?? 'plans/demo.yaml';
+const clients = option('clients') ?? '32';
+const phase = option('phase') ?? 'down-2';
 // --plain: the bare percentile interval, without the small-sample widening (for comparison).
 const plain = argv.includes('--plain');
-const fixedBlock = opt('block') === undefined ? undefined : Number(opt('block'));
-const keep = opt('runs');
+const fixedBlock = option('block') === undefined ? undefined : Number(option('block'));
+const keep = option('runs');
 // The CLI to run (a copy of the build lets the tree be rebuilt while this runs).
-const bin = opt('bin') ?? 'bin/run.js';
+const bin = option('bin') ?? 'bin/run.js';
 
 const out = keep ?? mkdtempSync(join(tmpdir(), 'plb-coverage-'));
 const t0 = Date.now();

@@ -36,12 +36,10 @@ import { DEFAULT_PACER } from '../src/proxy/accept-pacer.js';
 import { DEFAULT_PREMIUM_RESERVE } from '../src/router/admission.js';
 import { isStrategyName } from '../src/router/index.js';
 import type { StrategyName } from '../src/router/types.js';
+import { option } from './lib/args.js';
 
 const argv = process.argv.slice(2);
-const opt = (n: string, d: string): string => {
-  const i = argv.indexOf(`--${n}`);
-  return i >= 0 ? (argv[i + 1] ?? d) : d;
-};
+const opt = (n: string, d: string): string => option(n) ?? d;
 const num = (n: string, d: number): number => Number(opt(n, String(d)));
 const NAME = 'plbbench-burst';
 const BASE_PORT = num('base-port', 26400);

@@ -35,11 +35,12 @@ import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
 import { overRuns } from '../src/report/evidence.js';
 import { formatInterval, pairwise, side } from './lib/paired.js';
 import { procCpuS, threadsCpuS, type Threads } from './lib/proc-cpu.js';
+import { option } from './lib/args.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: number): number => {
-  const i = argv.indexOf(`--${n}`);
-  return i >= 0 ? Number(argv[i + 1]) : d;
+  const v = option(n);
+  return v === undefined ? d : Number(v);
 };
 const seconds = opt('seconds', 8);
 const clients = opt('clients', 4);

@@ -9,14 +9,10 @@ import Table from 'cli-table3';
 import { VirtualClock } from '../src/clock/virtual.js';
 import type { TimerTask } from '../src/clock/index.js';
 import { Rng } from '../src/core/rng.js';
+import { option } from './lib/args.js';
 
-const argv = process.argv.slice(2);
-const opt = (n: string): string | undefined => {
-  const i = argv.indexOf(`--${n}`);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const sizes = (opt('timers') ?? '1000,100000,400000').split(',').map(Number);
-const events = Number(opt('events') ?? '10000000');
+const sizes = (option('timers') ?? '1000,100000,400000').split(',').map(Number);
+const events = Number(option('events') ?? '10000000');
 for (const [name, v] of [...sizes.map((s) => ['--timers', s] as const), ['--events', events] as const])
   if (!Number.isInteger(v) || v < 1) throw new Error(`${name}: expected whole numbers >= 1`);
 

@@ -13,13 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
 import { quantile } from '../src/metrics/math.js';
+import { option } from './lib/args.js';
 
-const argv = process.argv.slice(2);
-const opt = (n: string): string | undefined => {
-  const i = argv.indexOf(`--${n}`);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const strategy = opt('strategy') ?? 'plb';
+const strategy = option('strategy') ?? 'plb';
 
 const bench = ['bench', 'run', '--driver', 'sim', '--strategy', strategy, '--seed', '7'];
 const scenarios = [
@@ -43,11 +39,11 @@ const scenarios = [
     command: ['paper', 'run', 'rq3', '--driver', 'sim', '--repeat', '1', '--seed', '71407172'],
     args: [],
   },
-].filter((s) => opt('only') === undefined || s.key === opt('only'));
+].filter((s) => option('only') === undefined || s.key === option('only'));
 
-const repeat = Number(opt('repeat') ?? '1');
+const repeat = Number(option('repeat') ?? '1');
 if (!Number.isInteger(repeat) || repeat < 1)
-  throw new Error(`--repeat: expected a whole number >= 1, got ${opt('repeat')}`);
+  throw new Error(`--repeat: expected a whole number >= 1, got ${option('repeat')}`);
 
 interface Measured {
   wallS: number;
