@@ -43,15 +43,26 @@ export async function killServer(pid: number): Promise<void> {
 /**
  * A plb killed half-way (SIGKILL, power loss) leaves children no pid file names: an initdb, a
  * pg_basebackup, a postmaster still starting. They work in the cluster's folder: end them.
+ * One scan is not enough: a stray forking between the scan and its kill (initdb starting its
+ * `postgres --check`) leaves a child the scan missed, so scan again until none is left.
  */
-export async function killStrays(root: string): Promise<void> {
-  const strays = processesUnder(root);
-  for (const p of strays) {
-    try {
-      process.kill(p, 'SIGKILL');
-    } catch {
-      // gone already
+export async function killStrays(root: string, rounds = 10): Promise<void> {
+  for (let round = 0; round < rounds; round++) {
+    const strays = processesUnder(root);
+    if (strays.length === 0) return;
+    for (const p of strays) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        // gone already
+      }
     }
+    await waitGone(strays[0] as number, strays.slice(1));
   }
-  if (strays.length > 0) await waitGone(strays[0] as number, strays.slice(1));
+  const left = processesUnder(root);
+  if (left.length > 0)
+    throw new PlbError(
+      'TIMEOUT',
+      `processes under ${root} still running after ${rounds} rounds: ${left.join(' ')}`,
+    );
 }
