@@ -27,8 +27,18 @@ export async function waitGone(pid: number, pids: number[], timeoutMs = 15_000):
   }
 }
 
-/** SIGKILL of the postmaster, then of its children; resolves when all are gone. */
+/**
+ * SIGKILL of the postmaster and its children; resolves when all are gone. The postmaster is
+ * stopped first and the tree read once it is: a backend it forks between reading the tree and
+ * the kill would outlive it, holding the shared memory a restart needs.
+ */
 export async function killServer(pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGSTOP');
+  } catch {
+    // gone
+  }
+  await waitStopped(pid);
   const tree = processTree(pid).map((s) => s.pid);
   for (const p of [pid, ...tree]) {
     try {
@@ -38,6 +48,17 @@ export async function killServer(pid: number): Promise<void> {
     }
   }
   await waitGone(pid, tree);
+}
+
+/** Until the process is stopped (a fork under way has then finished), gone, or a second passed. */
+async function waitStopped(pid: number): Promise<void> {
+  const deadline = Date.now() + 1000;
+  for (;;) {
+    const state = readStat(pid)?.state;
+    if (state === undefined || state === 'T' || state === 't' || state === 'Z') return;
+    if (Date.now() > deadline) return;
+    await sleep(2);
+  }
 }
 
 /**
