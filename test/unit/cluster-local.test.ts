@@ -7,11 +7,12 @@ import {
   parseStat,
   processesUnder,
   processTree,
+  readStat,
   treeTicks,
   type ProcStat,
 } from '../../src/cluster/local/procfs.js';
 import { versionOf } from '../../src/cluster/local/binaries.js';
-import { killServer, killStrays } from '../../src/cluster/local/processes.js';
+import { killServer, killStrays, pauseServer } from '../../src/cluster/local/processes.js';
 import { blockedAncestor, serverConf, slotName } from '../../src/cluster/local/index.js';
 import { clusterSpec } from '../../src/cluster/select.js';
 
@@ -82,6 +83,27 @@ describe('procfs', () => {
         await new Promise((r) => setTimeout(r, 100));
         await killServer(server.pid as number);
         expect(processesUnder(root), `try ${i}`).toEqual([]);
+      } finally {
+        for (const p of processesUnder(root)) process.kill(p, 'SIGKILL');
+        rmSync(root, { recursive: true, force: true });
+      }
+    }
+  });
+
+  it('pauses a server with every child, also one forked while the pause was under way', async () => {
+    for (let i = 0; i < 5; i++) {
+      const root = mkdtempSync(join(tmpdir(), 'plb-forker-'));
+      const server = spawn('/bin/sh', ['-c', 'while :; do sleep 5 & done'], {
+        cwd: root,
+        stdio: 'ignore',
+        detached: true,
+      });
+      try {
+        await new Promise((r) => setTimeout(r, 100));
+        await pauseServer(server.pid as number);
+        await new Promise((r) => setTimeout(r, 50));
+        const running = processesUnder(root).filter((p) => readStat(p)?.state !== 'T');
+        expect(running, `try ${i}`).toEqual([]);
       } finally {
         for (const p of processesUnder(root)) process.kill(p, 'SIGKILL');
         rmSync(root, { recursive: true, force: true });

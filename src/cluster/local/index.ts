@@ -8,7 +8,6 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BaseDriver } from '../base-driver.js';
 import { type ClusterDriver, type ServerStatus } from '../driver.js';
 import { type ClusterSpec } from '../../run-format/cluster-record.js';
@@ -33,7 +32,7 @@ import {
   removeDataFolder,
   serverFolders,
 } from './data-folder.js';
-import { killServer, killStrays, signalServer } from './processes.js';
+import { killServer, killStrays, pauseServer, signalServer } from './processes.js';
 import {
   allStats,
   clearStaleLock,
@@ -268,9 +267,7 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
     this.endpoint(id);
     const pid = this.pid(id);
     if (pid === null) throw new PlbError('BAD_INPUT', `server: ${id} is not running, cannot pause it`);
-    signalServer(pid, 'SIGSTOP');
-    // Like docker pause, resolve once it took: a status read right after must see it paused.
-    for (let i = 0; i < 200 && readStat(pid)?.state !== 'T' && readStat(pid) !== null; i++) await sleep(5);
+    await pauseServer(pid);
   }
 
   async unpause(id: ServerId): Promise<void> {

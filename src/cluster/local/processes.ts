@@ -33,12 +33,7 @@ export async function waitGone(pid: number, pids: number[], timeoutMs = 15_000):
  * the kill would outlive it, holding the shared memory a restart needs.
  */
 export async function killServer(pid: number): Promise<void> {
-  try {
-    process.kill(pid, 'SIGSTOP');
-  } catch {
-    // gone
-  }
-  await waitStopped(pid);
+  await freeze(pid);
   const tree = processTree(pid).map((s) => s.pid);
   for (const p of [pid, ...tree]) {
     try {
@@ -50,8 +45,23 @@ export async function killServer(pid: number): Promise<void> {
   await waitGone(pid, tree);
 }
 
-/** Until the process is stopped (a fork under way has then finished), gone, or a second passed. */
-async function waitStopped(pid: number): Promise<void> {
+/**
+ * SIGSTOP of the postmaster and every descendant, resolved once it took (like docker pause: a
+ * status read right after sees it paused). The tree is read once the postmaster is stopped, so a
+ * backend it was forking is paused too.
+ */
+export async function pauseServer(pid: number): Promise<void> {
+  await freeze(pid);
+  signalTree(pid, 'SIGSTOP');
+}
+
+/** SIGSTOP, then wait until it is stopped (a fork under way has then finished), gone, or 1 s. */
+async function freeze(pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGSTOP');
+  } catch {
+    return; // gone
+  }
   const deadline = Date.now() + 1000;
   for (;;) {
     const state = readStat(pid)?.state;
