@@ -7,8 +7,8 @@ export interface AppendFile {
 }
 
 /**
- * Appends through one descriptor held open until close(): `appendFileSync` opened and closed the
- * file for every second's lines (three system calls, not one). After close() a write still
+ * Appends through one descriptor held open until close(): one system call for a second's lines,
+ * where `appendFileSync` would open and close the file each time. After close() a write still
  * lands, through `appendFileSync`, and leaves no descriptor open.
  */
 export function appendFile(path: string): AppendFile {

@@ -1,16 +1,15 @@
 /**
  * The query rate above which plb's own client (one Node.js event loop: router, sessions, recorder)
- * rather than the servers sets the figures, measured by benchmarks/harness-vs-pgbench.ts against
- * pgbench on the same one-statement script on this machine type. A run past it says so.
+ * rather than the servers sets the figures, so a run past it says so. Measured against pgbench by
+ * benchmarks/harness-vs-pgbench.ts (docs/workloads.md has the figures).
  */
 import type { PhaseSummary } from '../run-format/summary.js';
 
 export const HARNESS_RATE = {
   /**
    * Completed queries per second of the whole run (both classes): the lowest rate at which one core
-   * of plb's client is all busy, over 4, 32 and 256 clients (benchmarks/harness-vs-pgbench.ts on
-   * this machine type, 2026-12-02, 3 runs each: 13,975 / 10,472 / 6,093 q/s per client core, plb at
-   * 0.90x / 0.84x / 1.21x pgbench's q/s). Many sessions cost more than many queries, so the lowest.
+   * of plb's client is all busy over 4, 32 and 256 clients. Many sessions cost more than many
+   * queries, so the lowest rate is the safe one.
    */
   maxQps: 6000,
   measured: 'benchmarks/harness-vs-pgbench.ts: one client core, 256 sessions',

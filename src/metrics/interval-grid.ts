@@ -6,7 +6,7 @@
 //   (CHUNK grid values a chunk), slid from the seconds' chunk totals. A resample adds the chosen
 //   blocks' chunk totals, finds the chunk holding each percentile's rank, and merges only that
 //   chunk of those blocks, each block's chunk merged once on first use: a percentile visits a
-//   few chunks of all, so merging every chunk of every block up front was most of the cost.
+//   few chunks of all, so merging every chunk of every block up front would waste most of it.
 //   Counts are integers in doubles, so every sum is exact and the percentile is the one a full
 //   merge gives.
 import type { Histogram } from 'hdr-histogram-js';

@@ -142,7 +142,8 @@ function intervalsOf(s: Series, p: TemplatePhase, cls: ServiceClass, template: s
   const secs: number[][] = [];
   for (let t = first; t + 0.5 < p.endS; t++) if (t + 0.5 >= p.startS) secs.push([]);
   const from = secs.length > 0 && first + 0.5 < p.startS ? first + 1 : first;
-  // A second wider each side than the seconds taken: the index check below decides, as before.
+  // A second wider each side than the seconds taken, so no query at an edge is missed; the index
+  // check below decides which second each belongs to.
   const [i0, i1] = [
     s.endMs.lowerBound((from - 1) * 1000),
     s.endMs.upperLimit((from + secs.length + 1) * 1000),

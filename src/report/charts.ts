@@ -22,10 +22,9 @@ const FAULT_COLOR = '#d62728';
 /** Points per series at most; longer timelines are averaged into buckets to keep the SVG small. */
 const MAX_POINTS = 600;
 
-// Vega and vega-lite load at the first chart (about 0.15 s of CPU): a run, a `--json` report or a
-// test of the specs never pays for them. Both are CommonJS: `require` loads the same files as
-// `import()` would, without the ESM loader scanning their sources for export names (another
-// 0.13 s, paid again by every process of a parallel series that draws a chart).
+// Vega and vega-lite load at the first chart, so a run, a `--json` report or a test of the specs
+// never pays for them. Both are CommonJS: `require` skips the ESM loader's scan of their sources
+// for export names, which every process of a parallel series that draws a chart would pay again.
 let renderer: [typeof import('vega'), typeof import('vega-lite')] | undefined;
 
 /** Renders a vega-lite spec to an SVG string without a browser or canvas. */

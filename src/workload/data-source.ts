@@ -116,7 +116,7 @@ export class PinnedConnection {
   /**
    * Runs a statement on the pinned connection and tells `waiter` when it ends (one at a time).
    * A callback rather than a promise: it is on every simulated query's path, where a promise, its
-   * reactions and the microtasks that run them were most of a query's cost.
+   * reactions and their microtasks would cost more than the simulated query itself.
    */
   run(text: string, values: unknown[], waiter: StatementWaiter): void {
     const conn = this.conn;

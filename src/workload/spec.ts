@@ -5,10 +5,9 @@ import type { QueryKind, WorkloadSpec } from '../run-format/config.js';
 const DEFAULT_WEIGHTS: Record<QueryKind, number> = { point: 0.5, range: 0.3, scan: 0.2 };
 
 /**
- * Defaults sized for 5 replicas at 0.25 CPU each (measured 70-85% replica CPU in `ref` when
- * chosen; 45-48% on a quieter machine later, so use --think-time auto for a set load), overload
- * with two replicas down, and sessions of ~3 s so routing turns over several times in a 15 s
- * demo phase (measured on the demo cascade, see the closing notes).
+ * Sized for 5 replicas at 0.25 CPU each: busy in `ref`, overloaded with two replicas down, and
+ * sessions short enough that routing turns over several times in a demo phase. The load they give
+ * depends on the host (docs/bench.md#workload); `--think-time auto` sets it instead.
  */
 export const DEFAULT_WORKLOAD: WorkloadSpec = {
   model: 'closed',

@@ -67,7 +67,7 @@ export interface AtLoad {
   /** The same mix's mean from the sequential per-template figures (the scale's denominator). */
   sequentialQueryCpuMs: number;
   connectCpuMs: number;
-  /** Other replicas loaded alike meanwhile (absent: none, r1 alone, as before 2026-12-02). */
+  /** Other replicas loaded alike meanwhile (absent: none, r1 alone, as older calibrations were). */
   companions?: number;
 }
 
@@ -187,9 +187,8 @@ export function checkCalibration(raw: unknown, where: string): SimCalibration {
 
 /**
  * The costs the simulator charges: with an `atLoad` measurement, every template's sequential mean
- * scaled by what plb's mix cost at load over what it cost alone (on the real replica a query under
- * 16 concurrent sessions at 70 % of a 0.25-core quota used about 3x the CPU it used alone), and the
- * connect's CPU at load. Without one, the calibration as it is.
+ * scaled by what plb's mix cost at load over what it cost alone (a real query under load costs
+ * several times its CPU alone), and the connect's CPU at load. Without one, the calibration as is.
  */
 export function chargedCosts(cal: SimCalibration): SimCalibration {
   const a = cal.atLoad;

@@ -22,8 +22,9 @@ export const DEFAULT_CFS_PERIOD_MS = 100;
  *
  * Since every job runs at the same rate, V (the service each job has received since an arbitrary
  * origin) stands for all of them: a job arriving at V with demand d departs when V reaches V + d.
- * Jobs sit in a min-heap on that level (the attained-service level at which each departs); one clock timer stands for the earliest of the next
- * departure, the budget's exhaustion and, while throttled with work waiting, the next boundary.
+ * Jobs sit in a min-heap on that level (the attained-service level at which each departs); one
+ * clock timer stands for the earliest of the next departure, the budget's exhaustion and, while
+ * throttled with work waiting, the next boundary.
  * O(log n) per arrival and departure.
  */
 export class CfsCpu extends QuotaCpu {

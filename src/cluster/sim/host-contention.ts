@@ -2,11 +2,10 @@ import type { SimCalibration } from './calibration.js';
 
 /**
  * The testbed's replicas, primary and harness share the host's cores, and so does whatever else
- * runs there: a replica's CPU quota is a ceiling, not a guarantee. On a loaded host a replica with
- * a full run queue gets only part of its quota (measured on this project's 2-core machine: 24-55 %
- * of 0.25 cpus per phase, median 35 %, while its sessions queued for seconds). The model takes that
- * as one number, the calibration's hostShare: the fraction of its quota the host delivers to a
- * replica that wants it all. The CFS budget of each period is the quota times that share.
+ * runs there: a replica's CPU quota is a ceiling, not a guarantee (docs/simulator.md has what a
+ * loaded host delivered). The model takes that as one number, the calibration's hostShare: the
+ * fraction of its quota the host delivers to a replica that wants it all. The CFS budget of each
+ * period is the quota times that share.
  */
 export function deliveredCores(cpus: number, cal: Pick<SimCalibration, 'hostShare'>): number {
   return cpus * (cal.hostShare ?? 1);

@@ -11,9 +11,8 @@ interface Waiting<T> {
  * the server's CPU among its backends (calibration `connect.postmasterCpuMs` a fork). While
  * connections wait it stays on the CPU and forks one after another within its time slice, as the
  * real one loops over its listen socket; with none left it sleeps, and the next arrival joins the
- * run queue like any woken process. Measured on a replica at 0.25 core with 64 busy sessions
- * (docs/simulator.md): 32 connects at once waited 2.6 s (p50) and 5.1 s (p95) for their fork,
- * one at a time 0.8 s, about one run-queue turn; a fork per turn would have taken 27 s for 32.
+ * run queue like any woken process. Forking several a turn, not one, is what a real connect storm
+ * on a busy replica shows (docs/simulator.md, fidelity).
  */
 export class Postmaster<T> implements CpuTask {
   private readonly queue = new Fifo<Waiting<T>>();

@@ -16,10 +16,9 @@ interface Job {
  * arrival starts at once on a free core, else joins the back. Under the same CFS bandwidth control
  * as CfsCpu (`cores` × period of CPU per period, then throttled until the next boundary).
  *
- * Why not processor sharing: on the Docker testbed a saturated replica made a 0.1 ms point query
- * wait about as long as a 12 ms scan's few slices (RQ2, static, freemium: point p50 263 ms, scan
- * 1732 ms; processor sharing gave 41 and 2398 ms). A scheduler with slices of milliseconds does not
- * let short queries overtake the queue the way an infinitely fine share does.
+ * Why not processor sharing: on a saturated real replica a short point query waits about as long
+ * as a scan's few slices; slices of milliseconds do not let short queries overtake the queue the
+ * way an infinitely fine share does (docs/simulator.md has the measurement).
  */
 export class RrCpu extends QuotaCpu {
   private readonly ready = new Fifo<Job>();

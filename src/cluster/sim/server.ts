@@ -78,7 +78,7 @@ export class SimServer {
     const host = cal.hostCores ?? DEFAULT_HOST_CORES;
     const period = cal.cfsPeriodMs ?? DEFAULT_CFS_PERIOD_MS;
     const quota = deliveredCores(cpus, cal);
-    // With a measured time slice, the kernel's slices; without, processor sharing (as before).
+    // With a measured time slice, the kernel's slices; without, processor sharing.
     this.cpu =
       cal.sliceMs === undefined
         ? new CfsCpu(world.clock, quota, host, period)
