@@ -66,7 +66,7 @@ function nativeFrontDoor(relay: NativeRelay, d: FrontDoorDeps): FrontDoor {
     { max: d.limiter.max, refusal: d.limiter.refusal, startupTimeoutMs: d.host.startupTimeoutMs },
     (pair, cls, packet) => {
       const s = new NativeSession(pair, cls, d.host, d.ended, packet);
-      d.added(s);
+      d.added(s.core);
       return s;
     },
   );
@@ -102,7 +102,7 @@ function nodeFrontDoor(d: FrontDoorDeps): FrontDoor {
         }
         const s = new ProxySession(socket, cls, d.host, d.ended);
         d.noteClients(d.sessions() + 1);
-        d.added(s);
+        d.added(s.core);
       });
       servers.push(server);
       return listen(server, host, port, cls, d.limiter.backlog);
