@@ -1,9 +1,9 @@
 /**
  * Where the proxy's clients come in: the native front door (relay threads accept, read, connect and
- * copy; native-session.ts decides) where it is built and both legs are plain TCP to numeric
- * addresses, else Node's listeners and sockets (session.ts). Either way: the client limit
- * (--max-client-conn, client-limit.ts) at accept, and one session object per client that got as far
- * as a first packet.
+ * copy; native-session.ts is their transport) where it is built and both legs are plain TCP to
+ * numeric addresses, else Node's listeners and sockets (session.ts). Either way: the client limit
+ * (--max-client-conn, client-limit.ts) at accept, and one session core (session-core.ts) per client
+ * that got as far as a first packet.
  */
 import { isIP, createServer, type Server, type Socket } from 'node:net';
 import { PlbError } from '../core/errors.js';
