@@ -1,9 +1,9 @@
 /**
  * Where the proxy's clients come in: the native front door (relay threads accept, read, connect and
- * copy; native-session.ts decides) where it is built and both legs are plain TCP to numeric
- * addresses, else Node's listeners and sockets (session.ts). Either way: the client limit
- * (--max-client-conn, client-limit.ts) at accept, and one session object per client that got as far
- * as a first packet.
+ * copy; native-session.ts is their transport) where it is built and both legs are plain TCP to
+ * numeric addresses, else Node's listeners and sockets (session.ts). Either way: the client limit
+ * (--max-client-conn, client-limit.ts) at accept, and one session core (session-core.ts) per client
+ * that got as far as a first packet.
  */
 import { isIP, createServer, type Server, type Socket } from 'node:net';
 import { PlbError } from '../core/errors.js';
@@ -66,7 +66,7 @@ function nativeFrontDoor(relay: NativeRelay, d: FrontDoorDeps): FrontDoor {
     { max: d.limiter.max, refusal: d.limiter.refusal, startupTimeoutMs: d.host.startupTimeoutMs },
     (pair, cls, packet) => {
       const s = new NativeSession(pair, cls, d.host, d.ended, packet);
-      d.added(s);
+      d.added(s.core);
       return s;
     },
   );
@@ -102,7 +102,7 @@ function nodeFrontDoor(d: FrontDoorDeps): FrontDoor {
         }
         const s = new ProxySession(socket, cls, d.host, d.ended);
         d.noteClients(d.sessions() + 1);
-        d.added(s);
+        d.added(s.core);
       });
       servers.push(server);
       return listen(server, host, port, cls, d.limiter.backlog);

@@ -1,6 +1,6 @@
 /**
- * How a session answers its backend's close while the client is still there (session.ts, on
- * Node's sockets or the native relay's report alike): the server's own FATAL was relayed already,
+ * How a session answers its backend's close while the client is still there (session-core.ts,
+ * on Node's sockets or the native relay's report alike): the server's own FATAL was relayed already,
  * or the replica went away and the client is told at a message boundary (cut, if inside one).
  */
 import type { ServerError } from './server-messages.js';

@@ -1,4 +1,4 @@
-/** What a session (session.ts) needs from the proxy around it (proxy-server.ts). */
+/** What a session (session-core.ts) needs from the proxy around it (proxy-server.ts). */
 import type { SecureContext } from 'node:tls';
 import type { ServiceClass } from '../core/service-class.js';
 import type { CancelKeys } from './cancel-keys.js';
@@ -8,8 +8,8 @@ import type { ServerTlsMode } from './tls-server.js';
 import type { PacedStartup } from './paced-intake.js';
 
 /**
- * What the proxy keeps of a client's session: on Node's sockets (session.ts) or the native front
- * door's (native-session.ts).
+ * What the proxy keeps of a client's session (its core, session-core.ts), on Node's sockets
+ * (session.ts) or the native front door's (native-session.ts) alike.
  */
 export interface ClientSession {
   readonly phase: string;

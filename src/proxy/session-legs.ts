@@ -1,8 +1,9 @@
 /**
  * A session's two sockets as its endings see them (session.ts, the front door on Node's sockets).
- * The session decides what to say and when; this only does it.
+ * The session core decides what to say and when (session-core.ts); this only does it.
  */
 import type { Socket } from 'node:net';
+import type { BackendClose, ClientClose } from './session-transport.js';
 import { endOnce } from './socket-io.js';
 import type { BackendFramer } from './wire.js';
 
@@ -20,34 +21,14 @@ export class SessionLegs {
     private readonly onClosed: () => void,
   ) {}
 
-  /** Ends the client's side after what is pending, with a last message. */
-  endClient(last?: Buffer): void {
-    endOnce(this.client, last);
-  }
-
-  /** Nothing more can be said: the client dropped, the backend ended. */
-  cutBoth(): void {
-    this.cutClient();
-    this.endBackend();
-  }
-
-  /** Drops the client's connection (cut inside a message: nothing more can be said in protocol). */
-  cutClient(): void {
-    this.client.destroy();
-  }
-
-  /** The client told `last` if the backend stream is at a message boundary (else cut); the backend ended or dropped. */
-  tell(last: Buffer, backend: 'end' | 'destroy'): void {
-    if (this.framer.atBoundary) endOnce(this.client, last);
-    else this.client.destroy();
-    if (!this.backend) return;
-    if (backend === 'end') endOnce(this.backend);
-    else this.backend.destroy();
-  }
-
-  /** The backend sees EOF and ends its session. */
-  endBackend(): void {
-    if (this.backend) endOnce(this.backend);
+  /** Closes either side as the core asks (SessionTransport.close), then lingers. */
+  close(client: ClientClose | undefined, backend: BackendClose | undefined, last?: Buffer): void {
+    // At a boundary: the client told `last` if the backend stream is between messages, else cut.
+    if (client === 'end' || (client === 'at-boundary' && this.framer.atBoundary)) endOnce(this.client, last);
+    else if (client !== undefined) this.client.destroy();
+    if (backend === 'end' && this.backend) endOnce(this.backend);
+    else if (backend === 'destroy') this.backend?.destroy();
+    this.linger();
   }
 
   get closed(): boolean {

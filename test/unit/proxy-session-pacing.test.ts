@@ -9,6 +9,7 @@ import { PlbError } from '../../src/core/errors.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
 import { CancelKeys } from '../../src/proxy/cancel-keys.js';
 import type { PacedStartup } from '../../src/proxy/paced-intake.js';
+import type { ClientSession } from '../../src/proxy/session-host.js';
 import { ProxySession, type SessionHost } from '../../src/proxy/session.js';
 import { ProxyStats } from '../../src/proxy/stats.js';
 
@@ -52,7 +53,7 @@ function host(held: PacedStartup[], acquired: ServiceClass[]): SessionHost {
 async function listen(
   cls: ServiceClass,
   h: SessionHost,
-  ended: ProxySession[],
+  ended: ClientSession[],
   sockets: Socket[] = [],
 ): Promise<number> {
   const srv = createServer((s: Socket) => {
@@ -100,7 +101,7 @@ describe('a session under startup pacing', () => {
 
   it('one held too long gets FATAL 53300 as an ErrorResponse and the session ends', async () => {
     const held: PacedStartup[] = [];
-    const ended: ProxySession[] = [];
+    const ended: ClientSession[] = [];
     const port = await listen('freemium', host(held, []), ended);
     const c = client(port);
     await until(() => held.length === 1);
@@ -116,7 +117,7 @@ describe('a session under startup pacing', () => {
   it('one whose client left while held ends when its turn comes, without being routed', async () => {
     const held: PacedStartup[] = [];
     const acquired: ServiceClass[] = [];
-    const ended: ProxySession[] = [];
+    const ended: ClientSession[] = [];
     const sockets: Socket[] = [];
     const port = await listen('freemium', host(held, acquired), ended, sockets);
     const c = client(port);
