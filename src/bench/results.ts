@@ -2,10 +2,10 @@
 // comparison, the aggregate, the paper's figures and the headline; report.html in every run.
 import { formatError } from '../core/errors.js';
 import { renderComparison, renderReport, writeReports } from '../report/index.js';
-import { headlineLines } from '../report/headline.js';
-import { paperFigures } from '../report/paper-figures.js';
-import { paperSection } from '../report/paper-render.js';
-import { renderSideBySide } from '../report/side-by-side.js';
+import { headlineLines } from '../report/evidence/headline.js';
+import { paperFigures } from '../report/paper/figures.js';
+import { paperSection } from '../report/paper/render.js';
+import { renderSideBySide } from '../report/tables/side-by-side.js';
 import type { BenchResult } from './run.js';
 
 export function renderBenchResults(

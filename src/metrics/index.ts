@@ -7,9 +7,9 @@ export {
   toLatencyUs,
   histogramLog,
   readHistogramLog,
-} from './histogram.js';
-export { MetricsStore } from './store.js';
-export { summarizePhases, detectionRecords, type PhaseHistogram } from './summary.js';
-export * from './timeline.js';
-export * from './run-writer.js';
-export * from './load-run.js';
+} from './hdr/histogram.js';
+export { MetricsStore } from './store/store.js';
+export { summarizePhases, detectionRecords, type PhaseHistogram } from './summary/summary.js';
+export * from './store/timeline.js';
+export * from './store/run-writer.js';
+export * from './store/load-run.js';

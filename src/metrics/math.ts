@@ -12,7 +12,7 @@
  */
 import type { Histogram } from 'hdr-histogram-js';
 import type { Percentiles } from './types.js';
-import { valueAtPercentile, valuesAtPercentiles } from './hdr-counts.js';
+import { valueAtPercentile, valuesAtPercentiles } from './hdr/counts.js';
 
 /** Arithmetic mean; null for no values. */
 export function mean(values: readonly number[]): number | null {

@@ -4,9 +4,9 @@ export { CLASS_METRICS } from '../run-format/report.js';
 export type { RunGroup, AggregatedPhase, AggregatedDetection, ClassMetric } from '../run-format/report.js';
 export { compareStrategies, p95Change, goodputChange } from './compare.js';
 export type { Comparison, StrategyComparison, ComparisonRow } from '../run-format/report.js';
-export { renderComparison, renderReport, phaseTable, replicaTable, comparisonTable } from './render.js';
-export type { ReportFormat } from './render.js';
-export type { TableModel } from './table-model.js';
+export { renderComparison, renderReport, phaseTable, replicaTable, comparisonTable } from './tables/render.js';
+export type { ReportFormat } from './tables/render.js';
+export type { TableModel } from './tables/table-model.js';
 export type { ReportJson } from '../run-format/report.js';
 export { renderRunHtml, renderComparisonHtml } from './html.js';
 export { quantile, QUANTILE_METHOD } from '../metrics/math.js';
@@ -20,8 +20,8 @@ export {
   loadBaseline,
   DEFAULT_TOLERANCE,
   TOLERANCE_FIELDS,
-} from './tolerance.js';
+} from './gate/tolerance.js';
 export { TOLERANCE_EXIT_CODE } from '../core/fail.js';
-export type { Tolerance, ToleranceResult, Moved } from './tolerance.js';
+export type { Tolerance, ToleranceResult, Moved } from './gate/tolerance.js';
 export { writeReports } from './report.js';
 export type { ReportOptions, ReportOutcome } from './report.js';

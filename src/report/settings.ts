@@ -4,7 +4,7 @@
  * for labels and a canonical one for comparing; a field an older plb did not write is "unknown",
  * equal only to another unknown.
  */
-import { templateMix } from './templates-table.js';
+import { templateMix } from './tables/templates-table.js';
 import { createHash } from 'node:crypto';
 import type { RunConfig } from '../run-format/config.js';
 import type { ClassWorkload } from '../run-format/config.js';

@@ -8,9 +8,9 @@ import {
   phaseBarsSpec,
   renderSvg,
   roleSegments,
-} from '../../src/report/charts.js';
+} from '../../src/report/charts/charts.js';
 import { compareStrategies } from '../../src/report/compare.js';
-import { loadRun } from '../../src/metrics/load-run.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
 const plb = loadRun(join(FIXTURES, 'demo-cascade-plb-1'));

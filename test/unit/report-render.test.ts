@@ -13,9 +13,9 @@ import {
   renderCsvPerRun,
   replicaTable,
   SIGN_CONVENTION,
-} from '../../src/report/render.js';
+} from '../../src/report/tables/render.js';
 import { type ReportJson } from '../../src/run-format/report.js';
-import { loadRun } from '../../src/metrics/load-run.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
 import { compareStrategies } from '../../src/report/compare.js';
 import { renderComparisonHtml } from '../../src/report/html.js';
 import type { RunConfig } from '../../src/run-format/config.js';
