@@ -7,22 +7,20 @@ import { aggregateRuns } from './aggregate.js';
 import { type RunGroup } from '../run-format/report.js';
 import {
   classTimelineSpec,
-  comparisonNote,
-  comparisonSpec,
   cpuTimelineSpec,
   harnessTimelineSpec,
-  phaseBarsNote,
-  phaseBarsSpec,
+  hasLag,
+  lagTimelineSpec,
   renderSvg,
   roleTimelineSpec,
 } from './charts/charts.js';
+import { comparisonNote, comparisonSpec, phaseBarsNote, phaseBarsSpec } from './charts/bar-charts.js';
 import { compareStrategies } from './compare.js';
 import { paperHtml } from './paper/charts.js';
 import { comparisonTable, groupTables, settingsLines } from './tables/render.js';
 import { type TableModel } from './tables/table-model.js';
 import { QUANTILE_METHOD } from '../metrics/math.js';
 import { hostShortfall } from '../metrics/summary/measurement-warnings.js';
-import { hasLag, lagTimelineSpec } from './charts/lag-chart.js';
 import { readSeconds, spreadSeries, spreadTimelineSpec } from './charts/signal-charts.js';
 
 const CSS = `

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadRun } from '../../src/metrics/store/load-run.js';
 import { createRunWriter } from '../../src/metrics/store/run-writer.js';
-import { markInvalidPhases } from '../../src/metrics/summary/summary.js';
+import { markInvalidPhases } from '../../src/metrics/summary/detections.js';
 import type { PhaseSummary, RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { renderReport } from '../../src/report/tables/render.js';

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { isPlbError } from '../../src/core/errors.js';
 import { loadRun } from '../../src/metrics/store/load-run.js';
 import { createRunWriter } from '../../src/metrics/store/run-writer.js';
-import { detectionCounts, detectionRecords } from '../../src/metrics/summary/summary.js';
+import { detectionCounts, detectionRecords } from '../../src/metrics/summary/detections.js';
 
 import { feed, options } from '../helpers/run-writer-fixture.js';
 

@@ -8,7 +8,8 @@ import type { Histogram } from 'hdr-histogram-js';
 import { SERVICE_CLASSES, type ServiceClass } from '../../core/service-class.js';
 import { newLatencyHistogram } from '../hdr/histogram.js';
 import { histogramPercentile, mean, percentileMs, percentilesMs, round } from '../math.js';
-import { computePhases, phaseIndexAt, type FaultMark } from '../phases.js';
+import { computePhases, type FaultMark } from '../../faults/actions.js';
+import { phaseIndexAt } from '../phases.js';
 import { RUN_FILES, type RunningMarker } from './run-writer.js';
 import {
   addEncoded,
@@ -18,15 +19,9 @@ import {
   parseSeconds,
   type SecondRecord,
 } from './seconds.js';
-import {
-  assemblePhases,
-  detectionCounts,
-  detectionRecords,
-  faultIntervalPhases,
-  harnessPhaseStats,
-  markInvalidPhases,
-  phasesOfSummary,
-} from '../summary/summary.js';
+import { assemblePhases, harnessPhaseStats } from '../summary/summary.js';
+import { detectionCounts, detectionRecords, markInvalidPhases } from '../summary/detections.js';
+import { faultIntervalPhases, phasesOfSummary } from '../summary/fault-interval.js';
 import type { TimelineRow } from './timeline.js';
 import { lagStatsOf } from '../samplers/lag.js';
 import { type Phase, type RunEvent } from '../types.js';

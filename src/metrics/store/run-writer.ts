@@ -6,9 +6,10 @@ import { CONFIG_SCHEMA_VERSION } from '../../run-format/config.js';
 import { SERVICE_CLASSES, type ServiceClass } from '../../core/service-class.js';
 import { histogramLog, newLatencyHistogram } from '../hdr/histogram.js';
 import { percentileMs, round } from '../math.js';
-import { computePhases, livePhaseName, type FaultMark } from '../phases.js';
+import { computePhases, livePhaseName, type FaultMark } from '../../faults/actions.js';
 import { COUNTED_CAUSES, MetricsStore } from './store.js';
-import { detectionCounts, detectionRecords, markInvalidPhases, summarizePhases } from '../summary/summary.js';
+import { detectionCounts, detectionRecords, markInvalidPhases } from '../summary/detections.js';
+import { summarizePhases } from '../summary/summary.js';
 import {
   intervalLine,
   intervalLogHeader,

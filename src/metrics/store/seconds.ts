@@ -4,7 +4,6 @@
 import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
 import type { ServiceClass } from '../../core/service-class.js';
-import { newLatencyHistogram } from '../hdr/histogram.js';
 import { encodeCompressedBase64, intervalLogLine } from '../hdr/encode.js';
 import type { SecondAgg } from './store.js';
 
@@ -144,5 +143,3 @@ export function addEncoded(into: Histogram, b64: string | null | undefined): voi
     // skipped
   }
 }
-
-export { newLatencyHistogram };

@@ -29,10 +29,6 @@ import {
   type ReplicaPhaseStats,
 } from '../../run-format/summary.js';
 
-export { FAULT_INTERVAL, faultIntervalOf, faultIntervalPhases, phasesOfSummary } from './fault-interval.js';
-export { detectionCounts, detectionRecords, markInvalidPhases } from './detections.js';
-export { PER_REPLICA_LATENCY_MAX } from './replica-stats.js';
-
 export interface PhaseHistogram {
   cls: ServiceClass;
   phase: Phase;

@@ -7,9 +7,7 @@ import { HARNESS_LOOP_P99_LIMIT_MS, HOST_BUSY_LIMIT } from '../../metrics/types.
 import { SERVICE_CLASSES, type ServiceClass } from '../../core/service-class.js';
 import { compareReplicaIds } from '../../core/replica-ids.js';
 
-export { comparisonNote, comparisonSpec, phaseBarsNote, phaseBarsSpec } from './bar-charts.js';
 import { CLASS_COLORS, colorScale, WIDTH } from './chart-style.js';
-export { CLASS_COLORS, colorScale, STRATEGY_COLORS, WIDTH } from './chart-style.js';
 
 const ROLE_COLORS: Record<string, string> = {
   premium: '#e6a817',
@@ -332,4 +330,19 @@ export function roleTimelineSpec(run: LoadedRun): TopLevelSpec {
 function roleRank(r: string): number {
   const i = Object.keys(ROLE_COLORS).indexOf(r);
   return i === -1 ? 99 : i;
+}
+
+// The replication-lag chart of report.html: one line per replica, in the style of the CPU chart.
+/** A run with lag samples (the write workload was on). */
+export function hasLag(run: LoadedRun): boolean {
+  return run.timeline.some((r) => Object.values(r.replicas).some((c) => c.lagMs !== null));
+}
+
+/** Each replica's replication lag (ms) over time, with the faults and phases overlaid. */
+export function lagTimelineSpec(run: LoadedRun): TopLevelSpec {
+  return replicaTimelineSpec(run, {
+    title: "Replication lag per replica (ms: the standby's time since its last replayed commit)",
+    value: (c) => c.lagMs,
+    y: { title: 'lag ms' },
+  });
 }

@@ -3,8 +3,8 @@
 import { INTERVAL_METRICS, type IntervalMetric } from '../../metrics/intervals/intervals.js';
 import { SERVICE_CLASSES } from '../../core/service-class.js';
 import type { RunGroup } from '../../run-format/report.js';
-import type { Estimate } from './evidence.js';
-import { changeText, verdictText, type Change } from './verdicts.js';
+import type { Change, Estimate } from '../../run-format/evidence.js';
+import { changeText, verdictText } from './verdicts.js';
 
 interface Model {
   title: string;

@@ -28,8 +28,6 @@ import { compareStrategies } from '../compare.js';
 import { changeOf } from './verdicts.js';
 import type { CellEvidence, Change, Estimate } from '../../run-format/evidence.js';
 
-export type { CellEvidence, Estimate, GroupEvidence } from '../../run-format/evidence.js';
-
 export const METHOD =
   'circular block bootstrap over seconds (1000 resamples, blocks >= the sessions p95 lifetime), 95 % percentile intervals';
 

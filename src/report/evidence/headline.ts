@@ -4,7 +4,7 @@
 import type { IntervalMetric } from '../../metrics/intervals/intervals.js';
 import type { ServiceClass } from '../../core/service-class.js';
 import type { RunGroup } from '../../run-format/report.js';
-import type { CellEvidence } from './evidence.js';
+import type { CellEvidence } from '../../run-format/evidence.js';
 import { changeText, verdictText } from './verdicts.js';
 
 /** The fault phases of a group: fewer survivors than ref (all but ref when the count is unknown). */

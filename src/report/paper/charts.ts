@@ -1,7 +1,7 @@
 // The PLB paper's figures as charts of the comparison page (vega-lite, rendered to SVG by charts/charts.ts).
 import type { TopLevelSpec } from 'vega-lite';
 import { SERVICE_CLASSES } from '../../core/service-class.js';
-import { STRATEGY_COLORS } from '../charts/charts.js';
+import { STRATEGY_COLORS } from '../charts/chart-style.js';
 import type { RunGroup } from '../../run-format/report.js';
 import { paperFigures, type PaperFigures } from './figures.js';
 import { FIG4_METRICS } from '../../run-format/report.js';

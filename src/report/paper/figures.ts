@@ -5,7 +5,7 @@ import { SERVICE_CLASSES, type ServiceClass } from '../../core/service-class.js'
 import { REF_PHASE } from '../../faults/actions.js';
 import type { AggregatedPhase, RunGroup } from '../../run-format/report.js';
 import type { Stat } from '../../run-format/report.js';
-import { FAULT_INTERVAL } from '../../metrics/summary/summary.js';
+import { FAULT_INTERVAL } from '../../metrics/summary/fault-interval.js';
 import { claimInterval, claimVerdict, fig4Interval, fig5Interval, fig6Interval } from './intervals.js';
 import {
   PUBLISHED_CLAIMS,

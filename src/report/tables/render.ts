@@ -5,7 +5,7 @@ import { type RunGroup } from '../../run-format/report.js';
 import { differLine, sharedLine } from '../settings.js';
 import { compareStrategies } from '../compare.js';
 import { type Comparison } from '../../run-format/report.js';
-import { QUANTILE_METHOD } from '../stats.js';
+import { QUANTILE_METHOD } from '../../metrics/math.js';
 import { type Stat } from '../../run-format/report.js';
 import type { RunSummary } from '../../run-format/summary.js';
 import { paperFigures } from '../paper/figures.js';
@@ -33,9 +33,6 @@ import { escapeControl } from '../../core/text.js';
 import { renderCsv } from './csv.js';
 import { detectionTable, failureTable, groupTitle, replicaTable } from './run-tables.js';
 
-export { detectionTable, failureTable, groupTitle, replicaTable } from './run-tables.js';
-
-export { renderCsv, renderCsvPerRun } from './csv.js';
 import { templateTable } from './templates-table.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';

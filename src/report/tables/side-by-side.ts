@@ -1,4 +1,3 @@
-import { admissionLines } from './admission-lines.js';
 import Table from 'cli-table3';
 import type { ClassPhaseStats, RunSummary } from '../../run-format/summary.js';
 import { crossZoneLine, signalsLine } from './signals-table.js';
@@ -98,4 +97,36 @@ function label(s: RunSummary, all: readonly RunSummary[]): string {
   return sameStrategy > 1
     ? `${s.strategy} #${all.filter((x) => x.strategy === s.strategy).indexOf(s) + 1}`
     : s.strategy;
+}
+
+/**
+ * With an admission queue (plb-admit, lc-queue): per phase, each class's queue p95 and timeouts
+ * (queue time is its own metric, never in query latency), and the recovery tail of every rejoin.
+ * Empty for runs without a queue or a rejoin.
+ */
+function admissionLines(s: RunSummary): string[] {
+  const lines: string[] = [];
+  const queued = s.phases.filter((p) => p.classes.premium.queueP95Ms !== undefined);
+  if (queued.length > 0) {
+    const cell = (v: number | null | undefined, t: number | undefined) =>
+      `${v === null || v === undefined ? '-' : `${Math.round(v)} ms`}${t ? ` (${t} timed out)` : ''}`;
+    lines.push(
+      `admission queue p95 (P / F): ${queued
+        .map(
+          (p) =>
+            `${p.name} ${cell(p.classes.premium.queueP95Ms, p.classes.premium.queueTimeouts)} / ${cell(p.classes.freemium.queueP95Ms, p.classes.freemium.queueTimeouts)}`,
+        )
+        .join(' | ')}`,
+    );
+  }
+  const tail = s.recoveryTail ?? [];
+  if (tail.length > 0) {
+    const sec = (v: number | null) => (v === null ? 'not in the run' : `${v} s`);
+    lines.push(
+      `recovery tail (p95 back within 10 % of ref): ${tail
+        .map((t) => `${t.phase} premium ${sec(t.premiumS)}, freemium ${sec(t.freemiumS)}`)
+        .join(' | ')}`,
+    );
+  }
+  return lines;
 }

@@ -3,7 +3,7 @@
 import type { RunSummary } from '../../run-format/summary.js';
 import type { ServiceClass } from '../../core/service-class.js';
 import type { Stat } from '../../run-format/report.js';
-import { stat } from '../stats.js';
+import { stat } from '../../metrics/math.js';
 import type { TemplateIntervals } from '../../metrics/summary/template-stats.js';
 import { overRuns } from '../evidence/evidence.js';
 
