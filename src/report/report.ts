@@ -137,7 +137,7 @@ export async function writeReports(
   };
 }
 
-export function movedLine(m: Moved): string {
+function movedLine(m: Moved): string {
   const v = (x: number | null): string => (x === null ? 'none' : String(Math.round(x * 1000) / 1000));
   if (m.metric === 'phase') return `moved: ${m.group} phase ${m.phase} is missing in the current runs`;
   const delta =

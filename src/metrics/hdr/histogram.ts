@@ -3,7 +3,7 @@ import type { Histogram } from 'hdr-histogram-js';
 import { intervalLogLine } from './encode.js';
 
 /** Latency histograms are in microseconds, 1 us .. 60 s, 3 significant digits, plain JS. */
-export const LATENCY_HIGHEST_US = 60_000_000;
+const LATENCY_HIGHEST_US = 60_000_000;
 
 export function newLatencyHistogram(): Histogram {
   return hdr.build({

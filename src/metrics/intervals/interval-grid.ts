@@ -157,7 +157,7 @@ export function percentilesOf(
   return out;
 }
 
-export const rankOf = (p: number, total: number): number => Math.max(1, Math.ceil((p / 100) * total - 1e-9));
+const rankOf = (p: number, total: number): number => Math.max(1, Math.ceil((p / 100) * total - 1e-9));
 
 /** Every circular block of `width` seconds of one run (seconds [offset, offset + len)). */
 export interface BlockTable {

@@ -69,8 +69,8 @@ export interface Interval {
 }
 
 /** At least this many blocks per run, or no interval: fewer cannot show the phase's variability. */
-export const MIN_BLOCKS = 3;
-export const DEFAULT_RESAMPLES = 1000;
+const MIN_BLOCKS = 3;
+const DEFAULT_RESAMPLES = 1000;
 
 /** mulberry32: a small, fast 32-bit generator, enough for resampling indices. */
 export function generator(seed: number): () => number {
@@ -265,7 +265,7 @@ export const t975 = (df: number): number => T975[df - 1] ?? 1.96 + 2.4 / df;
  * sees the spread of only that many nearly independent pieces, and like batch means its estimate
  * of the spread has about blocks - 1 degrees of freedom; 1 for no block count.
  */
-export function smallSampleFactor(blocks: number | undefined): number {
+function smallSampleFactor(blocks: number | undefined): number {
   if (blocks === undefined || !Number.isFinite(blocks) || blocks < 2) return 1;
   return t975(blocks - 1) / 1.959964;
 }

@@ -57,10 +57,10 @@ export interface RunningMarker {
 }
 
 /** Replicas a run directory takes (a simulated cluster's most; the store's index is 16-bit). */
-export const MAX_RUN_REPLICAS = 1000;
+const MAX_RUN_REPLICAS = 1000;
 
 /** Per-second histograms kept after their timeline row was written (bounds the progress window). */
-export const PROGRESS_KEEP_S = 60;
+const PROGRESS_KEEP_S = 60;
 
 export interface RunWriterOptions {
   /** Parent directory (e.g. runs/); the run directory is created inside it. */

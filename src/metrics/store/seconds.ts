@@ -74,7 +74,7 @@ export function parseIntervalLog(text: string): Map<number, Histogram> {
   return out;
 }
 
-export interface SecondClassRecord {
+interface SecondClassRecord {
   closed: number;
   cut: number;
   /** Compressed base64 histograms, null when empty. */

@@ -17,13 +17,12 @@ export const ENDING_CODE: Record<SessionEnding, number> = { finished: 0, failed:
 
 /** The failure causes counted per replica (ReplicaPhaseStats, timeline.csv), in column order. */
 export const COUNTED_CAUSES = ['unreachable', 'overloaded', 'slow'] as const;
-export type CountedCause = (typeof COUNTED_CAUSES)[number];
 
 function causeIndex(cause: FailureCause): number {
   return (COUNTED_CAUSES as readonly string[]).indexOf(cause);
 }
 
-export interface ClassSecond {
+interface ClassSecond {
   hist: Histogram;
   connectHist: Histogram;
   count: number;

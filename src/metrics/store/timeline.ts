@@ -37,13 +37,7 @@ export const REPLICA_METRICS = [
  * The client process (is the harness keeping up?), then its host's busy and stolen CPU as
  * fractions of all its cores (is the host keeping up?), right after t_s and phase.
  */
-export const HARNESS_COLUMNS = [
-  'harness_cpu',
-  'loop_p99_ms',
-  'loop_max_ms',
-  'host_busy',
-  'host_steal',
-] as const;
+const HARNESS_COLUMNS = ['harness_cpu', 'loop_p99_ms', 'loop_max_ms', 'host_busy', 'host_steal'] as const;
 
 export function timelineHeader(classes: readonly ServiceClass[], replicas: readonly string[]): string[] {
   return [
@@ -132,7 +126,7 @@ export function csvLine(cells: readonly (number | string | null)[]): string {
 }
 const NEEDS_QUOTES = /[",\r\n]/;
 
-export interface TimelineClassCells {
+interface TimelineClassCells {
   count: number;
   goodput: number;
   p50Ms: number | null;
@@ -159,7 +153,7 @@ export interface TimelineReplicaCells {
   lagBytes: number | null;
 }
 
-export interface TimelineHarnessCells {
+interface TimelineHarnessCells {
   cpu: number | null;
   loopP99Ms: number | null;
   loopMaxMs: number | null;

@@ -5,7 +5,7 @@
  */
 import type { PhaseSummary } from '../../run-format/summary.js';
 
-export const HARNESS_RATE = {
+const HARNESS_RATE = {
   /**
    * Completed queries per second of the whole run (both classes): the lowest rate at which one core
    * of plb's client is all busy, over 4, 32 and 256 clients (benchmarks/harness-vs-pgbench.ts on

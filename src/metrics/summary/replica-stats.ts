@@ -102,7 +102,7 @@ function weightOf(cell: { sum: number; n: number } | undefined): number | undefi
 }
 
 /** Past this many replicas the summary has no per-replica latency (K histograms per phase). */
-export const PER_REPLICA_LATENCY_MAX = 64;
+const PER_REPLICA_LATENCY_MAX = 64;
 
 /**
  * p50/p95 (ms) of the queries each replica served, per phase; empty past PER_REPLICA_LATENCY_MAX

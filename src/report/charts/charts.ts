@@ -172,7 +172,7 @@ export function cpuTimelineSpec(run: LoadedRun): TopLevelSpec {
 }
 
 /** One line per replica of a per-second replica value, with the faults and phases overlaid. */
-export function replicaTimelineSpec(
+function replicaTimelineSpec(
   run: LoadedRun,
   opts: {
     title: string;

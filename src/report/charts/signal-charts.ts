@@ -15,7 +15,7 @@ import { overlayLayers, overlayOf } from './charts.js';
  * Seconds per point of the per-second spreads: one second of a few hundred queries over a few
  * replicas is mostly noise (the guide takes rates over 5 minutes; a bench phase lasts less).
  */
-export const SPREAD_WINDOW_S = 5;
+const SPREAD_WINDOW_S = 5;
 
 export interface SpreadPoint {
   t: number;

@@ -28,7 +28,7 @@ const LABEL: Record<IntervalMetric, string> = {
 };
 
 /** `12.3 [10.1, 15.0]`, or the value alone without an interval. */
-export function estimateText(e: Estimate, m: IntervalMetric): string {
+function estimateText(e: Estimate, m: IntervalMetric): string {
   if (e.value === null) return '-';
   const f = UNIT[m];
   return e.lo === null || e.hi === null

@@ -28,7 +28,7 @@ import { compareStrategies } from '../compare.js';
 import { changeOf } from './verdicts.js';
 import type { CellEvidence, Change, Estimate } from '../../run-format/evidence.js';
 
-export const METHOD =
+const METHOD =
   'circular block bootstrap over seconds (1000 resamples, blocks >= the sessions p95 lifetime), 95 % percentile intervals';
 
 const NULL_EST: Estimate = { value: null, lo: null, hi: null };

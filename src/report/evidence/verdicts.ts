@@ -3,8 +3,6 @@
 import { HIGHER_IS_BETTER, type IntervalMetric } from '../../metrics/intervals/intervals.js';
 import type { Change, Verdict } from '../../run-format/evidence.js';
 
-export const VERDICTS: readonly Verdict[] = ['better', 'worse', 'no difference detected', 'no interval'];
-
 /** z of a two-sided 95 % interval, and of 80 % power: the smallest detectable change is (z + zβ)·se. */
 const Z95 = 1.959964;
 const Z80 = 0.841621;

@@ -8,7 +8,7 @@ import { reportJson } from '../tables/render.js';
 import { type ReportJson } from '../../run-format/report.js';
 
 /** Where a candidate came from: enough to tell whether it is fit to promote. */
-export interface CandidateProvenance {
+interface CandidateProvenance {
   createdAt: string;
   runs: number;
   seeds: number[];

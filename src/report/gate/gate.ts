@@ -18,7 +18,7 @@ export const GATE_K = 3;
 /** Smallest tolerance per field, for cells whose baseline IQR is 0 (one run, or equal values). */
 export const DEFAULT_GATE_FLOORS = 'p95=15%,goodput=10%,retention=0.05';
 
-export type GateVerdict = 'pass' | 'better' | 'worse' | 'missing' | 'new';
+type GateVerdict = 'pass' | 'better' | 'worse' | 'missing' | 'new';
 
 export interface GateCell {
   group: string;
@@ -258,7 +258,7 @@ function rows(cells: readonly GateCell[]): string[][] {
 }
 
 /** One line: PASS or FAIL with counts. */
-export function gateSummaryLine(r: GateResult): string {
+function gateSummaryLine(r: GateResult): string {
   const count = (v: GateVerdict): number => r.cells.filter((c) => c.verdict === v).length;
   const head = r.failed.length > 0 ? 'FAIL' : 'PASS';
   return `gate ${head}: ${count('worse')} worse beyond tolerance, ${count('missing')} missing, ${count('better')} better, ${count('pass')} within noise, ${count('new')} new (${r.cells.length} cells; with a 95 % interval of the change: worse only when all of it is beyond the floor, else tolerance max(${r.k} × IQR, floor))`;

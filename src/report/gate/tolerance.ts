@@ -101,7 +101,7 @@ export function loadBaseline(path: string): BaselineGroup[] {
   return baselineGroups(raw, path);
 }
 
-export function baselineGroups(raw: unknown, where: string): BaselineGroup[] {
+function baselineGroups(raw: unknown, where: string): BaselineGroup[] {
   if (Array.isArray(raw)) return aggregateRuns(raw.map((r, i) => validateSummary(r, `${where}[${i}]`)));
   const obj = raw as Record<string, unknown> | null;
   if (obj && Array.isArray(obj.groups))

@@ -29,7 +29,7 @@ const xPhase = (order: string[]) => ({
  * Fig. 4: per phase (and the fault interval), plb vs rr bars with their 95 % intervals (the
  * median with its IQR where there is none); a panel per metric and class.
  */
-export function fig4Spec(f: PaperFigures): TopLevelSpec | null {
+function fig4Spec(f: PaperFigures): TopLevelSpec | null {
   if (!f.fig4) return null;
   const values = f.fig4.bars
     .filter((b) => b.value.median !== null)
@@ -164,7 +164,7 @@ const fig6Bars = (f: PaperFigures): ChangeBar[] =>
   ]);
 
 /** The notes under Fig. 4-6 naming their bars without a 95 % interval (empty when none). */
-export function paperChartNotes(f: PaperFigures): string[] {
+function paperChartNotes(f: PaperFigures): string[] {
   const changes = (name: string, bars: ChangeBar[]): string | null =>
     missingIntervalNote(
       bars
@@ -186,7 +186,7 @@ export function paperChartNotes(f: PaperFigures): string[] {
 }
 
 /** Fig. 5: (rr - plb) / rr p95 per class, mix and fault phase; positive = plb better. */
-export function fig5Spec(f: PaperFigures): TopLevelSpec | null {
+function fig5Spec(f: PaperFigures): TopLevelSpec | null {
   const order = [...new Set(f.fig5.map((c) => c.phase))];
   return changeSpec(
     `Fig. 5 (${f.plan}): p95 change vs rr, (rr - plb) / rr, positive = plb better — error bar = 95 % interval`,
@@ -196,7 +196,7 @@ export function fig5Spec(f: PaperFigures): TopLevelSpec | null {
 }
 
 /** Fig. 6: plb's p95 change vs each class's own ref per phase and mix; positive = degradation. */
-export function fig6Spec(f: PaperFigures): TopLevelSpec | null {
+function fig6Spec(f: PaperFigures): TopLevelSpec | null {
   const order = [...new Set(f.fig6.map((c) => c.phase))];
   return changeSpec(
     `Fig. 6 (${f.plan}): plb p95 change vs its own ref, positive = degradation — error bar = 95 % interval`,

@@ -17,7 +17,6 @@ import {
 import { FIG4_METRICS, type Fig4Metric, type PaperReport } from '../../run-format/report.js';
 
 export type PaperQuestion = 'rq1' | 'rq2' | 'rq3';
-export const PAPER_QUESTIONS: readonly PaperQuestion[] = ['rq1', 'rq2', 'rq3'];
 
 /** The strategies of the paper: PLB, 5RR (rr) and 3RR+2RR (static with partition 3:2). */
 const PLB = 'plb';
@@ -25,7 +24,7 @@ const SHARED = 'rr';
 const STATIC = 'static';
 
 /** Fig. 4's focus mix (the paper's Freemium-heavy P25:F75); another mix when it has no runs. */
-export const FIG4_MIX = '25:75';
+const FIG4_MIX = '25:75';
 
 /** Fig. 4's metrics; "observed session lifetime" is the median lifetime of the sessions that finished. */
 
@@ -35,7 +34,7 @@ export function paperQuestionOf(plan: string): PaperQuestion | null {
   return m ? (m[1] as PaperQuestion) : null;
 }
 
-export interface Rq1Row {
+interface Rq1Row {
   mix: string;
   strategy: string;
   /** Premium goodput over the fault interval / Premium goodput of ref. */
@@ -45,7 +44,7 @@ export interface Rq1Row {
   cpuCv: Stat;
 }
 
-export interface Fig4Bar {
+interface Fig4Bar {
   phase: string;
   cls: ServiceClass;
   metric: Fig4Metric;
@@ -55,7 +54,7 @@ export interface Fig4Bar {
   interval?: { value: number; lo: number; hi: number } | null;
 }
 
-export interface Fig5Cell {
+interface Fig5Cell {
   mix: string;
   cls: ServiceClass;
   phase: string;
@@ -67,7 +66,7 @@ export interface Fig5Cell {
   interval?: { lo: number; hi: number } | null;
 }
 
-export interface Fig6Cell {
+interface Fig6Cell {
   mix: string;
   phase: string;
   /** Median over the repeats of plb's (p95 - ref p95) / ref p95: positive = degradation. */
@@ -80,7 +79,7 @@ export interface Fig6Cell {
   freemiumInterval?: { lo: number; hi: number } | null;
 }
 
-export interface ClaimResult {
+interface ClaimResult {
   id: string;
   phase: string;
   mix: string;
@@ -112,7 +111,7 @@ export interface PaperFigures {
 const EMPTY: Stat = { median: null, q1: null, q3: null, n: 0 };
 
 /** A group's phase by name, `fault` being its fault interval. */
-export function phaseOf(g: RunGroup | undefined, name: string): AggregatedPhase | undefined {
+function phaseOf(g: RunGroup | undefined, name: string): AggregatedPhase | undefined {
   if (!g) return undefined;
   return name === FAULT_INTERVAL ? g.faultInterval : g.phases.find((p) => p.name === name);
 }

@@ -8,11 +8,6 @@ import { REPRODUCE_TOLERANCE_PP, type PublishedClaim } from './published.js';
 
 export type ClaimVerdict = 'reproduced' | 'contradicted' | 'inconclusive' | 'not measured';
 
-export const INTERVAL_RULE =
-  'with a 95 % interval of the measured value: reproduced when all of it lies in the accepted range, ' +
-  'contradicted when none of it does, inconclusive when it overlaps both the range and its complement ' +
-  '(or when the runs have no per-second data for an interval).';
-
 /** The accepted range of a claim: the published one widened, on the published side of 0. */
 export function acceptedRange(c: PublishedClaim): { lo: number; hi: number } {
   if (c.above) return { lo: c.low, hi: Infinity };

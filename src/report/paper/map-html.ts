@@ -29,7 +29,7 @@ const unitOf = (published: string): string =>
   published.endsWith('pp') ? 'pp' : published.endsWith('x') ? 'x' : '%';
 
 /** The heatmap of one claim: x reference CPU, y queries per session, a panel per mix. */
-export function claimHeatmapSpec(map: MapJson, key: string): TopLevelSpec | null {
+function claimHeatmapSpec(map: MapJson, key: string): TopLevelSpec | null {
   const values = map.claims
     .filter((c) => claimKey(c) === key)
     .flatMap((c) => {
@@ -84,7 +84,7 @@ export function claimHeatmapSpec(map: MapJson, key: string): TopLevelSpec | null
 }
 
 /** The centre, sweeps and ablations of one claim: measured value and interval against the accepted range. */
-export function claimSweepSpec(map: MapJson, key: string): TopLevelSpec | null {
+function claimSweepSpec(map: MapJson, key: string): TopLevelSpec | null {
   const rows = map.claims
     .filter((c) => claimKey(c) === key)
     .flatMap((c) => {

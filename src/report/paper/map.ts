@@ -13,7 +13,7 @@ import { loadRuns } from '../run-dir.js';
 import { renderTable, type TableModel } from '../tables/table-model.js';
 
 /** The groups of a cell's runs (both series), with their evidence against rr, as `plb report` builds them. */
-export function cellGroups(dir: string): { groups: RunGroup[]; runs: number } {
+function cellGroups(dir: string): { groups: RunGroup[]; runs: number } {
   if (!existsSync(dir)) return { groups: [], runs: 0 };
   const runs = loadRuns([dir]);
   const groups = aggregateRuns(
@@ -37,7 +37,7 @@ function sessionPhaseRatio(groups: readonly RunGroup[]): number | null {
 }
 
 /** A cell's claims: the published ones for its mix, each with its verdict. */
-export function cellClaims(cell: MapCell, groups: readonly RunGroup[]): MapClaimCell[] {
+function cellClaims(cell: MapCell, groups: readonly RunGroup[]): MapClaimCell[] {
   const report = paperFigures(groups);
   if (!report) return [];
   return report.experiments

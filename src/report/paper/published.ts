@@ -5,7 +5,7 @@
 import type { ServiceClass } from '../../core/service-class.js';
 
 /** What a claim is about: one figure's value in one phase, class and mix. */
-export type ClaimMeasure =
+type ClaimMeasure =
   /** plb / rr Premium goodput ratio (RQ2). */
   | 'goodputRatio'
   /** Fig. 5: (rr - plb) / rr p95, in percent. */

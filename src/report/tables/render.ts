@@ -183,7 +183,7 @@ export function comparisonTable(cmp: Comparison, opts: TableOptions = {}): Table
 }
 
 /** What makes a group's numbers less than a clean measurement: invalid phases, incomplete runs. */
-export function groupNotes(g: RunGroup): string[] {
+function groupNotes(g: RunGroup): string[] {
   const out: string[] = [];
   for (const p of g.phases) for (const why of p.invalid) out.push(`invalid phase ${p.name}: ${why}`);
   for (const why of g.problems) out.push(`incomplete run ${why}`);
@@ -202,7 +202,7 @@ export function groupTables(g: RunGroup): TableModel[] {
   return tablesOf(g, { wide: true });
 }
 
-export function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
+function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
   const d = detectionTable(g, opts);
   const f = failureTable(g, opts);
   const parts = { title: groupTitle, stat: fmtStat };

@@ -73,7 +73,7 @@ export function renderSideBySide(summaries: readonly RunSummary[], opts: TableOp
  * Is this run a measurement? The client's worst event-loop delay p99 and CPU, the detections
  * (and how many no fault explains), and the failures heard of by cause.
  */
-export function measurementLine(s: RunSummary): string {
+function measurementLine(s: RunSummary): string {
   const hs = s.phases.flatMap((p) => (p.harness ? [p.harness] : []));
   const loop = hs.length > 0 ? Math.max(...hs.map((h) => h.loopP99Ms ?? 0)) : null;
   const cpu = hs.length > 0 ? Math.max(...hs.map((h) => h.cpuMax ?? 0)) : null;

@@ -17,7 +17,7 @@ interface Table {
   rows: string[][];
 }
 
-export const ALERT = 'ALERT';
+const ALERT = 'ALERT';
 
 const two = (v: number): string => v.toFixed(2);
 
