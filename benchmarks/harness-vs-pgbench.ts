@@ -4,7 +4,7 @@
 // (workloads/pgbench-like.yaml for plb), closed loop without think time, connections kept, straight
 // to one replica, at 4, 32 and 256 clients. Prints each tool's throughput and p50 and plb's ratios,
 // plb's client CPU, and the rate one core of plb's client can drive (throughput / client CPU): past
-// it, plb's own event loop rather than the server sets the figures (src/metrics/harness-rate.ts
+// it, plb's own event loop rather than the server sets the figures (src/metrics/summary/harness-rate.ts
 // keeps the measured value; every run past it warns).
 //
 // pgbench: -M extended (plb's pg driver sends unnamed extended-protocol statements too), -j 2,

@@ -19,8 +19,8 @@ import {
   relativeChange,
   sessionP95S,
   type SecondSample,
-} from '../src/metrics/intervals.js';
-import { readRunSeconds } from '../src/metrics/phase-seconds.js';
+} from '../src/metrics/intervals/intervals.js';
+import { readRunSeconds } from '../src/metrics/intervals/phase-seconds.js';
 import { option } from './lib/args.js';
 
 const argv = process.argv.slice(2);

@@ -32,7 +32,7 @@ import { createLocalDriver } from '../src/cluster/local/index.js';
 import { clusterSpec } from '../src/cluster/select.js';
 import { DEFAULT_RELAY_THREADS } from '../src/proxy/native-relay.js';
 import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
-import { overRuns } from '../src/report/evidence.js';
+import { overRuns } from '../src/report/evidence/evidence.js';
 import { formatInterval, pairwise, side } from './lib/paired.js';
 import { procCpuS, threadsCpuS, type Threads } from './lib/proc-cpu.js';
 import { option } from './lib/args.js';

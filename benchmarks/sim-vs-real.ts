@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
 import type { RunSummary } from '../src/run-format/summary.js';
-import { changeText, verdictText } from '../src/report/verdicts.js';
+import { changeText, verdictText } from '../src/report/evidence/verdicts.js';
 import {
   agreement,
   estimateOf,

@@ -28,14 +28,13 @@ export {
   upCluster,
 } from './cluster/select.js';
 export { acquireClusterLock, withClusterLock, type ClusterLock } from './cluster/lock.js';
-export { createRunWriter, loadRun, computePhases } from './metrics/index.js';
+export { createRunWriter } from './metrics/store/run-writer.js';
+export { loadRun } from './metrics/store/load-run.js';
+export { computePhases } from './faults/actions.js';
 export { runBench, type BenchConfig, type BenchResult } from './bench/run.js';
-export {
-  aggregateRuns,
-  compareStrategies,
-  renderComparison,
-  renderReport,
-  writeReports,
-} from './report/index.js';
+export { aggregateRuns } from './report/aggregate.js';
+export { compareStrategies } from './report/compare.js';
+export { renderComparison, renderReport } from './report/tables/render.js';
+export { writeReports } from './report/report.js';
 export * from './run-format/index.js';
 export { startProxy, type ProxyHandle, type ProxyOptions } from './proxy/proxy-server.js';

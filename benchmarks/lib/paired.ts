@@ -1,7 +1,7 @@
 // Paired comparisons over repeats: each repeat runs every path back to back, so a path's figure
 // minus another's in the same repeat cancels the machine's drift between repeats (which, on two
 // shared cores, is larger than most differences between proxies). The mean over repeats and its
-// 95 % t-interval are the report's own (`overRuns` in src/report/evidence.ts: at least 3 repeats,
+// 95 % t-interval are the report's own (`overRuns` in src/report/evidence/evidence.ts: at least 3 repeats,
 // else no value); this file formats and reads them.
 import type { Estimate } from '../../src/run-format/evidence.js';
 

@@ -5,7 +5,7 @@
 import { colourEnabled } from '../core/table-style.js';
 import { errorLine, exitCodeOf } from '../core/fail.js';
 import { packageVersion } from '../core/package-info.js';
-import { createRunWriter } from '../metrics/index.js';
+import { createRunWriter } from '../metrics/store/run-writer.js';
 import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from '../cli/stop-signals.js';
 import { leaseCluster, observeWriters } from './cluster-lease.js';
 import { collectEnvironment } from './environment.js';

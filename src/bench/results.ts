@@ -1,11 +1,12 @@
 // What `plb bench run` prints at the end: the runs side by side, or their summaries as JSON; the
 // comparison, the aggregate, the paper's figures and the headline; report.html in every run.
 import { formatError } from '../core/errors.js';
-import { renderComparison, renderReport, writeReports } from '../report/index.js';
-import { headlineLines } from '../report/headline.js';
-import { paperFigures } from '../report/paper-figures.js';
-import { paperSection } from '../report/paper-render.js';
-import { renderSideBySide } from '../report/side-by-side.js';
+import { renderComparison, renderReport } from '../report/tables/render.js';
+import { writeReports } from '../report/report.js';
+import { headlineLines } from '../report/evidence/headline.js';
+import { paperFigures } from '../report/paper/figures.js';
+import { paperSection } from '../report/paper/render.js';
+import { renderSideBySide } from '../report/tables/side-by-side.js';
 import type { BenchResult } from './run.js';
 
 export function renderBenchResults(

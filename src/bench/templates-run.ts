@@ -9,7 +9,7 @@ import type { ClusterDriver } from '../cluster/driver.js';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { simDriverOf } from '../cluster/sim/index.js';
 import { PlbError } from '../core/errors.js';
-import { TemplateLatencies } from '../metrics/template-stats.js';
+import { TemplateLatencies } from '../metrics/summary/template-stats.js';
 import type { RunSummary } from '../run-format/summary.js';
 import { renameSync, writeFileSync } from 'node:fs';
 import { checkSimTemplates, mayWriteSetup, preflightTemplates, runSetup } from '../workload/preflight.js';

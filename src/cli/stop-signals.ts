@@ -1,5 +1,5 @@
 // Every way a bench is told to stop takes the same graceful path as Ctrl-C.
-import { markOpenRunsIncomplete } from '../metrics/run-writer.js';
+import { markOpenRunsIncomplete } from '../metrics/store/run-writer.js';
 
 /** Signals that stop a bench, with the exit code each ends it with (128 + signal number). */
 export const STOP_SIGNALS = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;

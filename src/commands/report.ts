@@ -2,10 +2,11 @@ import { Args, Errors, Flags } from '@oclif/core';
 import { EXIT_CODES_HELP, errorLine } from '../core/fail.js';
 import { PlbCommand } from '../cli/plb-command.js';
 import { compareStrategies } from '../report/compare.js';
-import { renderCsvPerRun, renderReport, reportJson, SIGN_CONVENTION } from '../report/render.js';
-import { DEFAULT_TOLERANCE, TOLERANCE_FIELDS } from '../report/tolerance.js';
+import { renderCsvPerRun } from '../report/tables/csv.js';
+import { renderReport, reportJson, SIGN_CONVENTION } from '../report/tables/render.js';
+import { DEFAULT_TOLERANCE, TOLERANCE_FIELDS } from '../report/gate/tolerance.js';
 import { TOLERANCE_EXIT_CODE } from '../core/fail.js';
-import { annotation, DEFAULT_GATE_FLOORS, GATE_K, reportGate } from '../report/gate.js';
+import { annotation, DEFAULT_GATE_FLOORS, GATE_K, reportGate } from '../report/gate/gate.js';
 import { writeReports } from '../report/report.js';
 import { escapeLines } from '../core/text.js';
 

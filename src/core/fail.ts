@@ -6,7 +6,7 @@ import { escapeControl } from './text.js';
 export const TOLERANCE_EXIT_CODE = 3;
 
 /** Exit codes, as README.md's table lists them. */
-export const EXIT = {
+const EXIT = {
   ok: 0,
   /** A wrong value (flag, argument, plan field) and every other error. */
   error: 1,
@@ -37,7 +37,7 @@ const ANSI_RE = /\u001b\[[0-9;]*m/g;
  * "Parsing --x \n\t<message>\nSee more help with --help", and its own errors end with that help
  * line: both are taken back to the message.
  */
-export function errorMessage(err: unknown): string {
+function errorMessage(err: unknown): string {
   if (!(err instanceof Error)) return escapeControl(String(err));
   let text = err.message.replace(ANSI_RE, '');
   const wrapped = /^Parsing (--\S+) \n\t([\s\S]*)\nSee more help with --help$/.exec(text);
@@ -68,7 +68,7 @@ export function errorLine(err: unknown): string {
   return hint ? `${errorMessage(err)} (hint: ${escapeControl(hint)})` : errorMessage(err);
 }
 
-export function errorCode(err: unknown): PlbErrorCode | 'USAGE' {
+function errorCode(err: unknown): PlbErrorCode | 'USAGE' {
   if (isPlbError(err)) return err.code;
   if (err instanceof Error && USAGE_ERRORS.has(err.constructor.name)) return 'USAGE';
   if (err instanceof Errors.CLIError) return 'BAD_INPUT';
@@ -86,13 +86,4 @@ export function exitCodeOf(err: unknown): number {
 export function errorJson(err: unknown): { error: { code: string; message: string; hint: string | null } } {
   const hint = hintOf(err);
   return { error: { code: errorCode(err), message: errorMessage(err), hint: hint ?? null } };
-}
-
-/**
- * Prints the error as one line on stderr and exits. Not Command.error(): oclif wraps its message
- * at the terminal width (80 columns when piped), which breaks the one-line error.
- */
-export function fail(cmd: { exit(code?: number): never }, err: unknown, exit = exitCodeOf(err)): never {
-  process.stderr.write(`Error: ${errorLine(err)}\n`);
-  return cmd.exit(exit);
 }

@@ -89,7 +89,7 @@ export function firstIssue(error: z.ZodError, input: unknown): string {
 }
 
 /** What a reader reports of a failed check: the text, and the path whose line it is at. */
-export interface IssueReport {
+interface IssueReport {
   text: string;
   /** The field whose line the error is at (`of: 'key'`: its key's line, as for an unknown field). */
   path: readonly PropertyKey[];

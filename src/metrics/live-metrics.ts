@@ -6,10 +6,10 @@ import { computeSignals, DEFAULT_SIGNAL_THRESHOLDS, type SignalThresholds } from
 import type { Recorder, ReplicaState, RunWriter } from './types.js';
 
 /** Query latency buckets, seconds: 1 ms .. 10 s (a bench query is ms; an overload is seconds). */
-export const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** Seconds of the sliding window the live spreads are taken over (as report.html's). */
-export const LIVE_WINDOW_S = 5;
+const LIVE_WINDOW_S = 5;
 
 interface Sample {
   atMs: number;

@@ -11,8 +11,9 @@
  *   repeats; interpolation moves smoothly with every run.
  */
 import type { Histogram } from 'hdr-histogram-js';
+import type { Stat } from '../run-format/report.js';
 import type { Percentiles } from './types.js';
-import { valueAtPercentile, valuesAtPercentiles } from './hdr-counts.js';
+import { valueAtPercentile, valuesAtPercentiles } from './hdr/counts.js';
 
 /** Arithmetic mean; null for no values. */
 export function mean(values: readonly number[]): number | null {
@@ -102,6 +103,12 @@ export function quantile(values: readonly number[], p: number): number | null {
   const a = xs[lo] as number;
   const b = xs[Math.min(lo + 1, xs.length - 1)] as number;
   return a + (h - lo) * (b - a);
+}
+
+/** Median and quartiles (type 7) of one metric over a group's runs; non-finite values are left out. */
+export function stat(values: readonly (number | null | undefined)[]): Stat {
+  const xs = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  return { median: quantile(xs, 0.5), q1: quantile(xs, 0.25), q3: quantile(xs, 0.75), n: xs.length };
 }
 
 /** Rounds to `digits` decimals, keeping null (summary and CSV values stay readable). */

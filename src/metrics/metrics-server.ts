@@ -8,7 +8,7 @@ export interface MetricsServer {
 }
 
 /** The content type of Prometheus text exposition format 0.0.4 (what prom-client writes). */
-export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /**
  * Listens on 127.0.0.1:`port` (0: any free port) and answers GET /metrics with `text()`.

@@ -1,7 +1,6 @@
 import type { Phase } from './types.js';
 
 // Phases are computed where fault actions are mapped (faults/actions.ts); metrics bins samples into them.
-export { computePhases, livePhaseName, type FaultMark } from '../faults/actions.js';
 
 /** Index of the phase containing tMs (start inclusive, end exclusive), -1 when none. */
 export function phaseIndexAt(phases: readonly Phase[], tMs: number): number {

@@ -1,11 +1,11 @@
 // Groups runs of one strategy+plan+mix and settings (repeats) and reduces every metric to median and IQR.
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import type { PhaseSummary, RunSummary } from '../run-format/summary.js';
-import { aggregateTemplates } from './templates-table.js';
-import { FAULT_INTERVAL } from '../metrics/summary.js';
+import { aggregateTemplates } from './tables/templates-table.js';
+import { FAULT_INTERVAL } from '../metrics/summary/fault-interval.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
 import type { RunConfig } from '../run-format/config.js';
-import { stat } from './stats.js';
+import { stat } from '../metrics/math.js';
 import { type Stat } from '../run-format/report.js';
 import {
   runSettings,

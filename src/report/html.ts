@@ -1,29 +1,27 @@
 // report.html: one self-contained file (inline CSS and SVG, no scripts, nothing fetched).
-import type { LoadedRun } from '../metrics/load-run.js';
-import { attachEvidence } from './evidence.js';
-import { evidenceNotes, intervalTables, verdictTable } from './evidence-render.js';
-import { headlineLines } from './headline.js';
+import type { LoadedRun } from '../metrics/store/load-run.js';
+import { attachEvidence } from './evidence/evidence.js';
+import { evidenceNotes, intervalTables, verdictTable } from './evidence/evidence-render.js';
+import { headlineLines } from './evidence/headline.js';
 import { aggregateRuns } from './aggregate.js';
 import { type RunGroup } from '../run-format/report.js';
 import {
   classTimelineSpec,
-  comparisonNote,
-  comparisonSpec,
   cpuTimelineSpec,
   harnessTimelineSpec,
-  phaseBarsNote,
-  phaseBarsSpec,
+  hasLag,
+  lagTimelineSpec,
   renderSvg,
   roleTimelineSpec,
-} from './charts.js';
+} from './charts/charts.js';
+import { comparisonNote, comparisonSpec, phaseBarsNote, phaseBarsSpec } from './charts/bar-charts.js';
 import { compareStrategies } from './compare.js';
-import { paperHtml } from './paper-charts.js';
-import { comparisonTable, groupTables, settingsLines } from './render.js';
-import { type TableModel } from './table-model.js';
+import { paperHtml } from './paper/charts.js';
+import { comparisonTable, groupTables, settingsLines } from './tables/render.js';
+import { type TableModel } from './tables/table-model.js';
 import { QUANTILE_METHOD } from '../metrics/math.js';
-import { hostShortfall } from '../metrics/measurement-warnings.js';
-import { hasLag, lagTimelineSpec } from './lag-chart.js';
-import { readSeconds, spreadSeries, spreadTimelineSpec } from './signal-charts.js';
+import { hostShortfall } from '../metrics/summary/measurement-warnings.js';
+import { readSeconds, spreadSeries, spreadTimelineSpec } from './charts/signal-charts.js';
 
 const CSS = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d232a;max-width:1200px}

@@ -2,12 +2,12 @@
 import { dirname, join, resolve, sep } from 'node:path';
 import { PlbError } from '../core/errors.js';
 import { checkWritableFile, writeFileSafe } from '../core/safe-write.js';
-import type { LoadedRun } from '../metrics/load-run.js';
+import type { LoadedRun } from '../metrics/store/load-run.js';
 import { aggregateRuns } from './aggregate.js';
-import { attachEvidence } from './evidence.js';
+import { attachEvidence } from './evidence/evidence.js';
 import { type RunGroup } from '../run-format/report.js';
 import { renderComparisonHtml, renderRunHtml } from './html.js';
-import { renderReport, type ReportFormat } from './render.js';
+import { renderReport, type ReportFormat } from './tables/render.js';
 import { loadRuns } from './run-dir.js';
 import {
   checkTolerance,
@@ -16,9 +16,9 @@ import {
   parseTolerance,
   type Moved,
   type ToleranceResult,
-} from './tolerance.js';
-import { DEFAULT_GATE_FLOORS, parseGateFloors, runGate, type GateResult } from './gate.js';
-import { candidateBaseline, candidateWarnings, writeCandidateBaseline } from './candidate-baseline.js';
+} from './gate/tolerance.js';
+import { DEFAULT_GATE_FLOORS, parseGateFloors, runGate, type GateResult } from './gate/gate.js';
+import { candidateBaseline, candidateWarnings, writeCandidateBaseline } from './gate/candidate-baseline.js';
 
 export interface ReportOptions {
   format?: ReportFormat;
@@ -137,7 +137,7 @@ export async function writeReports(
   };
 }
 
-export function movedLine(m: Moved): string {
+function movedLine(m: Moved): string {
   const v = (x: number | null): string => (x === null ? 'none' : String(Math.round(x * 1000) / 1000));
   if (m.metric === 'phase') return `moved: ${m.group} phase ${m.phase} is missing in the current runs`;
   const delta =

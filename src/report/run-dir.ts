@@ -4,8 +4,8 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PlbError } from '../core/errors.js';
-import { loadRun, type LoadedRun } from '../metrics/load-run.js';
-import { RUN_FILES } from '../metrics/run-writer.js';
+import { loadRun, type LoadedRun } from '../metrics/store/load-run.js';
+import { RUN_FILES } from '../metrics/store/run-writer.js';
 
 /**
  * The runs under `paths`, each with a run id of its own. A simulated series counts its run ids

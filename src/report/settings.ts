@@ -4,7 +4,7 @@
  * for labels and a canonical one for comparing; a field an older plb did not write is "unknown",
  * equal only to another unknown.
  */
-import { templateMix } from './templates-table.js';
+import { templateMix } from './tables/templates-table.js';
 import { createHash } from 'node:crypto';
 import type { RunConfig } from '../run-format/config.js';
 import type { ClassWorkload } from '../run-format/config.js';
@@ -30,7 +30,7 @@ export const SETTING_NAMES = [
 ] as const;
 export type SettingName = (typeof SETTING_NAMES)[number];
 
-export const UNKNOWN = 'unknown';
+const UNKNOWN = 'unknown';
 /** Canonical value of a missing field: no written value can equal it. */
 const MISSING = '\u0000missing';
 
@@ -40,7 +40,7 @@ export interface SettingValue {
 }
 
 /** JSON with object keys sorted: equal values, equal text. */
-export function canonicalJson(v: unknown): string {
+function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
   if (v !== null && typeof v === 'object')
     return `{${Object.keys(v)

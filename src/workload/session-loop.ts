@@ -20,7 +20,7 @@ export interface SessionContext {
   zoneOf?: (replica: string) => string | undefined;
   /** Where a template that writes runs (the primary); absent: a read-only workload. */
   primary?: { query(text: string, values: unknown[]): Promise<number> };
-  /** Per-template latencies (metrics/template-stats.ts). */
+  /** Per-template latencies (metrics/summary/template-stats.ts). */
   templates?: {
     done(cls: ServiceClass, template: string, endMs: number, latencyMs: number): void;
     failed(cls: ServiceClass, template: string, endMs: number): void;

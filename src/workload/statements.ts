@@ -19,7 +19,7 @@ import { parseWorkloadDocument } from './workload-file.js';
 let defaults: TemplateSet | undefined;
 
 /** plb's three templates, read once from the default file (its classes both run all three). */
-export function defaultTemplateSet(): TemplateSet {
+function defaultTemplateSet(): TemplateSet {
   if (defaults === undefined) {
     const set = parseWorkloadDocument(readDefaultWorkload(), defaultWorkloadPath(), true).templates.set;
     if (set === undefined) throw new Error(`${defaultWorkloadPath()} defines no templates`);
@@ -51,14 +51,4 @@ export function classTemplates(spec: WorkloadSpec, cls: ServiceClass): Template[
     perSpec.set(spec, c);
   }
   return c[cls];
-}
-
-/** The template set of a spec (plb's own when it names none). */
-export function templateSetOf(spec: WorkloadSpec): TemplateSet {
-  return (
-    spec.templates ?? {
-      ...defaultTemplateSet(),
-      classes: { premium: classTemplates(spec, 'premium'), freemium: classTemplates(spec, 'freemium') },
-    }
-  );
 }

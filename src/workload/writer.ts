@@ -12,9 +12,9 @@ import { WRITE_TABLE } from '../cluster/dataset.js';
 /** Rows are upserted over this many keys: the table stays small however long the run. */
 export const WRITE_KEYS = 10_000;
 /** A batch every this many ms: 200 rows/s are 20-row statements, not 200 round trips. */
-export const WRITE_TICK_MS = 100;
+const WRITE_TICK_MS = 100;
 /** Most rows/s a run may write (one connection; more would measure the writer, not the standbys). */
-export const MAX_WRITE_RATE = 50_000;
+const MAX_WRITE_RATE = 50_000;
 
 /** One statement per batch: distinct keys (an upsert may touch a row once), ~130 bytes a row. */
 const UPSERT = `INSERT INTO ${WRITE_TABLE} AS w (id, n, payload, updated_at)

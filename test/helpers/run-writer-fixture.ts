@@ -1,5 +1,5 @@
 // A run writer's options and a synthetic run fed through its recorder, for the run-writer tests.
-import type { RunWriterOptions } from '../../src/metrics/run-writer.js';
+import type { RunWriterOptions } from '../../src/metrics/store/run-writer.js';
 import type { RunWriter } from '../../src/metrics/types.js';
 export const startedAt = new Date(Date.UTC(2026, 10, 30, 5, 15, 0));
 export const options = (outDir: string): RunWriterOptions => ({

@@ -32,7 +32,7 @@ import { detectCgroupFs } from '../../src/cluster/local/cgroup.js';
 import { withClusterLock } from '../../src/cluster/lock.js';
 import { bringUp, clusterSpec, downCluster, removeOwned } from '../../src/cluster/select.js';
 import { clusterDir, readClusterRecord } from '../../src/cluster/state.js';
-import { RUN_FILES } from '../../src/metrics/run-writer.js';
+import { RUN_FILES } from '../../src/metrics/store/run-writer.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import { writeReports } from '../../src/report/report.js';
 import { Rng } from '../../src/core/rng.js';

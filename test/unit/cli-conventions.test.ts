@@ -9,7 +9,7 @@ import PlanShow from '../../src/commands/plan/show.js';
 import { checkBenchValue } from '../../src/bench/checks.js';
 import { PlbError } from '../../src/core/errors.js';
 import { errorJson, errorLine, EXIT_CODES_HELP, exitCodeOf } from '../../src/core/fail.js';
-import { renderSideBySide } from '../../src/report/side-by-side.js';
+import { renderSideBySide } from '../../src/report/tables/side-by-side.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import {
   etaSeconds,

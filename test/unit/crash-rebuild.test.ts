@@ -5,8 +5,8 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadRun } from '../../src/metrics/load-run.js';
-import { createRunWriter, RUN_FILES, type RunWriterOptions } from '../../src/metrics/run-writer.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
+import { createRunWriter, RUN_FILES, type RunWriterOptions } from '../../src/metrics/store/run-writer.js';
 import type { RunWriter } from '../../src/metrics/types.js';
 import { writeReports } from '../../src/report/report.js';
 
@@ -207,7 +207,7 @@ describe('a run killed in its first second', () => {
 describe('a writer process killed with SIGKILL', () => {
   it('leaves a run directory the report can summarise', async () => {
     const script = `
-      import { createRunWriter } from ${JSON.stringify(join(import.meta.dirname, '../../src/metrics/run-writer.ts'))};
+      import { createRunWriter } from ${JSON.stringify(join(import.meta.dirname, '../../src/metrics/store/run-writer.ts'))};
       const w = createRunWriter({ outDir: ${JSON.stringify(root)}, runId: 'sigkill', strategy: 'rr', plan: 'p',
         seed: 1, clients: 2, mix: { premium: 50, freemium: 50 }, replicas: ['r1'], refWindowS: 1, warmupS: 0 });
       w.writeConfig({});

@@ -23,10 +23,10 @@ import { externalConfigSchema } from '../../src/run-format/cluster-file.js';
 import { executeBench } from '../../src/bench/execute.js';
 import { type BenchFlagValues } from '../../src/bench/flags.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
-import { createRunWriter } from '../../src/metrics/run-writer.js';
+import { createRunWriter } from '../../src/metrics/store/run-writer.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
-import { renderReport } from '../../src/report/render.js';
+import { renderReport } from '../../src/report/tables/render.js';
 
 const SECRET = 's3cr3t-Pa55';
 const ENV = { PLB_TEST_PW: SECRET };

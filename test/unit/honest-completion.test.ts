@@ -4,12 +4,12 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadRun } from '../../src/metrics/load-run.js';
-import { createRunWriter } from '../../src/metrics/run-writer.js';
-import { markInvalidPhases } from '../../src/metrics/summary.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
+import { createRunWriter } from '../../src/metrics/store/run-writer.js';
+import { markInvalidPhases } from '../../src/metrics/summary/detections.js';
 import type { PhaseSummary, RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
-import { renderReport } from '../../src/report/render.js';
+import { renderReport } from '../../src/report/tables/render.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-honest-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HostCpu, parseProcStat } from '../../src/metrics/host-cpu.js';
+import { HostCpu, parseProcStat } from '../../src/metrics/samplers/host-cpu.js';
 
 // Two cores: user nice system idle iowait irq softirq steal guest guest_nice.
 const stat = (user: number, idle: number, steal: number, iowait = 0): string =>

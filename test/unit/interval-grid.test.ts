@@ -3,7 +3,7 @@
 import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
 import { describe, expect, it } from 'vitest';
-import { newLatencyHistogram } from '../../src/metrics/histogram.js';
+import { newLatencyHistogram } from '../../src/metrics/hdr/histogram.js';
 import {
   bootstrapCell,
   generator,
@@ -11,9 +11,9 @@ import {
   pointValues,
   prepareCell,
   runOf,
-} from '../../src/metrics/intervals.js';
-import { newLifetimeHistogram } from '../../src/metrics/seconds.js';
-import { decodeSparse, sparseOfHistogram } from '../../src/metrics/sparse-counts.js';
+} from '../../src/metrics/intervals/intervals.js';
+import { newLifetimeHistogram } from '../../src/metrics/store/seconds.js';
+import { decodeSparse, sparseOfHistogram } from '../../src/metrics/hdr/sparse-counts.js';
 
 interface Sec {
   latency: Histogram;

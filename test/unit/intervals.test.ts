@@ -2,7 +2,7 @@
 // seconds are dependent (a level that persists for a few seconds, as a session's replica does).
 import type { Histogram } from 'hdr-histogram-js';
 import { describe, expect, it } from 'vitest';
-import { newLatencyHistogram } from '../../src/metrics/histogram.js';
+import { newLatencyHistogram } from '../../src/metrics/hdr/histogram.js';
 import {
   blockLength,
   bootstrapCell,
@@ -12,8 +12,8 @@ import {
   relativeChange,
   tooFewSeconds,
   type SecondSample,
-} from '../../src/metrics/intervals.js';
-import { changeOf, detectableChange, opposite, verdictOf } from '../../src/report/verdicts.js';
+} from '../../src/metrics/intervals/intervals.js';
+import { changeOf, detectableChange, opposite, verdictOf } from '../../src/report/evidence/verdicts.js';
 
 /** `n` seconds of latencies (us): log-normal around a level that changes every `persist` seconds. */
 function series(

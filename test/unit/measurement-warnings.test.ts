@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PhaseSummary, RunSummary } from '../../src/run-format/summary.js';
-import { measurementWarnings } from '../../src/metrics/measurement-warnings.js';
-import { runProblems } from '../../src/report/evidence.js';
+import { measurementWarnings } from '../../src/metrics/summary/measurement-warnings.js';
+import { runProblems } from '../../src/report/evidence/evidence.js';
 
 const phase = (
   name: string,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { f32, f64 } from '../../src/metrics/columns.js';
+import { f32, f64 } from '../../src/metrics/store/columns.js';
 
 describe('typed columns', () => {
   it('know when they are ascending, and bound a time range as a full scan would', () => {

@@ -6,10 +6,10 @@ import {
   recordValue,
   valueAtPercentile,
   valuesAtPercentiles,
-} from '../../src/metrics/hdr-counts.js';
-import { encodeCompressedBase64, intervalLogLine } from '../../src/metrics/hdr-encode.js';
-import { newLatencyHistogram } from '../../src/metrics/histogram.js';
-import { newLifetimeHistogram } from '../../src/metrics/seconds.js';
+} from '../../src/metrics/hdr/counts.js';
+import { encodeCompressedBase64, intervalLogLine } from '../../src/metrics/hdr/encode.js';
+import { newLatencyHistogram } from '../../src/metrics/hdr/histogram.js';
+import { newLifetimeHistogram } from '../../src/metrics/store/seconds.js';
 
 const libraryLine = (h: hdr.Histogram, start: number, end: number, ratio: number): string => {
   let out = '';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { LagLog, lagLine, lagLines, lagPhaseStats } from '../../src/metrics/lag.js';
-import { MetricsStore } from '../../src/metrics/store.js';
-import { summarizePhases } from '../../src/metrics/summary.js';
+import { LagLog, lagLine, lagLines, lagPhaseStats } from '../../src/metrics/samplers/lag.js';
+import { MetricsStore } from '../../src/metrics/store/store.js';
+import { summarizePhases } from '../../src/metrics/summary/summary.js';
 import type { Phase } from '../../src/metrics/types.js';
-import { parseTimeline, timelineHeaderLine, timelineRow } from '../../src/metrics/timeline.js';
+import { parseTimeline, timelineHeaderLine, timelineRow } from '../../src/metrics/store/timeline.js';
 import { SERVICE_CLASSES } from '../../src/core/service-class.js';
 
 const phases: Phase[] = [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newLatencyHistogram, toLatencyUs } from '../../src/metrics/histogram.js';
+import { newLatencyHistogram, toLatencyUs } from '../../src/metrics/hdr/histogram.js';
 import {
   coefficientOfVariation,
   goodputRetention,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { computePhases, livePhaseName, phaseIndexAt, type FaultMark } from '../../src/metrics/phases.js';
-import { faultIntervalOf, faultIntervalPhases } from '../../src/metrics/summary.js';
+import { computePhases, livePhaseName, type FaultMark } from '../../src/faults/actions.js';
+import { phaseIndexAt } from '../../src/metrics/phases.js';
+import { faultIntervalOf, faultIntervalPhases } from '../../src/metrics/summary/fault-interval.js';
 
 const R = ['r1', 'r2', 'r3', 'r4', 'r5'];
 const base = { refWindowMs: 30_000, warmupMs: 10_000, replicas: R };

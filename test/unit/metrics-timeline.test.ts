@@ -9,7 +9,7 @@ import {
   timelineHeader,
   timelineHeaderLine,
   timelineRow,
-} from '../../src/metrics/timeline.js';
+} from '../../src/metrics/store/timeline.js';
 import type { ReplicaState } from '../../src/metrics/types.js';
 import { SERVICE_CLASSES } from '../../src/core/service-class.js';
 

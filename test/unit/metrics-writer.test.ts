@@ -3,8 +3,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadRun, readPhaseHistogram } from '../../src/metrics/load-run.js';
-import { createRunWriter, histogramFiles, makeRunId } from '../../src/metrics/run-writer.js';
+import { loadRun, readPhaseHistogram } from '../../src/metrics/store/load-run.js';
+import { createRunWriter, histogramFiles, makeRunId } from '../../src/metrics/store/run-writer.js';
 import type { RunWriter } from '../../src/metrics/types.js';
 
 import { feed, options, startedAt } from '../helpers/run-writer-fixture.js';

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { renderTable } from '../../src/report/table-model.js';
+import { renderTable } from '../../src/report/tables/table-model.js';
 import { colourEnabled, tableStyle } from '../../src/core/table-style.js';
 
 const SRC = join(import.meta.dirname, '../../src');

@@ -6,7 +6,7 @@ import {
   TAIL_TOLERANCE,
   TAIL_WINDOW_MS,
   type QuerySeries,
-} from '../../src/metrics/recovery-tail.js';
+} from '../../src/metrics/summary/recovery-tail.js';
 
 /** The tail as first written: each window's latencies sorted. */
 function sortedTail(ends: number[], lats: number[], refUs: number, rejoinMs: number, endMs: number) {

@@ -1,8 +1,8 @@
 // A CPU sample is the CPU used since the sample before: it counts in the phase that stretch lies
 // in, so a replica killed at a phase's start does not carry the second before's CPU into it.
 import { describe, expect, it } from 'vitest';
-import { replicaStats } from '../../src/metrics/replica-stats.js';
-import { MetricsStore } from '../../src/metrics/store.js';
+import { replicaStats } from '../../src/metrics/summary/replica-stats.js';
+import { MetricsStore } from '../../src/metrics/store/store.js';
 import type { Phase } from '../../src/metrics/types.js';
 
 const phases: Phase[] = [

@@ -6,7 +6,7 @@ import { aggregateRuns, mixLabel, settingsDiff } from '../../src/report/aggregat
 import { differLine, sharedLine } from '../../src/report/settings.js';
 import type { RunConfig } from '../../src/run-format/config.js';
 import { compareStrategies, goodputChange, p95Change } from '../../src/report/compare.js';
-import { loadRun } from '../../src/metrics/load-run.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');

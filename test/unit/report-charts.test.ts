@@ -1,16 +1,10 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { aggregateRuns } from '../../src/report/aggregate.js';
-import {
-  bucketize,
-  classTimelineSpec,
-  comparisonSpec,
-  phaseBarsSpec,
-  renderSvg,
-  roleSegments,
-} from '../../src/report/charts.js';
+import { bucketize, classTimelineSpec, renderSvg, roleSegments } from '../../src/report/charts/charts.js';
+import { comparisonSpec, phaseBarsSpec } from '../../src/report/charts/bar-charts.js';
 import { compareStrategies } from '../../src/report/compare.js';
-import { loadRun } from '../../src/metrics/load-run.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
 const plb = loadRun(join(FIXTURES, 'demo-cascade-plb-1'));

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import Report from '../../src/commands/report.js';
 import { isPlbError } from '../../src/core/errors.js';
-import { loadRun } from '../../src/metrics/load-run.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import {
@@ -17,9 +17,9 @@ import {
   reportGate,
   runGate,
   type GateCell,
-} from '../../src/report/gate.js';
+} from '../../src/report/gate/gate.js';
 import { writeReports } from '../../src/report/report.js';
-import { checkTolerance, loadBaseline, parseTolerance } from '../../src/report/tolerance.js';
+import { checkTolerance, loadBaseline, parseTolerance } from '../../src/report/gate/tolerance.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/runs/demo-cascade');
 const ROOT = join(import.meta.dirname, '../../package.json');

@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadRun } from '../../src/metrics/load-run.js';
-import { renderSvg } from '../../src/report/charts.js';
-import { hasLag, lagTimelineSpec } from '../../src/report/lag-chart.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
+import { hasLag, lagTimelineSpec, renderSvg } from '../../src/report/charts/charts.js';
 
 const plb = loadRun(join(import.meta.dirname, '../fixtures/runs/demo-cascade/demo-cascade-plb-1'));
 

@@ -3,10 +3,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../../src/run-format/summary.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
-import { paperQuestionOf, paperFigures } from '../../src/report/paper-figures.js';
-import { PUBLISHED_CLAIMS, REPRODUCE_RULE } from '../../src/report/paper-published.js';
-import { claimVerdict } from '../../src/report/paper-intervals.js';
-import { renderReport } from '../../src/report/render.js';
+import { paperQuestionOf, paperFigures } from '../../src/report/paper/figures.js';
+import { PUBLISHED_CLAIMS, REPRODUCE_RULE } from '../../src/report/paper/published.js';
+import { claimVerdict } from '../../src/report/paper/intervals.js';
+import { renderReport } from '../../src/report/tables/render.js';
 import { DEFAULT_READINGS, READING_PRESETS } from '../../src/router/readings.js';
 import type { RunConfig } from '../../src/run-format/config.js';
 import { renderComparisonHtml } from '../../src/report/html.js';

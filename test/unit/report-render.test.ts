@@ -9,13 +9,12 @@ import {
   phaseTable,
   renderComparison,
   renderReport,
-  renderCsv,
-  renderCsvPerRun,
-  replicaTable,
   SIGN_CONVENTION,
-} from '../../src/report/render.js';
+} from '../../src/report/tables/render.js';
+import { renderCsv, renderCsvPerRun } from '../../src/report/tables/csv.js';
+import { replicaTable } from '../../src/report/tables/run-tables.js';
 import { type ReportJson } from '../../src/run-format/report.js';
-import { loadRun } from '../../src/metrics/load-run.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
 import { compareStrategies } from '../../src/report/compare.js';
 import { renderComparisonHtml } from '../../src/report/html.js';
 import type { RunConfig } from '../../src/run-format/config.js';

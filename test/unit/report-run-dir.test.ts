@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPlbError } from '../../src/core/errors.js';
-import { loadRun, parseEvents } from '../../src/metrics/load-run.js';
-import { parseTimeline } from '../../src/metrics/timeline.js';
+import { loadRun, parseEvents } from '../../src/metrics/store/load-run.js';
+import { parseTimeline } from '../../src/metrics/store/timeline.js';
 import { writeReports } from '../../src/report/report.js';
 import { findRunDirs } from '../../src/report/run-dir.js';
 

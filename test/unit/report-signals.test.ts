@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { SecondRecord } from '../../src/metrics/seconds.js';
-import type { TimelineRow } from '../../src/metrics/timeline.js';
-import { spreadSeries } from '../../src/report/signal-charts.js';
-import { signalsLine } from '../../src/report/signals-table.js';
+import type { SecondRecord } from '../../src/metrics/store/seconds.js';
+import type { TimelineRow } from '../../src/metrics/store/timeline.js';
+import { spreadSeries } from '../../src/report/charts/signal-charts.js';
+import { signalsLine } from '../../src/report/tables/signals-table.js';
 import type { PhaseSummary } from '../../src/run-format/summary.js';
 
 const cells = (cpu: number | null, healthy: boolean) => ({

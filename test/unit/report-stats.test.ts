@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { quantile } from '../../src/metrics/math.js';
-import { stat } from '../../src/report/stats.js';
+import { quantile, stat } from '../../src/metrics/math.js';
 
 describe('quantile (type 7, linear interpolation)', () => {
   it('matches R quantile(type=7) on 1..4', () => {

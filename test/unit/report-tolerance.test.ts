@@ -6,13 +6,13 @@ import Report from '../../src/commands/report.js';
 import { isPlbError } from '../../src/core/errors.js';
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { writeReports } from '../../src/report/report.js';
-import { loadRun } from '../../src/metrics/load-run.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
 import {
   checkTolerance,
   DEFAULT_TOLERANCE,
   loadBaseline,
   parseTolerance,
-} from '../../src/report/tolerance.js';
+} from '../../src/report/gate/tolerance.js';
 import { TOLERANCE_EXIT_CODE } from '../../src/core/fail.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isPlbError } from '../../src/core/errors.js';
-import { loadRun } from '../../src/metrics/load-run.js';
-import { createRunWriter } from '../../src/metrics/run-writer.js';
-import { detectionCounts, detectionRecords } from '../../src/metrics/summary.js';
+import { loadRun } from '../../src/metrics/store/load-run.js';
+import { createRunWriter } from '../../src/metrics/store/run-writer.js';
+import { detectionCounts, detectionRecords } from '../../src/metrics/summary/detections.js';
 
 import { feed, options } from '../helpers/run-writer-fixture.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ClusterDriver, ServerStatus } from '../../src/cluster/driver.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
-import { createRunWriter } from '../../src/metrics/run-writer.js';
+import { createRunWriter } from '../../src/metrics/store/run-writer.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import { runBench } from '../../src/bench/run.js';
 import type { SessionRouter } from '../../src/router/types.js';

@@ -11,7 +11,7 @@ import type { SessionRouter } from '../../src/router/types.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import { createSimCluster } from '../../src/cluster/sim/index.js';
 import { loadPlan } from '../../src/faults/plan.js';
-import { createRunWriter } from '../../src/metrics/run-writer.js';
+import { createRunWriter } from '../../src/metrics/store/run-writer.js';
 import { createRouter, type StrategyName } from '../../src/router/index.js';
 import { DEFAULT_WORKLOAD } from '../../src/workload/spec.js';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { handleStopSignals } from '../../src/cli/stop-signals.js';
-import { createRunWriter, RUN_FILES } from '../../src/metrics/run-writer.js';
+import { createRunWriter, RUN_FILES } from '../../src/metrics/store/run-writer.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-signals-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -178,7 +178,7 @@ describe('a custom workload on the simulator', () => {
 
 describe('per-template figures and the harness rate', () => {
   it('aggregates per phase, class and template over runs, and renders the table', async () => {
-    const { aggregateTemplates, templateTable } = await import('../../src/report/templates-table.js');
+    const { aggregateTemplates, templateTable } = await import('../../src/report/tables/templates-table.js');
     const row = (p95: number) => ({
       phase: 'ref',
       class: 'premium' as const,
@@ -207,7 +207,7 @@ describe('per-template figures and the harness rate', () => {
   });
 
   it('warns about a phase past the rate the harness was measured to keep up with', async () => {
-    const { harnessRateWarnings } = await import('../../src/metrics/harness-rate.js');
+    const { harnessRateWarnings } = await import('../../src/metrics/summary/harness-rate.js');
     const phase = (name: string, qps: number) =>
       ({ name, classes: { premium: { goodput: qps / 2 }, freemium: { goodput: qps / 2 } } }) as never;
     expect(harnessRateWarnings([phase('ref', 100)], 1000)).toEqual([]);

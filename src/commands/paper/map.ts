@@ -8,8 +8,8 @@ import { writeFileSafe } from '../../core/safe-write.js';
 import { escapeLines } from '../../core/text.js';
 import { expandGrid, loadMapGrid } from '../../bench/paper-map-grid.js';
 import { cellDone, sweepMap, type CellBenchFlags } from '../../bench/paper-map.js';
-import { evaluateMap, renderMapText } from '../../report/paper-map.js';
-import { renderMapHtml } from '../../report/paper-map-html.js';
+import { evaluateMap, renderMapText } from '../../report/paper/map.js';
+import { renderMapHtml } from '../../report/paper/map-html.js';
 import type { MapJson } from '../../run-format/paper-map.js';
 import { runBench } from '../bench/run.js';
 
