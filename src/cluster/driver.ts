@@ -19,7 +19,7 @@ export type FaultMethods = {
   readonly [A in FaultAction]: (id: ServerId, args: FaultArgs) => Promise<void>;
 };
 
-/** The operations of a driver that the first fault actions are made of. */
+/** The driver operations the original eight actions map onto (the bench also calls them directly). */
 type FaultOperations = Pick<
   ClusterDriver,
   'kill' | 'start' | 'stop' | 'pause' | 'unpause' | 'setCpus' | 'setReplayPaused'
