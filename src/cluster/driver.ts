@@ -2,6 +2,45 @@ import type { Connector } from './connector.js';
 import type { ServerId } from '../core/replica-ids.js';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import type { ClusterSpec } from '../run-format/cluster-record.js';
+import type { FaultAction, FaultFields } from '../run-format/fault-actions.js';
+
+/**
+ * A fault method's arguments: the event's fields; `cpus` is the run's replica quota when the
+ * event has none (the throttle that undoes a throttle when a run ends).
+ */
+export type FaultArgs = FaultFields & { cpus: number };
+
+/**
+ * How a driver applies each fault action of a plan (run-format/fault-actions.ts), one method per
+ * action: the injector applies an event with its action's method and undoes it, when a run ends
+ * with it in effect, with the method of the action its spec names in `undoneBy`.
+ */
+export type FaultMethods = {
+  readonly [A in FaultAction]: (id: ServerId, args: FaultArgs) => Promise<void>;
+};
+
+/** The driver operations the original eight actions map onto (the bench also calls them directly). */
+type FaultOperations = Pick<
+  ClusterDriver,
+  'kill' | 'start' | 'stop' | 'pause' | 'unpause' | 'setCpus' | 'setReplayPaused'
+>;
+
+/**
+ * The actions every driver applies through its own operations. A driver's `faults` spreads these
+ * and adds one method per newer action: the compiler asks each driver for it.
+ */
+export function faultsByOperation(d: FaultOperations) {
+  return {
+    down: (id: ServerId) => d.kill(id),
+    rejoin: (id: ServerId) => d.start(id),
+    stop: (id: ServerId) => d.stop(id),
+    pause: (id: ServerId) => d.pause(id),
+    unpause: (id: ServerId) => d.unpause(id),
+    throttle: (id: ServerId, a: FaultArgs) => d.setCpus(id, a.cpus),
+    'pause-replay': (id: ServerId) => d.setReplayPaused(id, true),
+    'resume-replay': (id: ServerId) => d.setReplayPaused(id, false),
+  } satisfies Partial<FaultMethods>;
+}
 
 /** Defaults of a cluster spec (clusterSpec() fills them in; the CLI's flags show them). */
 export const DEFAULT_CLUSTER: Readonly<
@@ -72,6 +111,8 @@ export interface ClusterDriver {
   status(): Promise<ServerStatus[]>;
   endpoints(): Endpoint[];
   credentials(): Promise<Credentials>;
+  /** The plan's fault actions on this cluster. */
+  readonly faults: FaultMethods;
   /** Fail-stop: SIGKILL. */
   kill(id: ServerId): Promise<void>;
   /** Start a stopped/killed server again (rejoin). Resolves once it accepts connections. */

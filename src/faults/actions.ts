@@ -1,9 +1,18 @@
 /**
- * The one mapping fault action -> replica state -> phase (DESIGN.md, Phases): what each action does
- * to its replica, to K+, and which phase it opens. The plan checker, the dry run, the injector's
- * oracle mode, the detection records and the run's phases all read it from here.
+ * The one mapping fault action -> replica state -> phase (DESIGN.md, Phases), read from the
+ * registry (run-format/fault-actions.ts): what each action does to its replica, to K+, and which
+ * phase it opens. The plan checker, the dry run, the injector's oracle mode, the detection records
+ * and the run's phases all read it from here.
  */
-import type { FaultAction } from '../run-format/plan.js';
+import {
+  FAULT_ACTION_SPECS,
+  faultActionSpec,
+  type FaultAction,
+  type PhaseKind,
+  type PlanReplicaState,
+} from '../run-format/fault-actions.js';
+
+export type { PlanReplicaState } from '../run-format/fault-actions.js';
 
 /** Name of the reference phase, the window just before the first fault. */
 export const REF_PHASE = 'ref';
@@ -11,65 +20,24 @@ export const REF_PHASE = 'ref';
 /** The one phase of a run without faults. */
 const STEADY_PHASE = 'steady';
 
-/** A replica's state as the plan sees it: which actions it can take next. */
-export type PlanReplicaState = 'up' | 'down' | 'stopped' | 'paused';
-
 /** The replica state after `action` (throttle leaves it as it was). */
 export function stateAfter(action: FaultAction, state: PlanReplicaState): PlanReplicaState {
-  switch (action) {
-    case 'down':
-      return 'down';
-    case 'stop':
-      return 'stopped';
-    case 'pause':
-      return 'paused';
-    case 'rejoin':
-    case 'unpause':
-      return 'up';
-    // Replay paused or resumed: the replica serves reads, only staler ones (lagging, not down).
-    case 'throttle':
-    case 'pause-replay':
-    case 'resume-replay':
-      return state;
-  }
+  const { after } = FAULT_ACTION_SPECS[action];
+  return after === 'unchanged' ? state : after;
 }
 
 /** What the replica must be for `action` to make sense, or undefined when `state` is fine. */
 export function actionRequirement(action: FaultAction, state: PlanReplicaState): string | undefined {
-  switch (action) {
-    case 'down':
-    case 'stop':
-    case 'pause':
-      return state === 'up' ? undefined : 'up and not paused';
-    case 'rejoin':
-      return state === 'down' || state === 'stopped' ? undefined : 'down or stopped';
-    case 'unpause':
-      return state === 'paused' ? undefined : 'paused';
-    case 'throttle':
-      return state === 'up' || state === 'paused' ? undefined : 'running';
-    case 'pause-replay':
-    case 'resume-replay':
-      return state === 'up' ? undefined : 'up and not paused';
-  }
+  const { from } = FAULT_ACTION_SPECS[action];
+  return from.states.includes(state) ? undefined : from.need;
 }
 
 /**
  * How an event changes K+ (the number of healthy replicas): down/stop/pause -1, rejoin/unpause +1;
  * throttle and pause-replay/resume-replay 0 (a slow or lagging replica is still healthy).
  */
-const SURVIVOR_DELTA: Readonly<Record<FaultAction, -1 | 0 | 1>> = {
-  down: -1,
-  stop: -1,
-  pause: -1,
-  rejoin: 1,
-  unpause: 1,
-  throttle: 0,
-  'pause-replay': 0,
-  'resume-replay': 0,
-};
-
 export function survivorDelta(action: FaultAction): -1 | 0 | 1 {
-  return SURVIVOR_DELTA[action];
+  return FAULT_ACTION_SPECS[action].survivors;
 }
 
 /** K+ after an event, given K+ before it. */
@@ -82,7 +50,7 @@ export function survivorsAfterEvent(survivors: number, action: FaultAction): num
  * null for throttle (it stays as it was) and for a string that is no action (an event read back).
  */
 export function replicaStateAfter(action: string): 'down' | 'up' | null {
-  const d = Object.hasOwn(SURVIVOR_DELTA, action) ? SURVIVOR_DELTA[action as FaultAction] : 0;
+  const d = faultActionSpec(action)?.survivors ?? 0;
   return d < 0 ? 'down' : d > 0 ? 'up' : null;
 }
 
@@ -100,6 +68,11 @@ export interface Phase {
   survivors: number;
   /** Replicas down during the phase. */
   down: string[];
+  /**
+   * ref, steady, or the kind the spec of the action that opened it names. Absent where only
+   * names are known (a summary.json read back, the fault interval, an action plb does not know).
+   */
+  kind?: PhaseKind;
 }
 
 /** A fault as injected (from a 'fault' event) or planned: when, which replica, what. */
@@ -118,6 +91,8 @@ const SAME_TIME_MS = 1;
 interface Boundary {
   tMs: number;
   name: string;
+  /** The kind of phase its naming action opens (undefined: an action plb does not know). */
+  kind: PhaseKind | undefined;
   survivors: number;
   down: string[];
 }
@@ -140,6 +115,7 @@ function faultBoundaries(faults: readonly FaultMark[], replicas: readonly string
     const b: Boundary = {
       tMs: f.tMs,
       name: phaseNameFor(f.action as FaultAction, count),
+      kind: faultActionSpec(f.action)?.phase,
       survivors: replicas.length - downList.length,
       down: downList,
     };
@@ -182,13 +158,28 @@ export function computePhases(input: PhaseInput): Phase[] {
   const boundaries = faultBoundaries(input.faults, replicas);
   const first = boundaries[0];
   if (first === undefined) {
-    push({ name: STEADY_PHASE, startMs: warmupMs, endMs, survivors: k, down: [] });
+    push({ name: STEADY_PHASE, startMs: warmupMs, endMs, survivors: k, down: [], kind: 'steady' });
     return phases;
   }
-  push({ name: REF_PHASE, startMs: first.tMs - refWindowMs, endMs: first.tMs, survivors: k, down: [] });
+  push({
+    name: REF_PHASE,
+    startMs: first.tMs - refWindowMs,
+    endMs: first.tMs,
+    survivors: k,
+    down: [],
+    kind: 'ref',
+  });
   boundaries.forEach((b, i) => {
     const next = boundaries[i + 1];
-    push({ name: b.name, startMs: b.tMs, endMs: next?.tMs ?? endMs, survivors: b.survivors, down: b.down });
+    const p: Phase = {
+      name: b.name,
+      startMs: b.tMs,
+      endMs: next?.tMs ?? endMs,
+      survivors: b.survivors,
+      down: b.down,
+    };
+    if (b.kind !== undefined) p.kind = b.kind;
+    push(p);
   });
   return phases;
 }

@@ -1,6 +1,14 @@
 import type { Clock } from '../clock/index.js';
-import type { ClusterDriver } from '../cluster/driver.js';
+import type { ClusterDriver, FaultArgs } from '../cluster/driver.js';
 import { errorText } from '../core/errors.js';
+import {
+  FAULT_ACTION_SPECS,
+  FAULT_FIELD_NAMES,
+  undoingAction,
+  type FaultAction,
+  type StatusCheck,
+  type UndoingAction,
+} from '../run-format/fault-actions.js';
 import type { FaultEvent } from '../run-format/plan.js';
 
 export interface InjectedFault {
@@ -32,18 +40,24 @@ export interface InjectorOptions {
   log?: (line: string) => void;
 }
 
+/** What the driver's status must show after an action whose spec names this check. */
+const EXPECTED: { readonly [C in StatusCheck]: { field: 'up' | 'paused'; value: boolean; wrong: string } } = {
+  'not-up': { field: 'up', value: false, wrong: 'still up' },
+  paused: { field: 'paused', value: true, wrong: 'not paused' },
+  'not-paused': { field: 'paused', value: false, wrong: 'still paused' },
+};
+
 /**
- * The state a replica must be in after each action. Not checked: throttle, and rejoin (the
- * driver's start resolves only once the server accepts connections, and a busy server can miss a
- * status query's timeout: a saturated server is not a dead one).
+ * How a run that ends early undoes what it left in effect: one step per action that undoes
+ * another (the specs' `undoneBy`), run in this order (unfrozen first, restarted, then what needs
+ * a running server), with the word `restore()` reports it by. `failure`: a failed step is logged
+ * with this word (a replica that does not come back matters; the other steps are best effort).
  */
-const EXPECTED: Partial<
-  Record<FaultEvent['action'], { field: 'up' | 'paused'; value: boolean; wrong: string }>
-> = {
-  down: { field: 'up', value: false, wrong: 'still up' },
-  stop: { field: 'up', value: false, wrong: 'still up' },
-  pause: { field: 'paused', value: true, wrong: 'not paused' },
-  unpause: { field: 'paused', value: false, wrong: 'still paused' },
+const RESTORE: { readonly [A in UndoingAction]: { label: string; failure?: string } } = {
+  unpause: { label: 'unpause' },
+  rejoin: { label: 'start', failure: 'restart' },
+  throttle: { label: 'cpus' },
+  'resume-replay': { label: 'resume replay' },
 };
 
 /**
@@ -54,11 +68,8 @@ export class Injector {
   private stopped = false;
   private readonly wake = new AbortController();
   private loop: Promise<void> | undefined;
-  /** What the run changed and must undo when it ends early. */
-  private readonly down = new Set<string>();
-  private readonly paused = new Set<string>();
-  private readonly throttled = new Set<string>();
-  private readonly replayPaused = new Set<string>();
+  /** What the run changed and must undo when it ends early: the replicas each undoing action is for. */
+  private readonly pending = new Map<FaultAction, Set<string>>();
   private readonly checks = new Set<Promise<void>>();
 
   constructor(private readonly opts: InjectorOptions) {}
@@ -85,40 +96,8 @@ export class Injector {
     const tMs = this.opts.clock.now();
     let error: string | undefined;
     try {
-      switch (event.action) {
-        case 'down':
-          await driver.kill(event.replica);
-          this.down.add(event.replica);
-          break;
-        case 'stop':
-          await driver.stop(event.replica);
-          this.down.add(event.replica);
-          break;
-        case 'rejoin':
-          await driver.start(event.replica);
-          this.down.delete(event.replica);
-          break;
-        case 'pause':
-          await driver.pause(event.replica);
-          this.paused.add(event.replica);
-          break;
-        case 'unpause':
-          await driver.unpause(event.replica);
-          this.paused.delete(event.replica);
-          break;
-        case 'throttle':
-          await driver.setCpus(event.replica, event.cpus ?? this.opts.defaultCpus);
-          this.throttled.add(event.replica);
-          break;
-        case 'pause-replay':
-          await driver.setReplayPaused(event.replica, true);
-          this.replayPaused.add(event.replica);
-          break;
-        case 'resume-replay':
-          await driver.setReplayPaused(event.replica, false);
-          this.replayPaused.delete(event.replica);
-          break;
-      }
+      await driver.faults[event.action](event.replica, this.args(event));
+      this.track(event);
     } catch (err) {
       error = errorText(err);
     }
@@ -144,14 +123,32 @@ export class Injector {
     return fault;
   }
 
+  /** The driver call's arguments: the event's fields, the run's quota for a cpus it has not. */
+  private args(event: FaultEvent): FaultArgs {
+    const args: FaultArgs = { cpus: this.opts.defaultCpus };
+    for (const f of FAULT_FIELD_NAMES) if (event[f] !== undefined) args[f] = event[f];
+    return args;
+  }
+
+  /** An action ends what its own undo was pending for, and may leave one of its own. */
+  private track(event: FaultEvent): void {
+    const undoneBy = undoingAction(event.action);
+    // A throttle undoes itself: the replica keeps its place in the restore order.
+    if (undoneBy !== event.action) this.pending.get(event.action)?.delete(event.replica);
+    if (undoneBy === null) return;
+    const set = this.pending.get(undoneBy) ?? new Set<string>();
+    this.pending.set(undoneBy, set.add(event.replica));
+  }
+
   /**
    * Did the action take? A driver call that returned is not proof (a kill of a server that came
    * straight back, a pause that did not stop it): the driver's status must show the expected state.
    * A replica the status does not list, or a status that fails, cannot be checked: no verdict.
    */
   private async verify(event: FaultEvent): Promise<string | undefined> {
-    const expect = EXPECTED[event.action];
-    if (expect === undefined) return undefined;
+    const check = FAULT_ACTION_SPECS[event.action].check;
+    if (check === null) return undefined;
+    const expect = EXPECTED[check];
     let s;
     try {
       s = (await this.opts.driver.status()).find((x) => x.id === event.replica);
@@ -175,28 +172,16 @@ export class Injector {
   async restore(): Promise<string[]> {
     const { driver } = this.opts;
     const restored: string[] = [];
-    for (const id of this.paused) {
-      await driver.unpause(id).catch(() => undefined);
-      restored.push(`unpause ${id}`);
+    for (const action of Object.keys(RESTORE) as UndoingAction[]) {
+      const { label, failure } = RESTORE[action];
+      for (const id of this.pending.get(action) ?? []) {
+        await driver.faults[action](id, { cpus: this.opts.defaultCpus }).catch((err: unknown) => {
+          if (failure !== undefined) this.opts.log?.(`${failure} ${id} failed: ${errorText(err)}`);
+        });
+        restored.push(`${label} ${id}`);
+      }
     }
-    for (const id of this.down) {
-      await driver
-        .start(id)
-        .catch((err: unknown) => this.opts.log?.(`restart ${id} failed: ${errorText(err)}`));
-      restored.push(`start ${id}`);
-    }
-    for (const id of this.throttled) {
-      await driver.setCpus(id, this.opts.defaultCpus).catch(() => undefined);
-      restored.push(`cpus ${id}`);
-    }
-    for (const id of this.replayPaused) {
-      await driver.setReplayPaused(id, false).catch(() => undefined);
-      restored.push(`resume replay ${id}`);
-    }
-    this.paused.clear();
-    this.down.clear();
-    this.throttled.clear();
-    this.replayPaused.clear();
+    this.pending.clear();
     return restored;
   }
 }

@@ -18,6 +18,7 @@ import {
   type FaultPlan,
   type ZoneAction,
 } from '../run-format/plan.js';
+import { FAULT_FIELD_NAMES } from '../run-format/fault-actions.js';
 import { actionRequirement, stateAfter, type PlanReplicaState } from './actions.js';
 
 /** What a plan gets for a header field it leaves out. */
@@ -198,8 +199,7 @@ function resolveEvents(
       const next = stateAfter(act, cur.state);
       if (next !== cur.state) states.set(replica, { state: next, since: at });
       const event: FaultEvent = { at, replica, action: act, line };
-      if (ev.cpus !== undefined) event.cpus = ev.cpus;
-      if (ev.weight !== undefined) event.weight = ev.weight;
+      for (const f of FAULT_FIELD_NAMES) if (ev[f] !== undefined) event[f] = ev[f];
       if (isZoneAction) event.zone = zone as string;
       out.push(event);
     }

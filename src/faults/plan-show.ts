@@ -34,6 +34,13 @@ import {
 } from './actions.js';
 import { planPhases } from './plan.js';
 import type { FaultAction, FaultPlan } from '../run-format/plan.js';
+import { FAULT_FIELD_NAMES, FAULT_FIELDS, type FaultFieldName } from '../run-format/fault-actions.js';
+
+/** The event fields plan show prints (the registry's `shown`): cpus. */
+type ShownField = {
+  [F in FaultFieldName]: (typeof FAULT_FIELDS)[F]['shown'] extends string ? F : never;
+}[FaultFieldName];
+const SHOWN_FIELDS = FAULT_FIELD_NAMES.filter((f): f is ShownField => FAULT_FIELDS[f].shown !== null);
 
 export interface PlanShowOptions {
   strategy: StrategyName;
@@ -62,7 +69,7 @@ export interface PlanShowRow {
   /** Seconds from the start of the run. */
   at: number;
   /** null for the initial row. */
-  event: { replica: string; action: FaultAction; cpus?: number } | null;
+  event: ({ replica: string; action: FaultAction } & { [F in ShownField]?: number }) | null;
   /** The phase that starts here; null for an event followed by another at the same time. */
   phase: string | null;
   survivors: number;
@@ -146,13 +153,14 @@ export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
     if (delta < 0) router.markDown(ev.replica, nowMs);
     else if (delta > 0) router.markUp(ev.replica, nowMs);
     states.set(ev.replica, stateAfter(ev.action, states.get(ev.replica) ?? 'up'));
-    if (ev.action === 'throttle' && ev.cpus !== undefined) cpus.set(ev.replica, ev.cpus);
+    // Only a throttle carries cpus (the plan's checks): the replica's quota from then on.
+    if (ev.cpus !== undefined) cpus.set(ev.replica, ev.cpus);
     survivors = survivorsAfterEvent(survivors, ev.action);
     const next = plan.events[i + 1];
     const opens = !next || next.at !== ev.at;
     const phase = opens ? (phaseAt.get(ev.at) ?? phaseNameFor(ev.action, count)) : null;
     const event: NonNullable<PlanShowRow['event']> = { replica: ev.replica, action: ev.action };
-    if (ev.cpus !== undefined) event.cpus = ev.cpus;
+    for (const f of SHOWN_FIELDS) if (ev[f] !== undefined) event[f] = ev[f];
     rows.push(row(ev.at, event, phase, survivors));
   });
 
@@ -177,9 +185,7 @@ export function renderPlanShow(show: PlanShow, plan: FaultPlan): string {
     chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
   });
   for (const r of show.rows) {
-    const event = r.event
-      ? `${r.event.action} ${r.event.replica}${r.event.cpus !== undefined ? ` (${r.event.cpus} cpus)` : ''}`
-      : 'start';
+    const event = r.event ? eventText(r.event) : 'start';
     table.push([
       `${r.at}s`,
       event,
@@ -199,6 +205,12 @@ export function renderPlanShow(show: PlanShow, plan: FaultPlan): string {
   const readings =
     show.readings && show.borrowing ? `\nreadings: ${formatReadings(show.readings, show.borrowing)}` : '';
   return `${header}${readings}${balanceLines(plan)}\n${table.toString()}\nphases: ${phases}`;
+}
+
+/** `throttle r3 (0.1 cpus)`: the action, the replica and each shown field with its unit. */
+function eventText(e: NonNullable<PlanShowRow['event']>): string {
+  const fields = SHOWN_FIELDS.map((f) => (e[f] !== undefined ? ` (${e[f]} ${FAULT_FIELDS[f].shown})` : ''));
+  return `${e.action} ${e.replica}${fields.join('')}`;
 }
 
 /** The plan's static weights, per-replica quotas and zones, one line each ('' without). */

@@ -9,19 +9,11 @@ import { PlbError } from '../core/errors.js';
 import { readUserFile, YamlFile } from '../core/user-file.js';
 import { fieldPath, reportOwnMessage } from '../core/zod-issue.js';
 import { computePhases } from './actions.js';
-import {
-  describeValue,
-  faultActionSchema,
-  MAX_PLAN_REPLICAS,
-  type FaultAction,
-  type FaultPlan,
-} from '../run-format/plan.js';
+import { describeValue, MAX_PLAN_REPLICAS, type FaultPlan } from '../run-format/plan.js';
 import { planSchema } from './plan-rules.js';
 
 export { MAX_DURATION_S, MAX_EVENTS, MAX_NAME_LENGTH, fmtSeconds } from '../run-format/plan.js';
 export { DEFAULT_PLAN } from './plan-rules.js';
-// The one list of actions is the plan schema's.
-export const FAULT_ACTIONS: readonly FaultAction[] = faultActionSchema.options;
 export const MAX_REPLICAS = MAX_PLAN_REPLICAS;
 
 /** How large a plan may be: `maxReplicas` is MAX_SIM_REPLICAS for a simulated cluster. */

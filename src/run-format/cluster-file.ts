@@ -1,6 +1,7 @@
 // A cluster file (`plb bench run --driver external --cluster-file f.yaml`): a cluster plb did not
 // make, and the commands (hooks) that inject each fault on it. cluster/external/file.ts reads it.
 import { z } from 'zod';
+import { FAULT_ACTION_SPECS, FAULT_ACTIONS, type HookAction } from './fault-actions.js';
 
 /** A duration: seconds as a number, or a string like `90s`, `500ms`, `2m`. */
 const duration = z.union([z.number().positive(), z.string().min(1)]);
@@ -22,9 +23,11 @@ export const hookSchema = z
     'argv of a command run without a shell ({replica}, {index}, {host}, {port} and, for throttle, {cpus} are substituted), or { run: argv, timeout }',
   );
 
-/** The fault actions a plan can take, and `cpu`: a command that prints cumulative CPU seconds. */
-export const HOOK_NAMES = ['down', 'rejoin', 'stop', 'pause', 'unpause', 'throttle', 'cpu'] as const;
-export type HookName = (typeof HOOK_NAMES)[number];
+/** The fault actions that run a command (the registry's `hook`). */
+const HOOK_ACTIONS = FAULT_ACTIONS.filter((a): a is HookAction => FAULT_ACTION_SPECS[a].hook);
+/** The hooks: one per such action, and `cpu`: a command that prints cumulative CPU seconds. */
+export const HOOK_NAMES: readonly HookName[] = [...HOOK_ACTIONS, 'cpu'];
+export type HookName = HookAction | 'cpu';
 
 const hooksSchema = z
   .strictObject(
@@ -34,7 +37,7 @@ const hooksSchema = z
     >,
   )
   .describe(
-    'down/rejoin/stop/pause/unpause/throttle: commands that inject the action; cpu: prints the cumulative CPU seconds the replica used (optional)',
+    `${HOOK_ACTIONS.join('/')}: commands that inject the action; cpu: prints the cumulative CPU seconds the replica used (optional)`,
   );
 
 const replicaSchema = serverSchema.extend({

@@ -1,5 +1,6 @@
 // events.jsonl: one JSON object a line ('hook': --driver external's fault commands), one schema per `type` (metrics/types.ts RunEvent documents them).
 import { z } from 'zod';
+import { HOOK_NAMES } from './cluster-file.js';
 import { faultActionSchema } from './plan.js';
 
 const tMs = z.number().describe('ms since the start of the run (t=0: the first client starts)');
@@ -60,7 +61,9 @@ export const hookEventSchema = z.looseObject({
   type: z.literal('hook'),
   tMs: tMs.describe('when the hook ended'),
   replica: z.string(),
-  hook: z.string().describe("the cluster file's hook: down, rejoin, stop, pause, unpause, throttle or cpu"),
+  hook: z
+    .string()
+    .describe(`the cluster file's hook: ${HOOK_NAMES.slice(0, -1).join(', ')} or ${HOOK_NAMES.at(-1)}`),
   argv: z.array(z.string()).describe('the command as run (no shell), the password cut out'),
   exitCode: z.number().nullable().describe('null: killed (timeout, signal) or never started'),
   signal: z.string().nullable(),

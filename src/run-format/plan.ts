@@ -10,24 +10,32 @@ import { z } from 'zod';
 import { parseDuration } from '../core/duration.js';
 import { MAX_SIM_REPLICAS } from '../core/replica-ids.js';
 import { hasControl } from '../core/text.js';
+import {
+  actionsTaking,
+  actionSummaries,
+  FAULT_ACTIONS,
+  FAULT_FIELD_NAMES,
+  FAULT_FIELDS,
+  faultActionSpec,
+  type FaultFieldKind,
+  type FaultFieldName,
+} from './fault-actions.js';
 
-export const faultActionSchema = z.enum([
-  'down',
-  'rejoin',
-  'stop',
-  'pause',
-  'unpause',
-  'throttle',
-  'pause-replay',
-  'resume-replay',
-]);
+export type { FaultAction } from './fault-actions.js';
+
+/** The action names, from the registry (fault-actions.ts). */
+export const faultActionSchema = z.enum(FAULT_ACTIONS);
+
+/** One schema per field, made by `make`, in the registry's order. */
+function fieldShape<T extends z.ZodType>(make: (field: FaultFieldName) => T): Record<FaultFieldName, T> {
+  return Object.fromEntries(FAULT_FIELD_NAMES.map((f) => [f, make(f)])) as Record<FaultFieldName, T>;
+}
 
 export const planEventSchema = z.object({
   at: z.number(),
   replica: z.string(),
   action: faultActionSchema,
-  cpus: z.number().optional(),
-  weight: z.number().optional(),
+  ...fieldShape(() => z.number().optional()),
   zone: z.string().optional(),
   line: z.number().describe('1-based line of the event in the plan file (0 when built in code)'),
 });
@@ -46,7 +54,6 @@ export const faultPlanSchema = z.object({
 });
 
 /** A fault plan as parsed and validated (times in seconds from the start of the run). */
-export type FaultAction = z.infer<typeof faultActionSchema>;
 export type FaultEvent = z.infer<typeof planEventSchema>;
 export type FaultPlan = z.infer<typeof faultPlanSchema>;
 
@@ -118,6 +125,11 @@ function duration(what: string, o: { positive: boolean; max?: number }) {
 const positiveNumber = (what = 'a number > 0') =>
   z.number({ error: got(`must be ${what}`) }).positive({ error: got(`must be ${what}`) });
 
+/** The check of each kind of event field (fault-actions.ts FAULT_FIELDS). */
+const FIELD_CHECKS: { readonly [K in FaultFieldKind]: () => z.ZodNumber } = {
+  'positive-number': () => positiveNumber(),
+};
+
 /** r1: ..., r2: ...; the keys (r1..rK) are checked against the plan's K by the plan rules. */
 const replicaMap = <T extends z.ZodType>(value: T) =>
   z.record(z.string().meta({ pattern: REPLICA_PATTERN }), value, {
@@ -154,34 +166,36 @@ const EVENT_SHAPE = {
   action: z
     .enum(FILE_ACTIONS, { error: got(`must be one of ${FILE_ACTIONS.join(', ')}`) })
     .optional()
-    .describe(
-      'down: kill; rejoin: start again; stop: graceful stop; pause/unpause: freeze; throttle: new CPU quota; ' +
-        'pause-replay/resume-replay: WAL replay; zone-down/zone-up: down/rejoin every replica of a zone at once',
-    ),
-  cpus: positiveNumber().optional().describe('throttle only: the new CPU quota (cores)'),
-  weight: positiveNumber().optional().describe('throttle only: the new static weight'),
+    .describe(`${actionSummaries()}; zone-down/zone-up: down/rejoin every replica of a zone at once`),
+  // Each field checked by its kind; the actions it goes with are the registry's.
+  ...fieldShape((f) =>
+    FIELD_CHECKS[FAULT_FIELDS[f].kind]()
+      .optional()
+      .describe(`${actionsTaking(f).join(', ')} only: ${FAULT_FIELDS[f].what}`),
+  ),
 };
 const EVENT_KEYS = Object.keys(EVENT_SHAPE);
 
-/** The fields an event's action needs, and those it must not have. */
+/** The fields an event's action needs, and those it must not have (the registry's `fields`). */
 function checkEventFields(ev: Record<string, unknown>, ctx: z.RefinementCtx): void {
   const bad = (field: string, message: string) => ctx.addIssue({ code: 'custom', message, path: [field] });
   const has = (field: string) => ev[field] !== undefined;
   const action = ev.action as string | undefined;
   if (action === 'zone-down' || action === 'zone-up') {
     for (const f of ['at', 'zone']) if (!has(f)) return bad(f, `required for action ${action}`);
-    for (const f of ['replica', 'cpus', 'weight'])
+    for (const f of ['replica', ...FAULT_FIELD_NAMES])
       if (has(f)) return bad(f, `not allowed with action ${action}`);
     return;
   }
   for (const f of ['at', 'replica', 'action']) if (!has(f)) return bad(f, 'required');
   if (has('zone')) return bad('zone', 'only allowed with action zone-down or zone-up');
-  if (action === 'throttle') {
-    if (!has('cpus')) return bad('cpus', 'required for action throttle');
-  } else {
-    for (const f of ['cpus', 'weight'])
-      if (has(f)) return bad(f, `only allowed with action throttle (action is ${action})`);
-  }
+  // The action passed the enum: a refinement runs only on a value whose fields all passed.
+  const fields = faultActionSpec(action ?? '')?.fields ?? {};
+  for (const f of FAULT_FIELD_NAMES)
+    if (fields[f] === 'required' && !has(f)) return bad(f, `required for action ${action}`);
+  for (const f of FAULT_FIELD_NAMES)
+    if (fields[f] === undefined && has(f))
+      return bad(f, `only allowed with action ${actionsTaking(f).join(' or ')} (action is ${action})`);
 }
 
 export const planFileEventSchema = z

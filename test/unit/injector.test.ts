@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { realClock } from '../../src/clock/index.js';
+import { withFakeFaults } from '../helpers/fake-faults.js';
 import type { ClusterDriver } from '../../src/cluster/driver.js';
 import { Injector, type InjectedFault } from '../../src/faults/injector.js';
 import type { FaultEvent } from '../../src/run-format/plan.js';
@@ -9,7 +10,7 @@ function fakeDriver(calls: string[], failOn?: string, stillUp?: string): Cluster
     calls.push(cpus === undefined ? `${name} ${id}` : `${name} ${id} ${cpus}`);
     if (`${name} ${id}` === failOn) throw new Error('boom');
   };
-  return {
+  const d: Omit<ClusterDriver, 'faults'> = {
     kind: 'local',
     cpusEnforced: true,
     spec: {
@@ -57,6 +58,7 @@ function fakeDriver(calls: string[], failOn?: string, stillUp?: string): Cluster
     connector: () => ({ open: () => Promise.reject(new Error('no server here')) }),
     prepareDataset: async () => ({ loaded: false, ms: 0 }),
   };
+  return withFakeFaults(d, calls);
 }
 
 const ev = (at: number, replica: string, action: FaultEvent['action'], cpus?: number): FaultEvent => ({

@@ -10,7 +10,7 @@ const f = (tMs: number, replica: string, action: string): FaultMark => ({ tMs, r
 describe('computePhases', () => {
   it('no faults: one steady phase from warm-up end to end', () => {
     expect(computePhases({ ...base, faults: [], endMs: 60_000 })).toEqual([
-      { name: 'steady', startMs: 10_000, endMs: 60_000, survivors: 5, down: [] },
+      { name: 'steady', startMs: 10_000, endMs: 60_000, survivors: 5, down: [], kind: 'steady' },
     ]);
     // Interrupted during warm-up: nothing to report.
     expect(computePhases({ ...base, faults: [], endMs: 8_000 })).toEqual([]);
@@ -23,9 +23,9 @@ describe('computePhases', () => {
       endMs: 300_000,
     });
     expect(phases).toEqual([
-      { name: 'ref', startMs: 90_000, endMs: 120_000, survivors: 5, down: [] },
-      { name: 'down-1', startMs: 120_000, endMs: 210_000, survivors: 4, down: ['r1'] },
-      { name: 'rejoin-1', startMs: 210_000, endMs: 300_000, survivors: 5, down: [] },
+      { name: 'ref', startMs: 90_000, endMs: 120_000, survivors: 5, down: [], kind: 'ref' },
+      { name: 'down-1', startMs: 120_000, endMs: 210_000, survivors: 4, down: ['r1'], kind: 'down' },
+      { name: 'rejoin-1', startMs: 210_000, endMs: 300_000, survivors: 5, down: [], kind: 'recovery' },
     ]);
   });
 
@@ -77,9 +77,23 @@ describe('computePhases', () => {
       endMs: 120_000,
     });
     expect(phases).toEqual([
-      { name: 'ref', startMs: 30_000, endMs: 60_000, survivors: 5, down: [] },
-      { name: 'down-3', startMs: 60_000, endMs: 90_000, survivors: 2, down: ['r1', 'r2', 'r3'] },
-      { name: 'rejoin-1', startMs: 90_000, endMs: 120_000, survivors: 3, down: ['r2', 'r3'] },
+      { name: 'ref', startMs: 30_000, endMs: 60_000, survivors: 5, down: [], kind: 'ref' },
+      {
+        name: 'down-3',
+        startMs: 60_000,
+        endMs: 90_000,
+        survivors: 2,
+        down: ['r1', 'r2', 'r3'],
+        kind: 'down',
+      },
+      {
+        name: 'rejoin-1',
+        startMs: 90_000,
+        endMs: 120_000,
+        survivors: 3,
+        down: ['r2', 'r3'],
+        kind: 'recovery',
+      },
     ]);
   });
 
@@ -103,8 +117,8 @@ describe('computePhases', () => {
       endMs: 60_000,
     });
     expect(phases).toEqual([
-      { name: 'down-2', startMs: 10_000, endMs: 40_000, survivors: 3, down: ['r1', 'r2'] },
-      { name: 'rejoin-1', startMs: 40_000, endMs: 60_000, survivors: 4, down: ['r2'] },
+      { name: 'down-2', startMs: 10_000, endMs: 40_000, survivors: 3, down: ['r1', 'r2'], kind: 'down' },
+      { name: 'rejoin-1', startMs: 40_000, endMs: 60_000, survivors: 4, down: ['r2'], kind: 'recovery' },
     ]);
   });
 

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { withFakeFaults } from '../helpers/fake-faults.js';
 import type { ClusterDriver, ServerStatus } from '../../src/cluster/driver.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import { createRunWriter } from '../../src/metrics/store/run-writer.js';
@@ -33,7 +34,7 @@ function stubbornDriver(calls: string[]): ClusterDriver {
   const act = (name: string) => async (id: string) => {
     calls.push(`${name} ${id}`);
   };
-  return {
+  const d: Omit<ClusterDriver, 'faults'> = {
     kind: 'local',
     cpusEnforced: true,
     spec: {
@@ -68,6 +69,7 @@ function stubbornDriver(calls: string[]): ClusterDriver {
     }),
     prepareDataset: async () => ({ loaded: false, ms: 0 }),
   };
+  return withFakeFaults(d, calls);
 }
 
 function router(failSnapshotAt: number): SessionRouter {

@@ -18,6 +18,7 @@ import {
 } from '../../run-format/cluster-file.js';
 import { parseDuration } from '../../core/duration.js';
 import type { FaultPlan } from '../../run-format/plan.js';
+import { FAULT_ACTION_SPECS, type FaultAction, type HookAction } from '../../run-format/fault-actions.js';
 import { escapeControl } from '../../core/text.js';
 
 const MAX_FILE_BYTES = 256 * 1024;
@@ -193,8 +194,9 @@ export function redact(c: Pick<ExternalCluster, 'password'>, text: string): stri
   return c.password === '' ? text : text.split(c.password).join('***');
 }
 
-/** The actions that undo a plan's action when a run ends early (the injector's restore). */
-const UNDO: Partial<Record<HookName, HookName>> = { down: 'rejoin', stop: 'rejoin', pause: 'unpause' };
+function isHookAction(action: FaultAction): action is HookAction {
+  return FAULT_ACTION_SPECS[action].hook;
+}
 
 /**
  * Every hook the plan needs, before anything starts: its actions and the ones that undo them, for
@@ -207,10 +209,10 @@ export function checkPlanHooks(c: ExternalCluster, plan: FaultPlan): void {
       `${escapeControl(c.path)}: replicas: plan ${plan.name} needs ${plan.replicas} replicas, the file has ${c.replicaIds.length}`,
     );
   for (const e of plan.events) {
-    // Replay pause and resume are SQL on the standby, not hooks.
-    if (e.action === 'pause-replay' || e.action === 'resume-replay') continue;
-    for (const action of [e.action, UNDO[e.action]]) {
-      if (action === undefined || c.hooks.get(e.replica)?.has(action)) continue;
+    // Its own hook and the one of the action that undoes it when a run ends early (the
+    // injector's restore); an action without a hook (replay's: SQL on the standby) needs none.
+    for (const action of [e.action, FAULT_ACTION_SPECS[e.action].undoneBy]) {
+      if (action === null || !isHookAction(action) || c.hooks.get(e.replica)?.has(action)) continue;
       const why = action === e.action ? '' : ` (it undoes the plan's ${e.action} when a run ends early)`;
       throw new PlbError(
         'BAD_INPUT',

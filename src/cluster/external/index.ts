@@ -16,7 +16,7 @@ import { pgConnector, type Connector } from '../connector.js';
 import { ensureDataset } from '../dataset.js';
 import { defaultStateDir } from '../state.js';
 import type { HookName } from '../../run-format/cluster-file.js';
-import type { ClusterDriver, ServerStatus } from '../driver.js';
+import { faultsByOperation, type ClusterDriver, type FaultMethods, type ServerStatus } from '../driver.js';
 import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import type { Credentials, Endpoint } from '../../core/endpoint.js';
 import type { ServerId } from '../../core/replica-ids.js';
@@ -48,6 +48,8 @@ export class ExternalDriver implements ClusterDriver {
   /** Paused by a pause hook that succeeded: postgres cannot tell a paused server from a slow one. */
   private readonly paused = new Set<string>();
   private readonly cpuWarned = new Set<string>();
+  /** The plan's fault actions: the cluster file's hooks, but replay's, which is SQL on the standby. */
+  readonly faults: FaultMethods = faultsByOperation(this);
 
   constructor(
     readonly cluster: ExternalCluster,

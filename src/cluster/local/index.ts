@@ -9,7 +9,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BaseDriver } from '../base-driver.js';
-import { type ClusterDriver, type ServerStatus } from '../driver.js';
+import { faultsByOperation, type ClusterDriver, type FaultMethods, type ServerStatus } from '../driver.js';
 import { type ClusterSpec } from '../../run-format/cluster-record.js';
 import { serverIds, type ServerId } from '../../core/replica-ids.js';
 import { errorText, PlbError } from '../../core/errors.js';
@@ -51,6 +51,8 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
   private binDirCache: string | undefined;
   private runAsCache: { v: RunAs | undefined } | undefined;
   private readonly limiter: CpuLimiter;
+  /** The plan's fault actions, through this driver's operations. */
+  readonly faults: FaultMethods = faultsByOperation(this);
 
   constructor(spec: ClusterSpec) {
     super(spec);

@@ -93,7 +93,7 @@ export function recoveryTailS(
   return null;
 }
 
-/** Every rejoin phase's tail, both classes. */
+/** Every recovery phase's tail (a rejoin's: its kind is the registry's), both classes. */
 export function recoveryTails(
   series: Record<ServiceClass, QuerySeries>,
   phases: readonly Phase[],
@@ -102,7 +102,7 @@ export function recoveryTails(
 ): RecoveryTail[] {
   const out: RecoveryTail[] = [];
   for (const ph of phases) {
-    if (!ph.name.startsWith('rejoin')) continue;
+    if (ph.kind !== 'recovery') continue;
     const tail = (cls: ServiceClass): number | null => {
       const ref = refP95Ms[cls];
       return ref === null ? null : recoveryTailS(series[cls], ref * 1000, ph.startMs, endMs);

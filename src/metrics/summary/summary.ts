@@ -169,7 +169,7 @@ export function summarizePhases(
   return { phases: summaries, histograms, faultInterval: both[both.length - 1], ...tails };
 }
 
-/** The recovery tail of every rejoin (absent without one): recovery-tail.ts. */
+/** The recovery tail of every recovery phase, a rejoin's (absent without one): recovery-tail.ts. */
 function tailsOf(
   store: MetricsStore,
   phases: readonly Phase[],
@@ -177,7 +177,7 @@ function tailsOf(
 ): { recoveryTail?: RecoveryTail[] } {
   const ref = summaries.find((s) => s.name === 'ref');
   const last = phases[phases.length - 1];
-  if (!ref || !last || !phases.some((p) => p.name.startsWith('rejoin'))) return {};
+  if (!ref || !last || !phases.some((p) => p.kind === 'recovery')) return {};
   const series = (cls: ServiceClass) => {
     const log = store.logs[cls];
     return {

@@ -1,0 +1,196 @@
+/**
+ * The fault actions a plan can take, one spec each: what a plan says (its fields, the replica state
+ * it needs and leads to, how it changes K+, the phase it opens, what undoes it). Everything that
+ * lists or checks actions reads this: the plan schema and its checks, the injector, the plan's dry
+ * run, the cluster file's hooks and the recovery metrics. How each driver applies an action is the
+ * driver's `faults` (cluster/driver.ts), keyed by the same names; docs/development.md has the steps.
+ */
+
+/** A replica's state as the plan sees it: which actions it can take next. */
+export type PlanReplicaState = 'up' | 'down' | 'stopped' | 'paused';
+
+/**
+ * The kind of phase an action opens: `down` a replica left (K+ falls); `recovery` one restarted and
+ * catches up (its recovery tail is measured); `restored` a fault lifted without a restart;
+ * `degraded` a replica is slower or staler but still counts.
+ */
+export type FaultPhaseKind = 'down' | 'recovery' | 'restored' | 'degraded';
+/** A phase's kind: the run's own (`ref`, `steady`), or the one its opening action's spec names. */
+export type PhaseKind = 'ref' | 'steady' | FaultPhaseKind;
+
+/**
+ * The fields an event may carry besides at, replica and action. `kind` picks the check the plan
+ * file applies (plan.ts); `shown` is the unit plan show prints the value with (none: not shown).
+ */
+export const FAULT_FIELDS = {
+  cpus: { kind: 'positive-number', what: 'the new CPU quota (cores)', shown: 'cpus' },
+  weight: { kind: 'positive-number', what: 'the new static weight', shown: null },
+} as const satisfies Record<string, { kind: FaultFieldKind; what: string; shown: string | null }>;
+/** The kinds of field value a plan checks (plan.ts has one check per kind). */
+export type FaultFieldKind = 'positive-number';
+export type FaultFieldName = keyof typeof FAULT_FIELDS;
+export const FAULT_FIELD_NAMES = Object.keys(FAULT_FIELDS) as FaultFieldName[];
+/** An event's fields, as the resolved plan holds them. */
+export type FaultFields = { [F in FaultFieldName]?: number };
+
+/** What the driver's status must show once the action took (the injector checks it off the path). */
+export type StatusCheck = 'not-up' | 'paused' | 'not-paused';
+
+export interface FaultActionSpec<Action extends string = string> {
+  /** For the plan schema's description: `down: kill`; neighbours with one summary share it. */
+  summary: string;
+  /** Fields it needs or allows; any other field is refused. */
+  fields: { readonly [F in FaultFieldName]?: 'required' | 'optional' };
+  /** The states it can be taken in, and how a plan error names them. */
+  from: { readonly states: readonly PlanReplicaState[]; readonly need: string };
+  /** The state it leads to. */
+  after: PlanReplicaState | 'unchanged';
+  /** How it changes K+, the healthy replicas (a slow or lagging replica still counts). */
+  survivors: -1 | 0 | 1;
+  /** The kind of the phase it opens. */
+  phase: FaultPhaseKind;
+  /** The action a run that ends with this one in effect takes to undo it (null: nothing to undo). */
+  undoneBy: Action | null;
+  /** The status the replica shows after it; null: not checked. */
+  check: StatusCheck | null;
+  /** --driver external: the cluster file names a command (hook) for it. */
+  hook: boolean;
+}
+
+const UP = { states: ['up'], need: 'up and not paused' } as const;
+
+const SPECS = {
+  down: {
+    summary: 'kill',
+    fields: {},
+    from: UP,
+    after: 'down',
+    survivors: -1,
+    phase: 'down',
+    undoneBy: 'rejoin',
+    check: 'not-up',
+    hook: true,
+  },
+  // Not checked: the driver's start resolves only once the server accepts connections, and a busy
+  // server can miss a status query's timeout (a saturated server is not a dead one).
+  rejoin: {
+    summary: 'start again',
+    fields: {},
+    from: { states: ['down', 'stopped'], need: 'down or stopped' },
+    after: 'up',
+    survivors: 1,
+    phase: 'recovery',
+    undoneBy: null,
+    check: null,
+    hook: true,
+  },
+  stop: {
+    summary: 'graceful stop',
+    fields: {},
+    from: UP,
+    after: 'stopped',
+    survivors: -1,
+    phase: 'down',
+    undoneBy: 'rejoin',
+    check: 'not-up',
+    hook: true,
+  },
+  pause: {
+    summary: 'freeze',
+    fields: {},
+    from: UP,
+    after: 'paused',
+    survivors: -1,
+    phase: 'down',
+    undoneBy: 'unpause',
+    check: 'paused',
+    hook: true,
+  },
+  unpause: {
+    summary: 'freeze',
+    fields: {},
+    from: { states: ['paused'], need: 'paused' },
+    after: 'up',
+    survivors: 1,
+    phase: 'restored',
+    undoneBy: null,
+    check: 'not-paused',
+    hook: true,
+  },
+  // Undone by itself: a run that ends throttled puts the run's quota back.
+  throttle: {
+    summary: 'new CPU quota',
+    fields: { cpus: 'required', weight: 'optional' },
+    from: { states: ['up', 'paused'], need: 'running' },
+    after: 'unchanged',
+    survivors: 0,
+    phase: 'degraded',
+    undoneBy: 'throttle',
+    check: null,
+    hook: true,
+  },
+  // Replay paused or resumed: the replica serves reads, only staler ones (lagging, not down). SQL
+  // on the standby, so no hook.
+  'pause-replay': {
+    summary: 'WAL replay',
+    fields: {},
+    from: UP,
+    after: 'unchanged',
+    survivors: 0,
+    phase: 'degraded',
+    undoneBy: 'resume-replay',
+    check: null,
+    hook: false,
+  },
+  'resume-replay': {
+    summary: 'WAL replay',
+    fields: {},
+    from: UP,
+    after: 'unchanged',
+    survivors: 0,
+    phase: 'restored',
+    undoneBy: null,
+    check: null,
+    hook: false,
+  },
+} as const satisfies Record<string, FaultActionSpec>;
+
+export type FaultAction = keyof typeof SPECS;
+/** Every action, in the order plans and messages list them. */
+export const FAULT_ACTIONS = Object.keys(SPECS) as [FaultAction, ...FaultAction[]];
+/** The specs; typed here so that every `undoneBy` must name an action. */
+export const FAULT_ACTION_SPECS: { readonly [A in FaultAction]: FaultActionSpec<FaultAction> } = SPECS;
+
+/** The actions some other action is undone by: the injector's restore has a step for each. */
+export type UndoingAction = NonNullable<(typeof SPECS)[FaultAction]['undoneBy']>;
+/** The actions a cluster file has a hook for. */
+export type HookAction = {
+  [A in FaultAction]: (typeof SPECS)[A]['hook'] extends true ? A : never;
+}[FaultAction];
+
+/** The action that undoes `action` (its spec's `undoneBy`), typed as one that undoes another. */
+export function undoingAction(action: FaultAction): UndoingAction | null {
+  return SPECS[action].undoneBy;
+}
+
+/** The spec of a string read back from a file, or undefined when it names no action. */
+export function faultActionSpec(action: string): FaultActionSpec<FaultAction> | undefined {
+  return Object.hasOwn(SPECS, action) ? FAULT_ACTION_SPECS[action as FaultAction] : undefined;
+}
+
+/** The actions that take a field (throttle for cpus). */
+export function actionsTaking(field: FaultFieldName): FaultAction[] {
+  return FAULT_ACTIONS.filter((a) => FAULT_ACTION_SPECS[a].fields[field] !== undefined);
+}
+
+/** `down: kill; rejoin: start again; pause/unpause: freeze; ...`: neighbours with one summary share it. */
+export function actionSummaries(): string {
+  const groups: { names: string[]; summary: string }[] = [];
+  for (const a of FAULT_ACTIONS) {
+    const { summary } = FAULT_ACTION_SPECS[a];
+    const last = groups[groups.length - 1];
+    if (last?.summary === summary) last.names.push(a);
+    else groups.push({ names: [a], summary });
+  }
+  return groups.map((g) => `${g.names.join('/')}: ${g.summary}`).join('; ');
+}
