@@ -4,7 +4,7 @@ import { realClock } from '../../src/clock/index.js';
 import type { ClusterDriver } from '../../src/cluster/driver.js';
 import { actionRequirement, stateAfter } from '../../src/faults/actions.js';
 import { Injector } from '../../src/faults/injector.js';
-import { recoveryTails } from '../../src/metrics/recovery-tail.js';
+import { recoveryTails } from '../../src/metrics/summary/recovery-tail.js';
 import { HOOK_NAMES } from '../../src/run-format/cluster-file.js';
 import { FAULT_ACTION_SPECS, FAULT_ACTIONS, type FaultAction } from '../../src/run-format/fault-actions.js';
 import { faultActionSchema, type FaultEvent } from '../../src/run-format/plan.js';
