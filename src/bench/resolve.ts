@@ -22,6 +22,7 @@ import { loadWorkloadDocument } from '../workload/workload-file.js';
 import { parseWriteRate, refuseLagWithSim } from '../workload/writer.js';
 import { parseHealthFlags, positive } from '../cli/router-flags.js';
 import { parseStrategies } from '../cli/strategy-flags.js';
+import { VIA } from '../core/strategies.js';
 import { resolveAdmission } from './admission-options.js';
 import { parseSessionLifetime, resolveBalance } from './balance.js';
 import {
@@ -35,15 +36,7 @@ import {
 import type { BenchFlagValues } from './flags.js';
 import { resolveRouterSettings } from './router-settings.js';
 import { defaultPlanPath, expandSeries, newSeed, type SeriesConfig, type SeriesRun } from './series.js';
-import {
-  defaultViaLabel,
-  parseVia,
-  parseViaLabel,
-  VIA,
-  viaRecord,
-  viaStrategy,
-  type ViaOptions,
-} from './via.js';
+import { defaultViaLabel, parseVia, parseViaLabel, viaRecord, viaStrategy, type ViaOptions } from './via.js';
 
 export interface ResolvedBench {
   /** config.json's fields the runs share, but the replicas' quota (the cluster's, once leased). */
