@@ -146,3 +146,9 @@ export function strategyQueues(name: string): boolean {
 
 /** The strategies that queue by themselves, in the registry's order. */
 export const QUEUEING_STRATEGY_NAMES: readonly string[] = ENTRIES.filter((s) => s.queues).map((s) => s.name);
+
+/** The queueing strategies in a sentence: `plb-admit or lc-queue`, `a, b or c`. */
+export function queueingStrategiesText(): string {
+  const names = QUEUEING_STRATEGY_NAMES;
+  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`;
+}

@@ -1,7 +1,7 @@
 // summary.json: the phase tables of one run (src/metrics/types.ts RunSummary is the type the code uses).
 import { z } from 'zod';
 
-import { QUEUEING_STRATEGY_NAMES } from '../core/strategies.js';
+import { queueingStrategiesText } from '../core/strategies.js';
 import { mixSchema, serviceClassRecord } from './common.js';
 import { templateIntervalsSchema } from './evidence.js';
 
@@ -12,7 +12,7 @@ export const SIGNAL_NAMES = ['queryShareSpread', 'cpuShareSpread', 'silent', 'we
 export type SignalName = (typeof SIGNAL_NAMES)[number];
 
 const ms = z.number().nullable();
-const QUEUE_WAIT = `admission queue wait; only with ${QUEUEING_STRATEGY_NAMES.join(' or ')}`;
+const QUEUE_WAIT = `admission queue wait; only with ${queueingStrategiesText()}`;
 
 export const classPhaseStatsSchema = z.object({
   p50: ms,
