@@ -64,7 +64,7 @@ export const ROUTER_CHECKS: Record<string, (v: string | number) => unknown> = {
   'hang-timeout': (v) => positive('hang-timeout', durationMsFlag('hang-timeout', String(v)), false),
 };
 
-export function checkRouterValue(name: string, value: string | number): unknown {
+function checkRouterValue(name: string, value: string | number): unknown {
   const check = ROUTER_CHECKS[name];
   return check ? check(value) : value;
 }

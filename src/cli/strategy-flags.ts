@@ -6,6 +6,7 @@ import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
 import {
   isStrategyName,
+  ROUTER_STRATEGY_NAMES,
   strategiesFor,
   strategyListText,
   type StrategyName,
@@ -33,15 +34,24 @@ export function parseStrategies(text: string, field: string): string[] {
   return list;
 }
 
-/** The proxy's one router strategy; throws BAD_INPUT naming the flag. */
-export function parseProxyStrategy(text: string, flag = '--strategy'): StrategyName {
-  if (!isStrategyName(text) || !accepted(text, 'proxy'))
-    throw new PlbError('BAD_INPUT', `${flag}: unknown strategy "${text}" (${strategyListText('proxy')})`);
+/** The router's strategies a command accepts (all of them without `use`). */
+function routerStrategies(use?: StrategyUse): StrategyName[] {
+  return ROUTER_STRATEGY_NAMES.filter((s) => use === undefined || accepted(s, use));
+}
+
+/** One router strategy (`plb proxy`: use 'proxy'); throws BAD_INPUT naming the flag. */
+export function parseRouterStrategy(text: string, flag = '--strategy', use?: StrategyUse): StrategyName {
+  if (!isStrategyName(text) || !routerStrategies(use).includes(text))
+    throw new PlbError(
+      'BAD_INPUT',
+      `${flag}: unknown strategy "${text}" (${use ? strategyListText(use) : ROUTER_STRATEGY_NAMES.join(', ')})`,
+    );
   return text;
 }
 
-/** `plb proxy --strategy`: one of the registry's proxy strategies, typed. */
-export const proxyStrategyFlag = Flags.custom<StrategyName>({
-  options: [...strategiesFor('proxy')],
-  parse: async (input, _ctx, opts) => parseProxyStrategy(input, `--${opts.name}`),
-});
+/** `--strategy` naming one router strategy, typed: `plb proxy` (use 'proxy'), `plb plan show`. */
+export const routerStrategyFlag = (use?: StrategyUse) =>
+  Flags.custom<StrategyName>({
+    options: routerStrategies(use),
+    parse: async (input, _ctx, opts) => parseRouterStrategy(input, `--${opts.name}`, use),
+  });

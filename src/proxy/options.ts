@@ -10,15 +10,16 @@ import {
   parseRouterFlags,
   routerFlags,
   type HealthFlagValues,
+  type RouterFlagSettings,
   type RouterFlagValues,
 } from '../cli/router-flags.js';
-import { parseProxyStrategy, proxyStrategyFlag } from '../cli/strategy-flags.js';
+import { parseRouterStrategy, routerStrategyFlag } from '../cli/strategy-flags.js';
 import { strategyListText } from '../core/strategies.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { type HealthOptions } from '../run-format/config.js';
 import { checkedText, durationMsFlag } from '../cli/flags.js';
 import { PlbError } from '../core/errors.js';
-import type { BorrowingOptions, Partition, RoleVector, StrategyName } from '../router/types.js';
+import type { StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './startup-packet.js';
 import { limitFlags, parseLimitFlags, type LimitConfig, type LimitFlagValues } from './limit-options.js';
 import { DEFAULT_RELAY_THREADS, type RelayChoice } from './native-relay.js';
@@ -87,7 +88,7 @@ export const proxyFlags = {
     max: 16,
     helpGroup: PROXY_GROUP,
   }),
-  strategy: proxyStrategyFlag({
+  strategy: routerStrategyFlag('proxy')({
     description: `the router: ${strategyListText('proxy')}`,
     default: 'plb',
     helpGroup: HELP_GROUPS.router,
@@ -116,16 +117,12 @@ export interface ProxyFlagValues extends LimitFlagValues, RouterFlagValues, Heal
   'relay-threads'?: number | undefined;
 }
 
-export interface ProxyConfig extends LimitConfig {
+export interface ProxyConfig extends LimitConfig, RouterFlagSettings {
   name: string;
   host: string;
   ports: { premium?: number; freemium?: number };
   classFrom: ClassFrom;
   strategy: StrategyName;
-  reference: RoleVector;
-  partition: Partition;
-  borrowing: BorrowingOptions | false;
-  slowStartMs: number;
   health: HealthOptions;
   statsEveryS: number;
   stopTimeoutMs: number;
@@ -150,7 +147,7 @@ function metricsPort(n: number): number {
 }
 
 export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
-  const strategy = parseProxyStrategy(f.strategy);
+  const strategy = parseRouterStrategy(f.strategy, '--strategy', 'proxy');
   if (!(CLASS_FROM as readonly string[]).includes(f['class-from']))
     throw new PlbError(
       'BAD_INPUT',

@@ -15,7 +15,7 @@ import {
 import { AdmittingRouter } from '../../src/router/admission.js';
 import { buildRouter, createRouter, STRATEGY_NAMES } from '../../src/router/index.js';
 import { STRATEGY_FACTORIES } from '../../src/router/strategies.js';
-import { BENCH_STRATEGY_LIST, parseProxyStrategy, parseStrategies } from '../../src/cli/strategy-flags.js';
+import { BENCH_STRATEGY_LIST, parseRouterStrategy, parseStrategies } from '../../src/cli/strategy-flags.js';
 import { STRATEGY_COLORS } from '../../src/report/chart-style.js';
 import { admissionSchema } from '../../src/run-format/config.js';
 
@@ -49,8 +49,10 @@ describe('the strategy registry', () => {
     expect(strategyListText('proxy')).toBe('plb, rr, static, lc, wlc, plb-admit, or lc-queue');
     expect(parseStrategies('plb, lc-queue,via', 'strategy')).toEqual(['plb', 'lc-queue', 'via']);
     expect(() => parseStrategies('plb,fast', 'strategy')).toThrow(/^--strategy: unknown strategy "fast"/);
-    expect(parseProxyStrategy('plb-admit')).toBe('plb-admit');
-    expect(() => parseProxyStrategy('via')).toThrow(/^--strategy: unknown strategy "via" \(plb, rr/);
+    expect(parseRouterStrategy('plb-admit', '--strategy', 'proxy')).toBe('plb-admit');
+    expect(() => parseRouterStrategy('via', '--strategy', 'proxy')).toThrow(
+      /^--strategy: unknown strategy "via" \(plb, rr/,
+    );
   });
 
   it('knows which strategies queue, a via run by its base name', () => {
