@@ -1,5 +1,5 @@
 /**
- * The admission flags of a bench run (plb-admit, lc-queue): the per-replica session limit, the
+ * The admission flags of a bench run (the strategies that queue, core/strategies.ts): the per-replica session limit, the
  * queue, and the SLO guard. Each flag has one check that names it; flags.ts spreads them in and
  * passes the resolved options to the router.
  */
@@ -7,15 +7,13 @@ import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';
 import { parseShare } from '../cli/router-values.js';
+import { durationMsFlag } from '../cli/flags.js';
 import { DEFAULT_PREMIUM_RESERVE, type AdmissionOptions } from '../router/admission.js';
 import type { SessionLimitOptions } from '../router/session-limits.js';
 import { DEFAULT_MIN_SHARE, type SloTarget } from '../router/slo-guard.js';
 
 // Help groups are upper-case words (cli-conventions.test.ts).
 const HELP = 'ADMISSION';
-
-/** The strategies that take admission options. */
-export const ADMISSION_STRATEGIES: readonly string[] = ['plb-admit', 'lc-queue'];
 
 export const admissionFlags = {
   'admission-limit': Flags.string({
@@ -104,9 +102,7 @@ export function parseTarget(text: string, flag = 'admission-target'): SloTarget 
 }
 
 function parseTimeout(text: string, flag = 'admission-timeout'): number {
-  const s = parseDuration(text.trim());
-  if (s === undefined || !(s > 0)) throw bad(flag, 'expected a duration > 0 like 10s', text);
-  return s * 1000;
+  return durationMsFlag(flag, text, { positive: true });
 }
 
 function parseQueue(text: string, flag = 'admission-queue'): number {

@@ -9,7 +9,7 @@ import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
 import type { FaultPlan } from '../run-format/plan.js';
 import { DEFAULT_ZONE_SPILL } from '../router/zones.js';
-import { parseDuration } from '../core/duration.js';
+import { durationMsFlag } from '../cli/flags.js';
 
 /** What a run balances by, beyond its strategy. Every field absent: as before. */
 export interface BalanceOptions {
@@ -96,13 +96,7 @@ function zoneSpillFlag(text: string): number {
 
 /** `--max-session-lifetime`: ms (> 0). */
 export function parseSessionLifetime(text: string): number {
-  const s = parseDuration(text);
-  if (s === undefined || !(s > 0))
-    throw new PlbError(
-      'BAD_INPUT',
-      `--max-session-lifetime: expected a duration > 0 like 10s (got "${text}")`,
-    );
-  return s * 1000;
+  return durationMsFlag('max-session-lifetime', text, { positive: true });
 }
 
 /** The checks by flag name (checks.ts BENCH_CHECKS). */

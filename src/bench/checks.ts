@@ -7,19 +7,17 @@ import { PlbError } from '../core/errors.js';
 import { checkSeed } from '../core/rng.js';
 import { checkBasePort } from '../cluster/ports.js';
 import { parseCpus } from '../cluster/select.js';
-import { isStrategyName } from '../router/index.js';
 import type { LagWeightOptions } from '../router/lag-weight.js';
 import { parseLagWeights, parseReadings } from '../cli/router-values.js';
 import { parseMix, parsePerClass, parseQueryWeights, type PerClass } from '../workload/spec.js';
 import { parseWriteRate } from '../workload/writer.js';
 import { loadWorkloadFile } from '../workload/workload-file.js';
-import { durationMsFlag, positive, ROUTER_CHECKS } from '../cli/router-flags.js';
+import { positive, ROUTER_CHECKS } from '../cli/router-flags.js';
+import { durationMsFlag } from '../cli/flags.js';
+import { parseStrategies } from '../cli/strategy-flags.js';
 import { ADMISSION_CHECKS } from './admission-options.js';
 import { BALANCE_CHECKS } from './balance.js';
-import { parseVia, parseViaLabel, VIA } from './via.js';
-
-export const STRATEGY_LIST =
-  'plb, rr, static, lc, wlc, plb-admit, lc-queue, or via (an external balancer, --via)';
+import { parseVia, parseViaLabel } from './via.js';
 
 /** Upper bounds of the flags: past them a run cannot work here, and would only exhaust the machine. */
 export const LIMITS = {
@@ -33,20 +31,6 @@ export const LIMITS = {
 /** `--lag-weights`: off, or low:high:floor. */
 export function lagWeightsFlag(text: string): LagWeightOptions | undefined {
   return text.trim() === 'off' ? undefined : parseLagWeights(text);
-}
-
-/** The router's strategies, and via (an external balancer, src/bench/via.ts). */
-export function parseStrategies(text: string, field: string): string[] {
-  const list = text
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
-  if (list.length === 0) throw new PlbError('BAD_INPUT', `--${field}: name at least one strategy`);
-  for (const s of list) {
-    if (!isStrategyName(s) && s !== VIA)
-      throw new PlbError('BAD_INPUT', `--${field}: unknown strategy "${s}" (${STRATEGY_LIST})`);
-  }
-  return list;
 }
 
 export function nonNegativeInteger(name: string, n: number, max: number): number {

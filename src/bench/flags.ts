@@ -8,7 +8,8 @@ import { DEFAULT_WORKLOAD, queryWeightsLabel } from '../workload/spec.js';
 import { healthFlags, HELP_GROUPS, routerFlags } from '../cli/router-flags.js';
 import { admissionFlags, type AdmissionFlagValues } from './admission-options.js';
 import { balanceFlags, type BalanceFlagValues } from './balance.js';
-import { checkBenchValue, LIMITS, STRATEGY_LIST } from './checks.js';
+import { checkBenchValue, LIMITS } from './checks.js';
+import { BENCH_STRATEGY_LIST } from '../cli/strategy-flags.js';
 import type { RouterFlagValues } from './router-settings.js';
 
 /**
@@ -44,7 +45,7 @@ const listFlag = Flags.custom<string>({
 export function seriesFlags(defaults: { strategy: string[]; repeat: number; repeatHelp: string }) {
   return {
     strategy: listFlag({
-      description: `${STRATEGY_LIST}; a comma list runs each in turn (side by side, and against rr)`,
+      description: `${BENCH_STRATEGY_LIST}; a comma list runs each in turn (side by side, and against rr)`,
       default: defaults.strategy,
       aliases: ['strategies'],
       deprecateAliases: true,

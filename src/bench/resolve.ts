@@ -4,7 +4,6 @@
  * which cluster, which runs, where the output goes. Every check names its flag; nothing is
  * started on bad input.
  */
-import { DEFAULT_HEALTH } from '../cluster/health.js';
 import { checkBasePort } from '../cluster/ports.js';
 import { parseCpus, parseDriverChoice, type DriverChoice } from '../cluster/select.js';
 import type { TemplateSet } from '../cluster/templates.js';
@@ -15,13 +14,15 @@ import { checkSeed } from '../core/rng.js';
 import { ensureWritableDir } from '../core/safe-write.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { loadPlan } from '../faults/plan.js';
-import type { ClassWorkload, HealthOptions, WorkloadSpec } from '../run-format/config.js';
+import type { ClassWorkload, WorkloadSpec } from '../run-format/config.js';
 import type { FaultPlan } from '../run-format/plan.js';
 import { checkTemplateSet } from '../workload/preflight.js';
 import { DEFAULT_WORKLOAD, parseMix, parsePerClass, parseQueryWeights } from '../workload/spec.js';
 import { loadWorkloadDocument } from '../workload/workload-file.js';
 import { parseWriteRate, refuseLagWithSim } from '../workload/writer.js';
-import { durationMsFlag, positive } from '../cli/router-flags.js';
+import { parseHealthFlags, positive } from '../cli/router-flags.js';
+import { parseStrategies } from '../cli/strategy-flags.js';
+import { VIA } from '../core/strategies.js';
 import { resolveAdmission } from './admission-options.js';
 import { parseSessionLifetime, resolveBalance } from './balance.js';
 import {
@@ -29,22 +30,13 @@ import {
   lagWeightsFlag,
   LIMITS,
   parseQueriesPerSession,
-  parseStrategies,
   parseThinkTime,
   targetCpu,
 } from './checks.js';
 import type { BenchFlagValues } from './flags.js';
 import { resolveRouterSettings } from './router-settings.js';
 import { defaultPlanPath, expandSeries, newSeed, type SeriesConfig, type SeriesRun } from './series.js';
-import {
-  defaultViaLabel,
-  parseVia,
-  parseViaLabel,
-  VIA,
-  viaRecord,
-  viaStrategy,
-  type ViaOptions,
-} from './via.js';
+import { defaultViaLabel, parseVia, parseViaLabel, viaRecord, viaStrategy, type ViaOptions } from './via.js';
 
 export interface ResolvedBench {
   /** config.json's fields the runs share, but the replicas' quota (the cluster's, once leased). */
@@ -84,18 +76,7 @@ export function resolveBench(
   const targetCpuValue = targetCpu(flags['target-cpu']);
   const rate = positive('rate', Number(flags.rate), false, LIMITS.rate);
   const router = resolveRouterSettings(flags);
-  const health: HealthOptions = {
-    ...DEFAULT_HEALTH,
-    intervalMs: positive(
-      'health-interval',
-      durationMsFlag('health-interval', flags['health-interval']),
-      false,
-    ),
-    fall: flags.fall,
-    rise: flags.rise,
-    hangMs: positive('hang-timeout', durationMsFlag('hang-timeout', flags['hang-timeout']), false),
-  };
-  health.timeoutMs = health.intervalMs;
+  const health = parseHealthFlags(flags);
   const driver = parseDriverChoice(flags.driver);
   const cpus = flags.cpus === undefined ? undefined : parseCpus('--cpus', flags.cpus);
   if (flags.seed !== undefined) checkSeed(flags.seed, '--seed');

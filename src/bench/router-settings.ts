@@ -4,19 +4,16 @@
  * is its flag and check (cli/router-flags.ts), its config.json field (run-format/config.ts) and
  * the two lines here.
  */
-import { createRouter, resolveBorrowing } from '../router/index.js';
-import { parsePartition, parseReadings, parseRoleVector } from '../cli/router-values.js';
+import { buildRouter, resolveBorrowing } from '../router/index.js';
+import { strategyQueues } from '../core/strategies.js';
+import { parseReadings } from '../cli/router-values.js';
 import type { SessionRouter, StrategyName } from '../router/types.js';
 import type { BenchConfig } from '../run-format/config.js';
-import { durationMsFlag, parseBorrowing } from '../cli/router-flags.js';
+import { parseRouterFlags, type RouterFlagValues as RouterGroupValues } from '../cli/router-flags.js';
 import { weightedReplicas } from './balance.js';
 import { isViaStrategy, ViaAdmissions } from './via.js';
 
-export interface RouterFlagValues {
-  reference: string;
-  partition: string;
-  'slow-start': string;
-  borrow: string;
+export interface RouterFlagValues extends RouterGroupValues {
   /** plb readings (parseReadings); default 'plb'. */
   readings?: string | undefined;
 }
@@ -28,12 +25,11 @@ export type RouterSettings = Pick<
 
 /** The router's settings from its flags; throws BAD_INPUT naming the flag. */
 export function resolveRouterSettings(flags: RouterFlagValues): RouterSettings {
+  const { borrowing, ...group } = parseRouterFlags(flags);
   return {
-    reference: parseRoleVector(flags.reference, '--reference'),
-    partition: parsePartition(flags.partition, '--partition'),
-    slowStartMs: durationMsFlag('slow-start', flags['slow-start']),
+    ...group,
     // Recorded resolved (every threshold), which the router takes as it is.
-    borrowing: resolveBorrowing(parseBorrowing(flags.borrow)),
+    borrowing: resolveBorrowing(borrowing),
     readings: parseReadings(flags.readings ?? 'plb', '--readings'),
   };
 }
@@ -49,7 +45,7 @@ export function routerFor(config: BenchConfig): RouterFactory {
   return (ids, onRoleChange) => {
     if (isViaStrategy(config.strategy)) return new ViaAdmissions(ids);
     const balance = config.balance;
-    return createRouter({
+    return buildRouter({
       strategy: config.strategy as StrategyName,
       replicas: weightedReplicas(ids, balance?.weights),
       ...(balance?.zones ? { zones: balance.zones, zoneSpill: balance.zoneSpill } : {}),
@@ -58,7 +54,8 @@ export function routerFor(config: BenchConfig): RouterFactory {
       slowStartMs: config.slowStartMs,
       ...(config.borrowing ? { borrowing: config.borrowing } : {}),
       ...(config.readings ? { readings: config.readings } : {}),
-      ...(config.admission ? { admission: config.admission } : {}),
+      // Only a strategy that queues takes config.json's admission (the others never did).
+      ...(config.admission && strategyQueues(config.strategy) ? { admission: config.admission } : {}),
       onRoleChange,
     });
   };

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { ADMISSION_STRATEGIES } from './admission-options.js';
+import { strategyQueues } from '../core/strategies.js';
 import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -83,7 +83,7 @@ export function runConfig(config: SeriesConfig, run: SeriesRun): BenchConfig {
     seed: run.seed,
     repeat: run.repeat,
     workload: { ...config.workload, mix: run.mix },
-    ...(admission && ADMISSION_STRATEGIES.includes(run.strategy) ? { admission } : {}),
+    ...(admission && strategyQueues(run.strategy) ? { admission } : {}),
     ...(via && isViaStrategy(run.strategy) ? { via } : {}),
   };
 }

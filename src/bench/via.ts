@@ -14,6 +14,7 @@ import { SERVICE_CLASSES } from '../core/service-class.js';
 import type { SessionRouter } from '../router/types.js';
 import { formatHostPort, type HostPort } from '../core/endpoint.js';
 import type { BenchConfig } from '../run-format/config.js';
+import { VIA } from '../core/strategies.js';
 
 /** Where each class's sessions connect (one endpoint for both, or one per class). */
 export type ViaEndpoints = Record<ServiceClass, HostPort>;
@@ -23,8 +24,6 @@ export interface ViaOptions {
   label: string;
   endpoints: ViaEndpoints;
 }
-
-export const VIA = 'via';
 
 /** The series' name of a via run: `via:<label>` (run ids, summaries, report groups). */
 export function viaStrategy(label: string): string {

@@ -1,11 +1,13 @@
-// The router and health flag groups, shared by `plb bench` and `plb proxy`, with their value checks.
+// The router and health flag groups, shared by `plb bench` and `plb proxy`: their flags, the one
+// check of each value, and the typed settings a command gets from them.
 import { parsePartition, parseRoleVector } from './router-values.js';
 import { Flags } from '@oclif/core';
-import { parseDuration } from '../core/duration.js';
 import { PlbError } from '../core/errors.js';
 import { DEFAULT_HEALTH } from '../cluster/health.js';
 import { DEFAULT_BORROWING, DEFAULT_SLOW_START_MS, resolveBorrowing } from '../router/index.js';
-import type { BorrowingOptions } from '../router/types.js';
+import type { BorrowingOptions, Partition, RoleVector } from '../router/types.js';
+import type { HealthOptions } from '../run-format/config.js';
+import { durationMsFlag } from './flags.js';
 
 /** Help sections of the bench and proxy flags (oclif `helpGroup`). */
 export const HELP_GROUPS = {
@@ -15,14 +17,6 @@ export const HELP_GROUPS = {
   cluster: 'CLUSTER',
   output: 'OUTPUT',
 } as const;
-
-/** A duration flag in ms; the error names the flag. */
-export function durationMsFlag(name: string, value: string): number {
-  const s = parseDuration(value);
-  if (s === undefined || !(s >= 0))
-    throw new PlbError('BAD_INPUT', `--${name}: expected a duration like 10s or 500ms (got "${value}")`);
-  return s * 1000;
-}
 
 /** A positive number (an integer unless told), at most max; the error names the flag. */
 export function positive(name: string, n: number, integer = true, max = Infinity): number {
@@ -70,7 +64,7 @@ export const ROUTER_CHECKS: Record<string, (v: string | number) => unknown> = {
   'hang-timeout': (v) => positive('hang-timeout', durationMsFlag('hang-timeout', String(v)), false),
 };
 
-export function checkRouterValue(name: string, value: string | number): unknown {
+function checkRouterValue(name: string, value: string | number): unknown {
   const check = ROUTER_CHECKS[name];
   return check ? check(value) : value;
 }
@@ -139,3 +133,53 @@ export const healthFlags = {
     helpGroup: HELP_GROUPS.health,
   }),
 };
+
+/** The router group's values as the command line (or a direct caller) gives them. */
+export interface RouterFlagValues {
+  reference: string;
+  partition: string;
+  'slow-start': string;
+  borrow: string;
+}
+
+/** The router group's values parsed (borrowing as given: false for off). */
+export interface RouterFlagSettings {
+  reference: RoleVector;
+  partition: Partition;
+  slowStartMs: number;
+  borrowing: BorrowingOptions | false;
+}
+
+/** The router group, parsed by the checks above; throws BAD_INPUT naming the flag. */
+export function parseRouterFlags(f: RouterFlagValues): RouterFlagSettings {
+  return {
+    reference: parseRoleVector(f.reference, '--reference'),
+    partition: parsePartition(f.partition, '--partition'),
+    slowStartMs: durationMsFlag('slow-start', f['slow-start']),
+    borrowing: parseBorrowing(f.borrow),
+  };
+}
+
+export interface HealthFlagValues {
+  'health-interval': string;
+  fall: number;
+  rise: number;
+  'hang-timeout': string;
+}
+
+/** The health checker's options from its group (a check times out after one interval). */
+export function parseHealthFlags(f: HealthFlagValues): HealthOptions {
+  const intervalMs = positive(
+    'health-interval',
+    durationMsFlag('health-interval', f['health-interval']),
+    false,
+  );
+  return {
+    ...DEFAULT_HEALTH,
+    intervalMs,
+    timeoutMs: intervalMs,
+    fall: positive('fall', f.fall),
+    rise: positive('rise', f.rise),
+    hangMs: positive('hang-timeout', durationMsFlag('hang-timeout', f['hang-timeout']), false),
+  };
+}

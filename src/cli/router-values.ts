@@ -81,10 +81,17 @@ export function parseReadings(text: string, flag = '--readings'): PlbReadings {
   return out;
 }
 
-function lagMs(text: string, field: string): number {
+/** A replication lag as the lag flags write it: `200ms` or `1s` (units required); NaN otherwise. */
+function lagValueMs(text: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$/.exec(text);
-  if (!m) throw new PlbError('BAD_INPUT', `${field}: expected a lag like 200ms or 1s (got "${text}")`);
-  return Number(m[1]) * (m[2] === 's' ? 1000 : 1);
+  return m ? Number(m[1]) * (m[2] === 's' ? 1000 : 1) : Number.NaN;
+}
+
+function lagMs(text: string, field: string): number {
+  const v = lagValueMs(text);
+  if (Number.isNaN(v))
+    throw new PlbError('BAD_INPUT', `${field}: expected a lag like 200ms or 1s (got "${text}")`);
+  return v;
 }
 
 /** `200ms:800ms:10%` -> options; `low < high`, floor in (0, 100] %. */
@@ -109,8 +116,7 @@ export function parseLagWeights(text: string, field = '--lag-weights'): LagWeigh
 
 /** `1s`, `500ms` -> ms (> 0). */
 export function parseMaxLag(text: string, field = '--max-lag'): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$/.exec(text);
-  const v = m ? Number(m[1]) * (m[2] === 's' ? 1000 : 1) : Number.NaN;
+  const v = lagValueMs(text);
   if (!(v > 0))
     throw new PlbError('BAD_INPUT', `${field}: expected a lag > 0 like 1s or 500ms (got "${text}")`);
   return v;

@@ -8,18 +8,11 @@ import { DEFAULT_HEALTH } from '../cluster/health.js';
 import { openCluster } from '../cluster/select.js';
 import { DEFAULT_CLUSTER_NAME, PLB_USER } from '../cluster/state.js';
 import { PlbError } from '../core/errors.js';
-import { parseDuration } from '../core/duration.js';
+import { durationMsFlag } from '../cli/flags.js';
 import { PlbCommand } from '../cli/plb-command.js';
 import { DEFAULT_SLOW_START_MS } from '../router/slow-start.js';
 
 export const DEFAULT_HAPROXY_LISTEN = '127.0.0.1:25500';
-
-function durationMs(flag: string, text: string, positive: boolean): number {
-  const s = parseDuration(text);
-  if (s === undefined || !(positive ? s > 0 : s >= 0))
-    throw new PlbError('BAD_INPUT', `${flag}: expected a duration like 10s or 500ms (got "${text}")`);
-  return s * 1000;
-}
 
 function checkMaxconn(text: string, flag: string): number {
   const n = Number(text);
@@ -70,11 +63,11 @@ export default class HaproxyConfig extends PlbCommand {
       options: [...HAPROXY_BALANCES],
       default: 'leastconn',
     }),
-    'slow-start': checkedText((v, flag) => durationMs(flag, v, false))({
+    'slow-start': checkedText((v, flag) => durationMsFlag(flag, v))({
       description: "a rejoining server's weight ramps over this (0s: off); plb's default",
       default: `${DEFAULT_SLOW_START_MS / 1000}s`,
     }),
-    'health-interval': checkedText((v, flag) => durationMs(flag, v, true))({
+    'health-interval': checkedText((v, flag) => durationMsFlag(flag, v, { positive: true }))({
       description: "health check interval (inter); plb's default",
       default: `${DEFAULT_HEALTH.intervalMs}ms`,
     }),
@@ -96,7 +89,7 @@ export default class HaproxyConfig extends PlbCommand {
       description:
         'sessions per server at most; the rest wait in the queue (--queue-timeout): the baseline of plb-admit',
     }),
-    'queue-timeout': checkedText((v, flag) => durationMs(flag, v, true))({
+    'queue-timeout': checkedText((v, flag) => durationMsFlag(flag, v, { positive: true }))({
       description: 'with --maxconn: how long a session waits in the queue (timeout queue)',
       default: '10s',
     }),
@@ -128,9 +121,9 @@ export default class HaproxyConfig extends PlbCommand {
       replicas,
       listen: perClass ? listen : listen.premium,
       balance: flags.balance as HaproxyBalance,
-      slowStartMs: durationMs('--slow-start', flags['slow-start'], false),
+      slowStartMs: durationMsFlag('--slow-start', flags['slow-start']),
       health: {
-        intervalMs: durationMs('--health-interval', flags['health-interval'], true),
+        intervalMs: durationMsFlag('--health-interval', flags['health-interval'], { positive: true }),
         fall: flags.fall,
         rise: flags.rise,
       },
@@ -140,7 +133,7 @@ export default class HaproxyConfig extends PlbCommand {
         ? {
             queue: {
               maxconn: checkMaxconn(flags.maxconn, '--maxconn'),
-              timeoutMs: durationMs('--queue-timeout', flags['queue-timeout'], true),
+              timeoutMs: durationMsFlag('--queue-timeout', flags['queue-timeout'], { positive: true }),
               priority: flags.priority,
             },
           }

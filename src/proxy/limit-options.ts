@@ -4,7 +4,8 @@
  */
 import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
-import { parseDuration } from '../core/duration.js';
+import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../core/strategies.js';
+import { durationMsFlag } from '../cli/flags.js';
 import { DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
 import { parseShare } from '../cli/router-values.js';
 import type { SecureContext } from 'node:tls';
@@ -22,8 +23,7 @@ export const limitFlags = {
     helpGroup: GROUP,
   }),
   'admission-limit': Flags.integer({
-    description:
-      'sessions a replica holds at most; a session that finds its class full waits (premium first) (default: none, or 1000 with plb-admit/lc-queue)',
+    description: `sessions a replica holds at most; a session that finds its class full waits (premium first) (default: none, or 1000 with ${QUEUEING_STRATEGY_NAMES.join('/')})`,
     min: 1,
     helpGroup: GROUP,
   }),
@@ -115,13 +115,9 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
   const maxClientConn = positiveInt('max-client-conn', f['max-client-conn']) ?? defaultMaxClientConn();
   const limit = positiveInt('admission-limit', f['admission-limit']);
   const queue = positiveInt('admission-queue', f['admission-queue']) ?? 1000;
-  const text = f['admission-timeout'] ?? '10s';
-  const s = parseDuration(text);
-  if (s === undefined || !(s > 0))
-    throw new PlbError(
-      'BAD_INPUT',
-      `--admission-timeout: expected a duration like 10s or 500ms (got "${text}")`,
-    );
+  const timeoutMs = durationMsFlag('admission-timeout', f['admission-timeout'] ?? '10s', {
+    positive: true,
+  });
   const premiumReserve = parseShare(
     f['admission-premium-reserve'] ?? String(DEFAULT_PREMIUM_RESERVE),
     '--admission-premium-reserve',
@@ -135,10 +131,9 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
     serverTls,
     ...(tls ? { tls } : {}),
   };
-  const queues = strategy === 'plb-admit' || strategy === 'lc-queue';
-  if (limit === undefined && !queues) return base;
+  if (limit === undefined && !strategyQueues(strategy)) return base;
   return {
     ...base,
-    admission: { limit: limit ?? 1000, queue, timeoutMs: s * 1000, premiumReserve },
+    admission: { limit: limit ?? 1000, queue, timeoutMs, premiumReserve },
   };
 }

@@ -1,17 +1,25 @@
 /**
  * `plb proxy` flags and their validation. The router and health flags mean what they mean in
- * `plb bench run` and are parsed by the same functions (cli/router-flags.ts).
+ * `plb bench run` and are parsed by the same functions (cli/router-flags.ts, cli/strategy-flags.ts).
  */
 import { Flags } from '@oclif/core';
-import { checkRouterValue, healthFlags, HELP_GROUPS, routerFlags } from '../cli/router-flags.js';
+import {
+  healthFlags,
+  HELP_GROUPS,
+  parseHealthFlags,
+  parseRouterFlags,
+  routerFlags,
+  type HealthFlagValues,
+  type RouterFlagSettings,
+  type RouterFlagValues,
+} from '../cli/router-flags.js';
+import { parseRouterStrategy, routerStrategyFlag } from '../cli/strategy-flags.js';
+import { strategyListText } from '../core/strategies.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
-import { DEFAULT_HEALTH } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';
-import { checkedText } from '../cli/flags.js';
+import { checkedText, durationMsFlag } from '../cli/flags.js';
 import { PlbError } from '../core/errors.js';
-import { parseDuration } from '../core/duration.js';
-import { isStrategyName, STRATEGY_NAMES } from '../router/index.js';
-import type { BorrowingOptions, Partition, RoleVector, StrategyName } from '../router/types.js';
+import type { StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './startup-packet.js';
 import { limitFlags, parseLimitFlags, type LimitConfig, type LimitFlagValues } from './limit-options.js';
 import { DEFAULT_RELAY_THREADS, type RelayChoice } from './native-relay.js';
@@ -62,7 +70,7 @@ export const proxyFlags = {
     min: 0,
     helpGroup: PROXY_GROUP,
   }),
-  'stop-timeout': checkedText((v, flag) => durationMs(flag, v, false))({
+  'stop-timeout': checkedText((v, flag) => durationMsFlag(flag, v))({
     description: 'on SIGINT/SIGTERM: how long open sessions may go on before they are closed',
     default: '30s',
     helpGroup: PROXY_GROUP,
@@ -80,9 +88,8 @@ export const proxyFlags = {
     max: 16,
     helpGroup: PROXY_GROUP,
   }),
-  strategy: Flags.string({
-    description: 'the router: plb, rr, static, lc or wlc',
-    options: [...STRATEGY_NAMES],
+  strategy: routerStrategyFlag('proxy')({
+    description: `the router: ${strategyListText('proxy')}`,
     default: 'plb',
     helpGroup: HELP_GROUPS.router,
   }),
@@ -96,21 +103,13 @@ export const proxyFlags = {
   }),
 };
 
-export interface ProxyFlagValues extends LimitFlagValues {
+export interface ProxyFlagValues extends LimitFlagValues, RouterFlagValues, HealthFlagValues {
   name: string;
   host: string;
   'premium-port': number;
   'freemium-port': number;
   'class-from': string;
   strategy: string;
-  reference: string;
-  partition: string;
-  borrow: string;
-  'slow-start': string;
-  'health-interval': string;
-  fall: number;
-  rise: number;
-  'hang-timeout': string;
   'stats-every': number;
   'stop-timeout': string;
   'metrics-port'?: number | undefined;
@@ -118,29 +117,17 @@ export interface ProxyFlagValues extends LimitFlagValues {
   'relay-threads'?: number | undefined;
 }
 
-export interface ProxyConfig extends LimitConfig {
+export interface ProxyConfig extends LimitConfig, RouterFlagSettings {
   name: string;
   host: string;
   ports: { premium?: number; freemium?: number };
   classFrom: ClassFrom;
   strategy: StrategyName;
-  reference: RoleVector;
-  partition: Partition;
-  borrowing: BorrowingOptions | false;
-  slowStartMs: number;
   health: HealthOptions;
   statsEveryS: number;
   stopTimeoutMs: number;
   metricsPort?: number;
   relay: RelayChoice;
-}
-
-function durationMs(flag: string, value: string, positive: boolean): number {
-  const name = flag.replace(/^--/, '');
-  const s = parseDuration(value);
-  if (s === undefined || !(positive ? s > 0 : s >= 0))
-    throw new PlbError('BAD_INPUT', `--${name}: expected a duration like 10s or 500ms (got "${value}")`);
-  return s * 1000;
 }
 
 function port(flag: string, n: number): number | undefined {
@@ -160,11 +147,7 @@ function metricsPort(n: number): number {
 }
 
 export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
-  if (!isStrategyName(f.strategy))
-    throw new PlbError(
-      'BAD_INPUT',
-      `--strategy: unknown strategy "${f.strategy}" (plb, rr, static, lc, wlc)`,
-    );
+  const strategy = parseRouterStrategy(f.strategy, '--strategy', 'proxy');
   if (!(CLASS_FROM as readonly string[]).includes(f['class-from']))
     throw new PlbError(
       'BAD_INPUT',
@@ -181,14 +164,7 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
       'BAD_INPUT',
       `--stats-every: must be a whole number of seconds >= 0 (got ${f['stats-every']})`,
     );
-  const health: HealthOptions = {
-    ...DEFAULT_HEALTH,
-    intervalMs: checkRouterValue('health-interval', f['health-interval']) as number,
-    fall: checkRouterValue('fall', f.fall) as number,
-    rise: checkRouterValue('rise', f.rise) as number,
-    hangMs: checkRouterValue('hang-timeout', f['hang-timeout']) as number,
-  };
-  health.timeoutMs = health.intervalMs;
+  const health = parseHealthFlags(f);
   const relay = f.relay ?? 'native';
   if (relay !== 'native' && relay !== 'js')
     throw new PlbError('BAD_INPUT', `--relay: must be native or js (got "${relay}")`);
@@ -203,15 +179,12 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
       ...(freemium !== undefined ? { freemium } : {}),
     },
     classFrom: f['class-from'] as ClassFrom,
-    strategy: f.strategy,
-    reference: checkRouterValue('reference', f.reference) as RoleVector,
-    partition: checkRouterValue('partition', f.partition) as Partition,
-    borrowing: checkRouterValue('borrow', f.borrow) as BorrowingOptions | false,
-    slowStartMs: checkRouterValue('slow-start', f['slow-start']) as number,
+    strategy,
+    ...parseRouterFlags(f),
     health,
     statsEveryS: f['stats-every'],
-    ...parseLimitFlags(f, f.strategy),
-    stopTimeoutMs: durationMs('stop-timeout', f['stop-timeout'], false),
+    ...parseLimitFlags(f, strategy),
+    stopTimeoutMs: durationMsFlag('stop-timeout', f['stop-timeout']),
     relay: relay === 'js' ? { kind: 'js' } : { kind: 'native', threads },
     ...(f['metrics-port'] !== undefined ? { metricsPort: metricsPort(f['metrics-port']) } : {}),
   };

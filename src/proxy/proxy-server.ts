@@ -8,7 +8,7 @@ import type { Connector } from '../cluster/connector.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { HealthChecker } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';
-import { createRouter } from '../router/index.js';
+import { buildRouter } from '../router/index.js';
 import { AdmittingRouter, DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
 import { AdmissionGate } from './admission-gate.js';
 import { clientLimiter } from './client-limit.js';
@@ -120,7 +120,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
         premiumReserve: opts.admission.premiumReserve ?? DEFAULT_PREMIUM_RESERVE,
       }
     : undefined;
-  const inner = createRouter({
+  const router = buildRouter({
     strategy: opts.strategy,
     replicas: ids,
     reference: opts.reference,
@@ -133,10 +133,6 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       ),
     ...(admission ? { admission } : {}),
   });
-  const router: Router =
-    inner instanceof AdmittingRouter || !admission
-      ? inner
-      : new AdmittingRouter(inner, opts.strategy, { ...admission, slowStartMs: opts.slowStartMs });
   const gate = new AdmissionGate(
     router,
     router instanceof AdmittingRouter ? (router as AdmittingRouter<object>) : undefined,

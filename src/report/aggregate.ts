@@ -4,6 +4,7 @@ import type { PhaseSummary, RunSummary } from '../run-format/summary.js';
 import { aggregateTemplates } from './tables/templates-table.js';
 import { FAULT_INTERVAL } from '../metrics/summary/fault-interval.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
+import { strategyEntry } from '../core/strategies.js';
 import type { RunConfig } from '../run-format/config.js';
 import { stat } from '../metrics/math.js';
 import { type Stat } from '../run-format/report.js';
@@ -33,8 +34,6 @@ export interface AggregatedSignals {
   silentRuns: number;
 }
 
-const STRATEGY_ORDER = ['plb', 'rr', 'static', 'lc', 'wlc'];
-
 export function mixLabel(mix: { premium: number; freemium: number }): string {
   // Mixes may be written as fractions (0.25) or percents (25).
   const scale = mix.premium + mix.freemium <= 1.0001 ? 100 : 1;
@@ -52,9 +51,9 @@ function normalMix(mix: { premium: number; freemium: number }): string {
   return `${Math.round((mix.premium / sum) * 1e4) / 100}:${Math.round((mix.freemium / sum) * 1e4) / 100}`;
 }
 
+/** The registry's report rank (plb, rr, static, lc, wlc); the others after them, by name. */
 function strategyRank(s: string): number {
-  const i = STRATEGY_ORDER.indexOf(s);
-  return i === -1 ? STRATEGY_ORDER.length : i;
+  return strategyEntry(s)?.reportRank ?? Number.MAX_SAFE_INTEGER;
 }
 
 /**

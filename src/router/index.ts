@@ -1,7 +1,7 @@
 // The router: pure (no I/O, no timers, no clock; nowMs is passed in).
 export type * from './types.js';
 export { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
-export { createRouter } from './router.js';
+export { buildRouter, createRouter } from './router.js';
 export { maxLagFactor } from './max-lag.js';
 export { BORROW_DWELL_MS, BorrowDwell } from './borrow-dwell.js';
 export { chooseZone, clientZone, DEFAULT_ZONE_SPILL, poolPressure, ZonedRouter } from './zones.js';

@@ -1,9 +1,8 @@
 import { PlbError } from '../core/errors.js';
-import { admissionFor, AdmittingRouter } from './admission.js';
-import { LeastSessionsRouter, RoundRobinRouter, StaticRouter } from './baseline-routers.js';
-import { PlbRouter } from './plb-router.js';
+import { strategyQueues } from '../core/strategies.js';
+import { AdmittingRouter } from './admission.js';
 import { DEFAULT_SLOW_START_MS } from './slow-start.js';
-import { STRATEGY_NAMES } from './strategies.js';
+import { STRATEGY_FACTORIES, STRATEGY_NAMES } from './strategies.js';
 import { ZonedRouter } from './zones.js';
 import type { Router, RouterOptions } from './types.js';
 
@@ -21,30 +20,19 @@ export function createRouter(options: RouterOptions): Router {
   if (!(slowStartMs >= 0) || !Number.isFinite(slowStartMs)) {
     throw new PlbError('BAD_INPUT', `slowStartMs must be a finite number >= 0, got ${String(slowStartMs)}`);
   }
-  switch (strategy) {
-    case 'plb':
-      return new PlbRouter(options, slowStartMs);
-    case 'rr':
-      return new RoundRobinRouter(options);
-    case 'static':
-      return new StaticRouter(options);
-    case 'lc':
-      return new LeastSessionsRouter('lc', options, 0);
-    case 'wlc':
-      return new LeastSessionsRouter('wlc', options, slowStartMs);
-    case 'plb-admit':
-      return new AdmittingRouter(
-        new PlbRouter(options, slowStartMs),
-        strategy,
-        admissionFor(options, slowStartMs),
-      );
-    case 'lc-queue': {
-      // HAProxy's queue knows no classes and no SLO: one FIFO, no guard, nothing kept for premium.
-      const { guard: _g, premiumReserve: _p, freemiumReserve: _f, ...plain } = admissionFor(options, 0);
-      return new AdmittingRouter(new LeastSessionsRouter('lc', options, 0), strategy, {
-        ...plain,
-        classBlind: true,
-      });
-    }
-  }
+  return STRATEGY_FACTORIES[strategy](options, slowStartMs);
+}
+
+/**
+ * The one router construction of `plb bench` and `plb proxy`, from their resolved settings. With
+ * admission options every strategy gets the session limits and the queue: a queueing strategy
+ * (plb-admit, lc-queue) has them inside already, any other is wrapped in them as it is.
+ */
+export function buildRouter(options: RouterOptions): Router {
+  const router = createRouter(options);
+  if (options.admission === undefined || strategyQueues(options.strategy)) return router;
+  return new AdmittingRouter(router, options.strategy, {
+    ...options.admission,
+    slowStartMs: options.slowStartMs ?? DEFAULT_SLOW_START_MS,
+  });
 }

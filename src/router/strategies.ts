@@ -1,41 +1,52 @@
-import type { StrategyName } from './types.js';
+/**
+ * The router's half of the strategy registry (src/core/strategies.ts holds the data): one factory
+ * per strategy, keyed by StrategyName so that a strategy without a factory does not compile.
+ */
+import { ROUTER_STRATEGY_NAMES, STRATEGY_REGISTRY, type StrategyName } from '../core/strategies.js';
+import { admissionFor, AdmittingRouter } from './admission.js';
+import { LeastSessionsRouter, RoundRobinRouter, StaticRouter } from './baseline-routers.js';
+import { PlbRouter } from './plb-router.js';
+import type { Router, RouterOptions } from './types.js';
+
+export { isStrategyName } from '../core/strategies.js';
+
+/** Builds a strategy's router; slowStartMs is resolved and checked already. */
+export type StrategyFactory = (options: RouterOptions, slowStartMs: number) => Router;
+
+export const STRATEGY_FACTORIES: { readonly [N in StrategyName]: StrategyFactory } = {
+  plb: (options, slowStartMs) => new PlbRouter(options, slowStartMs),
+  rr: (options) => new RoundRobinRouter(options),
+  static: (options) => new StaticRouter(options),
+  lc: (options) => new LeastSessionsRouter('lc', options, 0),
+  wlc: (options, slowStartMs) => new LeastSessionsRouter('wlc', options, slowStartMs),
+  'plb-admit': (options, slowStartMs) =>
+    new AdmittingRouter(
+      new PlbRouter(options, slowStartMs),
+      options.strategy,
+      admissionFor(options, slowStartMs),
+    ),
+  'lc-queue': (options) => {
+    // HAProxy's queue knows no classes and no SLO: one FIFO, no guard, nothing kept for premium.
+    const { guard: _g, premiumReserve: _p, freemiumReserve: _f, ...plain } = admissionFor(options, 0);
+    return new AdmittingRouter(new LeastSessionsRouter('lc', options, 0), options.strategy, {
+      ...plain,
+      classBlind: true,
+    });
+  },
+};
 
 export interface StrategyInfo {
   name: StrategyName;
   summary: string;
 }
 
-/** The strategies in the order the CLI lists them (flag options, help text). */
-export const STRATEGIES: readonly StrategyInfo[] = [
-  {
-    name: 'plb',
-    summary: 'priority-aware: roles, repair-to-target, class-aware least loaded, borrowing, slow start',
-  },
-  { name: 'rr', summary: 'class-blind round robin over the healthy replicas (5RR)' },
-  {
-    name: 'static',
-    summary: 'per-class partitions (--partition, default 3:2), round robin inside (3RR+2RR)',
-  },
-  { name: 'lc', summary: 'least sessions over the healthy replicas' },
-  { name: 'wlc', summary: 'weighted least sessions with a slow-start ramp for rejoining replicas' },
-  {
-    name: 'plb-admit',
-    summary:
-      'plb with per-replica session limits, a priority queue at admission and the SLO guard (--admission-*)',
-  },
-  {
-    name: 'lc-queue',
-    summary:
-      'least sessions with a per-replica limit and one FIFO queue (HAProxy leastconn + maxconn + timeout queue)',
-  },
-];
+/** The router's strategies in the order the CLI lists them (flag options, help text). */
+export const STRATEGIES: readonly StrategyInfo[] = STRATEGY_REGISTRY.flatMap((s) =>
+  s.kind === 'router' ? [{ name: s.name, summary: s.summary }] : [],
+);
 
-export const STRATEGY_NAMES: readonly StrategyName[] = STRATEGIES.map((s) => s.name);
+export const STRATEGY_NAMES: readonly StrategyName[] = ROUTER_STRATEGY_NAMES;
 
 export function describeStrategies(): string {
   return STRATEGIES.map((s) => `${s.name}: ${s.summary}`).join('\n');
-}
-
-export function isStrategyName(value: string): value is StrategyName {
-  return (STRATEGY_NAMES as readonly string[]).includes(value);
 }

@@ -1,3 +1,4 @@
+import type { StrategyName } from '../core/strategies.js';
 import type { AdmissionOptions } from './admission-types.js';
 import type { ServiceClass } from '../core/service-class.js';
 export type Role = 'premium' | 'mixed' | 'freemium';
@@ -7,8 +8,8 @@ export interface RoleVector {
   freemium: number;
 }
 
-/** The routing strategies plb compares (DESIGN.md). */
-export type StrategyName = 'plb' | 'rr' | 'static' | 'lc' | 'wlc' | 'plb-admit' | 'lc-queue';
+/** The routing strategies plb compares (DESIGN.md), from the registry (core/strategies.ts). */
+export type { StrategyName };
 
 /** A static per-class partition: the first `premium` replicas serve premium, the rest freemium. */
 export interface Partition {

@@ -9,6 +9,7 @@ import { clusterSpecSchema } from './cluster-record.js';
 import { externalConfigSchema } from './cluster-file.js';
 import { mixSchema, serviceClassRecord } from './common.js';
 import { faultPlanSchema } from './plan.js';
+import { QUEUEING_STRATEGY_NAMES } from '../core/strategies.js';
 
 /** Version of the config.json format; stamped by the run writer. */
 export const CONFIG_SCHEMA_VERSION = 1;
@@ -117,7 +118,7 @@ export const admissionSchema = z
     classBlind: z.boolean().optional(),
   })
   .describe(
-    'plb-admit, lc-queue: the per-replica session limits, the queue and the SLO guard (--admission-*)',
+    `${QUEUEING_STRATEGY_NAMES.join(', ')}: the per-replica session limits, the queue and the SLO guard (--admission-*)`,
   );
 
 export const viaSchema = z

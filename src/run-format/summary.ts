@@ -1,6 +1,7 @@
 // summary.json: the phase tables of one run (src/metrics/types.ts RunSummary is the type the code uses).
 import { z } from 'zod';
 
+import { queueingStrategiesText } from '../core/strategies.js';
 import { mixSchema, serviceClassRecord } from './common.js';
 import { templateIntervalsSchema } from './evidence.js';
 
@@ -11,6 +12,7 @@ export const SIGNAL_NAMES = ['queryShareSpread', 'cpuShareSpread', 'silent', 'we
 export type SignalName = (typeof SIGNAL_NAMES)[number];
 
 const ms = z.number().nullable();
+const QUEUE_WAIT = `admission queue wait; only with ${queueingStrategiesText()}`;
 
 export const classPhaseStatsSchema = z.object({
   p50: ms,
@@ -30,8 +32,8 @@ export const classPhaseStatsSchema = z.object({
   lifetimeP95Ms: ms,
   connectP50Ms: ms.optional().describe('absent in older runs'),
   connectP95Ms: ms.optional().describe('absent in older runs'),
-  queueP50Ms: ms.optional().describe('admission queue wait; only with plb-admit or lc-queue'),
-  queueP95Ms: ms.optional().describe('admission queue wait; only with plb-admit or lc-queue'),
+  queueP50Ms: ms.optional().describe(QUEUE_WAIT),
+  queueP95Ms: ms.optional().describe(QUEUE_WAIT),
   queueTimeouts: z.number().optional().describe('sessions whose admission wait timed out'),
 });
 

@@ -1,4 +1,5 @@
-import { ADMISSION_STRATEGIES, admissionFlags } from '../../bench/admission-options.js';
+import { admissionFlags } from '../../bench/admission-options.js';
+import { strategyQueues } from '../../core/strategies.js';
 import { Args, Flags } from '@oclif/core';
 import { benchFlags, presetSeriesFlags, seriesFlags } from '../../bench/flags.js';
 import { HELP_GROUPS } from '../../cli/router-flags.js';
@@ -115,7 +116,7 @@ export default class PaperRun extends PlbCommand {
 
 /** The admission flags of a dry run's command, when a strategy takes them. */
 function admissionArgs(flags: Record<string, unknown>, strategies: readonly string[]): string {
-  if (!strategies.some((s) => ADMISSION_STRATEGIES.includes(s))) return '';
+  if (!strategies.some((s) => strategyQueues(s))) return '';
   return Object.keys(admissionFlags)
     .filter((k) => flags[k] !== undefined)
     .map((k) => ` --${k} ${String(flags[k])}`)

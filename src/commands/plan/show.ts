@@ -1,5 +1,5 @@
 import { parsePartition, parseReadings, parseRoleVector } from '../../cli/router-values.js';
-import { Args, Flags } from '@oclif/core';
+import { Args } from '@oclif/core';
 import { defaultPlanPath } from '../../bench/series.js';
 import { checkedText } from '../../cli/flags.js';
 import { PlbCommand } from '../../cli/plb-command.js';
@@ -8,7 +8,7 @@ import { loadPlan } from '../../faults/plan.js';
 import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
 import { dryRunPlan, renderPlanShow } from '../../faults/plan-show.js';
 import { parseBorrowing } from '../../cli/router-flags.js';
-import { STRATEGY_NAMES, type StrategyName } from '../../router/index.js';
+import { routerStrategyFlag } from '../../cli/strategy-flags.js';
 
 export default class PlanShow extends PlbCommand {
   static override description =
@@ -26,7 +26,7 @@ export default class PlanShow extends PlbCommand {
   };
 
   static override flags = {
-    strategy: Flags.string({ description: 'router strategy', options: [...STRATEGY_NAMES], default: 'plb' }),
+    strategy: routerStrategyFlag()({ description: 'router strategy', default: 'plb' }),
     reference: checkedText((v, flag) => parseRoleVector(v, flag))({
       description: 'plb: premium:mixed:freemium reference split (default 2:1:2)',
       helpGroup: 'PLB ROUTER',
@@ -50,7 +50,7 @@ export default class PlanShow extends PlbCommand {
   async run(): Promise<ReturnType<typeof dryRunPlan> | void> {
     const { args, flags } = await this.parse(PlanShow);
     const plan = loadPlan(args.file ?? defaultPlanPath(), { maxReplicas: MAX_SIM_REPLICAS });
-    const strategy = flags.strategy as StrategyName;
+    const strategy = flags.strategy;
     for (const name of ['reference', 'readings', 'borrow'] as const) {
       if (flags[name] !== undefined && strategy !== 'plb') {
         throw new PlbError(

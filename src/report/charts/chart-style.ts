@@ -1,14 +1,12 @@
 // The charts' shared look: colours by class and strategy, the width, the colour scale.
 import type { ServiceClass } from '../../core/service-class.js';
+import { STRATEGY_REGISTRY } from '../../core/strategies.js';
 
 export const CLASS_COLORS: Record<ServiceClass, string> = { premium: '#c47f00', freemium: '#1f6fb4' };
-export const STRATEGY_COLORS: Record<string, string> = {
-  plb: '#2a9d3a',
-  rr: '#7a7a7a',
-  static: '#8e5cc4',
-  lc: '#e8772e',
-  wlc: '#8c564b',
-};
+/** The registry's colours (core/strategies.ts); a strategy without one takes the fallback's next. */
+export const STRATEGY_COLORS: Record<string, string> = Object.fromEntries(
+  STRATEGY_REGISTRY.flatMap((s) => ('color' in s ? [[s.name, s.color]] : [])),
+);
 const FALLBACK = ['#17becf', '#bcbd22', '#e377c2', '#8c564b', '#aec7e8', '#ffbb78'];
 export const WIDTH = 720;
 
