@@ -18,6 +18,7 @@ import {
   type FrontListener,
   type FrontPair,
   type RelayEnd,
+  type RelayFault,
 } from './native-relay.js';
 import { decodeServerError, type ServerError } from './server-messages.js';
 import { judgeBackendEnd } from './session-end.js';
@@ -259,6 +260,22 @@ export class NativeSession implements FrontListener, ClientSession, RouteSteps, 
     this.releaseOnce();
     this.resolveDone?.();
     this.onEnd(this);
+  }
+
+  /**
+   * The relay failed on the session (native-relay.ts): its backend is closed. Told as a backend's
+   * failure would be, with the relay's own FATAL; the route (if any) stops as for a client gone,
+   * and the relay closes the client once the FATAL is out (later commands are ignored).
+   */
+  failed(f: RelayFault): void {
+    this.host.log(`session${this.replica === undefined ? '' : ` on ${this.replica}`}: ${f.message}`);
+    const tell = this.phase !== 'closing' && !this.gone;
+    this.phase = 'closing';
+    this.gone = this.backendGone = true;
+    if (this.waiting) this.host.cancelWait(this);
+    this.releaseOnce();
+    if (tell) this.pair.command(C_END, errorResponse('FATAL', f.sqlstate, f.message));
+    this.answered({ ok: false, err: undefined });
   }
 
   // ---- endings ------------------------------------------------------------------------------
