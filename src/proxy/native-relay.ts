@@ -177,6 +177,9 @@ export class NativeRelay {
     try {
       addon = createRequire(import.meta.url)(addonPath()) as Addon;
     } catch (err) {
+      // A build named on purpose (the sanitizers') that does not load is an error, not a fallback.
+      const named = process.env.PLB_NATIVE_RELAY;
+      if (named) throw new Error(`PLB_NATIVE_RELAY=${named}: ${String(err)}`, { cause: err });
       const code = (err as NodeJS.ErrnoException).code;
       return code === 'MODULE_NOT_FOUND' ? 'not built (npm run build builds it)' : String(err);
     }

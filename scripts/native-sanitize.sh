@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The native relay under AddressSanitizer + UndefinedBehaviorSanitizer (docs/development.md,
+# "Native relay under sanitizers"): builds native/build/relay-asan.node, runs the relay's unit
+# tests and the proxy's integration tests with it (PLB_NATIVE_RELAY) in a stock node with libasan
+# preloaded, and fails on any sanitizer report. native/relay.node is left as it is.
+# Usage: scripts/native-sanitize.sh [test files...] (default: the relay's and the proxy's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+libasan=$(cc -print-file-name=libasan.so)
+if [ ! -e "$libasan" ]; then
+  echo "native-sanitize: no libasan.so for $(cc --version | head -1) (Debian: apt-get install libasan8)" >&2
+  exit 1
+fi
+PLB_NATIVE_SANITIZE=1 node scripts/build-native.mjs
+
+logs=$(mktemp -d -t plb-sanitize-XXXXXX)
+trap 'rm -rf "$logs"' EXIT
+# The settings listed (and justified) in native/sanitizer-suppressions.txt, then the strict ones.
+loosened() { sed -n "s/^$1 \([^ #]*\).*/\1/p" native/sanitizer-suppressions.txt | paste -sd: -; }
+asan="$(loosened ASAN)"
+ubsan="$(loosened UBSAN)"
+export ASAN_OPTIONS="${asan:+$asan:}halt_on_error=1:abort_on_error=1:log_path=$logs/asan"
+export UBSAN_OPTIONS="${ubsan:+$ubsan:}halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
+export PLB_NATIVE_RELAY="$PWD/native/build/relay-asan.node"
+
+tests=("$@")
+if [ ${#tests[@]} -eq 0 ]; then
+  tests=(test/unit/native-relay.test.ts test/unit/native-front.test.ts
+    test/integration/proxy.test.ts test/integration/proxy-fuzz.test.ts test/integration/proxy-faults.test.ts)
+fi
+status=0
+# node itself (not npx: its shell would drop the preload); the preload module keeps libasan out of
+# PostgreSQL's tools and in node's children.
+LD_PRELOAD="$libasan" NODE_OPTIONS="--import=$PWD/scripts/sanitize-preload.mjs ${NODE_OPTIONS:-}" \
+  node node_modules/vitest/vitest.mjs run "${tests[@]}" || status=$?
+
+# Every process that loaded libasan (node, and what it started) writes its reports there.
+if compgen -G "$logs/*" >/dev/null; then
+  echo "native-sanitize: sanitizer reports:" >&2
+  for f in "$logs"/*; do
+    echo "== $f" >&2
+    cat "$f" >&2
+  done
+  exit 1
+fi
+[ "$status" -eq 0 ] || exit "$status"
+echo "native-sanitize: ${#tests[@]} test file(s) passed under ASan+UBSan, 0 sanitizer reports" >&2
