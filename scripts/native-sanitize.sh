@@ -15,13 +15,15 @@ fi
 PLB_NATIVE_SANITIZE=1 node scripts/build-native.mjs
 
 logs=$(mktemp -d -t plb-sanitize-XXXXXX)
-trap 'rm -rf "$logs"' EXIT
+trap 'rm -rf "$logs" "$logs.lsan"' EXIT
 # The settings listed (and justified) in native/sanitizer-suppressions.txt, then the strict ones.
-loosened() { sed -n "s/^$1 \([^ #]*\).*/\1/p" native/sanitizer-suppressions.txt | paste -sd: -; }
-asan="$(loosened ASAN)"
-ubsan="$(loosened UBSAN)"
-export ASAN_OPTIONS="${asan:+$asan:}halt_on_error=1:abort_on_error=1:log_path=$logs/asan"
-export UBSAN_OPTIONS="${ubsan:+$ubsan:}halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
+listed() { sed -n "s/^$1 \([^ #]*\).*/\1/p" native/sanitizer-suppressions.txt; }
+asan="$(listed ASAN | paste -sd: -)"
+ubsan="$(listed UBSAN | paste -sd: -)"
+listed LSAN >"$logs.lsan"
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1:log_path=$logs/asan${asan:+:$asan}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan${ubsan:+:$ubsan}"
+export LSAN_OPTIONS="suppressions=$logs.lsan:print_suppressions=0"
 export PLB_NATIVE_RELAY="$PWD/native/build/relay-asan.node"
 
 tests=("$@")

@@ -274,7 +274,8 @@ export class NativeSession implements FrontListener, ClientSession, RouteSteps, 
     this.gone = this.backendGone = true;
     if (this.waiting) this.host.cancelWait(this);
     this.releaseOnce();
-    if (tell) this.pair.command(C_END, errorResponse('FATAL', f.sqlstate, f.message));
+    // At a message boundary, as for a replica gone (cut inside an oversize message passing through).
+    if (tell) this.pair.command(C_AT_BOUNDARY, errorResponse('FATAL', f.sqlstate, f.message));
     this.answered({ ok: false, err: undefined });
   }
 
