@@ -11,21 +11,9 @@
 #define SSL_REQUEST 80877103u
 #define GSSENC_REQUEST 80877104u
 
-static void set_deadline(Worker *w, Pair *p, int64_t at) {
-  if (!p->deadline && at) w->waiting++;
-  else if (p->deadline && !at) w->waiting--;
-  p->deadline = at;
-}
-
 static void no_delay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-static void linger_from_now(Worker *w, Pair *p) {
-  if (p->linger_at) return;
-  p->linger_at = now_ms() + LINGER_MS;
-  w->lingering++;
 }
 
 /* Says `bytes` to a client that is not a session (over the limit, or stopping), then its FIN. */
@@ -36,7 +24,8 @@ static void refuse_now(Worker *w, Pair *p, const uint8_t *bytes, size_t n) {
   p->rd_eof[BACKEND] = 2;
   p->d[CLIENT].len = p->d[CLIENT].fwd = p->d[CLIENT].wr = 0;
   Dir *d = &p->d[BACKEND];
-  if (n > 0 && grow(d, d->len + n)) {
+  if (n > 0 && !grow(d, d->len + n)) return relay_fault(w, p, F_MEMORY, ENOMEM);
+  if (n > 0) {
     memcpy(d->buf + d->len, bytes, n);
     d->len += n;
     d->fwd = d->len;
@@ -62,6 +51,7 @@ static int least_loaded(Worker *w) {
  */
 void front_accept(Worker *w, Listener *l) {
   Front *f = l->front;
+  if (atomic_load(&l->stopping)) return; /* reported before this thread's stop was read */
   for (int i = 0; i < 64 && (i == 0 || least_loaded(w)); i++) {
     int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -78,10 +68,18 @@ void front_accept(Worker *w, Listener *l) {
     }
     no_delay(fd);
     Pair *p = calloc(1, sizeof(Pair));
-    if (p) p->d[CLIENT].buf = malloc(STARTUP_CAP);
-    if (!p || !p->d[CLIENT].buf) {
+    if (p) {
+      p->d[CLIENT].buf = malloc(STARTUP_CAP);
+      p->fault_ev = calloc(1, sizeof(Event));
+      p->close_ev = calloc(1, sizeof(Event));
+    }
+    if (!p || !p->d[CLIENT].buf || !p->fault_ev || !p->close_ev) {
+      /* No session to tell: the client hears why, the relay counts it. */
+      if (p) free(p->d[CLIENT].buf), free(p->fault_ev), free(p->close_ev);
       free(p);
+      say_fatal(fd, F_MEMORY, ENOMEM);
       close(fd);
+      relay_note(w->relay, F_MEMORY, ENOMEM);
       continue;
     }
     p->d[CLIENT].cap = STARTUP_CAP;
@@ -114,10 +112,9 @@ void front_accept(Worker *w, Listener *l) {
 static void hand_over(Worker *w, Pair *p, size_t n) {
   Dir *d = &p->d[CLIENT];
   p->pkt = malloc(n);
-  if (p->pkt) {
-    memcpy(p->pkt, d->buf, n);
-    p->npkt = n;
-  }
+  if (!p->pkt) return relay_fault(w, p, F_MEMORY, ENOMEM);
+  memcpy(p->pkt, d->buf, n);
+  p->npkt = n;
   /* What follows it (rare: a client waits for the server) goes to the server after it. */
   memmove(d->buf, d->buf + n, d->len - n);
   d->len -= n;
@@ -138,11 +135,10 @@ static void parse_startup(Worker *w, Pair *p) {
     uint32_t code = be32(d->buf + 4);
     if ((code == SSL_REQUEST || code == GSSENC_REQUEST) && len == 8) {
       Dir *out = &p->d[BACKEND];
-      if (grow(out, out->len + 1)) {
-        out->buf[out->len++] = 'N';
-        out->fwd = out->len;
-        flush(w, p, BACKEND);
-      }
+      if (!grow(out, out->len + 1)) return relay_fault(w, p, F_MEMORY, ENOMEM);
+      out->buf[out->len++] = 'N';
+      out->fwd = out->len;
+      flush(w, p, BACKEND);
       memmove(d->buf, d->buf + 8, d->len - 8);
       d->len -= 8;
       if (p->fd[CLIENT] < 0) return;
@@ -155,7 +151,7 @@ static void parse_startup(Worker *w, Pair *p) {
 void front_startup_read(Worker *w, Pair *p) {
   Dir *d = &p->d[CLIENT];
   size_t want = d->len >= 4 ? be32(d->buf) : 0;
-  if (want > d->cap && want <= MAX_STARTUP && !grow(d, want)) want = 0;
+  if (want > d->cap && want <= MAX_STARTUP && !grow(d, want)) return relay_fault(w, p, F_MEMORY, ENOMEM);
   if (d->len == d->cap) return hand_over(w, p, d->len); /* cannot grow: JavaScript refuses it */
   ssize_t n = read(p->fd[CLIENT], d->buf + d->len, d->cap - d->len);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
@@ -173,12 +169,13 @@ void front_startup_read(Worker *w, Pair *p) {
 /* The replica connection (if any) closed without a word: a connect that failed or was dropped. */
 static void drop_backend(Worker *w, Pair *p) {
   if (p->fd[BACKEND] < 0) return;
-  if (p->events[BACKEND]) epoll_ctl(w->ep, EPOLL_CTL_DEL, p->fd[BACKEND], NULL);
+  int failed = p->events[BACKEND] && ep_ctl(w, EPOLL_CTL_DEL, p->fd[BACKEND], 0, NULL) != 0 ? errno : 0;
   p->events[BACKEND] = 0;
   close(p->fd[BACKEND]);
   p->fd[BACKEND] = -1;
   Dir *d = &p->d[BACKEND];
   d->len = d->fwd; /* its bytes (a first answer) are not passed on */
+  if (failed) relay_fault(w, p, F_EPOLL, failed);
 }
 
 static void dial_failed(Worker *w, Pair *p, int err, int connected) {
@@ -201,7 +198,8 @@ void front_dial(Worker *w, Pair *p, Cmd *c) {
   memcpy(p->key_secret, c->key_secret, 4);
   p->watch_params = c->watch;
   p->dial_ms = c->timeout_ms;
-  if (!grow(&p->d[BACKEND], DIR_CAP)) return dial_failed(w, p, ENOMEM, 0);
+  /* Out of memory is the relay's failure, not the replica's: no other replica is tried. */
+  if (!grow(&p->d[BACKEND], DIR_CAP)) return relay_fault(w, p, F_MEMORY, ENOMEM);
   int fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return dial_failed(w, p, errno, 0);
   no_delay(fd);
@@ -243,17 +241,13 @@ static void answered(Worker *w, Pair *p) {
   p->answered = 1;
   free(p->pkt);
   p->pkt = NULL;
-  if (!grow(&p->d[CLIENT], DIR_CAP)) {
-    close_side(w, p, CLIENT);
-    close_side(w, p, BACKEND);
-    return ended(w, p, BACKEND, ENOMEM);
-  }
+  if (!grow(&p->d[CLIENT], DIR_CAP)) return relay_fault(w, p, F_MEMORY, ENOMEM);
   relay_catch_up(w, p);
 }
 
 void front_first_read(Worker *w, Pair *p) {
   Dir *d = &p->d[BACKEND];
-  if (d->len == d->cap && !grow(d, d->cap * 2)) return dial_failed(w, p, ENOMEM, 1);
+  if (d->len == d->cap && !grow(d, d->cap * 2)) return relay_fault(w, p, F_MEMORY, ENOMEM);
   ssize_t n = read(p->fd[BACKEND], d->buf + d->len, d->cap - d->len);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) return dial_failed(w, p, n == 0 ? ECONNRESET : errno, 1);
@@ -266,7 +260,7 @@ void front_first_read(Worker *w, Pair *p) {
   size_t total = 1 + (size_t)be32(m + 1);
   if (total < 5 || total > HELD_MAX) return answered(w, p); /* the relay's framer judges it */
   if (have < total) {
-    if (!grow(d, d->fwd + total)) dial_failed(w, p, ENOMEM, 1);
+    if (!grow(d, d->fwd + total)) relay_fault(w, p, F_MEMORY, ENOMEM);
     return;
   }
   /* An error first: a server going away (retry elsewhere) or one that refuses (say it): JavaScript's call. */
@@ -322,8 +316,12 @@ void front_expire(Worker *w, Pair *p) {
 
 void front_stop(Worker *w, Cmd *c) {
   Listener *l = c->lst;
-  epoll_ctl(w->ep, EPOLL_CTL_DEL, l->fd, NULL);
-  if (atomic_fetch_sub(&l->refs, 1) == 1) close(l->fd);
+  /* Still polled here, a closed listener's number could be another's: said, and closed anyway. */
+  if (ep_ctl(w, EPOLL_CTL_DEL, l->fd, 0, NULL) != 0) relay_note(w->relay, F_EPOLL, errno);
+  if (atomic_fetch_sub(&l->refs, 1) == 1) {
+    close(l->fd);
+    l->fd = -1;
+  }
   /* Clients still before their first packet are told (57P01) here: JavaScript never knew them. */
   for (size_t b = 0; b < BUCKETS; b++)
     for (Pair *p = w->buckets[b]; p; p = p->next_bucket)
@@ -333,13 +331,14 @@ void front_stop(Worker *w, Cmd *c) {
       }
 }
 
-void front_key(Worker *w, Pair *p, Dir *d, size_t pos, size_t *total) {
+int front_key(Worker *w, Pair *p, Dir *d, size_t pos, size_t *total) {
   size_t body = *total - 5;
-  if (body < 8) return; /* not a key: passed on as it is */
+  if (body < 8) return 1; /* not a key: passed on as it is */
   free(p->bkey);
   p->bkey = malloc(body);
   p->nbkey = p->bkey ? body : 0;
-  if (p->bkey) memcpy(p->bkey, d->buf + pos + 5, body);
+  if (!p->bkey) return 0; /* without it the client could not cancel: a fault */
+  memcpy(p->bkey, d->buf + pos + 5, body);
   /* The proxy's key (pid, 4-byte secret) in its place: the client cancels through the proxy. */
   const size_t mine = 13;
   if (*total > mine) {
@@ -353,6 +352,7 @@ void front_key(Worker *w, Pair *p, Dir *d, size_t pos, size_t *total) {
   m[5] = pid >> 24, m[6] = pid >> 16, m[7] = pid >> 8, m[8] = pid;
   memcpy(m + 9, p->key_secret, 4);
   *total = mine;
+  return 1;
 }
 
 void front_ready(Worker *w, Pair *p) {

@@ -7,10 +7,10 @@
 #define SCAN_MS 100
 
 static void command(Worker *w, Pair *p, Cmd *c) {
-  if (!p->linger_at) {
-    p->linger_at = now_ms() + LINGER_MS;
-    w->lingering++;
-  }
+  /* After a fault the first command says the session's last word; what follows (the route's
+   * end, say) must not cut it off: the relay closes the rest itself. */
+  if (p->faulted && p->fault_said++) return;
+  linger_from_now(w, p);
   /* Not relayed yet: whatever is said ends the session there (no backend to keep). */
   if (p->phase != PH_RELAY && p->phase != PH_AUTH) front_retire(w, p);
   if (c->flags & (C_END | C_AT_BOUNDARY)) {
@@ -19,7 +19,9 @@ static void command(Worker *w, Pair *p, Cmd *c) {
     } else if (p->fd[CLIENT] >= 0 && p->shut[CLIENT] == 0) {
       Dir *d = &p->d[BACKEND];
       d->len = d->fwd; /* a held, unfinished message is dropped: the last message is said instead */
-      if (c->nbytes > 0 && grow(d, d->len + c->nbytes) && d->len + c->nbytes <= d->cap) {
+      if (c->nbytes > 0 && !grow(d, d->len + c->nbytes)) {
+        relay_fault(w, p, F_MEMORY, ENOMEM); /* said to JavaScript; the client ends without it */
+      } else if (c->nbytes > 0) {
         memcpy(d->buf + d->len, c->bytes, c->nbytes);
         d->len += c->nbytes;
         d->fwd = d->len;
@@ -44,10 +46,13 @@ void relay_free_pair(Pair *p) {
   free(p->last_err);
   free(p->pkt);
   free(p->bkey);
+  free(p->fault_ev);
+  free(p->close_ev);
   free(p);
 }
 
-static void run_commands(Worker *w, Pair **dead) {
+/* JavaScript's commands, in order; 1 when the thread is to return (OP_QUIT). */
+static int run_commands(Worker *w, Pair **dead) {
   uint64_t v;
   if (read(w->efd, &v, sizeof v) < 0) { /* nothing: the commands are in the queue */
   }
@@ -55,12 +60,13 @@ static void run_commands(Worker *w, Pair **dead) {
   Cmd *c = w->head;
   w->head = w->tail = NULL;
   pthread_mutex_unlock(&w->mu);
+  int quit = 0;
   while (c) {
     Cmd *next = c->next;
-    if (c->op == OP_LISTEN) {
-      /* Every thread polls the listener; EPOLLEXCLUSIVE wakes one of them a connection. */
-      struct epoll_event e = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &c->lst->tag};
-      epoll_ctl(w->ep, EPOLL_CTL_ADD, c->lst->fd, &e);
+    if (c->op == OP_QUIT) {
+      quit = 1;
+    } else if (quit) {
+      /* after the quit: nothing is done */
     } else if (c->op == OP_STOP) {
       front_stop(w, c);
     } else {
@@ -68,15 +74,20 @@ static void run_commands(Worker *w, Pair **dead) {
       if (p && !p->dead) {
         if (c->op == OP_DIAL) front_dial(w, p, c);
         else if (c->op == OP_VERDICT) front_verdict(w, p, c->flags);
+        else if (c->op == OP_FAULT && c->flags == F_MEMORY) p->fail_alloc = 1;
+        else if (c->op == OP_FAULT) relay_fault(w, p, c->flags, c->err);
         else command(w, p, c);
         finish_if_closed(w, p, dead);
         if (!p->dead) watch(w, p, CLIENT), watch(w, p, BACKEND);
       }
     }
-    free(c->bytes);
-    free(c);
+    if (c != &w->quit) {
+      free(c->bytes);
+      free(c);
+    }
     c = next;
   }
+  return quit;
 }
 
 /* Lingering sessions past their time are closed; passed deadlines are the front door's to act on. */
@@ -136,10 +147,11 @@ void *relay_run(void *arg) {
     }
     int n = epoll_wait(w->ep, evs, 256, timeout);
     Pair *dead = NULL;
-    for (int i = 0; i < n; i++) {
+    int quit = 0;
+    for (int i = 0; i < n && !quit; i++) {
       Tag *t = evs[i].data.ptr;
       if (t == NULL) {
-        run_commands(w, &dead);
+        quit = run_commands(w, &dead);
         continue;
       }
       if (t->side < 0) {
@@ -166,8 +178,8 @@ void *relay_run(void *arg) {
       relay_free_pair(dead);
       dead = next;
     }
+    if (quit) return NULL;
   }
-  return NULL;
 }
 
 void relay_post(Worker *w, Cmd *c) {
@@ -179,4 +191,50 @@ void relay_post(Worker *w, Cmd *c) {
   uint64_t one = 1;
   if (write(w->efd, &one, sizeof one) < 0) { /* the counter is full: a wakeup is pending anyway */
   }
+}
+
+void relay_destroy(Relay *r) {
+  for (int i = 0; i < r->n; i++) {
+    Worker *w = &r->workers[i];
+    if (!w->started) continue;
+    w->quit = (Cmd){.op = OP_QUIT};
+    relay_post(w, &w->quit);
+    pthread_join(w->thread, NULL);
+  }
+  for (int i = 0; i < r->n; i++) {
+    Worker *w = &r->workers[i];
+    for (size_t b = 0; b < BUCKETS; b++)
+      for (Pair *p = w->buckets[b], *next; p; p = next) {
+        next = p->next_bucket;
+        for (int k = 0; k < 2; k++)
+          if (p->fd[k] >= 0) close(p->fd[k]);
+        relay_free_pair(p);
+      }
+    for (Cmd *c = w->head, *next; c; c = next) {
+      next = c->next;
+      if (c != &w->quit) free(c->bytes), free(c);
+    }
+    if (w->ep >= 0) close(w->ep);
+    if (w->efd >= 0) close(w->efd);
+    if (w->spare_fd >= 0) close(w->spare_fd);
+    pthread_mutex_destroy(&w->mu);
+  }
+  for (int i = 0; i < r->nlisteners; i++) {
+    if (r->listeners[i]->fd >= 0) close(r->listeners[i]->fd);
+    free(r->listeners[i]);
+  }
+  for (int i = 0; i < r->nfronts; i++) {
+    free(r->fronts[i]->refusal);
+    free(r->fronts[i]);
+  }
+  Event *queues[] = {r->untold, r->ready_head, r->lazy_head};
+  for (int q = 0; q < 3; q++)
+    for (Event *e = queues[q], *next; e; e = next) {
+      next = e->next;
+      free(e->bytes);
+      free(e);
+    }
+  pthread_mutex_destroy(&r->ev_mu);
+  free(r->workers);
+  free(r);
 }

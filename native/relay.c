@@ -43,14 +43,47 @@ static bool to_ring(Relay *r) {
 
 /* Outside ev_mu: the call only says there are events, so the lock is held for pointers alone. */
 static void ring(Relay *r, bool now) {
-  if (now) napi_call_threadsafe_function(r->tsfn, NULL, napi_tsfn_nonblocking);
+  if (!now || napi_call_threadsafe_function(r->tsfn, NULL, napi_tsfn_nonblocking) == napi_ok) return;
+  /* Not queued (Node is closing): rung again by the next event rather than never. */
+  pthread_mutex_lock(&r->ev_mu);
+  r->rung = false;
+  pthread_mutex_unlock(&r->ev_mu);
+}
+
+/* A new event for p, with a copy of its bytes; NULL when either allocation failed. */
+static Event *new_event(Pair *p, int kind, const uint8_t *bytes, size_t n) {
+  if (kind == EV_CLOSED) {
+    /* Set aside at accept: the close of a session JavaScript knows is always told. */
+    Event *e = p->close_ev;
+    p->close_ev = NULL;
+    return e;
+  }
+  if (p->fail_alloc) {
+    p->fail_alloc = 0;
+    return NULL;
+  }
+  Event *e = calloc(1, sizeof(Event));
+  if (!e || !bytes || n == 0) return e;
+  e->bytes = malloc(n);
+  if (!e->bytes) {
+    free(e);
+    return NULL;
+  }
+  memcpy(e->bytes, bytes, n);
+  e->nbytes = n;
+  return e;
 }
 
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n) {
   /* A client JavaScript never heard of (gone, or refused, before its first packet): nothing to tell. */
   if (!p->known) return;
-  Event *e = calloc(1, sizeof(Event));
-  if (!e) return;
+  Event *e = new_event(p, kind, bytes, n);
+  if (!e) {
+    /* Not told is never an option: the session ends on a fault (its event set aside). A client's
+     * first event lost: JavaScript never knew it, so the relay tells the client itself. */
+    if (kind == EV_PACKET || kind == EV_TIMEOUT) p->known = 0;
+    return relay_fault(w, p, F_MEMORY, ENOMEM);
+  }
   e->id = p->id;
   e->kind = kind;
   e->side = side;
@@ -60,22 +93,20 @@ void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes,
   e->terminated = p->terminated;
   e->phase = p->phase;
   e->front = p->front ? p->front->index : -1;
-  if (bytes && n > 0) {
-    e->bytes = malloc(n);
-    if (e->bytes) {
-      memcpy(e->bytes, bytes, n);
-      e->nbytes = n;
-    }
-  }
   Relay *r = w->relay;
-  pthread_mutex_lock(&r->ev_mu);
   if (kind == EV_READY || kind == EV_CLOSED) {
+    pthread_mutex_lock(&r->ev_mu);
     if (r->lazy_tail) r->lazy_tail->next = e;
     else r->lazy_head = e, atomic_store(&r->lazy_at, now_ms() + LAZY_MS);
     r->lazy_tail = e;
     pthread_mutex_unlock(&r->ev_mu);
     return;
   }
+  queue_event(r, e);
+}
+
+void queue_event(Relay *r, Event *e) {
+  pthread_mutex_lock(&r->ev_mu);
   /* The waiting ones first: nothing another thread queues meanwhile can go before them. */
   tell_lazy(r);
   if (r->ready_tail) r->ready_tail->next = e;
@@ -117,20 +148,22 @@ void watch(Worker *w, Pair *p, int k) {
   }
   if (ev == p->events[k]) return;
   /* Nothing wanted: out of the set, or a hangup (always reported) would wake the thread in a loop. */
-  struct epoll_event e = {.events = ev, .data.ptr = &p->tag[k]};
   int op = ev == 0 ? EPOLL_CTL_DEL : p->events[k] == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-  epoll_ctl(w->ep, op, p->fd[k], &e);
+  /* Not watched as it should be, the session would wait for nothing: it ends (the linger closes it). */
+  if (ep_ctl(w, op, p->fd[k], ev, &p->tag[k]) != 0) return relay_fault(w, p, F_EPOLL, errno);
   p->events[k] = ev;
 }
 
 void close_side(Worker *w, Pair *p, int k) {
   if (p->fd[k] < 0) return;
-  if (p->events[k] != 0) epoll_ctl(w->ep, EPOLL_CTL_DEL, p->fd[k], NULL);
+  /* Out of the set before the close: a copy of the descriptor (a fork) would keep it reported. */
+  int failed = p->events[k] != 0 && ep_ctl(w, EPOLL_CTL_DEL, p->fd[k], 0, NULL) != 0 ? errno : 0;
   p->events[k] = 0;
   close(p->fd[k]);
   p->fd[k] = -1;
   p->closed[k] = 1;
   if (p->rd_eof[k] == 0) p->rd_eof[k] = 1; /* 2: its end was reported already, not again */
+  if (failed) relay_fault(w, p, F_EPOLL, failed);
 }
 
 void finish_if_closed(Worker *w, Pair *p, Pair **dead) {
@@ -238,8 +271,8 @@ int grow(Dir *d, size_t need) {
   return 1;
 }
 
-/* Advances d[BACKEND].fwd over whole messages; returns 0 on a protocol error. */
-static int frame(Worker *w, Pair *p) {
+/* Advances d[BACKEND].fwd over whole messages: 1, or -1 on a protocol error, 0 out of memory. */
+static MUSTCHECK int frame(Worker *w, Pair *p) {
   Dir *d = &p->d[BACKEND];
   size_t pos = d->fwd;
   for (;;) {
@@ -253,18 +286,19 @@ static int frame(Worker *w, Pair *p) {
     if (d->len - pos < 5) break;
     int type = d->buf[pos];
     uint32_t mlen = be32(d->buf + pos + 1);
-    if (mlen < 4 || mlen > 0x7fffffff) return 0;
+    if (mlen < 4 || mlen > 0x7fffffff) return -1;
     size_t total = 1 + (size_t)mlen;
     if (d->len - pos >= total) {
       p->last_type = type;
-      if (type == 'E' && (p->last_err || (p->last_err = malloc(LAST_ERROR_MAX)))) {
+      if (type == 'E' && !p->last_err && !(p->last_err = malloc(LAST_ERROR_MAX))) return 0;
+      if (type == 'E') {
         size_t n = total < LAST_ERROR_MAX ? total : LAST_ERROR_MAX;
         memcpy(p->last_err, d->buf + pos, n);
         p->last_err_len = n;
       } else if (type == 'S' && p->watch_params) {
         emit(w, p, EV_PARAM, BACKEND, 0, d->buf + pos, total);
       } else if (type == 'K' && p->phase == PH_AUTH) {
-        front_key(w, p, d, pos, &total);
+        if (!front_key(w, p, d, pos, &total)) return 0;
       } else if (type == 'Z' && p->phase == PH_AUTH) {
         front_ready(w, p);
       }
@@ -286,6 +320,39 @@ static int frame(Worker *w, Pair *p) {
   return 1;
 }
 
+/* Follows the client's messages over new bytes: Terminate is a whole 'X' message, not a guess. */
+static void frame_client(Pair *p, const uint8_t *b, size_t n) {
+  size_t i = 0;
+  while (i < n && !p->cunframed) {
+    if (p->cleft > 0) {
+      size_t take = n - i < p->cleft ? n - i : p->cleft;
+      i += take;
+      p->cleft -= take;
+      continue;
+    }
+    size_t take = 5 - p->chdr_len < n - i ? 5 - p->chdr_len : n - i;
+    memcpy(p->chdr + p->chdr_len, b + i, take);
+    p->chdr_len += take;
+    i += take;
+    if (p->chdr_len < 5) break;
+    p->chdr_len = 0;
+    uint32_t len = be32(p->chdr + 1);
+    /* Not the protocol (PostgreSQL will say so and close): no Terminate is read into it. */
+    if (len < 4 || len > 0x7fffffff) p->cunframed = 1;
+    else if (p->chdr[0] == 'X' && len == 4) p->terminated = 1;
+    else p->cleft = len - 4;
+  }
+}
+
+/* The backend's stream could not be framed: not PostgreSQL (EPROTO), or out of memory (a fault). */
+static void unframed(Worker *w, Pair *p, int framed) {
+  if (framed == 0) return relay_fault(w, p, F_MEMORY, ENOMEM);
+  /* Not PostgreSQL on the other end: nothing sensible can be relayed. */
+  close_side(w, p, CLIENT);
+  close_side(w, p, BACKEND);
+  ended(w, p, BACKEND, EPROTO);
+}
+
 void on_readable(Worker *w, Pair *p, int k) {
   Dir *d = &p->d[k];
   if (p->rd_eof[k] || d->wr < d->fwd) return;
@@ -304,29 +371,24 @@ void on_readable(Worker *w, Pair *p, int k) {
   size_t start = d->len;
   d->len += (size_t)n;
   if (k == CLIENT) {
-    /* Terminate ('X', length 4) as the last thing sent: the backend's close that follows is expected. */
-    if (d->len - start >= 5) {
-      const uint8_t *t = d->buf + d->len - 5;
-      if (t[0] == 'X' && be32(t + 1) == 4) p->terminated = 1;
-    }
+    /* Terminate: the backend's close that follows is expected. */
+    frame_client(p, d->buf + start, d->len - start);
     d->fwd = d->len;
-  } else if (!frame(w, p)) {
-    /* Not PostgreSQL on the other end: nothing sensible can be relayed. */
-    close_side(w, p, CLIENT);
-    close_side(w, p, BACKEND);
-    return ended(w, p, BACKEND, EPROTO);
+  } else {
+    int framed = frame(w, p);
+    if (framed != 1) return unframed(w, p, framed);
   }
   flush(w, p, k);
 }
 
 /* The backend's bytes read before the session was relayed (its first answer, passed on now). */
 void relay_catch_up(Worker *w, Pair *p) {
-  if (!frame(w, p)) {
-    close_side(w, p, CLIENT);
-    close_side(w, p, BACKEND);
-    return ended(w, p, BACKEND, EPROTO);
-  }
+  int framed = frame(w, p);
+  if (framed != 1) return unframed(w, p, framed);
   flush(w, p, BACKEND);
-  p->d[CLIENT].fwd = p->d[CLIENT].len; /* what the client sent meanwhile goes on too */
+  /* What the client sent meanwhile goes on too (its messages followed from here). */
+  Dir *c = &p->d[CLIENT];
+  frame_client(p, c->buf + c->fwd, c->len - c->fwd);
+  c->fwd = c->len;
   flush(w, p, CLIENT);
 }

@@ -9,7 +9,9 @@
  * messages are followed by boundary (type byte + Int32 length) and only whole ones are forwarded,
  * so an error can still be said at a boundary; BackendKeyData is swapped for the proxy's own key;
  * the last ErrorResponse is kept for the session's end; with watch_params every ParameterStatus is
- * reported (the late-class warning).
+ * reported (the late-class warning). A failure of the relay itself (an allocation, epoll_ctl) is
+ * never dropped: the session's backend is closed and JavaScript is told (EV_FAULT), from an event
+ * set aside when the client was accepted, so the telling cannot fail too.
  */
 #ifndef PLB_RELAY_H
 #define PLB_RELAY_H
@@ -30,6 +32,10 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Internal calls whose failure must be handled (as pgbouncer's _MUSTCHECK): the build makes an
+ * ignored result an error. */
+#define MUSTCHECK __attribute__((warn_unused_result))
 
 #define CLIENT 0
 #define BACKEND 1
@@ -71,10 +77,14 @@ enum {
   EV_ANSWER = 5,
   EV_DIAL_FAILED = 6,
   EV_READY = 7,
-  EV_TIMEOUT = 8
+  EV_TIMEOUT = 8,
+  EV_FAULT = 9 /* side: what failed (F_*), err: its errno; id 0: no session (relay_note) */
 };
+/* What failed in a fault (native-relay.ts names them). */
+enum { F_EPOLL = 1, F_MEMORY = 2 };
 enum { C_END = 1, C_AT_BOUNDARY = 2, C_DESTROY = 4, B_END = 8, B_DESTROY = 16 };
-enum { OP_COMMAND = 1, OP_LISTEN, OP_STOP, OP_DIAL, OP_VERDICT };
+/* OP_FAULT: a fault made on cue (the tests'); OP_QUIT: the thread returns (the relay's teardown). */
+enum { OP_COMMAND = 1, OP_STOP, OP_DIAL, OP_VERDICT, OP_FAULT, OP_QUIT };
 
 typedef struct Event {
   double id;
@@ -112,8 +122,9 @@ typedef struct Tag {
 typedef struct Listener {
   int fd, cls;
   Front *front;
-  Tag tag;         /* what every thread's epoll reports it by */
-  atomic_int refs; /* threads still polling it */
+  Tag tag;             /* what every thread's epoll reports it by */
+  atomic_int refs;     /* threads still polling it */
+  atomic_int stopping; /* stop() was called: an event already taken off epoll accepts nothing */
 } Listener;
 
 typedef struct Pair {
@@ -143,6 +154,16 @@ typedef struct Pair {
   int64_t deadline;
   struct Worker *worker;
   struct Pair *next_bucket, *next_dead;
+  /* Set aside at accept: its fault and its close are told even when nothing can be allocated. */
+  Event *fault_ev, *close_ev;
+  int faulted;    /* F_*: the relay failed on it (told once) */
+  int fault_said; /* after a fault, JavaScript's first command is its last word: the rest ignored */
+  int fail_alloc; /* the next event's allocation fails (OP_FAULT with F_MEMORY: the tests') */
+  /* The client's messages followed (type byte + Int32 length) for Terminate: header bytes so far,
+   * body bytes still to come, and whether the stream stopped making sense (then not followed). */
+  uint8_t chdr[5];
+  size_t chdr_len, cleft;
+  int cunframed;
 } Pair;
 
 typedef struct Cmd {
@@ -154,7 +175,7 @@ typedef struct Cmd {
   Listener *lst;
   struct sockaddr_storage addr;
   socklen_t addrlen;
-  int timeout_ms, watch;
+  int timeout_ms, watch, err;
   int32_t key_pid;
   uint8_t key_secret[4];
   struct Cmd *next;
@@ -165,8 +186,10 @@ typedef struct Worker {
   pthread_t thread;
   int index, ep, efd;
   int spare_fd; /* held for the accept of a client when descriptors run out */
+  int started; /* its thread runs (joined at teardown) */
   pthread_mutex_t mu;
   Cmd *head, *tail;
+  Cmd quit; /* OP_QUIT, set aside: the teardown allocates nothing */
   Pair *buckets[BUCKETS];
   int lingering, waiting; /* pairs with a linger or a deadline */
   atomic_int live;        /* its pairs now (the other threads read it to share out accepting) */
@@ -192,6 +215,16 @@ typedef struct Relay {
   Event *ready_head, *ready_tail, *lazy_head, *lazy_tail;
   bool rung;
   _Atomic int64_t lazy_at;
+  /* Node's thread: taken from the relay and not told yet. */
+  Event *untold;
+  /*
+   * Where an event's bytes are copied for JavaScript (a Buffer it gave at start, read before the
+   * call returns): a Buffer of their own per event made most of a connection's garbage.
+   */
+  uint8_t *mailbox;
+  size_t mailbox_len;
+  /* Failures with no session to tell (relay_note): how many since told, the last one's what and errno. */
+  atomic_int noted, noted_what, noted_err;
 } Relay;
 
 /* loop.c: a relay thread's loop. */
@@ -199,10 +232,25 @@ void *relay_run(void *arg);
 /* Queues a command for a thread and wakes it (any thread). */
 void relay_post(Worker *w, Cmd *c);
 void relay_free_pair(Pair *p);
+/* The loop's teardown: every thread stopped and joined, everything freed (Node's thread). */
+void relay_destroy(Relay *r);
 /* relay.c: a session's stream, shared by the loop and the front door. */
 int64_t now_ms(void);
 uint32_t be32(const uint8_t *b);
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n);
+/* Rings JavaScript for what is queued (ev_mu not held); the event itself goes on the ready queue. */
+void queue_event(Relay *r, Event *e);
+/* fault.c: the relay failed on p (what: F_*): its backend closed, JavaScript told (never dropped). */
+void relay_fault(Worker *w, Pair *p, int what, int err);
+/* A failure with no session to tell: counted and told to JavaScript as id 0. */
+void relay_note(Relay *r, int what, int err);
+/* A FATAL said straight to a socket (no buffer: nothing allocated), best effort. */
+void say_fatal(int fd, int what, int err);
+/* epoll_ctl for a pair's side; 0, or -1 with errno. */
+MUSTCHECK int ep_ctl(Worker *w, int op, int fd, uint32_t events, void *tag);
+/* A pair's deadline (the front door's waits), 0: none; its linger (closed after LINGER_MS). */
+void set_deadline(Worker *w, Pair *p, int64_t at);
+void linger_from_now(Worker *w, Pair *p);
 /* The waiting events are told now (a thread calls it once their time is up). */
 void emit_lazy(Relay *r);
 /* Node's thread: the events to tell now, oldest first (the caller frees them). */
@@ -211,7 +259,7 @@ void watch(Worker *w, Pair *p, int k);
 void flush(Worker *w, Pair *p, int k);
 void close_side(Worker *w, Pair *p, int k);
 void ended(Worker *w, Pair *p, int k, int err);
-int grow(Dir *d, size_t need);
+MUSTCHECK int grow(Dir *d, size_t need);
 void bucket_add(Worker *w, Pair *p);
 Pair *bucket_find(Worker *w, double id);
 /* A pair whose both sides are closed is put on the dead list (freed at the end of the loop's turn). */
@@ -231,7 +279,7 @@ void front_retire(Worker *w, Pair *p);
 void front_expire(Worker *w, Pair *p);
 void front_stop(Worker *w, Cmd *c);
 /* The AUTH phase's hooks on whole backend messages: BackendKeyData swapped, ReadyForQuery. */
-void front_key(Worker *w, Pair *p, Dir *d, size_t pos, size_t *total);
+MUSTCHECK int front_key(Worker *w, Pair *p, Dir *d, size_t pos, size_t *total);
 void front_ready(Worker *w, Pair *p);
 /* relay.c: the backend's bytes read before the session was relayed, passed on now. */
 void relay_catch_up(Worker *w, Pair *p);

@@ -3,7 +3,8 @@
  * first packets, connect to the replica JavaScript routes them to and copy the session's bytes,
  * outside Node's event loop; every decision is asked of JavaScript here (native-session.ts).
  * Optional: absent (not built, not Linux), the proxy serves its clients on Node's sockets
- * (session.ts) as before.
+ * (session.ts) as before. PLB_NATIVE_RELAY names another build to load (the sanitizers' one,
+ * docs/development.md).
  */
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
@@ -32,6 +33,12 @@ const EV_ANSWER = 5;
 const EV_DIAL_FAILED = 6;
 const EV_READY = 7;
 const EV_TIMEOUT = 8;
+const EV_FAULT = 9;
+/** What failed in a fault (native/relay.h F_*): its words, and the SQLSTATE the client is told. */
+const FAULTS: Record<number, { what: string; sqlstate: string }> = {
+  1: { what: 'epoll_ctl failed', sqlstate: '58000' },
+  2: { what: 'out of memory', sqlstate: '53200' },
+};
 const CLASSES: readonly ServiceClass[] = ['premium', 'freemium'];
 
 export interface RelayEnd {
@@ -46,6 +53,16 @@ export interface RelayEnd {
   terminated: boolean;
   /** The last ErrorResponse the backend sent while relayed (backend ends only). */
   lastError: Buffer | undefined;
+}
+
+/** The relay itself failed on a session (an allocation, an epoll_ctl): its backend is closed. */
+export interface RelayFault {
+  /** For the log and the client's FATAL: "plb proxy: native relay failure: out of memory (ENOMEM)". */
+  message: string;
+  /** The errno's name (ENOMEM, ENOSPC). */
+  code: string;
+  /** The SQLSTATE of the FATAL the client is told (53200 out of memory, 58000 system error). */
+  sqlstate: string;
 }
 
 /**
@@ -72,6 +89,12 @@ export interface FrontListener {
    * (the session was connected, whether or not it was told so before).
    */
   closed(answered: boolean): void;
+  /**
+   * The relay failed on the session (never a silent drop): its backend is closed, its client waits
+   * for one last command (C_END with a FATAL); what is commanded after that is ignored, and the
+   * relay closes the client within its linger either way. `closed` follows.
+   */
+  failed(f: RelayFault): void;
 }
 
 /** One client of the front door, as its session drives it. */
@@ -119,9 +142,15 @@ interface Addon {
   command(id: number, flags: number, last?: Buffer): void;
   counts(front: number): [number, number];
   ref(on: boolean): void;
+  fault(id: number, what: number, errno: number): void;
 }
 
 let shared: NativeRelay | string | undefined;
+
+/** Where the relay is loaded from: PLB_NATIVE_RELAY, else native/build/relay.node (from src/ or dist/ alike). */
+function addonPath(): string {
+  return process.env.PLB_NATIVE_RELAY || '../../native/build/relay.node';
+}
 
 export class NativeRelay {
   private readonly live = new Map<number, FrontListener>();
@@ -146,9 +175,11 @@ export class NativeRelay {
   private static start(threads: number): NativeRelay | string {
     let addon: Addon;
     try {
-      // native/build/relay.node from src/proxy/ or dist/proxy/ alike.
-      addon = createRequire(import.meta.url)('../../native/build/relay.node') as Addon;
+      addon = createRequire(import.meta.url)(addonPath()) as Addon;
     } catch (err) {
+      // A build named on purpose (the sanitizers') that does not load is an error, not a fallback.
+      const named = process.env.PLB_NATIVE_RELAY;
+      if (named) throw new Error(`PLB_NATIVE_RELAY=${named}: ${String(err)}`, { cause: err });
       const code = (err as NodeJS.ErrnoException).code;
       return code === 'MODULE_NOT_FOUND' ? 'not built (npm run build builds it)' : String(err);
     }
@@ -164,6 +195,17 @@ export class NativeRelay {
   /** Sessions the relay serves now (known to JavaScript: past their first packet). */
   get size(): number {
     return this.live.size;
+  }
+
+  /**
+   * Failures with no session to tell (a client the relay could not take on, a listener it could
+   * not stop polling): a process warning, so they are never silent.
+   */
+  warn: (message: string) => void = (message) => process.emitWarning(message, { code: 'PLB_NATIVE_RELAY' });
+
+  /** The relay fails on a session as on an allocation or an epoll_ctl (the tests'). */
+  injectFault(id: number, what: 'memory' | 'epoll', errno = 0): void {
+    this.addon.fault(id, what === 'memory' ? 2 : 1, errno);
   }
 
   /** Whether another proxy's front door can be opened in this process. */
@@ -191,6 +233,11 @@ export class NativeRelay {
     // A view of the mailbox: every listener reads it before it returns (copies what it keeps).
     const bytes = typeof inBox === 'number' ? this.mailbox.subarray(0, inBox) : inBox;
     const l = this.live.get(id);
+    if (kind === EV_FAULT && !l) {
+      // id 0: counted failures of clients JavaScript never knew (lastType: how many).
+      const times = id === 0 && lastType > 1 ? ` (${lastType} times)` : '';
+      return this.warn(`${relayFault(side, err).message}${times}`);
+    }
     if (!l) {
       const arrival = this.fronts.get(front);
       if (!arrival || (kind !== EV_PACKET && kind !== EV_TIMEOUT)) return;
@@ -207,6 +254,8 @@ export class NativeRelay {
         return l.ready(bytes);
       case EV_PARAM:
         return l.parameter(bytes as Buffer);
+      case EV_FAULT:
+        return l.failed(relayFault(side, err));
       case EV_CLOSED:
         this.live.delete(id);
         if (this.live.size === 0) this.addon.ref(false);
@@ -270,6 +319,12 @@ export class NativeFront {
     const [open, overLimit] = this.addon.counts(this.index);
     return { open, overLimit };
   }
+}
+
+function relayFault(what: number, err: number): RelayFault {
+  const f = FAULTS[what] ?? { what: `failure ${what}`, sqlstate: 'XX000' };
+  const code = errnoName(err);
+  return { message: `plb proxy: native relay failure: ${f.what} (${code})`, code, sqlstate: f.sqlstate };
 }
 
 function errnoName(err: number): string {

@@ -18,6 +18,7 @@ import {
   type FrontListener,
   type FrontPair,
   type RelayEnd,
+  type RelayFault,
 } from './native-relay.js';
 import { decodeServerError, type ServerError } from './server-messages.js';
 import { SessionCore } from './session-core.js';
@@ -197,10 +198,12 @@ export class NativeSession implements FrontListener, SessionTransport<Leg>, Dial
   }
 
   /**
-   * The relay failed under this session (an allocation, an epoll_ctl): the client is told a FATAL
-   * with `message` where it still can be, the backend dropped; the relay reports the close after.
+   * The relay failed under this session (an allocation, an epoll_ctl; native-relay.ts): its
+   * backend is closed. The core tells the client a FATAL where it still can; a dial still waiting
+   * ends as for a client gone, so no replica is blamed.
    */
-  failed(message: string): void {
-    this.core.transportFailed(message);
+  failed(f: RelayFault): void {
+    this.core.transportFailed(f.message, f.sqlstate);
+    this.answered({ ok: false, err: undefined });
   }
 }

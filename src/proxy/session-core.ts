@@ -241,21 +241,16 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
 
   /**
    * The transport failed under this session (the native relay's 'error' event): the client is
-   * told a FATAL XX000 with `message` (at a message boundary, else dropped) unless it is gone or
+   * told a FATAL (`sqlstate`, `message` as the transport words it) (at a message boundary, else dropped) unless it is gone or
    * told already, the backend dropped, the slot given back. The transport still reports the close.
    */
-  transportFailed(message: string): void {
+  transportFailed(message: string, sqlstate = 'XX000'): void {
     if (this.ended) return;
     this.host.log(`session${this.replica === undefined ? '' : ` on ${this.replica}`}: ${message}`);
     const tell = !this.gone && this.phase !== 'closing';
     this.enter('closing');
     this.releaseOnce();
-    if (tell)
-      this.transport.close(
-        'at-boundary',
-        'destroy',
-        errorResponse('FATAL', 'XX000', `plb proxy: ${message}`),
-      );
+    if (tell) this.transport.close('at-boundary', 'destroy', errorResponse('FATAL', sqlstate, message));
     else this.transport.close('destroy', 'destroy');
   }
 

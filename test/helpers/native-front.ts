@@ -9,6 +9,7 @@ import {
   type FrontPair,
   type NativeFront,
   type RelayEnd,
+  type RelayFault,
 } from '../../src/proxy/native-relay.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
 import { errorResponse } from '../../src/proxy/wire.js';
@@ -72,6 +73,7 @@ export class Told {
   readonly readies: (Buffer | undefined)[] = [];
   readonly ends: RelayEnd[] = [];
   readonly params: Buffer[] = [];
+  readonly faults: RelayFault[] = [];
   isClosed = false;
   answeredAtClose: boolean | undefined;
   /** Resolves when the relay reports the close. */
@@ -104,6 +106,9 @@ export class Told {
   }
   parameter(m: Buffer): void {
     this.params.push(Buffer.from(m));
+  }
+  failed(f: RelayFault): void {
+    this.faults.push(f);
   }
   closed(answered: boolean): void {
     this.answeredAtClose = answered;

@@ -2,13 +2,20 @@
  * The native front door (native/front.c) on loopback with a fake server: encryption requests
  * answered 'N' by the relay, a client's first packet handed over whole (and what follows it kept
  * for the server), the connect and its failures, a first answer that is an error held for the
- * verdict, the startup timeout, the client limit, a client gone while it is routed, and a stop.
- * It must be built (npm run build): without it the test is skipped, and fails with CI=true.
+ * verdict, the startup timeout, the client limit, a client gone while it is routed, and a stop; a
+ * fault of the relay's own ending a session (native-session.ts) with its FATAL. It must be built
+ * (npm run build): without it the test is skipped, and fails with CI=true.
  */
 import { createServer, type AddressInfo } from 'node:net';
+import { constants } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
-import { B_DESTROY, C_DESTROY, C_END } from '../../src/proxy/native-relay.js';
+import { B_DESTROY, C_DESTROY, C_END, type FrontPair } from '../../src/proxy/native-relay.js';
 import { errorResponse } from '../../src/proxy/wire.js';
+import { CancelKeys } from '../../src/proxy/cancel-keys.js';
+import { NativeSession } from '../../src/proxy/native-session.js';
+import { decodeServerError } from '../../src/proxy/server-messages.js';
+import type { SessionHost } from '../../src/proxy/session-host.js';
+import { ProxyStats } from '../../src/proxy/stats.js';
 import { failInCiWithout } from '../helpers/proxy-setup.js';
 import {
   AUTH_OK,
@@ -202,5 +209,75 @@ describe.skipIf(relay === undefined)('native front door', () => {
     expect(refused).toBe(true);
     waiting.socket.end();
     await until(() => rig.front.counts().open === 0);
+  });
+
+  it('a fault while routed: told; a dial after it is ignored; the last word reaches the client', async () => {
+    const { server, port } = await fakeServer((s) => s.write(Buffer.concat([AUTH_OK, READY])));
+    const rig = openFront();
+    const c = await client(rig.port);
+    c.socket.write(startupPacket());
+    const t = await rig.arrival();
+    relay!.injectFault(t.pair.id, 'epoll', constants.errno.ENOMEM);
+    await until(() => t.faults.length === 1);
+    expect(t.faults[0]).toMatchObject({ code: 'ENOMEM', sqlstate: '58000' });
+    t.pair.dial('127.0.0.1', port, 5000, PROXY_KEY, false);
+    const fatal = errorResponse('FATAL', '58000', t.faults[0]!.message);
+    t.pair.command(C_END, fatal);
+    await until(() => c.got().length === fatal.length);
+    expect(c.got().equals(fatal)).toBe(true);
+    c.socket.end();
+    await t.done;
+    expect([t.fails, t.readies]).toEqual([[], []]);
+    server.close();
+  });
+
+  it("a session's fault ends it with the relay's FATAL (native-session.ts): logged, its slot released, no replica blamed", async () => {
+    const { server, port } = await fakeServer((s) => {
+      s.on('data', () => undefined);
+      s.write(Buffer.concat([AUTH_OK, BACKEND_KEY_MSG, READY]));
+    });
+    const logs: string[] = [];
+    const failures: unknown[] = [];
+    let held = 0;
+    const host: SessionHost = {
+      classFrom: 'off',
+      startupTimeoutMs: 10_000,
+      connectTimeoutMs: 5000,
+      connectAttempts: 2,
+      cancelKeys: new CancelKeys(),
+      stats: new ProxyStats(['r1']),
+      serverTls: 'disable',
+      acquire: () => (held++, { replica: 'r1', host: '127.0.0.1', port }),
+      cancelWait: () => undefined,
+      release: () => void held--,
+      reportFailure: (_replica, err) => void failures.push(err),
+      log: (line) => void logs.push(line),
+    };
+    const sessions: NativeSession[] = [];
+    const pairs: FrontPair[] = [];
+    const front = relay!.openFront(
+      { max: { premium: 10, freemium: 10 }, refusal: Buffer.alloc(0), startupTimeoutMs: 10_000 },
+      (pair, cls, packet) => {
+        const s = new NativeSession(pair, cls, host, () => undefined, packet);
+        sessions.push(s);
+        pairs.push(pair);
+        return s;
+      },
+    );
+    const c = await client(front.listen('premium', '127.0.0.1', 0, 16));
+    const closed = new Promise((r) => c.socket.on('close', r));
+    c.socket.write(startupPacket());
+    await until(() => sessions[0]?.core.phase === 'ready');
+    const session = sessions[0]!;
+    relay!.injectFault(pairs[0]!.id, 'epoll', constants.errno.ENOSPC);
+    await session.core.done;
+    await closed;
+    const said = c.got().subarray(Buffer.concat([AUTH_OK, PROXY_KEY_MSG, READY]).length);
+    const message = 'plb proxy: native relay failure: epoll_ctl failed (ENOSPC)';
+    expect(decodeServerError(said)).toMatchObject({ severity: 'FATAL', code: '58000', message });
+    expect(logs).toEqual([`session on r1: ${message}`]);
+    expect([held, failures]).toEqual([0, []]);
+    front.stop(Buffer.alloc(0));
+    server.close();
   });
 });

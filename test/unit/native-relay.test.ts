@@ -3,12 +3,15 @@
  * loopback with a fake server: bytes both ways, only whole backend messages forwarded (an
  * unfinished one held, an oversize one passed through), each side's end reported with the stream's
  * state (a client's ordinary end handled by the relay itself), the commands carried out, the close
- * reported. It must be built (npm run build): without it the test is skipped, and fails with CI=true.
+ * reported; Terminate read from the client's framed messages; the relay's own failures (faults)
+ * told, never dropped. It must be built (npm run build): without it the test is skipped, and fails
+ * with CI=true.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
+import { constants } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { B_END, C_AT_BOUNDARY, C_END } from '../../src/proxy/native-relay.js';
+import { B_DESTROY, B_END, C_AT_BOUNDARY, C_DESTROY, C_END } from '../../src/proxy/native-relay.js';
 import { errorResponse } from '../../src/proxy/wire.js';
 import { failInCiWithout } from '../helpers/proxy-setup.js';
 import {
@@ -163,6 +166,72 @@ describe.skipIf(relay === undefined)('native relay', () => {
     r.backend.write(Buffer.from([0x44, 0, 0, 0, 1]));
     const e = await r.told.nextEnd();
     expect(e).toMatchObject({ side: 'backend', code: 'EPROTO' });
+    await r.told.done;
+  });
+
+  it('Terminate is read from whole client messages: bytes inside a query that look like one are not', async () => {
+    const r = await rig.relayed();
+    r.backend.on('data', () => undefined);
+    // A query whose last five bytes are those of a Terminate: the backend's end is a failure.
+    r.client.write(msg('Q', Buffer.concat([Buffer.from('select '), TERMINATE])));
+    await new Promise((res) => setTimeout(res, 50));
+    r.backend.destroy();
+    expect(await r.told.nextEnd()).toMatchObject({ side: 'backend', terminated: false });
+    r.told.pair.command(C_END);
+    r.client.end();
+    await r.told.done;
+  });
+
+  it('a Terminate split over two reads is still one: the backend end that follows is expected', async () => {
+    const r = await rig.relayed();
+    let backendEof = false;
+    const fromClient: Buffer[] = [];
+    r.backend.on('data', (d: Buffer) => fromClient.push(d)).on('end', () => (backendEof = true));
+    r.client.write(TERMINATE.subarray(0, 2));
+    await until(() => Buffer.concat(fromClient).length === 2);
+    r.client.write(TERMINATE.subarray(2));
+    await until(() => Buffer.concat(fromClient).length === 5);
+    r.backend.destroy();
+    await r.told.done;
+    expect(r.told.ends).toEqual([]);
+    expect(backendEof).toBe(false);
+  });
+
+  it('epoll_ctl failing on a session: told as a fault (never dropped); the backend closed; the last word said, later commands ignored', async () => {
+    const r = await rig.relayed();
+    let backendEof = false;
+    r.backend.on('data', () => undefined).on('end', () => (backendEof = true));
+    relay!.injectFault(r.told.pair.id, 'epoll', constants.errno.ENOSPC);
+    await until(() => r.told.faults.length === 1);
+    expect(r.told.faults[0]).toEqual({
+      message: 'plb proxy: native relay failure: epoll_ctl failed (ENOSPC)',
+      code: 'ENOSPC',
+      sqlstate: '58000',
+    });
+    await until(() => backendEof);
+    const fatal = errorResponse('FATAL', '58000', r.told.faults[0]!.message);
+    r.told.pair.command(C_END, fatal);
+    r.told.pair.command(C_DESTROY | B_DESTROY); // after the last word: ignored
+    const clientEnded = new Promise((res) => r.client.on('end', res));
+    await until(() => r.got().length === fatal.length);
+    expect(r.got().equals(fatal)).toBe(true);
+    await clientEnded;
+    r.client.end();
+    await r.told.done;
+    expect(r.told.ends).toEqual([]); // the backend's close is the fault's, not reported as its end
+  });
+
+  it("an event that cannot be allocated: the session's fault is told in its place (from the event set aside)", async () => {
+    const r = await rig.relayed();
+    relay!.injectFault(r.told.pair.id, 'memory');
+    await new Promise((res) => setTimeout(res, 50));
+    // The backend's end is the event that cannot be allocated.
+    r.backend.end(errorResponse('FATAL', '57P01', 'terminating connection'));
+    await until(() => r.told.faults.length === 1);
+    expect(r.told.faults[0]).toMatchObject({ code: 'ENOMEM', sqlstate: '53200' });
+    expect(r.told.ends).toEqual([]);
+    r.told.pair.command(C_END, errorResponse('FATAL', '53200', r.told.faults[0]!.message));
+    r.client.end();
     await r.told.done;
   });
 });
