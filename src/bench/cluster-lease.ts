@@ -15,12 +15,8 @@ import { checkCapacity, connectionsFor, CONNECTION_RESERVE, MAX_MAX_CONNECTIONS 
 import { defaultStateDir, readClusterRecord } from '../cluster/state.js';
 import type { VirtualClock } from '../clock/virtual.js';
 import { PlbError } from '../core/errors.js';
-import {
-  ExternalDriver,
-  externalConfig,
-  primaryMaxConnections,
-  type ExternalCluster,
-} from '../cluster/external/index.js';
+import { ExternalDriver, primaryMaxConnections } from '../cluster/external/index.js';
+import { externalConfig, type ExternalCluster } from '../cluster/external/file.js';
 import { hookEvents } from './hook-events.js';
 import type { RunWriter } from '../metrics/types.js';
 

@@ -3,7 +3,7 @@
 // load x queries per session, faceted by mix), one-factor sweeps from the centre, and ablations.
 import { isMap } from 'yaml';
 import { readUserFile, YamlFile } from '../core/user-file.js';
-import { fieldPath } from '../run-format/parse.js';
+import { fieldPath } from '../core/zod-issue.js';
 import { mapGridSchema, type MapCell, type MapGrid, type MapSettings } from '../run-format/paper-map.js';
 import { checkBenchValue } from './checks.js';
 

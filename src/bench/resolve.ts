@@ -7,7 +7,7 @@
 import { checkBasePort } from '../cluster/ports.js';
 import { parseCpus, parseDriverChoice, type DriverChoice } from '../cluster/select.js';
 import type { TemplateSet } from '../cluster/templates.js';
-import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../cluster/external/index.js';
+import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../cluster/external/file.js';
 import { PlbError } from '../core/errors.js';
 import { MAX_SIM_REPLICAS } from '../core/replica-ids.js';
 import { checkSeed } from '../core/rng.js';

@@ -6,7 +6,7 @@
 import type { Endpoint } from '../core/endpoint.js';
 import { passwordFile, PLB_DATABASE, PLB_USER } from './state.js';
 
-export interface ServerConnect {
+interface ServerConnect {
   id: string;
   kind: 'primary' | 'replica';
   host: string;

@@ -4,7 +4,7 @@ import { currentWalLsn, waitCaughtUp, withClient } from './pg-util.js';
 /** The table the workload's writer owns (workload/writer.ts), created with the dataset. */
 export const WRITE_TABLE = 'plb_writes';
 
-export const CREATE_WRITE_TABLE = `CREATE TABLE IF NOT EXISTS ${WRITE_TABLE} (
+const CREATE_WRITE_TABLE = `CREATE TABLE IF NOT EXISTS ${WRITE_TABLE} (
   id int PRIMARY KEY, n bigint NOT NULL, payload text NOT NULL, updated_at timestamptz NOT NULL)`;
 
 /**

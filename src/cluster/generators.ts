@@ -19,8 +19,8 @@ export type { ParamSpec };
 export type Generator = (rng: Rng, earlier: readonly unknown[]) => unknown;
 
 /** pgbench's accepted range of the Zipfian parameter (random_zipfian). */
-export const ZIPF_S_MIN = 1.001;
-export const ZIPF_S_MAX = 1000;
+const ZIPF_S_MIN = 1.001;
+const ZIPF_S_MAX = 1000;
 
 const ALPHANUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 

@@ -13,7 +13,7 @@ import { PlbError } from '../core/errors.js';
 import { escapeControl } from '../core/text.js';
 import { ensureClusterDir } from './state.js';
 
-export interface LockHolder {
+interface LockHolder {
   pid: number;
   startedAt: string;
   command: string;

@@ -35,7 +35,7 @@ export function ephemeralWarning(first: number, last: number, range = ephemeralR
 }
 
 /** The lowest primary port: below it, ports are the system's. */
-export const MIN_BASE_PORT = 1024;
+const MIN_BASE_PORT = 1024;
 
 /**
  * The one check of a cluster's base port: the primary listens on it and replica i on base + i,

@@ -30,7 +30,7 @@ import { type Credentials } from '../core/endpoint.js';
 import { PlbError } from '../core/errors.js';
 import { makeDirs } from '../core/safe-write.js';
 import { clusterRecordSchema } from '../run-format/cluster-record.js';
-import { firstIssue } from '../run-format/parse.js';
+import { firstIssue } from '../core/zod-issue.js';
 import type { ClusterRecord } from '../run-format/cluster-record.js';
 
 export const PLB_USER = 'plb';
@@ -60,15 +60,9 @@ export function defaultStateDir(
   return join(home, '.local', 'state', 'plb');
 }
 
-const ID_RE = /^[0-9a-f]{12}$/;
-
 /** A new cluster id: 12 hex characters (48 random bits). */
 export function newClusterId(): string {
   return randomBytes(6).toString('hex');
-}
-
-export function isClusterId(id: unknown): id is string {
-  return typeof id === 'string' && ID_RE.test(id);
 }
 
 const NAME_RE = /^[a-z0-9][a-z0-9_-]{0,39}$/;

@@ -56,7 +56,7 @@ export function generatorsOf(t: Template, rows: number): Generator[] {
 }
 
 /** A template by weight, with the same single draw as Rng.weighted over the same order. */
-export function pickTemplate(templates: readonly Template[], rng: Rng): Template {
+function pickTemplate(templates: readonly Template[], rng: Rng): Template {
   const total = templates.reduce((s, t) => s + t.weight, 0);
   let r = rng.next() * total;
   for (const t of templates) {

@@ -12,8 +12,6 @@ import {
   type PlanReplicaState,
 } from '../run-format/fault-actions.js';
 
-export type { PlanReplicaState } from '../run-format/fault-actions.js';
-
 /** Name of the reference phase, the window just before the first fault. */
 export const REF_PHASE = 'ref';
 

@@ -13,33 +13,31 @@ import {
   REPLICA_ID_RE,
   ZONE_ACTIONS,
   type CheckedPlanFile,
-  type FaultAction,
   type FaultEvent,
   type FaultPlan,
   type ZoneAction,
 } from '../run-format/plan.js';
-import { FAULT_FIELD_NAMES } from '../run-format/fault-actions.js';
-import { actionRequirement, stateAfter, type PlanReplicaState } from './actions.js';
+import { FAULT_FIELD_NAMES, type FaultAction, type PlanReplicaState } from '../run-format/fault-actions.js';
+import { actionRequirement, stateAfter } from './actions.js';
 
 /** What a plan gets for a header field it leaves out. */
-export const DEFAULT_PLAN: Readonly<Pick<FaultPlan, 'warmup' | 'referenceWindow' | 'replicas'>> =
-  Object.freeze({
-    /**
-     * Seconds from the start before anything is measured (connections, caches warm up).
-     * @default 10
-     */
-    warmup: 10,
-    /**
-     * Seconds of the `ref` window just before the first fault (DESIGN.md, Phases).
-     * @default 30
-     */
-    referenceWindow: 30,
-    /**
-     * K, the replicas the plan is written for: the cluster's default.
-     * @default 5
-     */
-    replicas: DEFAULT_CLUSTER.replicas,
-  });
+const DEFAULT_PLAN: Readonly<Pick<FaultPlan, 'warmup' | 'referenceWindow' | 'replicas'>> = Object.freeze({
+  /**
+   * Seconds from the start before anything is measured (connections, caches warm up).
+   * @default 10
+   */
+  warmup: 10,
+  /**
+   * Seconds of the `ref` window just before the first fault (DESIGN.md, Phases).
+   * @default 30
+   */
+  referenceWindow: 30,
+  /**
+   * K, the replicas the plan is written for: the cluster's default.
+   * @default 5
+   */
+  replicas: DEFAULT_CLUSTER.replicas,
+});
 
 /**
  * The schema a plan file is read with: its fields (planFileSchema), then the plan rules, into the

@@ -25,16 +25,16 @@ import type {
 } from '../router/index.js';
 import { tableStyle } from '../core/table-style.js';
 import { compareReplicaIds, replicaIds } from '../core/replica-ids.js';
-import {
-  phaseNameFor,
-  stateAfter,
-  survivorDelta,
-  survivorsAfterEvent,
-  type PlanReplicaState,
-} from './actions.js';
+import { phaseNameFor, stateAfter, survivorDelta, survivorsAfterEvent } from './actions.js';
 import { planPhases } from './plan.js';
-import type { FaultAction, FaultPlan } from '../run-format/plan.js';
-import { FAULT_FIELD_NAMES, FAULT_FIELDS, type FaultFieldName } from '../run-format/fault-actions.js';
+import type { FaultPlan } from '../run-format/plan.js';
+import {
+  FAULT_FIELD_NAMES,
+  FAULT_FIELDS,
+  type FaultAction,
+  type FaultFieldName,
+  type PlanReplicaState,
+} from '../run-format/fault-actions.js';
 
 /** The event fields plan show prints (the registry's `shown`): cpus. */
 type ShownField = {
@@ -54,7 +54,7 @@ export interface PlanShowOptions {
   borrowing?: BorrowingOptions | false;
 }
 
-export interface PlanShowReplica {
+interface PlanShowReplica {
   id: string;
   healthy: boolean;
   /** Plan-side state: up, down, stopped or paused. */
@@ -65,7 +65,7 @@ export interface PlanShowReplica {
   cpus?: number;
 }
 
-export interface PlanShowRow {
+interface PlanShowRow {
   /** Seconds from the start of the run. */
   at: number;
   /** null for the initial row. */

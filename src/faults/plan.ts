@@ -12,8 +12,6 @@ import { computePhases } from './actions.js';
 import { describeValue, MAX_PLAN_REPLICAS, type FaultPlan } from '../run-format/plan.js';
 import { planSchema } from './plan-rules.js';
 
-export { MAX_DURATION_S, MAX_EVENTS, MAX_NAME_LENGTH, fmtSeconds } from '../run-format/plan.js';
-export { DEFAULT_PLAN } from './plan-rules.js';
 export const MAX_REPLICAS = MAX_PLAN_REPLICAS;
 
 /** How large a plan may be: `maxReplicas` is MAX_SIM_REPLICAS for a simulated cluster. */
@@ -21,7 +19,7 @@ export interface PlanLimits {
   maxReplicas?: number;
 }
 /** Limits: a plan past them is a mistake (or hostile), and would only exhaust memory or the terminal. */
-export const MAX_PLAN_BYTES = 1024 * 1024;
+const MAX_PLAN_BYTES = 1024 * 1024;
 
 /** Parses a plan from YAML text; `source` names the file in error messages. */
 export function parsePlan(text: string, source: string, limits: PlanLimits = {}): FaultPlan {

@@ -25,7 +25,7 @@ import {
   type RunGroup,
 } from '../run-format/report.js';
 
-export interface AggregatedSignals {
+interface AggregatedSignals {
   queryShareSpread: Stat;
   cpuShareSpread: Stat;
   weightDeviation: Stat;
@@ -41,7 +41,7 @@ export function mixLabel(mix: { premium: number; freemium: number }): string {
   return `${fmt(mix.premium)}:${fmt(mix.freemium)}`;
 }
 
-export function groupKey(s: Pick<RunSummary, 'plan' | 'strategy' | 'mix'>): string {
+function groupKey(s: Pick<RunSummary, 'plan' | 'strategy' | 'mix'>): string {
   return `${s.plan}|${s.strategy}|${mixLabel(s.mix)}`;
 }
 

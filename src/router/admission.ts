@@ -16,8 +16,6 @@ import type { Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } fro
  * admitted. Pure: time is passed in; the caller waits (workload/admission-wait.ts).
  */
 
-export type { AdmissionOptions } from './admission-types.js';
-
 export type RequestResult = Admission | 'queued' | 'full';
 
 export interface Handout<T> {
@@ -302,7 +300,7 @@ export const DEFAULT_PREMIUM_RESERVE = 0.1;
  * timeout and the guard at 1.2 x the pre-failure premium p95. The bench sets the limit from its
  * clients (--admission-limit), since a useful limit depends on the load.
  */
-export const DEFAULT_ADMISSION: Omit<AdmissionOptions, 'slowStartMs'> = {
+const DEFAULT_ADMISSION: Omit<AdmissionOptions, 'slowStartMs'> = {
   limits: { mode: 'fixed', limit: 1000 },
   queue: { capacity: 10_000, timeoutMs: 10_000 },
   premiumReserve: DEFAULT_PREMIUM_RESERVE,

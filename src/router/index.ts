@@ -46,13 +46,8 @@ export {
   resolveReadings,
 } from './readings.js';
 export { admissionKey, DEFAULT_SLOW_START_MS, MIN_RAMP, replicaLoad, slowStartRamp } from './slow-start.js';
-export {
-  describeStrategies,
-  isStrategyName,
-  STRATEGIES,
-  STRATEGY_NAMES,
-  type StrategyInfo,
-} from './strategies.js';
+export { describeStrategies, STRATEGIES, STRATEGY_NAMES, type StrategyInfo } from './strategies.js';
+export { isStrategyName } from '../core/strategies.js';
 export {
   AdmissionQueue,
   QUEUE_ORDER,

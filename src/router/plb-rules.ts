@@ -24,7 +24,7 @@ export function otherClass(cls: ServiceClass): ServiceClass {
   return cls === 'premium' ? 'freemium' : 'premium';
 }
 
-export function totalSessions(v: { sessions: { premium: number; freemium: number } }): number {
+function totalSessions(v: { sessions: { premium: number; freemium: number } }): number {
   return v.sessions.premium + v.sessions.freemium;
 }
 

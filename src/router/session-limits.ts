@@ -105,7 +105,7 @@ export class SessionLimits {
 }
 
 /** A session limit must be a finite number >= 1 (a limit of 0 admits nobody). */
-export function validateLimit(limit: number, what: string): void {
+function validateLimit(limit: number, what: string): void {
   if (!Number.isFinite(limit) || !(limit >= 1))
     throw new PlbError('BAD_INPUT', `${what} must be a number >= 1 (got ${String(limit)})`);
 }

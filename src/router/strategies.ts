@@ -8,8 +8,6 @@ import { LeastSessionsRouter, RoundRobinRouter, StaticRouter } from './baseline-
 import { PlbRouter } from './plb-router.js';
 import type { Router, RouterOptions } from './types.js';
 
-export { isStrategyName } from '../core/strategies.js';
-
 /** Builds a strategy's router; slowStartMs is resolved and checked already. */
 export type StrategyFactory = (options: RouterOptions, slowStartMs: number) => Router;
 

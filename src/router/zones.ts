@@ -25,7 +25,7 @@ export const DEFAULT_ZONE_SPILL = 2;
  * Below this local key (sessions per unit of weight, the new one counted) nothing spills: a lightly
  * loaded zone keeps its sessions however idle the others are (as borrowing's minLoad, plb-rules.ts).
  */
-export const ZONE_SPILL_MIN_LOAD = 4;
+const ZONE_SPILL_MIN_LOAD = 4;
 
 /** The key a new session of cls would see on the best replica of a pool (Infinity: none may take it). */
 export function poolPressure(pool: readonly ReplicaSnapshot[], cls: ServiceClass): number {

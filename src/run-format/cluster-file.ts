@@ -14,7 +14,7 @@ const serverSchema = z
   .describe('Where one server listens');
 
 /** One command, run without a shell: its argv, and optionally its own timeout. */
-export const hookSchema = z
+const hookSchema = z
   .union([
     z.array(z.string()).min(1),
     z.strictObject({ run: z.array(z.string()).min(1), timeout: duration.optional() }),

@@ -37,7 +37,7 @@ const classWorkloadSchema = z.object({
   queryWeights: z.object({ point: z.number(), range: z.number(), scan: z.number() }),
 });
 
-export const workloadSpecSchema = z.object({
+const workloadSpecSchema = z.object({
   model: z.enum(['closed', 'open']),
   clients: z.number(),
   rate: z.number(),
@@ -59,7 +59,7 @@ export const workloadSpecSchema = z.object({
   templates: templateSetSchema.optional(),
 });
 
-export const healthOptionsSchema = z.object({
+const healthOptionsSchema = z.object({
   intervalMs: z.number(),
   timeoutMs: z.number(),
   fall: z.number(),
@@ -121,7 +121,7 @@ export const admissionSchema = z
     `${QUEUEING_STRATEGY_NAMES.join(', ')}: the per-replica session limits, the queue and the SLO guard (--admission-*)`,
   );
 
-export const viaSchema = z
+const viaSchema = z
   .object({
     label: z.string(),
     endpoints: z.object({ premium: z.string(), freemium: z.string() }),

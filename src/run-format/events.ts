@@ -6,7 +6,7 @@ import { faultActionSchema } from './plan.js';
 const tMs = z.number().describe('ms since the start of the run (t=0: the first client starts)');
 
 // Loose objects: an event keeps whatever else its writer put in it; only the named fields are checked.
-export const faultEventSchema = z.looseObject({
+const faultEventSchema = z.looseObject({
   type: z.literal('fault'),
   tMs: tMs.describe('when the fault took effect (a phase boundary)'),
   issuedMs: z.number().optional(),
@@ -18,7 +18,7 @@ export const faultEventSchema = z.looseObject({
   error: z.string().optional(),
 });
 
-export const detectEventSchema = z.looseObject({
+const detectEventSchema = z.looseObject({
   type: z.literal('detect'),
   tMs,
   replica: z.string(),
@@ -27,7 +27,7 @@ export const detectEventSchema = z.looseObject({
   cause: z.string().optional(),
 });
 
-export const failuresEventSchema = z.looseObject({
+const failuresEventSchema = z.looseObject({
   type: z.literal('failures'),
   tMs,
   replica: z.string(),
@@ -36,7 +36,7 @@ export const failuresEventSchema = z.looseObject({
   slow: z.number(),
 });
 
-export const roleEventSchema = z.looseObject({
+const roleEventSchema = z.looseObject({
   type: z.literal('role'),
   tMs,
   replica: z.string(),
@@ -45,19 +45,19 @@ export const roleEventSchema = z.looseObject({
   reason: z.string().optional(),
 });
 
-export const runStateEventSchema = z.looseObject({
+const runStateEventSchema = z.looseObject({
   type: z.literal('run'),
   tMs,
   state: z.enum(['started', 'finished', 'interrupted', 'failed']),
 });
 
-export const noteEventSchema = z.looseObject({
+const noteEventSchema = z.looseObject({
   type: z.literal('note'),
   tMs,
   what: z.string().optional().describe("'error' | 'fault-not-taken' | 'schedule-lag' | ..."),
 });
 
-export const hookEventSchema = z.looseObject({
+const hookEventSchema = z.looseObject({
   type: z.literal('hook'),
   tMs: tMs.describe('when the hook ended'),
   replica: z.string(),

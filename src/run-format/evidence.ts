@@ -18,11 +18,11 @@ export const templateIntervalsSchema = z.object({
   note: z.string().optional().describe('why there is no interval'),
 });
 
-export const estimateSchema = z
+const estimateSchema = z
   .object({ value: z.number().nullable(), lo: z.number().nullable(), hi: z.number().nullable() })
   .meta({ id: 'Estimate', description: 'A value with its 95 % interval (lo, hi null: no interval)' });
 
-export const changeSchema = z
+const changeSchema = z
   .object({
     delta: z.number().nullable().describe('(value - reference) / reference'),
     lo: z.number().nullable(),
@@ -33,7 +33,7 @@ export const changeSchema = z
   })
   .meta({ id: 'Change', description: 'A change with its 95 % interval and verdict' });
 
-export const cellEvidenceSchema = z.object({
+const cellEvidenceSchema = z.object({
   seconds: z.number(),
   block: z.number().nullable(),
   metrics: perMetric(estimateSchema),
@@ -52,7 +52,6 @@ export const groupEvidenceSchema = z.object({
   notes: z.array(z.string()),
 });
 
-export type Interval = z.infer<typeof intervalSchema>;
 export type Estimate = z.infer<typeof estimateSchema>;
 export type Change = z.infer<typeof changeSchema>;
 export type Verdict = Change['verdict'];

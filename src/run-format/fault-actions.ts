@@ -14,7 +14,7 @@ export type PlanReplicaState = 'up' | 'down' | 'stopped' | 'paused';
  * catches up (its recovery tail is measured); `restored` a fault lifted without a restart;
  * `degraded` a replica is slower or staler but still counts.
  */
-export type FaultPhaseKind = 'down' | 'recovery' | 'restored' | 'degraded';
+type FaultPhaseKind = 'down' | 'recovery' | 'restored' | 'degraded';
 /** A phase's kind: the run's own (`ref`, `steady`), or the one its opening action's spec names. */
 export type PhaseKind = 'ref' | 'steady' | FaultPhaseKind;
 

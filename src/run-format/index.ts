@@ -19,12 +19,13 @@ export { REPORT_SCHEMA_ID, reportJsonSchema, reportBaselineSchema } from './repo
 export { clusterFileSchema, type ClusterFile } from './cluster-file.js';
 export { faultPlanSchema, planFileSchema, type PlanFile } from './plan.js';
 export { jsonSchemaText, PUBLISHED_SCHEMAS, type PublishedSchemaName } from './json-schema.js';
-export { parseOrThrow } from './parse.js';
+export { parseOrThrow } from '../core/zod-issue.js';
 export { workloadFileSchema, type WorkloadFile } from './workload-file.js';
 // The on-disk types: each is z.infer of its schema, the one definition the code uses.
 export type { ClassWorkload, HealthOptions, QueryKind, WorkloadSpec } from './config.js';
 export type { ClusterRecord, ClusterSpec } from './cluster-record.js';
-export type { FaultAction, FaultEvent, FaultPlan } from './plan.js';
+export type { FaultEvent, FaultPlan } from './plan.js';
+export type { FaultAction } from './fault-actions.js';
 export type {
   AggregatedDetection,
   AggregatedPhase,

@@ -9,7 +9,7 @@ const mixText = shaped(/^\d+:\d+$/, 'must be premium:freemium like 25:75');
 const nameText = shaped(/^[a-z0-9][a-z0-9-]*$/, 'must be lower-case letters, digits and dashes');
 
 /** The settings of one cell: the map's axes. */
-export const mapSettingsSchema = z
+const mapSettingsSchema = z
   .object({
     targetCpu: z.number().min(0.05).max(0.95).describe('reference-phase replica CPU (--target-cpu)'),
     queriesPerSession: z.number().int().min(1).max(100_000).describe('--queries-per-session'),
@@ -63,9 +63,9 @@ export const mapGridSchema = z
 export type MapGrid = z.infer<typeof mapGridSchema>;
 
 /** Where a cell sits in the grid: the heatmap, a one-factor sweep from the centre, or an ablation. */
-export const cellKindSchema = z.enum(['heatmap', 'sweep', 'ablation']);
+const cellKindSchema = z.enum(['heatmap', 'sweep', 'ablation']);
 
-export const mapCellSchema = z.object({
+const mapCellSchema = z.object({
   id: z.string().describe('folder of the cell under the map directory'),
   kind: cellKindSchema,
   /** Sweep: the axis that moved; ablation: its name. */
@@ -76,7 +76,7 @@ export type MapCell = z.infer<typeof mapCellSchema>;
 
 const verdictSchema = z.enum(['reproduced', 'contradicted', 'inconclusive', 'not measured']);
 
-export const mapClaimCellSchema = z.object({
+const mapClaimCellSchema = z.object({
   cell: z.string(),
   claim: z.string(),
   phase: z.string(),

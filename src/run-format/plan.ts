@@ -21,8 +21,6 @@ import {
   type FaultFieldName,
 } from './fault-actions.js';
 
-export type { FaultAction } from './fault-actions.js';
-
 /** The action names, from the registry (fault-actions.ts). */
 export const faultActionSchema = z.enum(FAULT_ACTIONS);
 
@@ -31,7 +29,7 @@ function fieldShape<T extends z.ZodType>(make: (field: FaultFieldName) => T): Re
   return Object.fromEntries(FAULT_FIELD_NAMES.map((f) => [f, make(f)])) as Record<FaultFieldName, T>;
 }
 
-export const planEventSchema = z.object({
+const planEventSchema = z.object({
   at: z.number(),
   replica: z.string(),
   action: faultActionSchema,
@@ -59,10 +57,10 @@ export type FaultPlan = z.infer<typeof faultPlanSchema>;
 
 // ---- The file a user writes ----
 
-export const MAX_NAME_LENGTH = 100;
+const MAX_NAME_LENGTH = 100;
 /** A plan runs at most a day. */
-export const MAX_DURATION_S = 24 * 3600;
-export const MAX_EVENTS = 10_000;
+const MAX_DURATION_S = 24 * 3600;
+const MAX_EVENTS = 10_000;
 /** K of a plan for a real cluster (a simulated one takes MAX_SIM_REPLICAS). */
 export const MAX_PLAN_REPLICAS = 64;
 /** File-only actions: every replica of a zone at once, one down / rejoin per replica. */
@@ -198,7 +196,7 @@ function checkEventFields(ev: Record<string, unknown>, ctx: z.RefinementCtx): vo
       return bad(f, `only allowed with action ${actionsTaking(f).join(' or ')} (action is ${action})`);
 }
 
-export const planFileEventSchema = z
+const planFileEventSchema = z
   .strictObject(EVENT_SHAPE, {
     error: (iss) =>
       iss.code === 'unrecognized_keys'

@@ -54,7 +54,7 @@ const classMetricsSchema = z.object(
   >,
 );
 
-export const aggregatedReplicaSchema = z.object({
+const aggregatedReplicaSchema = z.object({
   cpuMean: statSchema,
   p95Ms: statSchema.optional().describe('p95 of the queries it served; absent when no run recorded it'),
   unreachable: statSchema,
@@ -62,7 +62,7 @@ export const aggregatedReplicaSchema = z.object({
   slow: statSchema,
 });
 
-export const aggregatedSignalsSchema = z.object({
+const aggregatedSignalsSchema = z.object({
   queryShareSpread: statSchema,
   cpuShareSpread: statSchema,
   weightDeviation: statSchema,
@@ -70,7 +70,7 @@ export const aggregatedSignalsSchema = z.object({
   silentRuns: z.number(),
 });
 
-export const aggregatedPhaseSchema = z
+const aggregatedPhaseSchema = z
   .object({
     name: z.string(),
     runs: z.number(),
@@ -92,7 +92,7 @@ export const aggregatedPhaseSchema = z
   // An id: defined once, referred to by phases and faultInterval.
   .meta({ id: 'AggregatedPhase' });
 
-export const aggregatedDetectionSchema = z.object({
+const aggregatedDetectionSchema = z.object({
   replica: z.string(),
   action: z.string(),
   occurrence: z.number(),
@@ -100,7 +100,7 @@ export const aggregatedDetectionSchema = z.object({
   missed: z.number(),
 });
 
-export const runGroupSchema = z.object({
+const runGroupSchema = z.object({
   key: z.string(),
   settings: z
     .record(z.string(), z.string())
@@ -142,7 +142,7 @@ export const runGroupSchema = z.object({
   evidence: groupEvidenceSchema.optional().describe('95 % intervals and verdicts from the per-second data'),
 });
 
-export const comparisonRowSchema = z.object({
+const comparisonRowSchema = z.object({
   phase: z.string(),
   cls: serviceClassSchema,
   p95: z.number().nullable(),
@@ -153,7 +153,7 @@ export const comparisonRowSchema = z.object({
   goodputChange: z.number().nullable().describe('(goodput - base) / base: positive = more goodput'),
 });
 
-export const strategyComparisonSchema = z.object({
+const strategyComparisonSchema = z.object({
   plan: z.string(),
   mixLabel: z.string(),
   settingsLabel: z.string().describe("the compared groups' differing settings ('' when none)"),
@@ -164,12 +164,12 @@ export const strategyComparisonSchema = z.object({
   rows: z.array(comparisonRowSchema),
 });
 
-export const settingsDiffSchema = z.object({
+const settingsDiffSchema = z.object({
   differ: z.array(z.object({ name: z.string(), values: z.array(z.string()) })),
   shared: z.array(z.object({ name: z.string(), value: z.string() })),
 });
 
-export const comparisonSchema = z.object({
+const comparisonSchema = z.object({
   baseline: z.string(),
   entries: z.array(strategyComparisonSchema),
   missingBaseline: z.array(z.string()),
@@ -177,7 +177,7 @@ export const comparisonSchema = z.object({
 
 const nullNum = z.number().nullable();
 
-export const paperFiguresSchema = z.object({
+const paperFiguresSchema = z.object({
   plan: z.string(),
   settings: z.string().optional().describe('what sets these runs apart from the other groups of the report'),
   experiment: z.enum(['rq1', 'rq2', 'rq3']),
@@ -249,7 +249,7 @@ export const paperFiguresSchema = z.object({
   ),
 });
 
-export const paperReportSchema = z.object({ rule: z.string(), experiments: z.array(paperFiguresSchema) });
+const paperReportSchema = z.object({ rule: z.string(), experiments: z.array(paperFiguresSchema) });
 
 export const reportJsonSchema = z
   .object({

@@ -14,7 +14,7 @@ export type SignalName = (typeof SIGNAL_NAMES)[number];
 const ms = z.number().nullable();
 const QUEUE_WAIT = `admission queue wait; only with ${queueingStrategiesText()}`;
 
-export const classPhaseStatsSchema = z.object({
+const classPhaseStatsSchema = z.object({
   p50: ms,
   p95: ms,
   p99: ms,
@@ -37,7 +37,7 @@ export const classPhaseStatsSchema = z.object({
   queueTimeouts: z.number().optional().describe('sessions whose admission wait timed out'),
 });
 
-export const replicaPhaseStatsSchema = z.object({
+const replicaPhaseStatsSchema = z.object({
   up: z.boolean(),
   cpuMean: z.number().nullable(),
   sessionsOpened: z.number(),
@@ -66,7 +66,7 @@ export const replicaPhaseStatsSchema = z.object({
   weight: z.number().optional().describe('configured weight (router); absent in older runs'),
 });
 
-export const phaseSignalsSchema = z.object({
+const phaseSignalsSchema = z.object({
   queryShareSpread: z.number().nullable().describe('max/mean of queries over the replicas up'),
   cpuShareSpread: z.number().nullable().describe('max/mean of CPU over the replicas up'),
   silent: z.array(z.string()).describe('replicas up with no new session for the silent window'),
@@ -77,7 +77,7 @@ export const phaseSignalsSchema = z.object({
   alerts: z.array(z.enum(SIGNAL_NAMES)),
 });
 
-export const harnessPhaseStatsSchema = z.object({
+const harnessPhaseStatsSchema = z.object({
   cpuMean: z.number().nullable(),
   cpuMax: z.number().nullable(),
   loopP50Ms: ms,
@@ -94,7 +94,7 @@ export const harnessPhaseStatsSchema = z.object({
     .describe("the harness's host (/proc/stat); absent in simulated runs and older runs"),
 });
 
-export const phaseSummarySchema = z
+const phaseSummarySchema = z
   .object({
     name: z.string(),
     startS: z.number(),
@@ -115,7 +115,7 @@ export const phaseSummarySchema = z
   // An id: defined once, referred to by phases and faultInterval.
   .meta({ id: 'PhaseSummary' });
 
-export const detectionRecordSchema = z.object({
+const detectionRecordSchema = z.object({
   replica: z.string(),
   action: z.string(),
   injectedMs: z.number(),
@@ -123,13 +123,13 @@ export const detectionRecordSchema = z.object({
   delayMs: z.number().nullable(),
 });
 
-export const detectionCountsSchema = z.object({
+const detectionCountsSchema = z.object({
   down: z.number(),
   up: z.number(),
   unexplained: z.number(),
 });
 
-export const templatePhaseStatsSchema = z.object({
+const templatePhaseStatsSchema = z.object({
   phase: z.string(),
   class: z.enum(['premium', 'freemium']),
   template: z.string(),

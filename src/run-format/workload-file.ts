@@ -10,7 +10,7 @@ const bound = z
   .union([z.number(), z.string()])
   .describe('an integer, or an expression over rows (plb_items size): rows, rows / 100, max(1, rows - 10)');
 
-export const paramSchema = z
+const paramSchema = z
   .discriminatedUnion('type', [
     z
       .strictObject({ type: z.literal('int'), min: bound, max: bound })
@@ -43,7 +43,7 @@ export const paramSchema = z
   ])
   .describe('how one parameter ($1, $2, ...) is drawn');
 
-export const templateFileSchema = z
+const templateFileSchema = z
   .strictObject({
     sql: z.string().min(1).describe('one statement with $1, $2, ... for the params'),
     weight: weight.optional().describe('relative weight in the classes that run it (default 1)'),

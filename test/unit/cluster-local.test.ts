@@ -13,7 +13,8 @@ import {
 } from '../../src/cluster/local/procfs.js';
 import { versionOf } from '../../src/cluster/local/binaries.js';
 import { killServer, killStrays, pauseServer } from '../../src/cluster/local/processes.js';
-import { blockedAncestor, serverConf, slotName } from '../../src/cluster/local/index.js';
+import { blockedAncestor } from '../../src/cluster/local/data-folder.js';
+import { serverConf, slotName } from '../../src/cluster/local/server-conf.js';
 import { clusterSpec } from '../../src/cluster/select.js';
 
 describe('procfs', () => {

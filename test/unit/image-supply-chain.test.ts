@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
-import { ensureImage, OFFICIAL_IMAGE, parseImageRef, pullByDigest } from '../../src/cluster/docker/image.js';
+import { ensureImage, parseImageRef, pullByDigest } from '../../src/cluster/docker/image.js';
+import { OFFICIAL_IMAGE } from '../../src/cluster/docker/image-names.js';
 
 const DIGEST = `sha256:${'ab12'.repeat(16)}`;
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock/virtual.js';
 import { checkCalibration, loadCalibration } from '../../src/cluster/sim/calibration.js';
-import { CfsCpu } from '../../src/cluster/sim/index.js';
+import { CfsCpu } from '../../src/cluster/sim/cfs-cpu.js';
 
 /** Finish times of jobs submitted at the given times with the given demands (period 100 ms). */
 async function finishTimes(

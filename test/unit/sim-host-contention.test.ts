@@ -5,7 +5,7 @@ import { VirtualClock } from '../../src/clock/virtual.js';
 import type { ClusterSpec } from '../../src/run-format/cluster-record.js';
 import { checkCalibration, loadCalibration, type SimCalibration } from '../../src/cluster/sim/calibration.js';
 import { deliveredCores, hostShareFromPhases } from '../../src/cluster/sim/host-contention.js';
-import { SimDriver } from '../../src/cluster/sim/index.js';
+import { SimDriver } from '../../src/cluster/sim/driver.js';
 import { makeQuery } from '../../src/workload/statements.js';
 import { Rng } from '../../src/core/rng.js';
 

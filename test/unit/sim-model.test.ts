@@ -8,7 +8,7 @@ import { loadCalibration, type SimCalibration } from '../../src/cluster/sim/cali
 import type { ClusterSpec } from '../../src/run-format/cluster-record.js';
 import { makeQuery } from '../../src/workload/statements.js';
 import { Rng } from '../../src/core/rng.js';
-import { SimDriver } from '../../src/cluster/sim/index.js';
+import { SimDriver } from '../../src/cluster/sim/driver.js';
 
 const cal: SimCalibration = {
   ...loadCalibration(),

@@ -23,8 +23,6 @@ import { ensureImage, withTimeout } from './image.js';
 import { logText } from './logs.js';
 import { containerOptions, LABEL_CLUSTER, LABEL_ID, LABEL_SERVER, serverFiles } from './container.js';
 
-export { containerName, LABEL_CLUSTER } from './container.js';
-
 /** True when the Docker engine answers a ping within timeoutMs. */
 export async function dockerAvailable(timeoutMs = 1500, docker?: Docker): Promise<boolean> {
   let d: Docker;

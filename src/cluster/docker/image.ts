@@ -13,8 +13,6 @@ import { composeFile } from '../../core/package-info.js';
 
 import { OFFICIAL_IMAGE, OFFLINE_IMAGE } from './image-names.js';
 
-export { OFFICIAL_IMAGE, OFFLINE_IMAGE } from './image-names.js';
-
 export interface EnsureImageOptions {
   /** Image asked for (--image); default: OFFICIAL_IMAGE, then OFFLINE_IMAGE. */
   image?: string;

@@ -31,7 +31,7 @@ export interface ExternalServer {
 }
 
 /** One hook of one replica: its argv with the placeholders of that replica filled in. */
-export interface Hook {
+interface Hook {
   argv: string[];
   timeoutMs: number;
 }

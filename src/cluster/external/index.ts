@@ -23,9 +23,6 @@ import type { ServerId } from '../../core/replica-ids.js';
 import { redact, substitute, type ExternalCluster } from './file.js';
 import { hookFailure, runHook, type HookResult } from './hooks.js';
 
-export { checkPlanHooks, externalConfig, loadClusterFile, redact, redactedDsn } from './file.js';
-export type { ExternalCluster } from './file.js';
-
 /** A cpu hook is sampled once a second: one that takes longer than this is no sample. */
 const CPU_HOOK_TIMEOUT_MS = 5000;
 

@@ -43,9 +43,6 @@ import {
   treeTicks,
 } from './procfs.js';
 
-export { blockedAncestor } from './data-folder.js';
-export { serverConf, slotName } from './server-conf.js';
-
 export class LocalDriver extends BaseDriver implements ClusterDriver {
   readonly kind = 'local' as const;
   private binDirCache: string | undefined;

@@ -18,7 +18,7 @@ export function signalServer(pid: number, signal: NodeJS.Signals): void {
 }
 
 /** Waits until the postmaster and every child are gone (a restart needs the shared memory free). */
-export async function waitGone(pid: number, pids: number[], timeoutMs = 15_000): Promise<void> {
+async function waitGone(pid: number, pids: number[], timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const alive = () => [pid, ...pids].some((p) => readStat(p) !== null && readStat(p)?.state !== 'Z');
   while (alive()) {

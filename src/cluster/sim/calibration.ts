@@ -71,7 +71,7 @@ export interface AtLoad {
   companions?: number;
 }
 
-export interface TemplateCost {
+interface TemplateCost {
   meanMs: number;
   cv: number;
   /** A workload file's template: its statement (plb's own three are known by kind). */

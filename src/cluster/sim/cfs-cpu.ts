@@ -2,8 +2,6 @@ import { SeqHeap } from '../../core/seq-heap.js';
 import type { VirtualClock } from '../../clock/virtual.js';
 import { EPS_MS, QuotaCpu, type CpuTask } from './cfs-quota.js';
 
-export type { CpuTask, SimCpu } from './cfs-quota.js';
-
 /** The machine calibration/default.json was measured on: 2 cores; Linux's default CFS period. */
 export const DEFAULT_HOST_CORES = 2;
 export const DEFAULT_CFS_PERIOD_MS = 100;

@@ -8,12 +8,6 @@ import { connectionsFor } from '../sizing.js';
 import { chargedCosts, defaultCalibrationPath, loadCalibration, type SimCalibration } from './calibration.js';
 import { SimDriver } from './driver.js';
 
-export { SimDriver } from './driver.js';
-export { classQueryCpuMs, DemandModel, meanQueryCpuMs, templatesCpuMs } from './demand.js';
-export { CfsCpu } from './cfs-cpu.js';
-
-export { MAX_SIM_REPLICAS };
-
 /** The simulated cluster a driver runs, or undefined for a real one. */
 export function simDriverOf(driver: ClusterDriver): SimDriver | undefined {
   return driver instanceof SimDriver ? driver : undefined;

@@ -5,7 +5,7 @@
  */
 
 /** Like pg's DatabaseError. */
-export function serverError(code: string, severity: 'ERROR' | 'FATAL', message: string): Error {
+function serverError(code: string, severity: 'ERROR' | 'FATAL', message: string): Error {
   return Object.assign(new Error(message), { name: 'error', code, severity });
 }
 

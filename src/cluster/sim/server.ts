@@ -13,7 +13,8 @@ import {
   socketError,
   tooManyClients,
 } from './pg-errors.js';
-import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES, type CpuTask, type SimCpu } from './cfs-cpu.js';
+import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES } from './cfs-cpu.js';
+import type { CpuTask, SimCpu } from './cfs-quota.js';
 import { RrCpu } from './rr-cpu.js';
 import { Postmaster } from './postmaster.js';
 import { deliveredCores } from './host-contention.js';

@@ -11,7 +11,7 @@ import type { RunEvent } from '../types.js';
 import type { RunSummary } from '../../run-format/summary.js';
 import { configSchema, type RunConfig } from '../../run-format/config.js';
 import { runEventSchema } from '../../run-format/events.js';
-import { firstIssue, parseOrThrow } from '../../run-format/parse.js';
+import { firstIssue, parseOrThrow } from '../../core/zod-issue.js';
 import { summarySchema } from '../../run-format/summary.js';
 
 export interface LoadedRun {

@@ -5,7 +5,7 @@ import { PlbError } from '../../core/errors.js';
 import { SERVICE_CLASSES } from '../../core/service-class.js';
 import { validateSummary } from '../../metrics/store/load-run.js';
 import { reportBaselineSchema, type BaselineGroup } from '../../run-format/report.js';
-import { parseOrThrow } from '../../run-format/parse.js';
+import { parseOrThrow } from '../../core/zod-issue.js';
 import { aggregateRuns } from '../aggregate.js';
 import { type ClassMetric } from '../../run-format/report.js';
 import type { Stat } from '../../run-format/report.js';
