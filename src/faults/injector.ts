@@ -1,9 +1,10 @@
 import type { Clock } from '../clock/index.js';
 import type { ClusterDriver, FaultArgs } from '../cluster/driver.js';
-import { errorText } from '../core/errors.js';
+import { errorText, PlbError } from '../core/errors.js';
 import {
   FAULT_ACTION_SPECS,
-  FAULT_FIELD_NAMES,
+  driverApplies,
+  eventFields,
   undoingAction,
   type FaultAction,
   type StatusCheck,
@@ -54,6 +55,7 @@ const EXPECTED: { readonly [C in StatusCheck]: { field: 'up' | 'paused'; value: 
  * with this word (a replica that does not come back matters; the other steps are best effort).
  */
 const RESTORE: { readonly [A in UndoingAction]: { label: string; failure?: string } } = {
+  heal: { label: 'heal', failure: 'heal' },
   unpause: { label: 'unpause' },
   rejoin: { label: 'start', failure: 'restart' },
   throttle: { label: 'cpus' },
@@ -72,7 +74,17 @@ export class Injector {
   private readonly pending = new Map<FaultAction, Set<string>>();
   private readonly checks = new Set<Promise<void>>();
 
-  constructor(private readonly opts: InjectorOptions) {}
+  /** Refuses, before the run starts, a plan with an action its driver does not apply. */
+  constructor(private readonly opts: InjectorOptions) {
+    const kind = opts.driver.kind;
+    const e = opts.events.find((ev) => !driverApplies(ev.action, kind));
+    if (e !== undefined)
+      throw new PlbError(
+        'BAD_INPUT',
+        `plan line ${e.line}: ${e.action} ${e.replica}: the ${kind} driver does not apply ${e.action}`,
+        { hint: `${e.action} needs --driver ${FAULT_ACTION_SPECS[e.action].drivers?.join(' or ')}` },
+      );
+  }
 
   start(): void {
     this.loop = this.run();
@@ -125,16 +137,16 @@ export class Injector {
 
   /** The driver call's arguments: the event's fields, the run's quota for a cpus it has not. */
   private args(event: FaultEvent): FaultArgs {
-    const args: FaultArgs = { cpus: this.opts.defaultCpus };
-    for (const f of FAULT_FIELD_NAMES) if (event[f] !== undefined) args[f] = event[f];
-    return args;
+    return { cpus: this.opts.defaultCpus, ...eventFields(event) };
   }
 
   /** An action ends what its own undo was pending for, and may leave one of its own. */
   private track(event: FaultEvent): void {
     const undoneBy = undoingAction(event.action);
     // A throttle undoes itself: the replica keeps its place in the restore order.
-    if (undoneBy !== event.action) this.pending.get(event.action)?.delete(event.replica);
+    // A heal of one kind (`what:`) may leave others: the replica's heal stays pending.
+    if (undoneBy !== event.action && event.what === undefined)
+      this.pending.get(event.action)?.delete(event.replica);
     if (undoneBy === null) return;
     const set = this.pending.get(undoneBy) ?? new Set<string>();
     this.pending.set(undoneBy, set.add(event.replica));

@@ -17,7 +17,13 @@ import {
   type FaultPlan,
   type ZoneAction,
 } from '../run-format/plan.js';
-import { FAULT_FIELD_NAMES, type FaultAction, type PlanReplicaState } from '../run-format/fault-actions.js';
+import {
+  eventFields,
+  NETWORK_ACTIONS,
+  type FaultAction,
+  type NetworkAction,
+  type PlanReplicaState,
+} from '../run-format/fault-actions.js';
 import { actionRequirement, stateAfter } from './actions.js';
 
 /** What a plan gets for a header field it leaves out. */
@@ -143,6 +149,7 @@ function resolveEvents(
   const { duration, zones, replicas, isReplica } = plan;
   const out: FaultEvent[] = [];
   const states = new Map<string, { state: PlanReplicaState; since: number }>();
+  const net = new Map<string, Map<NetworkAction, number>>();
   events.forEach((ev, i) => {
     const path = ['events', i];
     const line = lineOfEvent(i);
@@ -194,16 +201,50 @@ function resolveEvents(
           { at: path },
         );
       }
+      checkNetwork(act, replica, ev.what as NetworkAction | undefined, at, net, path);
       const next = stateAfter(act, cur.state);
       if (next !== cur.state) states.set(replica, { state: next, since: at });
-      const event: FaultEvent = { at, replica, action: act, line };
-      for (const f of FAULT_FIELD_NAMES) if (ev[f] !== undefined) event[f] = ev[f];
+      const event: FaultEvent = { at, replica, action: act, ...eventFields(ev), line };
       if (isZoneAction) event.zone = zone as string;
       out.push(event);
     }
   });
 
   return out;
+}
+
+/**
+ * Network faults stack per replica, one of each kind; a heal ends one kind (`what:`) or all, and
+ * must leave no partition or reset in force (so a heal always brings the replica back). Tracks
+ * the faults in force in `net`.
+ */
+function checkNetwork(
+  act: FaultAction,
+  replica: string,
+  what: NetworkAction | undefined,
+  at: number,
+  net: Map<string, Map<NetworkAction, number>>,
+  path: PropertyKey[],
+): void {
+  const inForce = net.get(replica) ?? new Map<NetworkAction, number>();
+  net.set(replica, inForce);
+  const broken = (field: string, message: string) =>
+    new RuleBroken([...path, field], `${act} ${replica}: ${message}`, { at: path });
+  const list = () => [...inForce.keys()].join(', ');
+  if ((NETWORK_ACTIONS as readonly string[]).includes(act)) {
+    const since = inForce.get(act as NetworkAction);
+    if (since !== undefined)
+      throw broken('action', `already in force since ${fmtSeconds(since)} (heal it first)`);
+    inForce.set(act as NetworkAction, at);
+    return;
+  }
+  if (act !== 'heal') return;
+  if (inForce.size === 0) throw broken('action', 'needs a network fault in force (it has none)');
+  if (what === undefined) return inForce.clear();
+  if (!inForce.has(what)) throw broken('what', `${what} is not in force (in force: ${list()})`);
+  inForce.delete(what);
+  if (inForce.has('partition') || inForce.has('reset'))
+    throw broken('what', `leaves ${list()} in force: heal it whole (without what) or end those first`);
 }
 
 /** Events in time order, and the first one after a whole reference window (at the event's line). */

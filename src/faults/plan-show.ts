@@ -25,12 +25,14 @@ import type {
 } from '../router/index.js';
 import { tableStyle } from '../core/table-style.js';
 import { compareReplicaIds, replicaIds } from '../core/replica-ids.js';
-import { phaseNameFor, stateAfter, survivorDelta, survivorsAfterEvent } from './actions.js';
+import { phaseNameFor, stateAfter, survivorDelta } from './actions.js';
 import { planPhases } from './plan.js';
 import type { FaultPlan } from '../run-format/plan.js';
 import {
   FAULT_FIELD_NAMES,
+  eventFields,
   FAULT_FIELDS,
+  type FaultFields,
   type FaultAction,
   type FaultFieldName,
   type PlanReplicaState,
@@ -69,7 +71,7 @@ interface PlanShowRow {
   /** Seconds from the start of the run. */
   at: number;
   /** null for the initial row. */
-  event: ({ replica: string; action: FaultAction } & { [F in ShownField]?: number }) | null;
+  event: ({ replica: string; action: FaultAction } & Pick<FaultFields, ShownField>) | null;
   /** The phase that starts here; null for an event followed by another at the same time. */
   phase: string | null;
   survivors: number;
@@ -149,18 +151,22 @@ export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
     const count = (counts.get(ev.action) ?? 0) + 1;
     counts.set(ev.action, count);
     const nowMs = Math.round(ev.at * 1000);
-    const delta = survivorDelta(ev.action);
+    const before = states.get(ev.replica) ?? 'up';
+    const after = stateAfter(ev.action, before);
+    // Network faults stack: a cut replica cut again, or a heal of a loss alone, changes no K+.
+    const delta = (before === 'up') === (after === 'up') ? 0 : survivorDelta(ev.action);
     if (delta < 0) router.markDown(ev.replica, nowMs);
     else if (delta > 0) router.markUp(ev.replica, nowMs);
-    states.set(ev.replica, stateAfter(ev.action, states.get(ev.replica) ?? 'up'));
+    states.set(ev.replica, after);
     // Only a throttle carries cpus (the plan's checks): the replica's quota from then on.
     if (ev.cpus !== undefined) cpus.set(ev.replica, ev.cpus);
-    survivors = survivorsAfterEvent(survivors, ev.action);
+    survivors += delta;
     const next = plan.events[i + 1];
     const opens = !next || next.at !== ev.at;
     const phase = opens ? (phaseAt.get(ev.at) ?? phaseNameFor(ev.action, count)) : null;
     const event: NonNullable<PlanShowRow['event']> = { replica: ev.replica, action: ev.action };
-    for (const f of SHOWN_FIELDS) if (ev[f] !== undefined) event[f] = ev[f];
+    const fields = eventFields(ev);
+    for (const f of SHOWN_FIELDS) if (fields[f] !== undefined) Object.assign(event, { [f]: fields[f] });
     rows.push(row(ev.at, event, phase, survivors));
   });
 
@@ -209,7 +215,10 @@ export function renderPlanShow(show: PlanShow, plan: FaultPlan): string {
 
 /** `throttle r3 (0.1 cpus)`: the action, the replica and each shown field with its unit. */
 function eventText(e: NonNullable<PlanShowRow['event']>): string {
-  const fields = SHOWN_FIELDS.map((f) => (e[f] !== undefined ? ` (${e[f]} ${FAULT_FIELDS[f].shown})` : ''));
+  const fields = SHOWN_FIELDS.map((f) => {
+    const unit = FAULT_FIELDS[f].shown;
+    return e[f] !== undefined ? ` (${e[f]}${unit === '' ? '' : ` ${unit}`})` : '';
+  });
   return `${e.action} ${e.replica}${fields.join('')}`;
 }
 

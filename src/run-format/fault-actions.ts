@@ -7,7 +7,7 @@
  */
 
 /** A replica's state as the plan sees it: which actions it can take next. */
-export type PlanReplicaState = 'up' | 'down' | 'stopped' | 'paused';
+export type PlanReplicaState = 'up' | 'down' | 'stopped' | 'paused' | 'cut';
 
 /**
  * The kind of phase an action opens: `down` a replica left (K+ falls); `recovery` one restarted and
@@ -25,13 +25,25 @@ export type PhaseKind = 'ref' | 'steady' | FaultPhaseKind;
 export const FAULT_FIELDS = {
   cpus: { kind: 'positive-number', what: 'the new CPU quota (cores)', shown: 'cpus' },
   weight: { kind: 'positive-number', what: 'the new static weight', shown: null },
+  direction: { kind: 'direction', what: 'in, out or both (default both)', shown: '' },
+  percent: { kind: 'percent', what: 'the share of packets dropped, in percent (0 < p <= 100)', shown: '%' },
+  what: { kind: 'network-action', what: 'the network fault to end (default: every one)', shown: '' },
 } as const satisfies Record<string, { kind: FaultFieldKind; what: string; shown: string | null }>;
-/** The kinds of field value a plan checks (plan.ts has one check per kind). */
-export type FaultFieldKind = 'positive-number';
+/** The directions of a partition: toward the replica's port, from it, or both. */
+export const DIRECTIONS = ['in', 'out', 'both'] as const;
+export type Direction = (typeof DIRECTIONS)[number];
+/** The value each kind of field holds (plan.ts has one check per kind). */
+interface FieldValues {
+  'positive-number': number;
+  percent: number;
+  direction: Direction;
+  'network-action': NetworkAction;
+}
+export type FaultFieldKind = keyof FieldValues;
 export type FaultFieldName = keyof typeof FAULT_FIELDS;
 export const FAULT_FIELD_NAMES = Object.keys(FAULT_FIELDS) as FaultFieldName[];
 /** An event's fields, as the resolved plan holds them. */
-export type FaultFields = { [F in FaultFieldName]?: number };
+export type FaultFields = { [F in FaultFieldName]?: FieldValues[(typeof FAULT_FIELDS)[F]['kind']] };
 
 /** What the driver's status must show once the action took (the injector checks it off the path). */
 export type StatusCheck = 'not-up' | 'paused' | 'not-paused';
@@ -55,9 +67,20 @@ export interface FaultActionSpec<Action extends string = string> {
   check: StatusCheck | null;
   /** --driver external: the cluster file names a command (hook) for it. */
   hook: boolean;
+  /** A network fault (heal ends it); such actions stack per replica. */
+  network?: boolean;
+  /** The drivers that apply it, when not every one: the injector refuses the others up front. */
+  drivers?: readonly DriverKind[];
 }
 
+/** The cluster drivers (cluster/driver.ts ClusterDriver['kind']). */
+export type DriverKind = 'docker' | 'local' | 'sim' | 'external';
+
 const UP = { states: ['up'], need: 'up and not paused' } as const;
+/** Network faults stack: a replica already cut off takes another. */
+const REACHABLE = { states: ['up', 'cut'], need: 'up (or only cut off by the network)' } as const;
+/** Rules on loopback (cluster/local/net-faults.ts) or the cluster file's hooks. */
+const NETWORK_DRIVERS = ['local', 'external'] as const;
 
 const SPECS = {
   down: {
@@ -153,7 +176,67 @@ const SPECS = {
     check: null,
     hook: false,
   },
+  // Network faults (iptables rules on loopback, scoped to the replica's port). A partition or a
+  // reset leaves the server running but out of reach: K+ falls, as with down.
+  partition: {
+    summary: "drop every packet of the replica's port",
+    fields: { direction: 'optional' },
+    from: REACHABLE,
+    after: 'cut',
+    survivors: -1,
+    phase: 'down',
+    undoneBy: 'heal',
+    check: null,
+    hook: true,
+    network: true,
+    drivers: NETWORK_DRIVERS,
+  },
+  reset: {
+    summary: "reset every connection of the replica's port",
+    fields: {},
+    from: REACHABLE,
+    after: 'cut',
+    survivors: -1,
+    phase: 'down',
+    undoneBy: 'heal',
+    check: null,
+    hook: true,
+    network: true,
+    drivers: NETWORK_DRIVERS,
+  },
+  // Dropped packets the sender retransmits: slower, still healthy.
+  loss: {
+    summary: 'drop a share of the packets',
+    fields: { percent: 'required' },
+    from: REACHABLE,
+    after: 'unchanged',
+    survivors: 0,
+    phase: 'degraded',
+    undoneBy: 'heal',
+    check: null,
+    hook: true,
+    network: true,
+    drivers: NETWORK_DRIVERS,
+  },
+  // The plan rules check that a heal leaves no partition or reset in force, so it always brings
+  // the replica back (K+ + 1 when it was cut off; a healed loss alone changes no K+).
+  heal: {
+    summary: 'end network faults',
+    fields: { what: 'optional' },
+    from: REACHABLE,
+    after: 'up',
+    survivors: 1,
+    phase: 'restored',
+    undoneBy: null,
+    check: null,
+    hook: true,
+    drivers: NETWORK_DRIVERS,
+  },
 } as const satisfies Record<string, FaultActionSpec>;
+
+/** The network faults a heal ends (`what:`). */
+export const NETWORK_ACTIONS = ['partition', 'reset', 'loss'] as const;
+export type NetworkAction = (typeof NETWORK_ACTIONS)[number];
 
 export type FaultAction = keyof typeof SPECS;
 /** Every action, in the order plans and messages list them. */
@@ -176,6 +259,19 @@ export function undoingAction(action: FaultAction): UndoingAction | null {
 /** The spec of a string read back from a file, or undefined when it names no action. */
 export function faultActionSpec(action: string): FaultActionSpec<FaultAction> | undefined {
   return Object.hasOwn(SPECS, action) ? FAULT_ACTION_SPECS[action as FaultAction] : undefined;
+}
+
+/** Whether the driver applies the action (the spec's `drivers`; none named: every driver). */
+export function driverApplies(action: FaultAction, driver: DriverKind): boolean {
+  const drivers: readonly DriverKind[] | undefined = FAULT_ACTION_SPECS[action].drivers;
+  return drivers === undefined || drivers.includes(driver);
+}
+
+/** The fields an event carries, copied from a record that may hold them (a file's event, a plan's). */
+export function eventFields(ev: { readonly [F in FaultFieldName]?: unknown }): FaultFields {
+  const out: Record<string, unknown> = {};
+  for (const f of FAULT_FIELD_NAMES) if (ev[f] !== undefined) out[f] = ev[f];
+  return out as FaultFields;
 }
 
 /** The actions that take a field (throttle for cpus). */

@@ -13,12 +13,14 @@ import { hasControl } from '../core/text.js';
 import {
   actionsTaking,
   actionSummaries,
+  DIRECTIONS,
   FAULT_ACTIONS,
   FAULT_FIELD_NAMES,
   FAULT_FIELDS,
   faultActionSpec,
   type FaultFieldKind,
   type FaultFieldName,
+  NETWORK_ACTIONS,
 } from './fault-actions.js';
 
 /** The action names, from the registry (fault-actions.ts). */
@@ -29,11 +31,23 @@ function fieldShape<T extends z.ZodType>(make: (field: FaultFieldName) => T): Re
   return Object.fromEntries(FAULT_FIELD_NAMES.map((f) => [f, make(f)])) as Record<FaultFieldName, T>;
 }
 
+/** The value of each kind of field, as the resolved plan holds it. */
+const FIELD_VALUES = {
+  'positive-number': z.number(),
+  percent: z.number(),
+  direction: z.enum(DIRECTIONS),
+  'network-action': z.enum(NETWORK_ACTIONS),
+} as const satisfies { readonly [K in FaultFieldKind]: z.ZodType };
+type FieldValueSchema<F extends FaultFieldName> = (typeof FIELD_VALUES)[(typeof FAULT_FIELDS)[F]['kind']];
+const resolvedFields = Object.fromEntries(
+  FAULT_FIELD_NAMES.map((f) => [f, FIELD_VALUES[FAULT_FIELDS[f].kind].optional()]),
+) as { [F in FaultFieldName]: z.ZodOptional<FieldValueSchema<F>> };
+
 const planEventSchema = z.object({
   at: z.number(),
   replica: z.string(),
   action: faultActionSchema,
-  ...fieldShape(() => z.number().optional()),
+  ...resolvedFields,
   zone: z.string().optional(),
   line: z.number().describe('1-based line of the event in the plan file (0 when built in code)'),
 });
@@ -123,9 +137,19 @@ function duration(what: string, o: { positive: boolean; max?: number }) {
 const positiveNumber = (what = 'a number > 0') =>
   z.number({ error: got(`must be ${what}`) }).positive({ error: got(`must be ${what}`) });
 
+const oneOf = (values: readonly string[]) =>
+  z.enum(values as [string, ...string[]], { error: got(`must be one of ${values.join(', ')}`) });
+
 /** The check of each kind of event field (fault-actions.ts FAULT_FIELDS). */
-const FIELD_CHECKS: { readonly [K in FaultFieldKind]: () => z.ZodNumber } = {
+const FIELD_CHECKS: { readonly [K in FaultFieldKind]: () => z.ZodType } = {
   'positive-number': () => positiveNumber(),
+  percent: () =>
+    z
+      .number({ error: got('must be a percentage > 0 and <= 100') })
+      .positive({ error: got('must be a percentage > 0 and <= 100') })
+      .max(100, { error: got('must be a percentage > 0 and <= 100') }),
+  direction: () => oneOf(DIRECTIONS),
+  'network-action': () => oneOf(NETWORK_ACTIONS),
 };
 
 /** r1: ..., r2: ...; the keys (r1..rK) are checked against the plan's K by the plan rules. */

@@ -105,6 +105,7 @@ describe('the injector reads the specs', () => {
       unpause: 'unpause',
       throttle: 'cpus',
       'resume-replay': 'resume replay',
+      heal: 'heal',
     };
     for (const line of restored) {
       const id = line.split(' ').at(-1)!;

@@ -12,7 +12,13 @@ import { cpus as hostCpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import { BaseDriver } from '../base-driver.js';
-import { faultsByOperation, type ClusterDriver, type FaultMethods, type ServerStatus } from '../driver.js';
+import {
+  faultsByOperation,
+  networkFaultsRefused,
+  type ClusterDriver,
+  type FaultMethods,
+  type ServerStatus,
+} from '../driver.js';
 import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import type { ServerId } from '../../core/replica-ids.js';
 import { errorText, PlbError } from '../../core/errors.js';
@@ -75,7 +81,7 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
   /** Per server: last raw cgroup reading and the sum of readings before restarts. */
   private readonly cpuBase = new Map<ServerId, { last: number; base: number }>();
   /** The plan's fault actions, through this driver's operations. */
-  readonly faults: FaultMethods = faultsByOperation(this);
+  readonly faults: FaultMethods = { ...faultsByOperation(this), ...networkFaultsRefused('docker') };
 
   constructor(spec: ClusterSpec, opts: DockerDriverOptions = {}) {
     super(spec);

@@ -46,7 +46,14 @@ export class ExternalDriver implements ClusterDriver {
   private readonly paused = new Set<string>();
   private readonly cpuWarned = new Set<string>();
   /** The plan's fault actions: the cluster file's hooks, but replay's, which is SQL on the standby. */
-  readonly faults: FaultMethods = faultsByOperation(this);
+  readonly faults: FaultMethods = {
+    ...faultsByOperation(this),
+    // Network faults are the hooks' too: {direction}, {percent} and {what} in their argv.
+    partition: (id, a) => this.hook(id, 'partition', { direction: a.direction ?? 'both' }),
+    reset: (id) => this.hook(id, 'reset'),
+    loss: (id, a) => this.hook(id, 'loss', { percent: String(a.percent ?? 0) }),
+    heal: (id, a) => this.hook(id, 'heal', { what: a.what ?? 'all' }),
+  };
 
   constructor(
     readonly cluster: ExternalCluster,

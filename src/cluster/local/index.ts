@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BaseDriver } from '../base-driver.js';
 import { faultsByOperation, type ClusterDriver, type FaultMethods, type ServerStatus } from '../driver.js';
+import { NetFaults, removeNetFaults } from './net-faults.js';
 import { type ClusterSpec } from '../../run-format/cluster-record.js';
 import { serverIds, type ServerId } from '../../core/replica-ids.js';
 import { errorText, PlbError } from '../../core/errors.js';
@@ -49,11 +50,37 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
   private runAsCache: { v: RunAs | undefined } | undefined;
   private readonly limiter: CpuLimiter;
   /** The plan's fault actions, through this driver's operations. */
-  readonly faults: FaultMethods = faultsByOperation(this);
+  readonly faults: FaultMethods = {
+    ...faultsByOperation(this),
+    partition: (id, a) => this.net.apply(id, this.endpoint(id).port, 'partition', a),
+    reset: (id, a) => this.net.apply(id, this.endpoint(id).port, 'reset', a),
+    loss: (id, a) => this.net.apply(id, this.endpoint(id).port, 'loss', a),
+    heal: (id, a) => this.net.heal(id, a.what),
+  };
+  /** Network faults: iptables rules on lo in a chain named after the cluster's id (net-faults.ts). */
+  private readonly net = new NetFaults(
+    () => this.clusterId(),
+    // The record says which are in force (`cluster down` removes them by the id).
+    (netFaults) =>
+      updateClusterRecord(this.spec.stateDir, this.spec.name, (r) => ({
+        ...r,
+        extra: { ...r.extra, netFaults },
+      })),
+  );
 
   constructor(spec: ClusterSpec) {
     super(spec);
     this.limiter = new CpuLimiter(spec.name);
+  }
+
+  private clusterId(): string {
+    const id = readClusterRecord(this.spec.stateDir, this.spec.name)?.id ?? this.spec.id;
+    if (id === undefined)
+      throw new PlbError(
+        'CLUSTER_NOT_FOUND',
+        `cluster ${this.spec.name} has no record: run \`plb cluster up\` first`,
+      );
+    return id;
   }
 
   /** Looked up on first use, so `down` of a Docker cluster never needs a postgres OS user. */
@@ -153,6 +180,8 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
           },
         );
       }
+      // A crashed run's network rules go first: the cluster comes back reachable.
+      await removeNetFaults(existing.id);
       // The record is written before anything is created: only resume what was made.
       if (existsSync(join(this.dir('primary'), 'PG_VERSION'))) {
         await this.resume(log);
@@ -320,6 +349,11 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
    */
   async down(): Promise<void> {
     const root = this.dataRoot;
+    // Network rules first: the id is in the record `down` removes (none readable: nothing to do).
+    if (this.ownsRecord())
+      await Promise.resolve()
+        .then(() => removeNetFaults(this.clusterId()))
+        .catch(() => undefined);
     const owns = ownsDataFolder(this.spec, root);
     if (owns) await killStrays(root);
     await Promise.all(

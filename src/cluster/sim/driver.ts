@@ -1,7 +1,13 @@
 import type { VirtualClock } from '../../clock/virtual.js';
 import { PlbError } from '../../core/errors.js';
 import type { Connector } from '../connector.js';
-import { faultsByOperation, type ClusterDriver, type FaultMethods, type ServerStatus } from '../driver.js';
+import {
+  faultsByOperation,
+  networkFaultsRefused,
+  type ClusterDriver,
+  type FaultMethods,
+  type ServerStatus,
+} from '../driver.js';
 import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import type { Credentials, Endpoint } from '../../core/endpoint.js';
 import type { ServerId } from '../../core/replica-ids.js';
@@ -22,7 +28,7 @@ export class SimDriver implements ClusterDriver {
   /** Restarts under way (start() of a server that is starting waits for the same one). */
   private readonly starting = new Map<ServerId, Promise<void>>();
   /** The plan's fault actions, through this driver's operations. */
-  readonly faults: FaultMethods = faultsByOperation(this);
+  readonly faults: FaultMethods = { ...faultsByOperation(this), ...networkFaultsRefused('sim') };
 
   constructor(
     readonly spec: ClusterSpec,
