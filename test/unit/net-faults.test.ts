@@ -11,6 +11,8 @@ import { Injector } from '../../src/faults/injector.js';
 import { loadPlan, parsePlan, planPhases } from '../../src/faults/plan.js';
 import { dryRunPlan, renderPlanShow } from '../../src/faults/plan-show.js';
 import { driverApplies, FAULT_ACTION_SPECS, NETWORK_ACTIONS } from '../../src/run-format/fault-actions.js';
+import { detectionRecords } from '../../src/metrics/summary/detections.js';
+import type { RunEvent } from '../../src/metrics/types.js';
 import { withFakeFaults } from '../helpers/fake-faults.js';
 
 const H = 'name: t\nduration: 90\nwarmup: 10\nreference: 20\n';
@@ -199,5 +201,24 @@ describe('the injector', () => {
         onInjected: () => undefined,
       });
     expect(make).toThrow('plan line 7: partition r2: the sim driver does not apply partition');
+  });
+});
+
+describe('detection records', () => {
+  it('expect one only where a network fault changes what the router could notice', () => {
+    const fault = (tMs: number, replica: string, action: string) => ({ type: 'fault', tMs, replica, action });
+    const events = [
+      fault(1000, 'r1', 'partition'),
+      { type: 'detect', tMs: 1500, replica: 'r1', state: 'down' },
+      fault(2000, 'r1', 'reset'),
+      fault(3000, 'r1', 'heal'),
+      { type: 'detect', tMs: 3200, replica: 'r1', state: 'up' },
+      fault(4000, 'r2', 'loss'),
+      fault(5000, 'r2', 'heal'),
+    ] as unknown as RunEvent[];
+    expect(detectionRecords(events).map((r) => [r.replica, r.action, r.delayMs])).toEqual([
+      ['r1', 'partition', 500],
+      ['r1', 'heal', 200],
+    ]);
   });
 });

@@ -11,9 +11,16 @@ import type { DetectionCounts, DetectionRecord, PhaseSummary } from '../../run-f
  * the same replica (so a missed detection is not credited with a later one).
  */
 export function detectionRecords(events: readonly RunEvent[]): DetectionRecord[] {
-  const faults = events.filter(
-    (e) => e.type === 'fault' && e.replica !== undefined && replicaStateAfter(String(e.action)) !== null,
-  );
+  // Network faults stack: a cut-off replica cut again, or a heal of a loss alone, changes nothing
+  // the router could notice, so only a change of the replica's state is one.
+  const state = new Map<unknown, 'up' | 'down'>();
+  const faults = events.filter((e) => {
+    const after = e.type === 'fault' && e.replica !== undefined ? replicaStateAfter(String(e.action)) : null;
+    if (after === null) return false;
+    const before = state.get(e.replica) ?? 'up';
+    state.set(e.replica, after);
+    return after !== before;
+  });
   const detects = events.filter((e) => e.type === 'detect' && e.replica !== undefined);
   return faults.map((f, i) => {
     const expected = replicaStateAfter(String(f.action));
