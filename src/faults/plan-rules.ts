@@ -150,6 +150,41 @@ function resolveEvents(
   const out: FaultEvent[] = [];
   const states = new Map<string, { state: PlanReplicaState; since: number }>();
   const net = new Map<string, Map<NetworkAction, number>>();
+  /** Checks an event against its replica's state and network faults so far, and adds it. */
+  const take = (event: FaultEvent, path: PropertyKey[]) => {
+    const { replica, action: act, at } = event;
+    const cur = states.get(replica) ?? { state: 'up' as PlanReplicaState, since: 0 };
+    const need = actionRequirement(act, cur.state);
+    if (need !== undefined) {
+      const now = cur.state === 'up' ? 'up' : `${cur.state} since ${fmtSeconds(cur.since)}`;
+      const what = `${act} ${replica} needs it ${need} (it is ${now})`;
+      const zoneAction = event.zone === undefined ? undefined : act === 'down' ? 'zone-down' : 'zone-up';
+      throw new RuleBroken([...path, 'action'], zoneAction ? `${zoneAction} ${event.zone}: ${what}` : what, {
+        at: path,
+      });
+    }
+    checkNetwork(act, replica, event.what, at, net, path);
+    const next = stateAfter(act, cur.state);
+    if (next !== cur.state) states.set(replica, { state: next, since: at });
+    out.push(event);
+  };
+  /** The heals a fault's `for:` asks for, in time order; one the plan ends first is an error at its `for`. */
+  const heals: { at: number; replica: string; what: NetworkAction; line: number; path: PropertyKey[] }[] = [];
+  const flushHeals = (until: number) => {
+    heals.sort((a, b) => a.at - b.at);
+    while (heals.length > 0 && heals[0]!.at <= until && heals[0]!.at < duration) {
+      const h = heals.shift()!;
+      const inForce = net.get(h.replica)?.has(h.what) === true;
+      const why = `${h.what} ${h.replica} ends at ${fmtSeconds(h.at)}`;
+      if (!inForce) throw new RuleBroken([...h.path, 'for'], `${why}, but it was healed before`);
+      try {
+        take({ at: h.at, replica: h.replica, action: 'heal', what: h.what, line: h.line }, h.path);
+      } catch (err) {
+        if (!(err instanceof RuleBroken)) throw err;
+        throw new RuleBroken([...h.path, 'for'], `${why}: ${err.message}`);
+      }
+    }
+  };
   events.forEach((ev, i) => {
     const path = ['events', i];
     const line = lineOfEvent(i);
@@ -188,27 +223,20 @@ function resolveEvents(
       isZoneAction ? 'the event before it' : `events[${i - 1}]`,
       plan,
     );
+    // The heals of earlier faults' `for:` that fall before this event come first.
+    flushHeals(at);
     const act: FaultAction = isZoneAction ? ZONE_ACTIONS[action as ZoneAction] : (action as FaultAction);
     for (const replica of members) {
-      const cur = states.get(replica) ?? { state: 'up' as PlanReplicaState, since: 0 };
-      const need = actionRequirement(act, cur.state);
-      if (need !== undefined) {
-        const now = cur.state === 'up' ? 'up' : `${cur.state} since ${fmtSeconds(cur.since)}`;
-        const what = `${act} ${replica} needs it ${need} (it is ${now})`;
-        throw new RuleBroken(
-          [...path, 'action'],
-          isZoneAction ? `${action} ${String(zone)}: ${what}` : what,
-          { at: path },
-        );
-      }
-      checkNetwork(act, replica, ev.what as NetworkAction | undefined, at, net, path);
-      const next = stateAfter(act, cur.state);
-      if (next !== cur.state) states.set(replica, { state: next, since: at });
-      const event: FaultEvent = { at, replica, action: act, ...eventFields(ev), line };
-      if (isZoneAction) event.zone = zone as string;
-      out.push(event);
+      const fields = eventFields(ev);
+      take(
+        { at, replica, action: act, ...fields, line, ...(isZoneAction ? { zone: zone as string } : {}) },
+        path,
+      );
+      if (ev.for !== undefined)
+        heals.push({ at: at + ev.for, replica, what: act as NetworkAction, line, path });
     }
   });
+  flushHeals(duration);
 
   return out;
 }

@@ -195,6 +195,7 @@ const EVENT_SHAPE = {
       .optional()
       .describe(`${actionsTaking(f).join(', ')} only: ${FAULT_FIELDS[f].what}`),
   ),
+  for: duration(`${NETWORK_ACTIONS.join(', ')} only: heal it after this long`, { positive: true }).optional(),
 };
 const EVENT_KEYS = Object.keys(EVENT_SHAPE);
 
@@ -205,14 +206,17 @@ function checkEventFields(ev: Record<string, unknown>, ctx: z.RefinementCtx): vo
   const action = ev.action as string | undefined;
   if (action === 'zone-down' || action === 'zone-up') {
     for (const f of ['at', 'zone']) if (!has(f)) return bad(f, `required for action ${action}`);
-    for (const f of ['replica', ...FAULT_FIELD_NAMES])
+    for (const f of ['replica', 'for', ...FAULT_FIELD_NAMES])
       if (has(f)) return bad(f, `not allowed with action ${action}`);
     return;
   }
   for (const f of ['at', 'replica', 'action']) if (!has(f)) return bad(f, 'required');
   if (has('zone')) return bad('zone', 'only allowed with action zone-down or zone-up');
   // The action passed the enum: a refinement runs only on a value whose fields all passed.
-  const fields = faultActionSpec(action ?? '')?.fields ?? {};
+  const spec = faultActionSpec(action ?? '');
+  if (has('for') && spec?.network !== true)
+    return bad('for', `only allowed with action ${NETWORK_ACTIONS.join(', ')} (action is ${action})`);
+  const fields = spec?.fields ?? {};
   for (const f of FAULT_FIELD_NAMES)
     if (fields[f] === 'required' && !has(f)) return bad(f, `required for action ${action}`);
   for (const f of FAULT_FIELD_NAMES)

@@ -85,6 +85,29 @@ describe('plans with network faults', () => {
     expect(renderPlanShow(show, plan)).toContain('loss r1 (5 %)');
   });
 
+  it('a for: heals the fault after that long, in time order with the other events', () => {
+    const plan = parse(
+      ev(
+        'at: 30, replica: r1, action: partition, for: 10s',
+        'at: 35, replica: r2, action: loss, percent: 5, for: 100s',
+        'at: 45, replica: r1, action: reset',
+      ),
+    );
+    expect(plan.events.map((e) => [e.at, e.replica, e.action, e.what, e.line])).toEqual([
+      [30, 'r1', 'partition', undefined, 6],
+      [35, 'r2', 'loss', undefined, 7],
+      [40, 'r1', 'heal', 'partition', 6],
+      [45, 'r1', 'reset', undefined, 8],
+    ]);
+    expect(planPhases(plan).map((p) => [p.name, p.survivors])).toEqual([
+      ['ref', 5],
+      ['partition-1', 4],
+      ['loss-1', 4],
+      ['heal-1', 5],
+      ['reset-1', 4],
+    ]);
+  });
+
   // [what, plan, exact message]
   const BAD: [string, string, string][] = [
     [
@@ -145,6 +168,21 @@ describe('plans with network faults', () => {
       'heal of an action that is no network fault',
       ev('at: 30, replica: r1, action: partition', 'at: 40, replica: r1, action: heal, what: down'),
       'p.yaml:7: events[1].what: must be one of partition, reset, loss (got "down")',
+    ],
+    [
+      'a for: on an action that is no network fault',
+      ev('at: 30, replica: r1, action: down, for: 5s'),
+      'p.yaml:6: events[0].for: only allowed with action partition, reset, loss (action is down)',
+    ],
+    [
+      'a for: that ends a fault healed before',
+      ev('at: 30, replica: r1, action: loss, percent: 1, for: 20s', 'at: 40, replica: r1, action: heal'),
+      'p.yaml:6: events[0].for: loss r1 ends at 50s, but it was healed before',
+    ],
+    [
+      'a for: that would leave the replica cut off',
+      ev('at: 30, replica: r1, action: loss, percent: 1, for: 20s', 'at: 40, replica: r1, action: partition'),
+      'p.yaml:6: events[0].for: loss r1 ends at 50s: heal r1: leaves partition in force: heal it whole (without what) or end those first',
     ],
   ];
   it.each(BAD)('refuses %s, at its line', (_what, text, message) => expect(messageOf(text)).toBe(message));

@@ -81,7 +81,7 @@ const MALFORMED: [string, string, string][] = [
   [
     'unknown event key',
     ev('at: 30, replica: r1, action: down, when: now'),
-    'plans/x.yaml:6: events[0].when: unknown field (allowed: at, replica, zone, action, cpus, weight)',
+    'plans/x.yaml:6: events[0].when: unknown field (allowed: at, replica, zone, action, cpus, weight, direction, percent, what, for)',
   ],
   [
     'event without action',
