@@ -210,9 +210,10 @@ describe('the local driver rules', () => {
     ]);
     expect(faultRules('partition', 25433, { direction: 'in' })).toEqual([[...inbound, '-j', 'DROP']]);
     expect(faultRules('partition', 25433, { direction: 'out' })).toEqual([[...outbound, '-j', 'DROP']]);
+    const rst = ['!', '--tcp-flags', 'RST', 'RST', '-j', 'REJECT', '--reject-with', 'tcp-reset'];
     expect(faultRules('reset', 25433, {})).toEqual([
-      [...inbound, '-j', 'REJECT', '--reject-with', 'tcp-reset'],
-      [...outbound, '-j', 'REJECT', '--reject-with', 'tcp-reset'],
+      [...inbound, ...rst],
+      [...outbound, ...rst],
     ]);
     const drop = ['-m', 'statistic', '--mode', 'random', '--probability', '0.0500', '-j', 'DROP'];
     expect(faultRules('loss', 25433, { percent: 5 })).toEqual([

@@ -48,7 +48,8 @@ export function faultRules(action: NetworkAction, port: number, a: NetFaultArgs)
     ];
   }
   if (action === 'reset') {
-    const rst = ['-j', 'REJECT', '--reject-with', 'tcp-reset'];
+    // Not on a RST: the reset REJECT sends leaves through OUTPUT too, and must reach the client.
+    const rst = ['!', '--tcp-flags', 'RST', 'RST', '-j', 'REJECT', '--reject-with', 'tcp-reset'];
     return [
       [...inbound, ...rst],
       [...outbound, ...rst],
