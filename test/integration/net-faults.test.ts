@@ -106,7 +106,7 @@ describe.skipIf(!canRun)('network faults on the local driver', () => {
     const ended = withClient(ep, creds, async (c) => {
       await c.query('select 1');
       const closed = new Promise<void>((resolve) =>
-        c.once('error', () => resolve()).once('end', () => resolve()),
+        c.on('error', () => resolve()).once('end', () => resolve()),
       );
       await driver.faults.reset('r1', ARGS);
       await closed;
