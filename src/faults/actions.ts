@@ -52,9 +52,19 @@ export function replicaStateAfter(action: string): 'down' | 'up' | null {
   return d < 0 ? 'down' : d > 0 ? 'up' : null;
 }
 
-/** Phase name after the `count`-th event of this action (1-based): `down-1`, `rejoin-2`, ... */
-export function phaseNameFor(action: FaultAction, count: number): string {
-  return `${action}-${count}`;
+/**
+ * What the phases an event opens are named and counted by: the spec's phase name (a partition is a
+ * `down`; a heal that brings a cut replica back a `rejoin`), else the action itself.
+ */
+export function phaseBase(action: string, bringsBack: boolean): string {
+  const names = faultActionSpec(action)?.phaseName;
+  if (names === undefined) return action;
+  return bringsBack && names.back !== undefined ? names.back : names.opens;
+}
+
+/** Phase name after the `count`-th event of its base name (1-based): `down-1`, `rejoin-2`, ... */
+export function phaseNameFor(base: string, count: number): string {
+  return `${base}-${count}`;
 }
 
 /** A span of the run, named after the event that opened it, with its K+. */
@@ -104,15 +114,16 @@ function faultBoundaries(faults: readonly FaultMark[], replicas: readonly string
   const out: Boundary[] = [];
   let groupStart = Number.NEGATIVE_INFINITY;
   for (const { f } of sorted) {
-    const count = (counts.get(f.action) ?? 0) + 1;
-    counts.set(f.action, count);
     const state = replicaStateAfter(f.action);
+    const base = phaseBase(f.action, state === 'up' && down.has(f.replica));
+    const count = (counts.get(base) ?? 0) + 1;
+    counts.set(base, count);
     if (state === 'down') down.add(f.replica);
     else if (state === 'up') down.delete(f.replica);
     const downList = replicas.filter((r) => down.has(r));
     const b: Boundary = {
       tMs: f.tMs,
-      name: phaseNameFor(f.action as FaultAction, count),
+      name: phaseNameFor(base, count),
       kind: faultActionSpec(f.action)?.phase,
       survivors: replicas.length - downList.length,
       down: downList,

@@ -25,7 +25,7 @@ import type {
 } from '../router/index.js';
 import { tableStyle } from '../core/table-style.js';
 import { compareReplicaIds, replicaIds } from '../core/replica-ids.js';
-import { phaseNameFor, stateAfter, survivorDelta } from './actions.js';
+import { phaseBase, phaseNameFor, stateAfter, survivorDelta } from './actions.js';
 import { planPhases } from './plan.js';
 import type { FaultPlan } from '../run-format/plan.js';
 import {
@@ -146,13 +146,14 @@ export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
 
   let survivors = plan.replicas;
   const rows: PlanShowRow[] = [row(0, null, null, survivors)];
-  const counts = new Map<FaultAction, number>();
+  const counts = new Map<string, number>();
   plan.events.forEach((ev, i) => {
-    const count = (counts.get(ev.action) ?? 0) + 1;
-    counts.set(ev.action, count);
     const nowMs = Math.round(ev.at * 1000);
     const before = states.get(ev.replica) ?? 'up';
     const after = stateAfter(ev.action, before);
+    const base = phaseBase(ev.action, before !== 'up' && after === 'up');
+    const count = (counts.get(base) ?? 0) + 1;
+    counts.set(base, count);
     // Network faults stack: a cut replica cut again, or a heal of a loss alone, changes no K+.
     const delta = (before === 'up') === (after === 'up') ? 0 : survivorDelta(ev.action);
     if (delta < 0) router.markDown(ev.replica, nowMs);
@@ -163,7 +164,7 @@ export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
     survivors += delta;
     const next = plan.events[i + 1];
     const opens = !next || next.at !== ev.at;
-    const phase = opens ? (phaseAt.get(ev.at) ?? phaseNameFor(ev.action, count)) : null;
+    const phase = opens ? (phaseAt.get(ev.at) ?? phaseNameFor(base, count)) : null;
     const event: NonNullable<PlanShowRow['event']> = { replica: ev.replica, action: ev.action };
     const fields = eventFields(ev);
     for (const f of SHOWN_FIELDS) if (fields[f] !== undefined) Object.assign(event, { [f]: fields[f] });

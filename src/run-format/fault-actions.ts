@@ -69,6 +69,11 @@ export interface FaultActionSpec<Action extends string = string> {
   hook: boolean;
   /** A network fault (heal ends it); such actions stack per replica. */
   network?: boolean;
+  /**
+   * The name of the phases it opens, counted by name (absent: the action's own): a partition and a
+   * reset open `down-N` as a kill does; `back` names the phase when it brings a cut replica back.
+   */
+  phaseName?: { readonly opens: string; readonly back?: string };
   /** The drivers that apply it, when not every one: the injector refuses the others up front. */
   drivers?: readonly DriverKind[];
 }
@@ -185,6 +190,7 @@ const SPECS = {
     after: 'cut',
     survivors: -1,
     phase: 'down',
+    phaseName: { opens: 'down' },
     undoneBy: 'heal',
     check: null,
     hook: true,
@@ -198,6 +204,7 @@ const SPECS = {
     after: 'cut',
     survivors: -1,
     phase: 'down',
+    phaseName: { opens: 'down' },
     undoneBy: 'heal',
     check: null,
     hook: true,
@@ -227,6 +234,7 @@ const SPECS = {
     after: 'up',
     survivors: 1,
     phase: 'restored',
+    phaseName: { opens: 'heal', back: 'rejoin' },
     undoneBy: null,
     check: null,
     hook: true,

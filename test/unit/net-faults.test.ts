@@ -72,11 +72,11 @@ describe('plans with network faults', () => {
     expect(planPhases(plan).map((p) => [p.name, p.survivors])).toEqual([
       ['ref', 5],
       ['loss-1', 5],
-      ['partition-1', 4],
-      ['reset-1', 4],
-      ['heal-1', 5],
+      ['down-1', 4],
+      ['down-2', 4],
+      ['rejoin-1', 5],
       ['loss-2', 5],
-      ['heal-2', 5],
+      ['heal-1', 5],
     ]);
     const show = dryRunPlan(plan, { strategy: 'rr' });
     expect(show.rows.map((r) => r.survivors)).toEqual([5, 5, 4, 4, 5, 5, 5]);
@@ -101,10 +101,10 @@ describe('plans with network faults', () => {
     ]);
     expect(planPhases(plan).map((p) => [p.name, p.survivors])).toEqual([
       ['ref', 5],
-      ['partition-1', 4],
+      ['down-1', 4],
       ['loss-1', 4],
-      ['heal-1', 5],
-      ['reset-1', 4],
+      ['rejoin-1', 5],
+      ['down-2', 4],
     ]);
   });
 
