@@ -11,7 +11,8 @@ import type { LagWeightOptions } from '../router/lag-weight.js';
 import { parseLagWeights, parseReadings } from '../cli/router-values.js';
 import { parseMix, parsePerClass, parseQueryWeights, type PerClass } from '../workload/spec.js';
 import { parseWriteRate } from '../workload/writer.js';
-import { loadWorkloadFile } from '../workload/workload-file.js';
+import { loadWorkloadDocument, loadWorkloadFile } from '../workload/workload-file.js';
+import type { BenchFlagValues } from './flags.js';
 import { positive, ROUTER_CHECKS } from '../cli/router-flags.js';
 import { durationMsFlag } from '../cli/flags.js';
 import { parseStrategies } from '../cli/strategy-flags.js';
@@ -52,6 +53,10 @@ export function parseQueriesPerSession(text: string): PerClass<number> {
   );
 }
 
+function parseQueryMix(text: string): PerClass<QueryWeights> {
+  return parsePerClass(text, '--query-mix', (w) => parseQueryWeights(w, '--query-mix'));
+}
+
 export function parseThinkTime(text: string): PerClass<number> | 'auto' {
   return text.trim() === 'auto'
     ? 'auto'
@@ -71,7 +76,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   'lag-weights': (v) => lagWeightsFlag(String(v)),
   'queries-per-session': (v) => parseQueriesPerSession(String(v)),
   'think-time': (v) => parseThinkTime(String(v)),
-  'query-mix': (v) => parsePerClass(String(v), '--query-mix', (w) => parseQueryWeights(w, '--query-mix')),
+  'query-mix': (v) => parseQueryMix(String(v)),
   workload: (v) => loadWorkloadFile(String(v)),
   'target-cpu': (v) => targetCpu(String(v)),
   readings: (v) => parseReadings(String(v), '--readings'),
@@ -91,4 +96,79 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
 export function checkBenchValue(name: string, value: string | number): unknown {
   const check = BENCH_CHECKS[name];
   return check ? check(value) : value;
+}
+
+type QueryWeights = ReturnType<typeof parseQueryWeights>;
+type WorkloadDocument = ReturnType<typeof loadWorkloadDocument>;
+
+/** The workload group parsed (a flag left out: its default, or absent where the run's own applies). */
+export interface WorkloadSettings {
+  model: 'closed' | 'open';
+  clients: number;
+  /** Open model: sessions per second. */
+  rate: number;
+  seed?: number;
+  datasetRows: number;
+  writeRate: number;
+  lagWeights?: LagWeightOptions;
+  queriesPerSession?: PerClass<number>;
+  thinkTime?: PerClass<number> | 'auto';
+  queryMix?: PerClass<QueryWeights>;
+  /** --workload: the file's path and what it says. */
+  workload?: { path: string; doc: WorkloadDocument };
+  targetCpu: number;
+}
+
+type WorkloadFlagText = Pick<
+  BenchFlagValues,
+  | 'model'
+  | 'clients'
+  | 'rate'
+  | 'seed'
+  | 'dataset-rows'
+  | 'write-rate'
+  | 'lag-weights'
+  | 'queries-per-session'
+  | 'think-time'
+  | 'query-mix'
+  | 'workload'
+  | 'target-cpu'
+>;
+
+/** The session-shape flags alone (resolveClasses' text interface). */
+export function parseClassFlags(
+  flags: Pick<BenchFlagValues, 'queries-per-session' | 'think-time' | 'query-mix' | 'workload'>,
+): Pick<WorkloadSettings, 'queriesPerSession' | 'thinkTime' | 'queryMix' | 'workload'> {
+  const path = flags.workload;
+  const qps = flags['queries-per-session'];
+  const think = flags['think-time'];
+  const mix = flags['query-mix'];
+  return {
+    ...(path === undefined ? {} : { workload: { path, doc: loadWorkloadDocument(path) } }),
+    ...(qps === undefined ? {} : { queriesPerSession: parseQueriesPerSession(String(qps)) }),
+    ...(think === undefined ? {} : { thinkTime: parseThinkTime(think) }),
+    ...(mix === undefined ? {} : { queryMix: parseQueryMix(mix) }),
+  };
+}
+
+/** The workload group from its text; BAD_INPUT naming the flag. */
+export function parseWorkloadFlags(flags: WorkloadFlagText): WorkloadSettings {
+  const clients = positive('clients', flags.clients, true, LIMITS.clients);
+  const datasetRows = positive('dataset-rows', flags['dataset-rows'], true, LIMITS.datasetRows);
+  const classes = parseClassFlags(flags);
+  const targetCpuValue = targetCpu(flags['target-cpu']);
+  const rate = positive('rate', Number(flags.rate), false, LIMITS.rate);
+  if (flags.seed !== undefined) checkSeed(flags.seed, '--seed');
+  const lagWeights = lagWeightsFlag(flags['lag-weights'] ?? 'off');
+  return {
+    model: flags.model === 'open' ? 'open' : 'closed',
+    clients,
+    rate,
+    ...(flags.seed === undefined ? {} : { seed: flags.seed }),
+    datasetRows,
+    writeRate: parseWriteRate(flags['write-rate'] ?? 0),
+    ...(lagWeights ? { lagWeights } : {}),
+    ...classes,
+    targetCpu: targetCpuValue,
+  };
 }

@@ -1,42 +1,30 @@
 /**
- * A bench's flags resolved, once and before anything starts, into config.json's fields (the
- * configuration every run of the series shares) and what the command does around the runs:
- * which cluster, which runs, where the output goes. Every check names its flag; nothing is
- * started on bad input.
+ * A bench's parsed flags (flags.ts, each group by its own parser) resolved, once and before
+ * anything starts, into config.json's fields (the configuration every run of the series shares)
+ * and what the command does around the runs: which cluster, which runs. The checks here are the
+ * ones across flags and against the plan; each names its flag; nothing is started on bad input.
  */
 import { checkBasePort } from '../cluster/ports.js';
-import { parseCpus, parseDriverChoice, type DriverChoice } from '../cluster/select.js';
+import type { DriverChoice } from '../cluster/select.js';
 import type { TemplateSet } from '../cluster/templates.js';
 import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../cluster/external/index.js';
 import { PlbError } from '../core/errors.js';
 import { MAX_SIM_REPLICAS } from '../core/replica-ids.js';
-import { checkSeed } from '../core/rng.js';
 import { ensureWritableDir } from '../core/safe-write.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { loadPlan } from '../faults/plan.js';
 import type { ClassWorkload, WorkloadSpec } from '../run-format/config.js';
 import type { FaultPlan } from '../run-format/plan.js';
 import { checkTemplateSet } from '../workload/preflight.js';
-import { DEFAULT_WORKLOAD, parseMix, parsePerClass, parseQueryWeights } from '../workload/spec.js';
-import { loadWorkloadDocument } from '../workload/workload-file.js';
-import { parseWriteRate, refuseLagWithSim } from '../workload/writer.js';
-import { parseHealthFlags, positive } from '../cli/router-flags.js';
-import { parseStrategies } from '../cli/strategy-flags.js';
+import { DEFAULT_WORKLOAD } from '../workload/spec.js';
+import { refuseLagWithSim } from '../workload/writer.js';
 import { VIA } from '../core/strategies.js';
 import { resolveAdmission } from './admission-options.js';
-import { parseSessionLifetime, resolveBalance } from './balance.js';
-import {
-  checkBenchValue,
-  lagWeightsFlag,
-  LIMITS,
-  parseQueriesPerSession,
-  parseThinkTime,
-  targetCpu,
-} from './checks.js';
-import type { BenchFlagValues } from './flags.js';
-import { resolveRouterSettings } from './router-settings.js';
+import { balanceOptions } from './balance.js';
+import { parseClassFlags, type WorkloadSettings } from './checks.js';
+import { parseBenchFlags, type BenchFlagValues, type BenchSettings } from './flags.js';
 import { defaultPlanPath, expandSeries, newSeed, type SeriesConfig, type SeriesRun } from './series.js';
-import { defaultViaLabel, parseVia, parseViaLabel, viaRecord, viaStrategy, type ViaOptions } from './via.js';
+import { defaultViaLabel, viaRecord, viaStrategy, type ViaOptions } from './via.js';
 
 export interface ResolvedBench {
   /** config.json's fields the runs share, but the replicas' quota (the cluster's, once leased). */
@@ -60,61 +48,46 @@ export interface ResolvedBench {
 }
 
 /**
- * Checks every flag (a direct caller's too, by the same functions as the command line's parser)
- * and resolves them. The only thing it creates is the --out folder, last.
+ * Resolves the parsed flags against each other and the plan. The only thing it creates is the
+ * --out folder, last.
  */
 export function resolveBench(
-  flags: BenchFlagValues,
-  names: { strategies: string; mixes: string } = { strategies: 'strategy', mixes: 'mix' },
+  flags: BenchSettings,
+  names: { strategies: string } = { strategies: 'strategy' },
 ): ResolvedBench {
-  const strategies = parseStrategies(flags.strategies, names.strategies);
-  const mixes = flags.mixes.split(',').map((m) => parseMix(m, `--${names.mixes}`));
-  for (const name of ['repeat', 'clients', 'dataset-rows', 'fall', 'rise', 'base-port', 'progress'] as const)
-    checkBenchValue(name, flags[name]);
-  const { classes, autoThink, templates } = resolveClasses(flags);
-  if (templates) checkTemplateSet(templates, flags['dataset-rows']);
-  const targetCpuValue = targetCpu(flags['target-cpu']);
-  const rate = positive('rate', Number(flags.rate), false, LIMITS.rate);
-  const router = resolveRouterSettings(flags);
-  const health = parseHealthFlags(flags);
-  const driver = parseDriverChoice(flags.driver);
-  const cpus = flags.cpus === undefined ? undefined : parseCpus('--cpus', flags.cpus);
-  if (flags.seed !== undefined) checkSeed(flags.seed, '--seed');
+  const { strategies, workload: w, cluster: c } = flags;
+  const { classes, autoThink, templates } = classesOf(w);
+  if (templates) checkTemplateSet(templates, w.datasetRows);
   const planPath = flags.plan ?? defaultPlanPath();
-  const sim = driver === 'sim';
-  if (flags.calibration !== undefined && !sim)
+  const sim = c.driver === 'sim';
+  if (c.calibration !== undefined && !sim)
     throw new PlbError('BAD_INPUT', '--calibration: only with --driver sim');
-  const via = resolveVia(strategies, flags, names.strategies, sim);
+  const via = resolveVia(strategies, flags.via, names.strategies, sim);
   const plan = loadPlan(planPath, sim ? { maxReplicas: MAX_SIM_REPLICAS } : {});
-  checkBasePort(flags['base-port'], plan.replicas);
-  const external = externalClusterFor(driver, flags['cluster-file'], plan);
-  const writeRate = parseWriteRate(flags['write-rate'] ?? 0);
+  checkBasePort(c.basePort, plan.replicas);
+  const external = externalClusterFor(c.driver, c.clusterFile, plan);
+  const { writeRate, lagWeights } = w;
   if (sim) refuseLagWithSim(writeRate, plan);
-  const lagWeights = lagWeightsFlag(flags['lag-weights'] ?? 'off');
   if (lagWeights && !(writeRate > 0))
     throw new PlbError(
       'BAD_INPUT',
       '--lag-weights: needs --write-rate (lag is measured only with writes on)',
     );
-  const balance = resolveBalance(flags, plan, writeRate);
-  const lifetimeMs =
-    flags['max-session-lifetime'] === undefined
-      ? undefined
-      : parseSessionLifetime(flags['max-session-lifetime']);
-  const seed = flags.seed ?? newSeed();
-  if (flags['metrics-port'] !== undefined) checkBenchValue('metrics-port', flags['metrics-port']);
-  const admission = resolveAdmission(flags, {
-    sessions: flags.model === 'open' ? DEFAULT_WORKLOAD.maxOpenSessions : flags.clients,
+  const balance = balanceOptions(flags.balance, { plan, writeRate, lagWeights: lagWeights !== undefined });
+  const lifetimeMs = flags.balance.sessionLifetimeMs;
+  const seed = w.seed ?? newSeed();
+  const admission = resolveAdmission(flags.admission, {
+    sessions: w.model === 'open' ? DEFAULT_WORKLOAD.maxOpenSessions : w.clients,
     replicas: plan.replicas,
   });
   // Last check, the only one that creates something: the folder the run directories go into.
-  ensureWritableDir(flags.out, '--out');
+  ensureWritableDir(flags.output.out, '--out');
   const workload: WorkloadSpec = {
     ...DEFAULT_WORKLOAD,
-    model: flags.model === 'open' ? 'open' : 'closed',
-    clients: flags.clients,
-    rate,
-    datasetRows: flags['dataset-rows'],
+    model: w.model,
+    clients: w.clients,
+    rate: w.rate,
+    datasetRows: w.datasetRows,
     ...(writeRate > 0 ? { writeRate } : {}),
     ...(lifetimeMs !== undefined ? { maxSessionLifetimeMs: lifetimeMs } : {}),
     classes,
@@ -126,29 +99,44 @@ export function resolveBench(
     config: {
       plan: { ...plan, path: planPath },
       workload,
-      health,
+      health: flags.health,
       oracle: flags.oracle,
-      ...router,
+      ...flags.router,
       ...(lagWeights ? { lagWeights } : {}),
       ...(Object.keys(balance).length > 0 ? { balance } : {}),
       admission,
       ...(via ? { via: viaRecord(via) } : {}),
-      ...(flags.workload !== undefined ? { workloadFile: flags.workload } : {}),
+      ...(w.workload !== undefined ? { workloadFile: w.workload.path } : {}),
     },
-    runs: expandSeries(named, mixes, flags.repeat, seed),
+    runs: expandSeries(named, flags.mixes, flags.repeat, seed),
     seed,
     strategies: named,
-    ...(autoThink ? { autoThink: { targetCpu: targetCpuValue } } : {}),
+    ...(autoThink ? { autoThink: { targetCpu: w.targetCpu } } : {}),
     cluster: {
-      name: flags.name,
-      driver,
-      basePort: flags['base-port'],
-      ...(cpus !== undefined ? { cpus } : {}),
-      keep: flags['keep-cluster'],
-      ...(flags.calibration !== undefined ? { calibration: flags.calibration } : {}),
+      name: c.name,
+      driver: c.driver,
+      basePort: c.basePort,
+      ...(c.cpus !== undefined ? { cpus: c.cpus } : {}),
+      keep: c.keep,
+      ...(c.calibration !== undefined ? { calibration: c.calibration } : {}),
       ...(external ? { external } : {}),
     },
   };
+}
+
+/** resolveBench from the flags' text (a direct caller's), parsed by each group's parser. */
+export function resolveBenchFlags(
+  flags: BenchFlagValues,
+  names: { strategies: string; mixes: string } = { strategies: 'strategy', mixes: 'mix' },
+): ResolvedBench {
+  return resolveBench(parseBenchFlags(flags, names), names);
+}
+
+/** resolveClasses from the flags' text, through the same parsers. */
+export function resolveClasses(
+  flags: Pick<BenchFlagValues, 'queries-per-session' | 'think-time' | 'query-mix' | 'workload'>,
+): ReturnType<typeof classesOf> {
+  return classesOf(parseClassFlags(flags));
 }
 
 /**
@@ -156,30 +144,21 @@ export function resolveBench(
  * naming one class leaves the other as it was). `auto` keeps the think times as the ratio the
  * calibration scales.
  */
-export function resolveClasses(
-  flags: Pick<BenchFlagValues, 'queries-per-session' | 'think-time' | 'query-mix' | 'workload'>,
-): {
+function classesOf(w: Pick<WorkloadSettings, 'queriesPerSession' | 'thinkTime' | 'queryMix' | 'workload'>): {
   classes: WorkloadSpec['classes'];
   autoThink: boolean;
   templates?: TemplateSet;
 } {
-  const doc = flags.workload === undefined ? undefined : loadWorkloadDocument(flags.workload);
-  const file = doc?.classes ?? {};
-  const templates = doc?.templates.set;
-  if (templates && flags['query-mix'] !== undefined)
+  const file = w.workload?.doc.classes ?? {};
+  const templates = w.workload?.doc.templates.set;
+  if (templates && w.queryMix !== undefined)
     throw new PlbError(
       'BAD_INPUT',
-      `--query-mix: weighs plb's own point/range/scan templates; ${flags.workload} has its own (set their weights in its queryWeights)`,
+      `--query-mix: weighs plb's own point/range/scan templates; ${w.workload?.path} has its own (set their weights in its queryWeights)`,
     );
-  const qps =
-    flags['queries-per-session'] === undefined
-      ? {}
-      : parseQueriesPerSession(String(flags['queries-per-session']));
-  const think = flags['think-time'] === undefined ? {} : parseThinkTime(flags['think-time']);
-  const weights =
-    flags['query-mix'] === undefined
-      ? {}
-      : parsePerClass(flags['query-mix'], '--query-mix', (w) => parseQueryWeights(w, '--query-mix'));
+  const qps = w.queriesPerSession ?? {};
+  const think = w.thinkTime ?? {};
+  const weights = w.queryMix ?? {};
   const one = (cls: ServiceClass): ClassWorkload => {
     const d = DEFAULT_WORKLOAD.classes[cls];
     const f = file[cls] ?? {};
@@ -218,21 +197,18 @@ function externalClusterFor(
 /** --strategy via needs --via, and --via (or --via-label) needs via among the strategies. */
 function resolveVia(
   strategies: readonly string[],
-  flags: Pick<BenchFlagValues, 'via' | 'via-label'>,
+  given: BenchSettings['via'],
   field: string,
   sim: boolean,
 ): ViaOptions | undefined {
   const wanted = strategies.includes(VIA);
   if (!wanted) {
-    if (flags.via !== undefined || flags['via-label'] !== undefined)
+    if (given.endpoints !== undefined || given.label !== undefined)
       throw new PlbError('BAD_INPUT', `--via: only with --${field} via (add via to the list)`);
     return undefined;
   }
-  if (flags.via === undefined)
+  if (given.endpoints === undefined)
     throw new PlbError('BAD_INPUT', `--${field} via: needs --via host:port (the balancer to go through)`);
   if (sim) throw new PlbError('BAD_INPUT', `--${field} via: needs a real cluster (--driver docker or local)`);
-  const endpoints = parseVia(flags.via);
-  const label =
-    flags['via-label'] === undefined ? defaultViaLabel(endpoints) : parseViaLabel(flags['via-label']);
-  return { label, endpoints };
+  return { label: given.label ?? defaultViaLabel(given.endpoints), endpoints: given.endpoints };
 }
