@@ -61,7 +61,7 @@ export interface AdmissionFlagValues {
 }
 
 /** The limit as written: absolute, relative to the fair share, or gradient (start absolute or relative). */
-export type LimitSpec =
+type LimitSpec =
   | { kind: 'absolute'; n: number }
   | { kind: 'share'; factor: number }
   | { kind: 'gradient'; start?: LimitSpec };
@@ -70,7 +70,7 @@ function bad(flag: string, what: string, got: string): PlbError {
   return new PlbError('BAD_INPUT', `--${flag}: ${what} (got "${got}")`);
 }
 
-export function parseLimit(text: string, flag = 'admission-limit'): LimitSpec {
+function parseLimit(text: string, flag = 'admission-limit'): LimitSpec {
   const t = text.trim();
   if (t === 'gradient') return { kind: 'gradient' };
   if (t.startsWith('gradient:')) return { kind: 'gradient', start: parseLimit(t.slice(9), flag) };
@@ -86,7 +86,7 @@ export function parseLimit(text: string, flag = 'admission-limit'): LimitSpec {
   return { kind: 'absolute', n };
 }
 
-export function parseTarget(text: string, flag = 'admission-target'): SloTarget | undefined {
+function parseTarget(text: string, flag = 'admission-target'): SloTarget | undefined {
   const t = text.trim();
   if (t === 'off') return undefined;
   const rel = /^(\d+(?:\.\d+)?)x$/.exec(t);

@@ -27,8 +27,6 @@ import { calibrationTemplates, prepareCalibrationTemplates } from './calibrate-t
 import { leaseCluster } from './cluster-lease.js';
 import { prepareCluster } from './prepare-cluster.js';
 
-export { CALIBRATE_DEFAULTS } from './calibrate-summary.js';
-
 export interface CalibrateFlags {
   out: string;
   name: string;

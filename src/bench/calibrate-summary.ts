@@ -29,7 +29,7 @@ export const CALIBRATE_DEFAULTS = {
 export const CALIBRATE_LIMITS = { samples: 100_000, restarts: 100 } as const;
 
 /** One round of a template run alone: replica CPU (s, idle not yet off), wall time (ms), queries. */
-export interface Round {
+interface Round {
   cpuS: number;
   spanMs: number;
   n: number;

@@ -12,7 +12,6 @@ import { parseLagWeights, parseReadings } from '../cli/router-values.js';
 import { parseMix, parsePerClass, parseQueryWeights, type PerClass } from '../workload/spec.js';
 import { parseWriteRate } from '../workload/writer.js';
 import { loadWorkloadDocument, loadWorkloadFile } from '../workload/workload-file.js';
-import type { BenchFlagValues } from './flags.js';
 import { positive, ROUTER_CHECKS } from '../cli/router-flags.js';
 import { durationMsFlag } from '../cli/flags.js';
 import { parseStrategies } from '../cli/strategy-flags.js';
@@ -30,7 +29,7 @@ export const LIMITS = {
 } as const;
 
 /** `--lag-weights`: off, or low:high:floor. */
-export function lagWeightsFlag(text: string): LagWeightOptions | undefined {
+function lagWeightsFlag(text: string): LagWeightOptions | undefined {
   return text.trim() === 'off' ? undefined : parseLagWeights(text);
 }
 
@@ -40,14 +39,14 @@ export function nonNegativeInteger(name: string, n: number, max: number): number
   return n;
 }
 
-export function targetCpu(text: string): number {
+function targetCpu(text: string): number {
   const t = positive('target-cpu', Number(text), false);
   if (t >= 1)
     throw new PlbError('BAD_INPUT', `--target-cpu: must be below 1 (a fraction of the quota), got ${t}`);
   return t;
 }
 
-export function parseQueriesPerSession(text: string): PerClass<number> {
+function parseQueriesPerSession(text: string): PerClass<number> {
   return parsePerClass(text, '--queries-per-session', (v) =>
     positive('queries-per-session', v === '' ? NaN : Number(v)),
   );
@@ -57,7 +56,7 @@ function parseQueryMix(text: string): PerClass<QueryWeights> {
   return parsePerClass(text, '--query-mix', (w) => parseQueryWeights(w, '--query-mix'));
 }
 
-export function parseThinkTime(text: string): PerClass<number> | 'auto' {
+function parseThinkTime(text: string): PerClass<number> | 'auto' {
   return text.trim() === 'auto'
     ? 'auto'
     : parsePerClass(text, '--think-time', (v) => durationMsFlag('think-time', v));
@@ -119,25 +118,29 @@ export interface WorkloadSettings {
   targetCpu: number;
 }
 
-type WorkloadFlagText = Pick<
-  BenchFlagValues,
-  | 'model'
-  | 'clients'
-  | 'rate'
-  | 'seed'
-  | 'dataset-rows'
-  | 'write-rate'
-  | 'lag-weights'
-  | 'queries-per-session'
-  | 'think-time'
-  | 'query-mix'
-  | 'workload'
-  | 'target-cpu'
->;
+/** The workload group's values as the command line (or a direct caller) gives them. */
+export interface WorkloadFlagValues {
+  clients: number;
+  model: string;
+  rate: string;
+  seed?: number | undefined;
+  'dataset-rows': number;
+  /** Rows/s written on the primary (absent or 0: read-only). */
+  'write-rate'?: number | undefined;
+  /** low:high:floor like 200ms:800ms:10%, or off (absent: off). */
+  'lag-weights'?: string | undefined;
+  /** One value for both classes or `premium=..,freemium=..`; absent: --workload's, else the default. */
+  'queries-per-session'?: string | number | undefined;
+  'think-time'?: string | undefined;
+  'query-mix'?: string | undefined;
+  /** Workload file (YAML), overridden by the three above. */
+  workload?: string | undefined;
+  'target-cpu': string;
+}
 
 /** The session-shape flags alone (resolveClasses' text interface). */
 export function parseClassFlags(
-  flags: Pick<BenchFlagValues, 'queries-per-session' | 'think-time' | 'query-mix' | 'workload'>,
+  flags: Pick<WorkloadFlagValues, 'queries-per-session' | 'think-time' | 'query-mix' | 'workload'>,
 ): Pick<WorkloadSettings, 'queriesPerSession' | 'thinkTime' | 'queryMix' | 'workload'> {
   const path = flags.workload;
   const qps = flags['queries-per-session'];
@@ -152,7 +155,7 @@ export function parseClassFlags(
 }
 
 /** The workload group from its text; BAD_INPUT naming the flag. */
-export function parseWorkloadFlags(flags: WorkloadFlagText): WorkloadSettings {
+export function parseWorkloadFlags(flags: WorkloadFlagValues): WorkloadSettings {
   const clients = positive('clients', flags.clients, true, LIMITS.clients);
   const datasetRows = positive('dataset-rows', flags['dataset-rows'], true, LIMITS.datasetRows);
   const classes = parseClassFlags(flags);

@@ -7,7 +7,14 @@ import { MAX_SEED } from '../core/rng.js';
 import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
 import { DEFAULT_WORKLOAD, parseMix, queryWeightsLabel } from '../workload/spec.js';
 import type { HealthOptions, WorkloadSpec } from '../run-format/config.js';
-import { healthFlags, HELP_GROUPS, parseHealthFlags, positive, routerFlags } from '../cli/router-flags.js';
+import {
+  healthFlags,
+  HELP_GROUPS,
+  parseHealthFlags,
+  positive,
+  routerFlags,
+  type HealthFlagValues,
+} from '../cli/router-flags.js';
 import {
   admissionFlags,
   parseAdmissionFlags,
@@ -20,6 +27,7 @@ import {
   LIMITS,
   nonNegativeInteger,
   parseWorkloadFlags,
+  type WorkloadFlagValues,
   type WorkloadSettings,
 } from './checks.js';
 import { BENCH_STRATEGY_LIST, parseStrategies } from '../cli/strategy-flags.js';
@@ -255,32 +263,17 @@ export const benchFlags = {
   ...admissionFlags,
 };
 
-export interface BenchFlagValues extends BalanceFlagValues, AdmissionFlagValues, RouterFlagValues {
+export interface BenchFlagValues
+  extends BalanceFlagValues,
+    AdmissionFlagValues,
+    RouterFlagValues,
+    HealthFlagValues,
+    WorkloadFlagValues {
   plan?: string | undefined;
   strategies: string;
   mixes: string;
   repeat: number;
-  clients: number;
-  model: string;
-  rate: string;
-  seed?: number | undefined;
   out: string;
-  'dataset-rows': number;
-  /** Rows/s written on the primary (absent or 0: read-only). */
-  'write-rate'?: number | undefined;
-  /** low:high:floor like 200ms:800ms:10%, or off (absent: off). */
-  'lag-weights'?: string | undefined;
-  /** One value for both classes or `premium=..,freemium=..`; absent: --workload's, else the default. */
-  'queries-per-session'?: string | number | undefined;
-  'think-time'?: string | undefined;
-  'query-mix'?: string | undefined;
-  /** Workload file (YAML), overridden by the three above. */
-  workload?: string | undefined;
-  'target-cpu': string;
-  'hang-timeout': string;
-  'health-interval': string;
-  fall: number;
-  rise: number;
   oracle: boolean;
   progress: number;
   name: string;
@@ -302,7 +295,7 @@ export interface BenchFlagValues extends BalanceFlagValues, AdmissionFlagValues,
 }
 
 /** The cluster group parsed. */
-export interface ClusterSettings {
+interface ClusterSettings {
   name: string;
   driver: DriverChoice;
   cpus?: number;
@@ -313,7 +306,7 @@ export interface ClusterSettings {
 }
 
 /** Where the output goes and how it looks. */
-export interface OutputSettings {
+interface OutputSettings {
   out: string;
   progress: number;
   metricsPort?: number;

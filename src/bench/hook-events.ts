@@ -6,7 +6,7 @@
 import type { RunEvent, RunWriter } from '../metrics/types.js';
 import type { ExternalDriver, HookRecord } from '../cluster/external/index.js';
 
-export function hookLine(r: HookRecord): string {
+function hookLine(r: HookRecord): string {
   const how = r.error !== undefined ? `FAILED: ${r.error}` : `exit ${r.exitCode ?? '-'}`;
   return `hook ${r.hook} ${r.replica}: ${how} (${r.durationMs} ms)`;
 }

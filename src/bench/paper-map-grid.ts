@@ -10,7 +10,7 @@ import { checkBenchValue } from './checks.js';
 const MAX_BYTES = 64 * 1024;
 
 /** The bench flag each setting is passed as (and checked by). */
-export const SETTING_FLAGS: Readonly<Record<keyof MapSettings, string>> = {
+const SETTING_FLAGS: Readonly<Record<keyof MapSettings, string>> = {
   targetCpu: 'target-cpu',
   queriesPerSession: 'queries-per-session',
   mix: 'mix',

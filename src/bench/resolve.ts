@@ -133,9 +133,7 @@ export function resolveBenchFlags(
 }
 
 /** resolveClasses from the flags' text, through the same parsers. */
-export function resolveClasses(
-  flags: Pick<BenchFlagValues, 'queries-per-session' | 'think-time' | 'query-mix' | 'workload'>,
-): ReturnType<typeof classesOf> {
+export function resolveClasses(flags: Parameters<typeof parseClassFlags>[0]): ReturnType<typeof classesOf> {
   return classesOf(parseClassFlags(flags));
 }
 

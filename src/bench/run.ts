@@ -24,8 +24,6 @@ import { templateRunParts } from './templates-run.js';
 import { viaConnector, viaOptionsOf } from './via.js';
 import { lagWeighting, ReplicaWeights, startWriteLoad } from './write-load.js';
 
-export type { BenchConfig } from '../run-format/config.js';
-
 export interface BenchDeps {
   driver: ClusterDriver;
   /** The run's router; default: the one its config describes (router-settings.ts). */
