@@ -1,4 +1,4 @@
-import { benchFlags, parseBenchFlags, seriesFlags, type BenchFlagValues } from '../../bench/flags.js';
+import { benchFlags, parseBenchFlags, seriesFlags, type BenchFlagValues } from '../../bench/options/flags.js';
 import { executeBenchSettings } from '../../bench/execute.js';
 import { errorJson, errorLine } from '../../core/fail.js';
 import { PlbCommand } from '../../cli/plb-command.js';

@@ -4,27 +4,27 @@
  * and what the command does around the runs: which cluster, which runs. The checks here are the
  * ones across flags and against the plan; each names its flag; nothing is started on bad input.
  */
-import { checkBasePort } from '../cluster/ports.js';
-import type { DriverChoice } from '../cluster/select.js';
-import type { TemplateSet } from '../cluster/templates.js';
-import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../cluster/external/index.js';
-import { PlbError } from '../core/errors.js';
-import { MAX_SIM_REPLICAS } from '../core/replica-ids.js';
-import { ensureWritableDir } from '../core/safe-write.js';
-import type { ServiceClass } from '../core/service-class.js';
-import { loadPlan } from '../faults/plan.js';
-import type { ClassWorkload, WorkloadSpec } from '../run-format/config.js';
-import type { FaultPlan } from '../run-format/plan.js';
-import { checkTemplateSet } from '../workload/preflight.js';
-import { DEFAULT_WORKLOAD } from '../workload/spec.js';
-import { refuseLagWithSim } from '../workload/writer.js';
-import { VIA } from '../core/strategies.js';
+import { checkBasePort } from '../../cluster/ports.js';
+import type { DriverChoice } from '../../cluster/select.js';
+import type { TemplateSet } from '../../cluster/templates.js';
+import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../../cluster/external/index.js';
+import { PlbError } from '../../core/errors.js';
+import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
+import { ensureWritableDir } from '../../core/safe-write.js';
+import type { ServiceClass } from '../../core/service-class.js';
+import { loadPlan } from '../../faults/plan.js';
+import type { ClassWorkload, WorkloadSpec } from '../../run-format/config.js';
+import type { FaultPlan } from '../../run-format/plan.js';
+import { checkTemplateSet } from '../../workload/preflight.js';
+import { DEFAULT_WORKLOAD } from '../../workload/spec.js';
+import { refuseLagWithSim } from '../../workload/writer.js';
+import { VIA } from '../../core/strategies.js';
 import { resolveAdmission } from './admission-options.js';
 import { balanceOptions } from './balance.js';
 import { parseClassFlags, type WorkloadSettings } from './checks.js';
 import { parseBenchFlags, type BenchFlagValues, type BenchSettings } from './flags.js';
-import { defaultPlanPath, expandSeries, newSeed, type SeriesConfig, type SeriesRun } from './series.js';
-import { defaultViaLabel, viaRecord, viaStrategy, type ViaOptions } from './via.js';
+import { defaultPlanPath, expandSeries, newSeed, type SeriesConfig, type SeriesRun } from '../series.js';
+import { defaultViaLabel, viaRecord, viaStrategy, type ViaOptions } from '../via.js';
 
 export interface ResolvedBench {
   /** config.json's fields the runs share, but the replicas' quota (the cluster's, once leased). */

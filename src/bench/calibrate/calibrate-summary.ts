@@ -5,11 +5,11 @@
  */
 import { cpus as hostCpus, release, type as osType } from 'node:os';
 import Table from 'cli-table3';
-import { checkCalibration, type SimCalibration } from '../cluster/sim/calibration.js';
-import { tableStyle } from '../core/table-style.js';
-import { coefficientOfVariation, quantile } from '../metrics/math.js';
-import type { QueryKind } from '../run-format/config.js';
-import type { ConnectSamples } from '../workload/calibrate.js';
+import { checkCalibration, type SimCalibration } from '../../cluster/sim/calibration.js';
+import { tableStyle } from '../../core/table-style.js';
+import { coefficientOfVariation, quantile } from '../../metrics/math.js';
+import type { QueryKind } from '../../run-format/config.js';
+import type { ConnectSamples } from '../../workload/calibrate.js';
 
 export const KINDS: readonly QueryKind[] = ['point', 'range', 'scan'];
 

@@ -1,12 +1,12 @@
 /** The flags of `plb bench run` and `plb bench matrix` (and `plb paper run`), with their help. */
 import { Flags } from '@oclif/core';
-import { checkBasePort } from '../cluster/ports.js';
-import { DEFAULT_BASE_PORT, parseCpus, parseDriverChoice, type DriverChoice } from '../cluster/select.js';
-import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
-import { MAX_SEED } from '../core/rng.js';
-import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
-import { DEFAULT_WORKLOAD, parseMix, queryWeightsLabel } from '../workload/spec.js';
-import type { HealthOptions, WorkloadSpec } from '../run-format/config.js';
+import { checkBasePort } from '../../cluster/ports.js';
+import { DEFAULT_BASE_PORT, parseCpus, parseDriverChoice, type DriverChoice } from '../../cluster/select.js';
+import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
+import { MAX_SEED } from '../../core/rng.js';
+import { DEFAULT_TARGET_CPU } from '../../workload/calibrate.js';
+import { DEFAULT_WORKLOAD, parseMix, queryWeightsLabel } from '../../workload/spec.js';
+import type { HealthOptions, WorkloadSpec } from '../../run-format/config.js';
 import {
   healthFlags,
   HELP_GROUPS,
@@ -14,7 +14,7 @@ import {
   positive,
   routerFlags,
   type HealthFlagValues,
-} from '../cli/router-flags.js';
+} from '../../cli/router-flags.js';
 import {
   admissionFlags,
   parseAdmissionFlags,
@@ -30,9 +30,9 @@ import {
   type WorkloadFlagValues,
   type WorkloadSettings,
 } from './checks.js';
-import { BENCH_STRATEGY_LIST, parseStrategies } from '../cli/strategy-flags.js';
+import { BENCH_STRATEGY_LIST, parseStrategies } from '../../cli/strategy-flags.js';
 import { resolveRouterSettings, type RouterFlagValues, type RouterSettings } from './router-settings.js';
-import { parseVia, parseViaLabel, type ViaEndpoints } from './via.js';
+import { parseVia, parseViaLabel, type ViaEndpoints } from '../via.js';
 
 /**
  * A flag whose value is checked when the command line is read, by the same function executeBench

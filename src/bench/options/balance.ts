@@ -4,12 +4,12 @@
  * The flags, their one check each, and how they combine with the plan live here; flags.ts
  * spreads them in, run.ts applies them.
  */
-import { parseClientZones, parseMaxLag } from '../cli/router-values.js';
+import { parseClientZones, parseMaxLag } from '../../cli/router-values.js';
 import { Flags } from '@oclif/core';
-import { PlbError } from '../core/errors.js';
-import type { FaultPlan } from '../run-format/plan.js';
-import { DEFAULT_ZONE_SPILL } from '../router/zones.js';
-import { durationMsFlag } from '../cli/flags.js';
+import { PlbError } from '../../core/errors.js';
+import type { FaultPlan } from '../../run-format/plan.js';
+import { DEFAULT_ZONE_SPILL } from '../../router/zones.js';
+import { durationMsFlag } from '../../cli/flags.js';
 
 /** What a run balances by, beyond its strategy. Every field absent: as before. */
 export interface BalanceOptions {

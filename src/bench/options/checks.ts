@@ -3,21 +3,21 @@
  * (flags.ts) and a direct caller of executeBench (resolve.ts) both go through it. Each throws a
  * BAD_INPUT naming the flag.
  */
-import { PlbError } from '../core/errors.js';
-import { checkSeed } from '../core/rng.js';
-import { checkBasePort } from '../cluster/ports.js';
-import { parseCpus } from '../cluster/select.js';
-import type { LagWeightOptions } from '../router/lag-weight.js';
-import { parseLagWeights, parseReadings } from '../cli/router-values.js';
-import { parseMix, parsePerClass, parseQueryWeights, type PerClass } from '../workload/spec.js';
-import { parseWriteRate } from '../workload/writer.js';
-import { loadWorkloadDocument, loadWorkloadFile } from '../workload/workload-file.js';
-import { positive, ROUTER_CHECKS } from '../cli/router-flags.js';
-import { durationMsFlag } from '../cli/flags.js';
-import { parseStrategies } from '../cli/strategy-flags.js';
+import { PlbError } from '../../core/errors.js';
+import { checkSeed } from '../../core/rng.js';
+import { checkBasePort } from '../../cluster/ports.js';
+import { parseCpus } from '../../cluster/select.js';
+import type { LagWeightOptions } from '../../router/lag-weight.js';
+import { parseLagWeights, parseReadings } from '../../cli/router-values.js';
+import { parseMix, parsePerClass, parseQueryWeights, type PerClass } from '../../workload/spec.js';
+import { parseWriteRate } from '../../workload/writer.js';
+import { loadWorkloadDocument, loadWorkloadFile } from '../../workload/workload-file.js';
+import { positive, ROUTER_CHECKS } from '../../cli/router-flags.js';
+import { durationMsFlag } from '../../cli/flags.js';
+import { parseStrategies } from '../../cli/strategy-flags.js';
 import { ADMISSION_CHECKS } from './admission-options.js';
 import { BALANCE_CHECKS } from './balance.js';
-import { parseVia, parseViaLabel } from './via.js';
+import { parseVia, parseViaLabel } from '../via.js';
 
 /** Upper bounds of the flags: past them a run cannot work here, and would only exhaust the machine. */
 export const LIMITS = {

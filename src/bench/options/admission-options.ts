@@ -4,13 +4,13 @@
  * passes the resolved options to the router.
  */
 import { Flags } from '@oclif/core';
-import { PlbError } from '../core/errors.js';
-import { parseDuration } from '../core/duration.js';
-import { parseShare } from '../cli/router-values.js';
-import { durationMsFlag } from '../cli/flags.js';
-import { DEFAULT_PREMIUM_RESERVE, type AdmissionOptions } from '../router/admission.js';
-import type { SessionLimitOptions } from '../router/session-limits.js';
-import { DEFAULT_MIN_SHARE, type SloTarget } from '../router/slo-guard.js';
+import { PlbError } from '../../core/errors.js';
+import { parseDuration } from '../../core/duration.js';
+import { parseShare } from '../../cli/router-values.js';
+import { durationMsFlag } from '../../cli/flags.js';
+import { DEFAULT_PREMIUM_RESERVE, type AdmissionOptions } from '../../router/admission.js';
+import type { SessionLimitOptions } from '../../router/session-limits.js';
+import { DEFAULT_MIN_SHARE, type SloTarget } from '../../router/slo-guard.js';
 
 // Help groups are upper-case words (cli-conventions.test.ts).
 const HELP = 'ADMISSION';
