@@ -2,9 +2,9 @@
 // mixes each one runs, and how long that takes. `plb paper run` turns one into a bench series.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { PlbError } from '../core/errors.js';
-import type { FaultPlan } from '../run-format/plan.js';
-import { packageRoot } from '../core/package-info.js';
+import { PlbError } from '../../core/errors.js';
+import type { FaultPlan } from '../../run-format/plan.js';
+import { packageRoot } from '../../core/package-info.js';
 
 export const PAPER_EXPERIMENT_IDS = ['rq1', 'rq2', 'fig5', 'rq3'] as const;
 export type PaperExperimentId = (typeof PAPER_EXPERIMENT_IDS)[number];

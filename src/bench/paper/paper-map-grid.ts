@@ -2,15 +2,15 @@
 // value checked the way the bench checks its flag, then expanded into cells: the heatmap (reference
 // load x queries per session, faceted by mix), one-factor sweeps from the centre, and ablations.
 import { isMap } from 'yaml';
-import { readUserFile, YamlFile } from '../core/user-file.js';
-import { fieldPath } from '../core/zod-issue.js';
-import { mapGridSchema, type MapCell, type MapGrid, type MapSettings } from '../run-format/paper-map.js';
-import { checkBenchValue } from './checks.js';
+import { readUserFile, YamlFile } from '../../core/user-file.js';
+import { fieldPath } from '../../core/zod-issue.js';
+import { mapGridSchema, type MapCell, type MapGrid, type MapSettings } from '../../run-format/paper-map.js';
+import { checkBenchValue } from '../options/checks.js';
 
 const MAX_BYTES = 64 * 1024;
 
 /** The bench flag each setting is passed as (and checked by). */
-export const SETTING_FLAGS: Readonly<Record<keyof MapSettings, string>> = {
+const SETTING_FLAGS: Readonly<Record<keyof MapSettings, string>> = {
   targetCpu: 'target-cpu',
   queriesPerSession: 'queries-per-session',
   mix: 'mix',

@@ -4,14 +4,14 @@
  * is its flag and check (cli/router-flags.ts), its config.json field (run-format/config.ts) and
  * the two lines here.
  */
-import { buildRouter, resolveBorrowing } from '../router/index.js';
-import { strategyQueues } from '../core/strategies.js';
-import { parseReadings } from '../cli/router-values.js';
-import type { SessionRouter, StrategyName } from '../router/types.js';
-import type { BenchConfig } from '../run-format/config.js';
-import { parseRouterFlags, type RouterFlagValues as RouterGroupValues } from '../cli/router-flags.js';
+import { buildRouter, resolveBorrowing } from '../../router/index.js';
+import { strategyQueues } from '../../core/strategies.js';
+import { parseReadings } from '../../cli/router-values.js';
+import type { SessionRouter, StrategyName } from '../../router/types.js';
+import type { BenchConfig } from '../../run-format/config.js';
+import { parseRouterFlags, type RouterFlagValues as RouterGroupValues } from '../../cli/router-flags.js';
 import { weightedReplicas } from './balance.js';
-import { isViaStrategy, ViaAdmissions } from './via.js';
+import { isViaStrategy, ViaAdmissions } from '../via.js';
 
 export interface RouterFlagValues extends RouterGroupValues {
   /** plb readings (parseReadings); default 'plb'. */

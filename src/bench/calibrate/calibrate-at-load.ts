@@ -5,13 +5,13 @@
 // replicas far below the real ones' load. The same measurement `--think-time auto` makes, but with
 // the cluster's other replicas under the same load meanwhile, as in a bench. (On the Docker testbed
 // that moved the cost less than the step's own repeatability: docs/simulator.md, fidelity.)
-import type { ClusterDriver } from '../cluster/driver.js';
-import type { AtLoad, SimCalibration } from '../cluster/sim/calibration.js';
-import { classQueryCpuMs } from '../cluster/sim/demand.js';
-import type { Credentials, Endpoint } from '../core/endpoint.js';
-import { Rng } from '../core/rng.js';
-import { calibrateThinkTime, DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
-import { DEFAULT_WORKLOAD } from '../workload/spec.js';
+import type { ClusterDriver } from '../../cluster/driver.js';
+import type { AtLoad, SimCalibration } from '../../cluster/sim/calibration.js';
+import { classQueryCpuMs } from '../../cluster/sim/demand.js';
+import type { Credentials, Endpoint } from '../../core/endpoint.js';
+import { Rng } from '../../core/rng.js';
+import { calibrateThinkTime, DEFAULT_TARGET_CPU } from '../../workload/calibrate.js';
+import { DEFAULT_WORKLOAD } from '../../workload/spec.js';
 
 const SESSIONS = 16;
 

@@ -4,14 +4,14 @@
  * passes the resolved options to the router.
  */
 import { Flags } from '@oclif/core';
-import { PlbError } from '../core/errors.js';
-import { parseDuration } from '../core/duration.js';
-import { parseShare } from '../cli/router-values.js';
-import { durationMsFlag } from '../cli/flags.js';
-import { DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
-import type { AdmissionOptions } from '../router/admission-types.js';
-import type { SessionLimitOptions } from '../router/session-limits.js';
-import { DEFAULT_MIN_SHARE, type SloTarget } from '../router/slo-guard.js';
+import { PlbError } from '../../core/errors.js';
+import { parseDuration } from '../../core/duration.js';
+import { parseShare } from '../../cli/router-values.js';
+import { durationMsFlag } from '../../cli/flags.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
+import type { AdmissionOptions } from '../../router/admission-types.js';
+import type { SessionLimitOptions } from '../../router/session-limits.js';
+import { DEFAULT_MIN_SHARE, type SloTarget } from '../../router/slo-guard.js';
 
 // Help groups are upper-case words (cli-conventions.test.ts).
 const HELP = 'ADMISSION';
@@ -62,7 +62,7 @@ export interface AdmissionFlagValues {
 }
 
 /** The limit as written: absolute, relative to the fair share, or gradient (start absolute or relative). */
-export type LimitSpec =
+type LimitSpec =
   | { kind: 'absolute'; n: number }
   | { kind: 'share'; factor: number }
   | { kind: 'gradient'; start?: LimitSpec };
@@ -71,7 +71,7 @@ function bad(flag: string, what: string, got: string): PlbError {
   return new PlbError('BAD_INPUT', `--${flag}: ${what} (got "${got}")`);
 }
 
-export function parseLimit(text: string, flag = 'admission-limit'): LimitSpec {
+function parseLimit(text: string, flag = 'admission-limit'): LimitSpec {
   const t = text.trim();
   if (t === 'gradient') return { kind: 'gradient' };
   if (t.startsWith('gradient:')) return { kind: 'gradient', start: parseLimit(t.slice(9), flag) };
@@ -87,7 +87,7 @@ export function parseLimit(text: string, flag = 'admission-limit'): LimitSpec {
   return { kind: 'absolute', n };
 }
 
-export function parseTarget(text: string, flag = 'admission-target'): SloTarget | undefined {
+function parseTarget(text: string, flag = 'admission-target'): SloTarget | undefined {
   const t = text.trim();
   if (t === 'off') return undefined;
   const rel = /^(\d+(?:\.\d+)?)x$/.exec(t);
@@ -122,6 +122,35 @@ export const ADMISSION_CHECKS: Record<string, (v: string | number) => unknown> =
   'admission-premium-reserve': (v) => parseShare(String(v), '--admission-premium-reserve'),
 };
 
+/** The admission group parsed: what a run's admission is resolved from, with its load. */
+export interface AdmissionSettings {
+  limit: LimitSpec;
+  /** Absent: the sessions the workload opens. */
+  queue?: number;
+  timeoutMs: number;
+  /** Absent: the SLO guard is off. */
+  target?: SloTarget;
+  minShare: number;
+  premiumReserve: number;
+}
+
+/** The admission group from its text (a flag left out takes its default); BAD_INPUT naming the flag. */
+export function parseAdmissionFlags(flags: AdmissionFlagValues): AdmissionSettings {
+  const limit = parseLimit(flags['admission-limit'] ?? '1.1x');
+  const target = parseTarget(flags['admission-target'] ?? '1.2x');
+  return {
+    limit,
+    ...(flags['admission-queue'] === undefined ? {} : { queue: parseQueue(flags['admission-queue']) }),
+    timeoutMs: parseTimeout(flags['admission-timeout'] ?? '10s'),
+    ...(target ? { target } : {}),
+    minShare: parseShare(flags['admission-min-share'] ?? String(DEFAULT_MIN_SHARE), '--admission-min-share'),
+    premiumReserve: parseShare(
+      flags['admission-premium-reserve'] ?? String(DEFAULT_PREMIUM_RESERVE),
+      '--admission-premium-reserve',
+    ),
+  };
+}
+
 function limitValue(spec: LimitSpec, fairShare: number): number {
   if (spec.kind === 'absolute') return spec.n;
   if (spec.kind === 'share') return Math.max(1, Math.ceil(spec.factor * fairShare));
@@ -133,35 +162,19 @@ function limitValue(spec: LimitSpec, fairShare: number): number {
  * most concurrent sessions the workload opens (closed: the clients); replicas: the plan's K.
  */
 export function resolveAdmission(
-  flags: AdmissionFlagValues,
+  a: AdmissionSettings,
   load: { sessions: number; replicas: number },
 ): Omit<AdmissionOptions, 'slowStartMs'> {
-  const spec = parseLimit(flags['admission-limit'] ?? '1.1x');
   const fairShare = load.sessions / Math.max(1, load.replicas);
   const limits: SessionLimitOptions = {
-    mode: spec.kind === 'gradient' ? 'gradient' : 'fixed',
-    limit: limitValue(spec, fairShare),
+    mode: a.limit.kind === 'gradient' ? 'gradient' : 'fixed',
+    limit: limitValue(a.limit, fairShare),
   };
-  const target = parseTarget(flags['admission-target'] ?? '1.2x');
-  const minShare = parseShare(
-    flags['admission-min-share'] ?? String(DEFAULT_MIN_SHARE),
-    '--admission-min-share',
-  );
-  const premiumReserve = parseShare(
-    flags['admission-premium-reserve'] ?? String(DEFAULT_PREMIUM_RESERVE),
-    '--admission-premium-reserve',
-  );
   return {
     limits,
-    queue: {
-      capacity:
-        flags['admission-queue'] === undefined
-          ? Math.max(1, load.sessions)
-          : parseQueue(flags['admission-queue']),
-      timeoutMs: parseTimeout(flags['admission-timeout'] ?? '10s'),
-    },
-    premiumReserve,
-    freemiumReserve: minShare,
-    ...(target ? { guard: { target, minShare } } : {}),
+    queue: { capacity: a.queue ?? Math.max(1, load.sessions), timeoutMs: a.timeoutMs },
+    premiumReserve: a.premiumReserve,
+    freemiumReserve: a.minShare,
+    ...(a.target ? { guard: { target: a.target, minShare: a.minShare } } : {}),
   };
 }

@@ -3,12 +3,12 @@
  * the simulator can run that workload. Its setup runs on the primary first and every template is
  * checked on the measured replica, as before a bench.
  */
-import type { ClusterDriver } from '../cluster/driver.js';
-import type { Credentials, Endpoint } from '../core/endpoint.js';
-import { PlbError } from '../core/errors.js';
-import { preflightTemplates, runSetup } from '../workload/preflight.js';
-import type { TemplateSet } from '../cluster/templates.js';
-import { loadWorkloadDocument } from '../workload/workload-file.js';
+import type { ClusterDriver } from '../../cluster/driver.js';
+import type { Credentials, Endpoint } from '../../core/endpoint.js';
+import { PlbError } from '../../core/errors.js';
+import { preflightTemplates, runSetup } from '../../workload/preflight.js';
+import type { TemplateSet } from '../../cluster/templates.js';
+import { loadWorkloadDocument } from '../../workload/workload-file.js';
 
 /** The file's templates; BAD_INPUT when it has none of its own (plb's three are always measured). */
 export function calibrationTemplates(path: string): TemplateSet {

@@ -5,11 +5,11 @@
  */
 import { cpus as hostCpus, release, type as osType } from 'node:os';
 import Table from 'cli-table3';
-import { checkCalibration, type SimCalibration } from '../cluster/sim/calibration.js';
-import { tableStyle } from '../core/table-style.js';
-import { coefficientOfVariation, quantile } from '../metrics/math.js';
-import type { QueryKind } from '../run-format/config.js';
-import type { ConnectSamples } from '../workload/calibrate.js';
+import { checkCalibration, type SimCalibration } from '../../cluster/sim/calibration.js';
+import { tableStyle } from '../../core/table-style.js';
+import { coefficientOfVariation, quantile } from '../../metrics/math.js';
+import type { QueryKind } from '../../run-format/config.js';
+import type { ConnectSamples } from '../../workload/calibrate.js';
 
 export const KINDS: readonly QueryKind[] = ['point', 'range', 'scan'];
 
@@ -29,7 +29,7 @@ export const CALIBRATE_DEFAULTS = {
 export const CALIBRATE_LIMITS = { samples: 100_000, restarts: 100 } as const;
 
 /** One round of a template run alone: replica CPU (s, idle not yet off), wall time (ms), queries. */
-export interface Round {
+interface Round {
   cpuS: number;
   spanMs: number;
   n: number;

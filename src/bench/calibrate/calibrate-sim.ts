@@ -3,17 +3,17 @@
  * bench's replica reaches in its first seconds), measures it (calibrate-measure.ts) and writes
  * the calibration (calibrate-summary.ts).
  */
-import type { ClusterDriver } from '../cluster/driver.js';
+import type { ClusterDriver } from '../../cluster/driver.js';
 import { kernelTickMs } from './kernel-tick.js';
-import { checkBasePort } from '../cluster/ports.js';
-import { DEFAULT_REPLICAS, parseCpus, parseDriverChoice } from '../cluster/select.js';
-import { checkCalibration, type SimCalibration } from '../cluster/sim/calibration.js';
-import { validateClusterName } from '../cluster/state.js';
-import { allTemplates, type TemplateSet } from '../cluster/templates.js';
-import { formatError, PlbError } from '../core/errors.js';
-import { checkWritableFile, writeFileSafe } from '../core/safe-write.js';
-import { DEFAULT_WORKLOAD } from '../workload/spec.js';
-import { handleStopSignals, STOP_SIGNALS } from '../cli/stop-signals.js';
+import { checkBasePort } from '../../cluster/ports.js';
+import { DEFAULT_REPLICAS, parseCpus, parseDriverChoice } from '../../cluster/select.js';
+import { checkCalibration, type SimCalibration } from '../../cluster/sim/calibration.js';
+import { validateClusterName } from '../../cluster/state.js';
+import { allTemplates, type TemplateSet } from '../../cluster/templates.js';
+import { formatError, PlbError } from '../../core/errors.js';
+import { checkWritableFile, writeFileSafe } from '../../core/safe-write.js';
+import { DEFAULT_WORKLOAD } from '../../workload/spec.js';
+import { handleStopSignals, STOP_SIGNALS } from '../../cli/stop-signals.js';
 import { measureAtLoad } from './calibrate-at-load.js';
 import { measureReplica, settle } from './calibrate-measure.js';
 import {
@@ -24,10 +24,8 @@ import {
   summariseCalibration,
 } from './calibrate-summary.js';
 import { calibrationTemplates, prepareCalibrationTemplates } from './calibrate-templates.js';
-import { leaseCluster } from './cluster-lease.js';
-import { prepareCluster } from './prepare-cluster.js';
-
-export { CALIBRATE_DEFAULTS } from './calibrate-summary.js';
+import { leaseCluster } from '../cluster-lease.js';
+import { prepareCluster } from '../prepare-cluster.js';
 
 export interface CalibrateFlags {
   out: string;

@@ -1,16 +1,38 @@
 /** The flags of `plb bench run` and `plb bench matrix` (and `plb paper run`), with their help. */
 import { Flags } from '@oclif/core';
-import { DEFAULT_BASE_PORT } from '../cluster/select.js';
-import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
-import { MAX_SEED } from '../core/rng.js';
-import { DEFAULT_TARGET_CPU } from '../workload/calibrate.js';
-import { DEFAULT_WORKLOAD, queryWeightsLabel } from '../workload/spec.js';
-import { healthFlags, HELP_GROUPS, routerFlags } from '../cli/router-flags.js';
-import { admissionFlags, type AdmissionFlagValues } from './admission-options.js';
-import { balanceFlags, type BalanceFlagValues } from './balance.js';
-import { checkBenchValue, LIMITS } from './checks.js';
-import { BENCH_STRATEGY_LIST } from '../cli/strategy-flags.js';
-import type { RouterFlagValues } from './router-settings.js';
+import { checkBasePort } from '../../cluster/ports.js';
+import { DEFAULT_BASE_PORT, parseCpus, parseDriverChoice, type DriverChoice } from '../../cluster/select.js';
+import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
+import { MAX_SEED } from '../../core/rng.js';
+import { DEFAULT_TARGET_CPU } from '../../workload/calibrate.js';
+import { DEFAULT_WORKLOAD, parseMix, queryWeightsLabel } from '../../workload/spec.js';
+import type { HealthOptions, WorkloadSpec } from '../../run-format/config.js';
+import {
+  healthFlags,
+  HELP_GROUPS,
+  parseHealthFlags,
+  positive,
+  routerFlags,
+  type HealthFlagValues,
+} from '../../cli/router-flags.js';
+import {
+  admissionFlags,
+  parseAdmissionFlags,
+  type AdmissionFlagValues,
+  type AdmissionSettings,
+} from './admission-options.js';
+import { balanceFlags, parseBalanceFlags, type BalanceFlagValues, type BalanceSettings } from './balance.js';
+import {
+  checkBenchValue,
+  LIMITS,
+  nonNegativeInteger,
+  parseWorkloadFlags,
+  type WorkloadFlagValues,
+  type WorkloadSettings,
+} from './checks.js';
+import { BENCH_STRATEGY_LIST, parseStrategies } from '../../cli/strategy-flags.js';
+import { resolveRouterSettings, type RouterFlagValues, type RouterSettings } from './router-settings.js';
+import { parseVia, parseViaLabel, type ViaEndpoints } from '../via.js';
 
 /**
  * A flag whose value is checked when the command line is read, by the same function executeBench
@@ -241,32 +263,17 @@ export const benchFlags = {
   ...admissionFlags,
 };
 
-export interface BenchFlagValues extends BalanceFlagValues, AdmissionFlagValues, RouterFlagValues {
+export interface BenchFlagValues
+  extends BalanceFlagValues,
+    AdmissionFlagValues,
+    RouterFlagValues,
+    HealthFlagValues,
+    WorkloadFlagValues {
   plan?: string | undefined;
   strategies: string;
   mixes: string;
   repeat: number;
-  clients: number;
-  model: string;
-  rate: string;
-  seed?: number | undefined;
   out: string;
-  'dataset-rows': number;
-  /** Rows/s written on the primary (absent or 0: read-only). */
-  'write-rate'?: number | undefined;
-  /** low:high:floor like 200ms:800ms:10%, or off (absent: off). */
-  'lag-weights'?: string | undefined;
-  /** One value for both classes or `premium=..,freemium=..`; absent: --workload's, else the default. */
-  'queries-per-session'?: string | number | undefined;
-  'think-time'?: string | undefined;
-  'query-mix'?: string | undefined;
-  /** Workload file (YAML), overridden by the three above. */
-  workload?: string | undefined;
-  'target-cpu': string;
-  'hang-timeout': string;
-  'health-interval': string;
-  fall: number;
-  rise: number;
   oracle: boolean;
   progress: number;
   name: string;
@@ -285,4 +292,95 @@ export interface BenchFlagValues extends BalanceFlagValues, AdmissionFlagValues,
   /** `--strategy via`: the balancer's endpoint(s), and its name in reports. */
   via?: string | undefined;
   'via-label'?: string | undefined;
+}
+
+/** The cluster group parsed. */
+interface ClusterSettings {
+  name: string;
+  driver: DriverChoice;
+  cpus?: number;
+  basePort: number;
+  keep: boolean;
+  calibration?: string;
+  clusterFile?: string;
+}
+
+/** Where the output goes and how it looks. */
+interface OutputSettings {
+  out: string;
+  progress: number;
+  metricsPort?: number;
+  json: boolean;
+  wide: boolean;
+}
+
+/** A bench's flags parsed, group by group, each by the module that defines it: what resolveBench takes. */
+export interface BenchSettings {
+  strategies: string[];
+  mixes: WorkloadSpec['mix'][];
+  repeat: number;
+  plan?: string;
+  workload: WorkloadSettings;
+  router: RouterSettings;
+  health: HealthOptions;
+  oracle: boolean;
+  balance: BalanceSettings;
+  admission: AdmissionSettings;
+  cluster: ClusterSettings;
+  output: OutputSettings;
+  /** `--via` and `--via-label`: checked against the strategies by resolveBench. */
+  via: { endpoints?: ViaEndpoints; label?: string };
+}
+
+/**
+ * The flags' text (the command line's, or a direct caller's) parsed by each group's parser; a flag
+ * left out takes its default. `names`: the list flags as the caller named them, for the errors.
+ */
+export function parseBenchFlags(
+  flags: BenchFlagValues,
+  names: { strategies: string; mixes: string } = { strategies: 'strategy', mixes: 'mix' },
+): BenchSettings {
+  const strategies = parseStrategies(flags.strategies, names.strategies);
+  const mixes = flags.mixes.split(',').map((m) => parseMix(m, `--${names.mixes}`));
+  const repeat = positive('repeat', flags.repeat, true, LIMITS.repeat);
+  const workload = parseWorkloadFlags(flags);
+  const router = resolveRouterSettings(flags);
+  const health = parseHealthFlags(flags);
+  const driver = parseDriverChoice(flags.driver);
+  const cpus = flags.cpus === undefined ? undefined : parseCpus('--cpus', flags.cpus);
+  const basePort = checkBasePort(flags['base-port'], 0);
+  const progress = nonNegativeInteger('progress', flags.progress, 86_400);
+  const metricsPort = flags['metrics-port'];
+  if (metricsPort !== undefined) checkBenchValue('metrics-port', metricsPort);
+  const endpoints = flags.via === undefined ? undefined : parseVia(flags.via);
+  const label = flags['via-label'] === undefined ? undefined : parseViaLabel(flags['via-label']);
+  return {
+    strategies,
+    mixes,
+    repeat,
+    ...(flags.plan === undefined ? {} : { plan: flags.plan }),
+    workload,
+    router,
+    health,
+    oracle: flags.oracle,
+    balance: parseBalanceFlags(flags),
+    admission: parseAdmissionFlags(flags),
+    cluster: {
+      name: flags.name,
+      driver,
+      ...(cpus === undefined ? {} : { cpus }),
+      basePort,
+      keep: flags['keep-cluster'],
+      ...(flags.calibration === undefined ? {} : { calibration: flags.calibration }),
+      ...(flags['cluster-file'] === undefined ? {} : { clusterFile: flags['cluster-file'] }),
+    },
+    output: {
+      out: flags.out,
+      progress,
+      ...(metricsPort === undefined ? {} : { metricsPort }),
+      json: flags.json,
+      wide: flags.wide ?? false,
+    },
+    via: { ...(endpoints ? { endpoints } : {}), ...(label === undefined ? {} : { label }) },
+  };
 }

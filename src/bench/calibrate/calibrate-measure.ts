@@ -15,8 +15,8 @@
 import { cpus as hostCpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import type { ClusterDriver } from '../cluster/driver.js';
-import type { Credentials, Endpoint } from '../core/endpoint.js';
+import type { ClusterDriver } from '../../cluster/driver.js';
+import type { Credentials, Endpoint } from '../../core/endpoint.js';
 import {
   connect,
   currentWalLsn,
@@ -24,13 +24,13 @@ import {
   replicaReplication,
   waitCaughtUp,
   withClient,
-} from '../cluster/pg-util.js';
-import { PlbError } from '../core/errors.js';
-import { measureConnects, replicaCpu } from '../workload/calibrate.js';
-import { makeQuery } from '../workload/statements.js';
-import { Rng } from '../core/rng.js';
-import { type QueryKind } from '../run-format/config.js';
-import { instantiate, type Template } from '../cluster/templates.js';
+} from '../../cluster/pg-util.js';
+import { PlbError } from '../../core/errors.js';
+import { measureConnects, replicaCpu } from '../../workload/calibrate.js';
+import { makeQuery } from '../../workload/statements.js';
+import { Rng } from '../../core/rng.js';
+import { type QueryKind } from '../../run-format/config.js';
+import { instantiate, type Template } from '../../cluster/templates.js';
 import {
   CALIBRATE_DEFAULTS,
   KINDS,

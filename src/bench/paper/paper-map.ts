@@ -3,8 +3,8 @@
 // cell.json is written after both series; a done cell is not run again, so a stopped map resumes.
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileSafe } from '../core/safe-write.js';
-import type { MapCell, MapGrid } from '../run-format/paper-map.js';
+import { writeFileSafe } from '../../core/safe-write.js';
+import type { MapCell, MapGrid } from '../../run-format/paper-map.js';
 import { PAPER_EXPERIMENTS, paperPlanPath } from './paper-experiments.js';
 
 export const CELL_DONE_FILE = 'cell.json';

@@ -4,12 +4,12 @@
  * The flags, their one check each, and how they combine with the plan live here; flags.ts
  * spreads them in, run.ts applies them.
  */
-import { parseClientZones, parseMaxLag } from '../cli/router-values.js';
+import { parseClientZones, parseMaxLag } from '../../cli/router-values.js';
 import { Flags } from '@oclif/core';
-import { PlbError } from '../core/errors.js';
-import type { FaultPlan } from '../run-format/plan.js';
-import { DEFAULT_ZONE_SPILL } from '../router/zones.js';
-import { durationMsFlag } from '../cli/flags.js';
+import { PlbError } from '../../core/errors.js';
+import type { FaultPlan } from '../../run-format/plan.js';
+import { DEFAULT_ZONE_SPILL } from '../../router/zones.js';
+import { durationMsFlag } from '../../cli/flags.js';
 
 /** What a run balances by, beyond its strategy. Every field absent: as before. */
 export interface BalanceOptions {
@@ -108,48 +108,76 @@ export const BALANCE_CHECKS: Record<string, (v: string | number) => unknown> = {
   'max-session-lifetime': (v) => parseSessionLifetime(String(v)),
 };
 
-/** The run's balance options from the flags and the plan; every conflict is one line. */
+/** The balance group parsed (a flag left out takes its default). */
+export interface BalanceSettings {
+  weights?: Record<string, number>;
+  maxLagMs?: number;
+  clientZones?: Record<string, number>;
+  zoneSpill: number;
+  sessionLifetimeMs?: number;
+}
+
+/** The balance group from its text; BAD_INPUT naming the flag. */
+export function parseBalanceFlags(flags: BalanceFlagValues): BalanceSettings {
+  const maxLagMs = maxLagFlag(flags['max-lag'] ?? 'off');
+  const lifetime = flags['max-session-lifetime'];
+  return {
+    ...(flags.weights === undefined ? {} : { weights: parseWeights(flags.weights) }),
+    ...(maxLagMs === undefined ? {} : { maxLagMs }),
+    ...(flags['client-zones'] === undefined ? {} : { clientZones: parseClientZones(flags['client-zones']) }),
+    zoneSpill: zoneSpillFlag(flags['zone-spill'] ?? String(DEFAULT_ZONE_SPILL)),
+    ...(lifetime === undefined ? {} : { sessionLifetimeMs: parseSessionLifetime(lifetime) }),
+  };
+}
+
+/** resolveBalance from the flags' text (a direct caller's), through the same parsers. */
 export function resolveBalance(
   flags: BalanceFlagValues & { 'lag-weights'?: string | undefined },
   plan: FaultPlan,
   writeRate: number,
 ): BalanceOptions {
+  const lagWeights = (flags['lag-weights'] ?? 'off').trim() !== 'off';
+  return balanceOptions(parseBalanceFlags(flags), { plan, writeRate, lagWeights });
+}
+
+/** The run's balance options from its group and the plan; every conflict is one line. */
+export function balanceOptions(
+  b: BalanceSettings,
+  run: { plan: FaultPlan; writeRate: number; lagWeights: boolean },
+): BalanceOptions {
+  const { plan, writeRate } = run;
   const out: BalanceOptions = {};
-  const flagWeights = flags.weights === undefined ? undefined : parseWeights(flags.weights);
-  for (const id of Object.keys(flagWeights ?? {}))
+  for (const id of Object.keys(b.weights ?? {}))
     if (Number(id.slice(1)) > plan.replicas)
       throw new PlbError(
         'BAD_INPUT',
         `--weights: ${id} is not a replica of plan ${plan.name} (r1..r${plan.replicas})`,
       );
-  const weights = { ...plan.weights, ...flagWeights };
+  const weights = { ...plan.weights, ...b.weights };
   if (Object.keys(weights).length > 0) out.weights = weights;
   if (plan.cpus) out.cpus = { ...plan.cpus };
-  const maxLagMs = maxLagFlag(flags['max-lag'] ?? 'off');
-  if (maxLagMs !== undefined) {
-    if ((flags['lag-weights'] ?? 'off').trim() !== 'off')
+  if (b.maxLagMs !== undefined) {
+    if (run.lagWeights)
       throw new PlbError('BAD_INPUT', '--max-lag: not with --lag-weights (eviction or weighting, pick one)');
     if (!(writeRate > 0))
       throw new PlbError('BAD_INPUT', '--max-lag: needs --write-rate (lag is measured only with writes on)');
-    out.maxLagMs = maxLagMs;
+    out.maxLagMs = b.maxLagMs;
   }
-  const spill = zoneSpillFlag(flags['zone-spill'] ?? String(DEFAULT_ZONE_SPILL));
-  if (flags['client-zones'] !== undefined) {
+  if (b.clientZones !== undefined) {
     if (!plan.zones)
       throw new PlbError('BAD_INPUT', `--client-zones: plan ${plan.name} has no zones: mapping`);
-    const shares = parseClientZones(flags['client-zones']);
     const known = new Set(Object.values(plan.zones));
-    for (const z of Object.keys(shares))
+    for (const z of Object.keys(b.clientZones))
       if (!known.has(z))
         throw new PlbError(
           'BAD_INPUT',
           `--client-zones: zone ${z} has no replica (plan zones: ${[...known].join(', ')})`,
         );
-    out.clientZones = shares;
+    out.clientZones = b.clientZones;
   }
   if (plan.zones) {
     out.zones = { ...plan.zones };
-    out.zoneSpill = spill;
+    out.zoneSpill = b.zoneSpill;
   }
   return out;
 }
