@@ -20,7 +20,7 @@ export function cancelFor(host: SessionHost, pid: number, secret: Buffer, close:
  * client waits for its own to close to know the request was delivered), or after timeoutMs.
  * Always plain TCP: PostgreSQL takes a CancelRequest without TLS.
  */
-export function forwardCancel(
+function forwardCancel(
   host: string,
   key: { port: number; pid: number; secret: Buffer },
   timeoutMs: number,

@@ -104,9 +104,9 @@ export interface ProxyHandle {
   stop(graceMs: number): Promise<void>;
 }
 
-export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
-export const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
-export const DEFAULT_CONNECT_ATTEMPTS = 3;
+const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
+const DEFAULT_CONNECT_ATTEMPTS = 3;
 
 export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   const clock = opts.clock ?? realClock();

@@ -21,8 +21,6 @@ import { MAX_STARTUP_PACKET, readStartupPacket } from './startup-packet.js';
 import { upgradeClient } from './tls-client.js';
 import { BackendFramer } from './wire.js';
 
-export type { SessionHost } from './session-host.js';
-
 const EMPTY = Buffer.alloc(0);
 
 export class ProxySession implements SessionTransport<SocketLeg> {

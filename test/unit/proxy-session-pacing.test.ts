@@ -10,7 +10,8 @@ import type { ServiceClass } from '../../src/core/service-class.js';
 import { CancelKeys } from '../../src/proxy/cancel-keys.js';
 import type { PacedStartup } from '../../src/proxy/paced-intake.js';
 import type { ClientSession } from '../../src/proxy/session-host.js';
-import { ProxySession, type SessionHost } from '../../src/proxy/session.js';
+import type { SessionHost } from '../../src/proxy/session-host.js';
+import { ProxySession } from '../../src/proxy/session.js';
 import { ProxyStats } from '../../src/proxy/stats.js';
 
 const servers: Server[] = [];
