@@ -2,7 +2,7 @@
 // message, whichever way the client's stream is cut into reads.
 import { serialize } from 'pg-protocol';
 import { describe, expect, it } from 'vitest';
-import { ClientFramer } from '../../src/proxy/wire.js';
+import { ClientFramer } from '../../src/proxy/protocol/wire.js';
 
 const TERMINATE = serialize.end();
 

@@ -8,18 +8,18 @@
  * becomes the proxy's key, and a replica going away is told at a message boundary.
  */
 import type { Socket } from 'node:net';
-import type { ServiceClass } from '../core/service-class.js';
-import { BackendWatch } from './backend-watch.js';
+import type { ServiceClass } from '../../core/service-class.js';
+import { BackendWatch } from '../session/backend-watch.js';
 import { EarlyConnect } from './early-connect.js';
-import { SessionCore } from './session-core.js';
-import type { ClientSession, SessionHost, SessionTarget } from './session-host.js';
+import { SessionCore } from '../session/session-core.js';
+import type { ClientSession, SessionHost, SessionTarget } from '../session/session-host.js';
 import { SessionLegs } from './session-legs.js';
-import type { BackendClose, ClientClose, SessionTransport } from './session-transport.js';
+import type { BackendClose, ClientClose, SessionTransport } from '../session/session-transport.js';
 import { socketDialer, type SocketLeg } from './socket-dial.js';
 import { ANSWER_N, ANSWER_S, endOnce, ReadBuffer, writeAll } from './socket-io.js';
-import { MAX_STARTUP_PACKET, readStartupPacket } from './startup-packet.js';
-import { upgradeClient } from './tls-client.js';
-import { BackendFramer, ClientFramer } from './wire.js';
+import { MAX_STARTUP_PACKET, readStartupPacket } from '../protocol/startup-packet.js';
+import { upgradeClient } from '../protocol/tls-client.js';
+import { BackendFramer, ClientFramer } from '../protocol/wire.js';
 
 const EMPTY = Buffer.alloc(0);
 

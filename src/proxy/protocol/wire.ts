@@ -206,7 +206,7 @@ export class BackendFramer {
   }
 }
 
-export const MSG_TERMINATE = 0x58; // 'X'
+const MSG_TERMINATE = 0x58; // 'X'
 
 /**
  * Follows message boundaries (type byte + Int32 length) on the client's stream after its startup

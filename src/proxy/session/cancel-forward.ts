@@ -1,6 +1,6 @@
 /** A client's CancelRequest, sent on to the session's backend with the backend's own key. */
 import { createConnection } from 'node:net';
-import { cancelRequest } from './wire.js';
+import { cancelRequest } from '../protocol/wire.js';
 import type { SessionHost } from './session-host.js';
 
 /**

@@ -7,7 +7,7 @@
  */
 import type { Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { PlbError } from '../core/errors.js';
+import { PlbError } from '../../core/errors.js';
 import { SSL_REQUEST_CODE } from './startup-packet.js';
 
 export type ServerTlsMode = 'disable' | 'prefer' | 'require';

@@ -6,8 +6,8 @@
  * 90 %, so a freemium flood cannot lock premium clients out.
  */
 import type { Socket } from 'node:net';
-import type { ServiceClass } from '../core/service-class.js';
-import { errorResponse } from './wire.js';
+import type { ServiceClass } from '../../core/service-class.js';
+import { errorResponse } from '../protocol/wire.js';
 
 export interface ClientLimitOptions {
   maxClientConn: number;

@@ -4,7 +4,7 @@
  * then name/value C strings and a final zero byte), SSLRequest, GSSENCRequest and CancelRequest.
  * Pure: bytes in, a description out.
  */
-import type { ServiceClass } from '../core/service-class.js';
+import type { ServiceClass } from '../../core/service-class.js';
 
 export const SSL_REQUEST_CODE = 80877103;
 const GSSENC_REQUEST_CODE = 80877104;
