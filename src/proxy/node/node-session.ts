@@ -8,20 +8,18 @@
  * becomes the proxy's key, and a replica going away is told at a message boundary.
  */
 import type { Socket } from 'node:net';
-import type { ServiceClass } from '../core/service-class.js';
-import { BackendWatch } from './backend-watch.js';
+import type { ServiceClass } from '../../core/service-class.js';
+import { BackendWatch } from '../session/backend-watch.js';
 import { EarlyConnect } from './early-connect.js';
-import { SessionCore } from './session-core.js';
-import type { ClientSession, SessionHost, SessionTarget } from './session-host.js';
+import { SessionCore } from '../session/session-core.js';
+import type { ClientSession, SessionHost, SessionTarget } from '../session/session-host.js';
 import { SessionLegs } from './session-legs.js';
-import type { BackendClose, ClientClose, SessionTransport } from './session-transport.js';
+import type { BackendClose, ClientClose, SessionTransport } from '../session/session-transport.js';
 import { socketDialer, type SocketLeg } from './socket-dial.js';
 import { ANSWER_N, ANSWER_S, endOnce, ReadBuffer, writeAll } from './socket-io.js';
-import { MAX_STARTUP_PACKET, readStartupPacket } from './startup-packet.js';
-import { upgradeClient } from './tls-client.js';
-import { BackendFramer } from './wire.js';
-
-export type { SessionHost } from './session-host.js';
+import { MAX_STARTUP_PACKET, readStartupPacket } from '../protocol/startup-packet.js';
+import { upgradeClient } from '../protocol/tls-client.js';
+import { BackendFramer, ClientFramer } from '../protocol/wire.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -32,6 +30,8 @@ export class ProxySession implements SessionTransport<SocketLeg> {
   private packet: Buffer = EMPTY;
   private backend: Socket | undefined;
   private readonly framer = new BackendFramer();
+  /** Message boundaries of what the client sends after its startup packet. */
+  private readonly clientFramer = new ClientFramer();
   private watch: BackendWatch | undefined;
   private backendError: Error | undefined;
   private readonly startupTimer: NodeJS.Timeout;
@@ -83,8 +83,8 @@ export class ProxySession implements SessionTransport<SocketLeg> {
       return;
     }
     if (core.phase === 'closing' || !this.backend) return;
-    // Terminate ('X', length 4) as the last thing sent: the backend's close that follows is expected.
-    if (d.length >= 5 && d[d.length - 5] === 0x58 && d.readInt32BE(d.length - 4) === 4) core.terminating();
+    // A Terminate, as a whole message: the backend's close that follows is expected.
+    if (this.clientFramer.push(d)) core.terminating();
     if (!this.backend.write(d)) {
       this.client.pause();
       this.backend.once('drain', () => this.client.resume());
@@ -182,7 +182,10 @@ export class ProxySession implements SessionTransport<SocketLeg> {
     );
     const pending = this.inbuf;
     this.inbuf = EMPTY;
-    if (pending.length > 0) backend.write(pending);
+    if (pending.length > 0) {
+      if (this.clientFramer.push(pending)) this.core.terminating();
+      backend.write(pending);
+    }
     if (this.onBackendData(leg.first)) backend.resume();
   }
 

@@ -12,9 +12,9 @@
  * as usual, the failure reported as a connect failure would be).
  */
 import type { Socket } from 'node:net';
-import type { ServiceClass } from '../core/service-class.js';
+import type { ServiceClass } from '../../core/service-class.js';
 import { dialTcp, type FirstAnswer } from './backend-connect.js';
-import type { SessionHost, SessionTarget } from './session-host.js';
+import type { SessionHost, SessionTarget } from '../session/session-host.js';
 
 /** Early connections held at once (per proxy), and how long one waits for its startup packet. */
 export const EARLY_MAX = 32;

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { createSecureContext, TLSSocket, type SecureContext } from 'node:tls';
-import { PlbError } from '../core/errors.js';
+import { PlbError } from '../../core/errors.js';
 
 /** The secure context of --tls-cert and --tls-key (both or neither); undefined without them. */
 export function loadTls(

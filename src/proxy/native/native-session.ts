@@ -7,8 +7,8 @@
  * backend's at ReadyForQuery). The relay tells ReadyForQuery and the close lazily (up to 5 ms
  * late): the session learns that a first answer went on from what follows it (settle).
  */
-import type { ServiceClass } from '../core/service-class.js';
-import { noteLateClass } from './backend-watch.js';
+import type { ServiceClass } from '../../core/service-class.js';
+import { noteLateClass } from '../session/backend-watch.js';
 import {
   B_DESTROY,
   B_END,
@@ -20,18 +20,18 @@ import {
   type RelayEnd,
   type RelayFault,
 } from './native-relay.js';
-import { decodeServerError, type ServerError } from './server-messages.js';
-import { SessionCore } from './session-core.js';
-import type { ClientSession, SessionHost, SessionTarget } from './session-host.js';
+import { decodeServerError, type ServerError } from '../protocol/server-messages.js';
+import { SessionCore } from '../session/session-core.js';
+import type { ClientSession, SessionHost, SessionTarget } from '../session/session-host.js';
 import {
   answerTimeout,
   connectTimeout,
   dyingServerError,
   type DialResult,
   type Dialer,
-} from './session-route.js';
-import type { BackendClose, ClientClose, SessionTransport } from './session-transport.js';
-import { readStartupPacket } from './startup-packet.js';
+} from '../session/session-route.js';
+import type { BackendClose, ClientClose, SessionTransport } from '../session/session-transport.js';
+import { readStartupPacket } from '../protocol/startup-packet.js';
 
 /** A dial's leg: 'held' while the relay holds an error answer for the verdict. */
 type Leg = 'on' | 'held';

@@ -8,7 +8,7 @@
  * held longer than `maxHoldMs` comes out as expired (refused 53300), so a held client is answered
  * within that bound even when turns are slow; every turn lets at least `slowPerTurn` through.
  */
-import { Fifo } from '../core/fifo.js';
+import { Fifo } from '../../core/fifo.js';
 
 export interface PacerOptions {
   /** Let through per loop turn. */

@@ -4,7 +4,7 @@
  * going away (try another replica) from one that answers.
  */
 import { createConnection, type OnReadOpts, type Socket } from 'node:net';
-import { answerTimeout, connectTimeout, dyingServerError } from './session-route.js';
+import { answerTimeout, connectTimeout, dyingServerError } from '../session/session-route.js';
 
 export type FirstAnswer = { ok: true; chunk: Buffer } | { ok: false; err: unknown; retry?: boolean };
 

@@ -4,7 +4,7 @@
  * server's errors and ReadyForQuery; then only errors, and with --class-from application_name the
  * ParameterStatus of application_name, to see a class named after the session was routed.
  */
-import type { ServiceClass } from '../core/service-class.js';
+import type { ServiceClass } from '../../core/service-class.js';
 import type { SessionHost } from './session-host.js';
 import {
   decodeServerError,
@@ -12,8 +12,14 @@ import {
   MSG_PARAMETER_STATUS,
   reportedClass,
   type ServerError,
-} from './server-messages.js';
-import { backendKeyData, type BackendFramer, MSG_BACKEND_KEY, MSG_ERROR, MSG_READY } from './wire.js';
+} from '../protocol/server-messages.js';
+import {
+  backendKeyData,
+  type BackendFramer,
+  MSG_BACKEND_KEY,
+  MSG_ERROR,
+  MSG_READY,
+} from '../protocol/wire.js';
 
 const STARTUP_TYPES: ReadonlySet<number> = new Set([MSG_ERROR, MSG_BACKEND_KEY, MSG_READY]);
 const SESSION_TYPES: ReadonlySet<number> = new Set([MSG_ERROR]);

@@ -1,7 +1,8 @@
 /**
  * The few backend messages the proxy writes itself (ErrorResponse, BackendKeyData), the
  * CancelRequest it forwards, and a framer that follows message boundaries on the backend stream
- * without decoding it (decoding, where needed, is pg-protocol's).
+ * without decoding it (decoding, where needed, is pg-protocol's), and one on the client stream
+ * that tells a Terminate from bytes that only look like one.
  */
 import { serialize } from 'pg-protocol';
 import { CANCEL_REQUEST_CODE } from './startup-packet.js';
@@ -202,5 +203,58 @@ export class BackendFramer {
     this.held = [];
     this.heldLen = 0;
     this.heldTotal = 0;
+  }
+}
+
+const MSG_TERMINATE = 0x58; // 'X'
+
+/**
+ * Follows message boundaries (type byte + Int32 length) on the client's stream after its startup
+ * packet, only so that a Terminate is seen as a whole message ('X', length 4), never in the bytes
+ * of another (a Query that ends in what looks like one). Forwards nothing and copies nothing but a
+ * split header's few bytes. A length under 4 is not the protocol: PostgreSQL will say so and close,
+ * and no Terminate is read from the stream after it (as the native relay does).
+ */
+export class ClientFramer {
+  private readonly header = Buffer.alloc(5);
+  private headerLen = 0;
+  /** Bytes still to come of the current message's body. */
+  private left = 0;
+  private unframed = false;
+
+  /** Takes a chunk from the client; true when a whole Terminate ended in it. */
+  push(chunk: Buffer): boolean {
+    let terminated = false;
+    let i = 0;
+    const n = chunk.length;
+    while (i < n && !this.unframed) {
+      if (this.left > 0) {
+        const take = Math.min(this.left, n - i);
+        this.left -= take;
+        i += take;
+        continue;
+      }
+      let type: number;
+      let len: number;
+      if (this.headerLen === 0 && n - i >= 5) {
+        type = chunk[i] as number;
+        len = chunk.readInt32BE(i + 1);
+        i += 5;
+      } else {
+        // A header split across chunks: its bytes gathered until all five are in.
+        const take = Math.min(5 - this.headerLen, n - i);
+        chunk.copy(this.header, this.headerLen, i, i + take);
+        this.headerLen += take;
+        i += take;
+        if (this.headerLen < 5) break;
+        this.headerLen = 0;
+        type = this.header[0] as number;
+        len = this.header.readInt32BE(1);
+      }
+      if (len < 4) this.unframed = true;
+      else if (type === MSG_TERMINATE && len === 4) terminated = true;
+      else this.left = len - 4;
+    }
+    return terminated;
   }
 }

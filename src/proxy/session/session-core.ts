@@ -5,15 +5,15 @@
  * As in pg-pool, one object owns the state and every transition goes through it; a slot is a lease
  * given back once (a second release is a bug and throws).
  */
-import type { ServiceClass } from '../core/service-class.js';
+import type { ServiceClass } from '../../core/service-class.js';
 import { cancelFor } from './cancel-forward.js';
-import type { ServerError } from './server-messages.js';
+import type { ServerError } from '../protocol/server-messages.js';
 import { judgeBackendEnd } from './session-end.js';
 import type { ClientSession, SessionHost } from './session-host.js';
 import { routeSession, type Dialer, type RouteResult, type RouteSteps } from './session-route.js';
 import type { SessionTransport } from './session-transport.js';
-import { chooseClass } from './startup-packet.js';
-import { errorResponse } from './wire.js';
+import { chooseClass } from '../protocol/startup-packet.js';
+import { errorResponse } from '../protocol/wire.js';
 
 export type Phase = 'startup' | 'connecting' | 'backend-startup' | 'ready' | 'closing';
 

@@ -1,6 +1,6 @@
 /** A client's CancelRequest, sent on to the session's backend with the backend's own key. */
 import { createConnection } from 'node:net';
-import { cancelRequest } from './wire.js';
+import { cancelRequest } from '../protocol/wire.js';
 import type { SessionHost } from './session-host.js';
 
 /**
@@ -20,7 +20,7 @@ export function cancelFor(host: SessionHost, pid: number, secret: Buffer, close:
  * client waits for its own to close to know the request was delivered), or after timeoutMs.
  * Always plain TCP: PostgreSQL takes a CancelRequest without TLS.
  */
-export function forwardCancel(
+function forwardCancel(
   host: string,
   key: { port: number; pid: number; secret: Buffer },
   timeoutMs: number,

@@ -3,15 +3,15 @@
  * limit with its queue (router/admission.ts). Each checked as it is read, one line naming the flag.
  */
 import { Flags } from '@oclif/core';
-import { PlbError } from '../core/errors.js';
-import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../core/strategies.js';
-import { durationMsFlag } from '../cli/flags.js';
-import { DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
-import { parseShare } from '../cli/router-values.js';
+import { PlbError } from '../../core/errors.js';
+import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../core/strategies.js';
+import { durationMsFlag } from '../../cli/flags.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
+import { parseShare } from '../../cli/router-values.js';
 import type { SecureContext } from 'node:tls';
-import { defaultMaxClientConn } from './process-usage.js';
-import { loadTls } from './tls-client.js';
-import { parseServerTls, type ServerTlsMode } from './tls-server.js';
+import { defaultMaxClientConn } from '../process-usage.js';
+import { loadTls } from '../protocol/tls-client.js';
+import { parseServerTls, type ServerTlsMode } from '../protocol/tls-server.js';
 
 const GROUP = 'PROXY LIMITS';
 

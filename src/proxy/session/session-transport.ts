@@ -1,6 +1,6 @@
 /**
  * What a session's lifecycle (session-core.ts) needs of the front door that carries its bytes: Node's
- * sockets (session.ts) or the native relay's threads (native-session.ts). The core decides what to
+ * sockets (node-session.ts) or the native relay's threads (native-session.ts). The core decides what to
  * say and when; a transport only does it, and reports back to the core (startup, cancel,
  * clientClosed, backendEnded, ready, finish, transportFailed).
  */

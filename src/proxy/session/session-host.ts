@@ -1,15 +1,15 @@
 /** What a session (session-core.ts) needs from the proxy around it (proxy-server.ts). */
 import type { SecureContext } from 'node:tls';
-import type { ServiceClass } from '../core/service-class.js';
-import type { CancelKeys } from './cancel-keys.js';
-import type { ClassFrom } from './startup-packet.js';
-import type { ProxyStats } from './stats.js';
-import type { ServerTlsMode } from './tls-server.js';
-import type { PacedStartup } from './paced-intake.js';
+import type { ServiceClass } from '../../core/service-class.js';
+import type { CancelKeys } from '../protocol/cancel-keys.js';
+import type { ClassFrom } from '../protocol/startup-packet.js';
+import type { ProxyStats } from '../stats.js';
+import type { ServerTlsMode } from '../protocol/tls-server.js';
+import type { PacedStartup } from '../admission/paced-intake.js';
 
 /**
  * What the proxy keeps of a client's session (its core, session-core.ts), on Node's sockets
- * (session.ts) or the native front door's (native-session.ts) alike.
+ * (node-session.ts) or the native front door's (native-session.ts) alike.
  */
 export interface ClientSession {
   readonly phase: string;

@@ -1,14 +1,14 @@
 /**
- * A session's replica connection on Node's sockets (session.ts): plain TCP read into the session's
+ * A session's replica connection on Node's sockets (node-session.ts): plain TCP read into the session's
  * own buffer (net's onread), or TLS first when --server-tls asks; an early connection opened at
  * the SSLRequest (early-connect.ts) serves the first attempt.
  */
 import type { Socket } from 'node:net';
 import { connectTcp, dialTcp, firstAnswer } from './backend-connect.js';
 import type { EarlyTake } from './early-connect.js';
-import type { SessionHost, SessionTarget } from './session-host.js';
-import type { Dialer, DialResult } from './session-route.js';
-import { negotiateServerTls } from './tls-server.js';
+import type { SessionHost, SessionTarget } from '../session/session-host.js';
+import type { Dialer, DialResult } from '../session/session-route.js';
+import { negotiateServerTls } from '../protocol/tls-server.js';
 
 /** An answered connection: the socket and the server's first bytes. */
 export interface SocketLeg {

@@ -3,8 +3,8 @@
  * on Node's sockets or the native relay's report alike): the server's own FATAL was relayed already,
  * or the replica went away and the client is told at a message boundary (cut, if inside one).
  */
-import type { ServerError } from './server-messages.js';
-import { errorResponse, MSG_ERROR } from './wire.js';
+import type { ServerError } from '../protocol/server-messages.js';
+import { errorResponse, MSG_ERROR } from '../protocol/wire.js';
 
 export interface BackendEndVerdict {
   /** The passive failure signal for the health checker (none for a server alive enough to answer 08xxx). */

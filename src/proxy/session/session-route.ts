@@ -1,18 +1,18 @@
 /**
  * A session's way to a replica: admit (perhaps after a wait for a slot), connect and send the
- * startup packet, wait for the server's first answer (on Node's sockets, session.ts, or the native
+ * startup packet, wait for the server's first answer (on Node's sockets, node-session.ts, or the native
  * front door's, native-session.ts: a Dialer). Until that answer reaches the client nothing is lost
  * by trying again: a refused or reset connection, or a server that answers with a FATAL of a dying
  * server (57P01/57P02, 08xxx), is reported and the session admitted anew (the failures count
  * toward fall, so the router soon leaves that replica). A server that does not answer within the
  * connect timeout is reported as slow and the client told so.
  */
-import { classifyFailure, isDeathEvidence } from '../core/failure-cause.js';
-import { isPlbError } from '../core/errors.js';
-import type { ServiceClass } from '../core/service-class.js';
+import { classifyFailure, isDeathEvidence } from '../../core/failure-cause.js';
+import { isPlbError } from '../../core/errors.js';
+import type { ServiceClass } from '../../core/service-class.js';
 import type { SessionHost, SessionTarget } from './session-host.js';
-import { decodeServerError } from './server-messages.js';
-import { MSG_ERROR } from './wire.js';
+import { decodeServerError } from '../protocol/server-messages.js';
+import { MSG_ERROR } from '../protocol/wire.js';
 
 /** What routing needs of its session. */
 export interface RouteSteps {

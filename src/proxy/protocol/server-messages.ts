@@ -6,7 +6,7 @@
  */
 import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
-import type { ServiceClass } from '../core/service-class.js';
+import type { ServiceClass } from '../../core/service-class.js';
 import { classOfApplicationName } from './startup-packet.js';
 
 export interface ServerError {

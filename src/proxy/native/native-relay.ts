@@ -3,13 +3,13 @@
  * first packets, connect to the replica JavaScript routes them to and copy the session's bytes,
  * outside Node's event loop; every decision is asked of JavaScript here (native-session.ts).
  * Optional: absent (not built, not Linux), the proxy serves its clients on Node's sockets
- * (session.ts) as before. PLB_NATIVE_RELAY names another build to load (the sanitizers' one,
+ * (node-session.ts) as before. PLB_NATIVE_RELAY names another build to load (the sanitizers' one,
  * docs/development.md).
  */
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { getSystemErrorName } from 'node:util';
-import type { ServiceClass } from '../core/service-class.js';
+import type { ServiceClass } from '../../core/service-class.js';
 
 /** Commands (as in relay.h): end a side (after what is pending, with a last message), or drop it. */
 export const C_END = 1;
@@ -149,7 +149,7 @@ let shared: NativeRelay | string | undefined;
 
 /** Where the relay is loaded from: PLB_NATIVE_RELAY, else native/build/relay.node (from src/ or dist/ alike). */
 function addonPath(): string {
-  return process.env.PLB_NATIVE_RELAY || '../../native/build/relay.node';
+  return process.env.PLB_NATIVE_RELAY || '../../../native/build/relay.node';
 }
 
 export class NativeRelay {

@@ -1,11 +1,11 @@
 /**
- * A session's two sockets as its endings see them (session.ts, the front door on Node's sockets).
+ * A session's two sockets as its endings see them (node-session.ts, the front door on Node's sockets).
  * The session core decides what to say and when (session-core.ts); this only does it.
  */
 import type { Socket } from 'node:net';
-import type { BackendClose, ClientClose } from './session-transport.js';
+import type { BackendClose, ClientClose } from '../session/session-transport.js';
 import { endOnce } from './socket-io.js';
-import type { BackendFramer } from './wire.js';
+import type { BackendFramer } from '../protocol/wire.js';
 
 /** How long a closed side waits for the other to finish closing before it is destroyed. */
 const LINGER_MS = 5000;

@@ -7,11 +7,11 @@
  */
 import type { Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { PlbError } from '../core/errors.js';
+import { PlbError } from '../../core/errors.js';
 import { SSL_REQUEST_CODE } from './startup-packet.js';
 
 export type ServerTlsMode = 'disable' | 'prefer' | 'require';
-export const SERVER_TLS_MODES: readonly ServerTlsMode[] = ['disable', 'prefer', 'require'];
+const SERVER_TLS_MODES: readonly ServerTlsMode[] = ['disable', 'prefer', 'require'];
 
 /** Checks --server-tls (libpq's sslmode words, those that need no CA). */
 export function parseServerTls(value: string | undefined): ServerTlsMode {

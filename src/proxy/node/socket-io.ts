@@ -1,4 +1,4 @@
-/** Writing to and ending a session's sockets the cheap way (session.ts). */
+/** Writing to and ending a session's sockets the cheap way (node-session.ts). */
 import type { Socket } from 'node:net';
 
 /** Up to this many bytes of several buffers are joined into one write rather than a writev. */

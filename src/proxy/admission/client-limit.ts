@@ -6,8 +6,8 @@
  * 90 %, so a freemium flood cannot lock premium clients out.
  */
 import type { Socket } from 'node:net';
-import type { ServiceClass } from '../core/service-class.js';
-import { errorResponse } from './wire.js';
+import type { ServiceClass } from '../../core/service-class.js';
+import { errorResponse } from '../protocol/wire.js';
 
 export interface ClientLimitOptions {
   maxClientConn: number;
@@ -27,7 +27,7 @@ export interface ClientLimiter {
 }
 
 /** The share of the limit freemium may not take when premium has its own listener. */
-export const PREMIUM_RESERVE = 0.1;
+const PREMIUM_RESERVE = 0.1;
 
 export function clientLimiter(o: ClientLimitOptions): ClientLimiter {
   const reserve = o.classes > 1 ? Math.floor(o.maxClientConn * PREMIUM_RESERVE) : 0;

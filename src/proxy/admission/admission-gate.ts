@@ -6,11 +6,11 @@
  * until a release or a replica coming back hands it one, and fails with ADMISSION_FULL (queue
  * full) or ADMISSION_TIMEOUT, which the session tells its client as 53300.
  */
-import type { Clock, Cancel } from '../clock/index.js';
-import { isPlbError, PlbError } from '../core/errors.js';
-import type { AdmittingRouter } from '../router/admission.js';
-import type { Router } from '../router/types.js';
-import type { ServiceClass } from '../core/service-class.js';
+import type { Clock, Cancel } from '../../clock/index.js';
+import { isPlbError, PlbError } from '../../core/errors.js';
+import type { AdmittingRouter } from '../../router/admission.js';
+import type { Router } from '../../router/types.js';
+import type { ServiceClass } from '../../core/service-class.js';
 
 interface Waiter {
   resolve: (replica: string) => void;

@@ -4,13 +4,11 @@
  * then name/value C strings and a final zero byte), SSLRequest, GSSENCRequest and CancelRequest.
  * Pure: bytes in, a description out.
  */
-import type { ServiceClass } from '../core/service-class.js';
+import type { ServiceClass } from '../../core/service-class.js';
 
 export const SSL_REQUEST_CODE = 80877103;
-export const GSSENC_REQUEST_CODE = 80877104;
+const GSSENC_REQUEST_CODE = 80877104;
 export const CANCEL_REQUEST_CODE = 80877102;
-/** Protocol 3.0; 3.x minors are negotiated by the server (NegotiateProtocolVersion), passed through. */
-export const PROTOCOL_3 = 3 << 16;
 /** PostgreSQL's own cap on a startup packet (MAX_STARTUP_PACKET_LENGTH). */
 export const MAX_STARTUP_PACKET = 10_000;
 
@@ -92,7 +90,7 @@ function cString(buf: Buffer, start: number, end: number): { text: string; end: 
 export type ClassFrom = 'application_name' | 'option' | 'off';
 export const CLASS_FROM: readonly ClassFrom[] = ['application_name', 'option', 'off'];
 /** The run-time parameter a client sets (`options=-c plb.class=premium`) to pick its class. */
-export const CLASS_OPTION = 'plb.class';
+const CLASS_OPTION = 'plb.class';
 
 export type ClassChoice =
   | { ok: true; cls: ServiceClass; from: 'port' | ClassFrom }
