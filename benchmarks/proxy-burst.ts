@@ -15,7 +15,7 @@
 //        [--max-client-conn <proxy default>] [--probes 25] [--burst-premium 0] [--hang-timeout 20]
 //        [--strategy plb] [--base-port 26400] [--listen-port 27400]
 //        [--pacing on|off] [--pace-per-turn 64] [--probe-in-process] [--child-node-args "--cpu-prof ..."]
-// --pacing off: freemium startups are routed as they come (no startup pacing, src/proxy/paced-intake.ts).
+// --pacing off: freemium startups are routed as they come (no startup pacing, src/proxy/admission/paced-intake.ts).
 // --probe-in-process: the premium client in this process, beside the flood's 10,000 sockets, as
 // before 2026-12-02 (then it also waits for this process's own loop). Reported besides the counts:
 // the proxy's loop delay and longest stalls, and this process's loop delay.
@@ -32,7 +32,7 @@ import { clusterSpec } from '../src/cluster/select.js';
 import { parseDuration } from '../src/core/duration.js';
 import { fdLimit } from '../src/proxy/process-usage.js';
 import { startProxy } from '../src/proxy/proxy-server.js';
-import { DEFAULT_PACER } from '../src/proxy/accept-pacer.js';
+import { DEFAULT_PACER } from '../src/proxy/admission/accept-pacer.js';
 import { DEFAULT_PREMIUM_RESERVE } from '../src/router/admission.js';
 import { isStrategyName } from '../src/router/index.js';
 import type { StrategyName } from '../src/router/types.js';

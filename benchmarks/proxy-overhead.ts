@@ -30,7 +30,7 @@ import { DEFAULT_HEALTH } from '../src/cluster/health.js';
 import { findBinDir } from '../src/cluster/local/binaries.js';
 import { createLocalDriver } from '../src/cluster/local/index.js';
 import { clusterSpec } from '../src/cluster/select.js';
-import { DEFAULT_RELAY_THREADS } from '../src/proxy/native-relay.js';
+import { DEFAULT_RELAY_THREADS } from '../src/proxy/native/native-relay.js';
 import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
 import { overRuns } from '../src/report/evidence/evidence.js';
 import { formatInterval, pairwise, side } from './lib/paired.js';

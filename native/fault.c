@@ -96,14 +96,6 @@ void relay_fault(Worker *w, Pair *p, int what, int err) {
   Event *e = p->fault_ev;
   p->fault_ev = NULL;
   if (!e) return; /* told already (a pair faults once) */
-  e->id = p->id;
-  e->kind = EV_FAULT;
-  e->side = what;
-  e->err = err;
-  e->at_boundary = p->passing == 0;
-  e->last_type = p->last_type;
-  e->terminated = p->terminated;
-  e->phase = p->phase;
-  e->front = p->front ? p->front->index : -1;
+  stamp_event(e, p, EV_FAULT, what, err);
   queue_event(w->relay, e);
 }

@@ -74,6 +74,18 @@ static Event *new_event(Pair *p, int kind, const uint8_t *bytes, size_t n) {
   return e;
 }
 
+void stamp_event(Event *e, const Pair *p, int kind, int side, int err) {
+  e->id = p->id;
+  e->kind = kind;
+  e->side = side;
+  e->err = err;
+  e->at_boundary = p->passing == 0;
+  e->last_type = p->last_type;
+  e->terminated = p->terminated;
+  e->phase = p->phase;
+  e->front = p->front ? p->front->index : -1;
+}
+
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n) {
   /* A client JavaScript never heard of (gone, or refused, before its first packet): nothing to tell. */
   if (!p->known) return;
@@ -84,15 +96,7 @@ void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes,
     if (kind == EV_PACKET || kind == EV_TIMEOUT) p->known = 0;
     return relay_fault(w, p, F_MEMORY, ENOMEM);
   }
-  e->id = p->id;
-  e->kind = kind;
-  e->side = side;
-  e->err = err;
-  e->at_boundary = p->passing == 0;
-  e->last_type = p->last_type;
-  e->terminated = p->terminated;
-  e->phase = p->phase;
-  e->front = p->front ? p->front->index : -1;
+  stamp_event(e, p, kind, side, err);
   Relay *r = w->relay;
   if (kind == EV_READY || kind == EV_CLOSED) {
     pthread_mutex_lock(&r->ev_mu);

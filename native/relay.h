@@ -238,6 +238,8 @@ void relay_destroy(Relay *r);
 int64_t now_ms(void);
 uint32_t be32(const uint8_t *b);
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n);
+/* An event's fields from its pair's state at the moment it is told (emit and relay_fault). */
+void stamp_event(Event *e, const Pair *p, int kind, int side, int err);
 /* Rings JavaScript for what is queued (ev_mu not held); the event itself goes on the ready queue. */
 void queue_event(Relay *r, Event *e);
 /* fault.c: the relay failed on p (what: F_*): its backend closed, JavaScript told (never dropped). */

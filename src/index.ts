@@ -17,7 +17,7 @@ export type * from './metrics/types.js';
 export { loadPlan, parsePlan, planPhases } from './faults/plan.js';
 export { DataSource, PinnedConnection, type DataSourceOptions } from './workload/data-source.js';
 export { HealthChecker, HealthTracker, DEFAULT_HEALTH } from './cluster/health.js';
-export { type HealthOptions } from './run-format/config.js';
+export { type BenchConfig, type HealthOptions } from './run-format/config.js';
 export {
   bringUp,
   openCluster,
@@ -31,7 +31,7 @@ export { acquireClusterLock, withClusterLock, type ClusterLock } from './cluster
 export { createRunWriter } from './metrics/store/run-writer.js';
 export { loadRun } from './metrics/store/load-run.js';
 export { computePhases } from './faults/actions.js';
-export { runBench, type BenchConfig, type BenchResult } from './bench/run.js';
+export { runBench, type BenchResult } from './bench/run.js';
 export { aggregateRuns } from './report/aggregate.js';
 export { compareStrategies } from './report/compare.js';
 export { renderComparison, renderReport } from './report/tables/render.js';

@@ -15,10 +15,9 @@ import { checkCapacity, connectionsFor, CONNECTION_RESERVE, MAX_MAX_CONNECTIONS 
 import { defaultStateDir, readClusterRecord } from '../cluster/state.js';
 import type { VirtualClock } from '../clock/virtual.js';
 import { PlbError } from '../core/errors.js';
-import { ExternalDriver, primaryMaxConnections } from '../cluster/external/index.js';
+import { ExternalDriver, primaryMaxConnections, type HookRecord } from '../cluster/external/index.js';
 import { externalConfig, type ExternalCluster } from '../cluster/external/file.js';
-import { hookEvents } from './hook-events.js';
-import type { RunWriter } from '../metrics/types.js';
+import type { RunEvent, RunWriter } from '../metrics/types.js';
 
 export interface ClusterLease {
   driver: ClusterDriver;
@@ -208,4 +207,44 @@ async function leaseExternalCluster(opts: {
     lock.release();
     throw err;
   }
+}
+
+/**
+ * Hook runs into a run's events.jsonl: the writer is wrapped so hook events carry run time (from
+ * the run's 'started' event) and stop once the run is finished. Hooks outside a run (the reset
+ * before it) are only logged.
+ */
+function hookLine(r: HookRecord): string {
+  const how = r.error !== undefined ? `FAILED: ${r.error}` : `exit ${r.exitCode ?? '-'}`;
+  return `hook ${r.hook} ${r.replica}: ${how} (${r.durationMs} ms)`;
+}
+
+function hookEvents(driver: ExternalDriver, writer: RunWriter, log: (line: string) => void): RunWriter {
+  let t0: number | undefined;
+  let closed = false;
+  driver.onHook = (r) => {
+    log(hookLine(r));
+    if (t0 === undefined || closed) return;
+    writer.event({ type: 'hook', tMs: Math.round(performance.now() - t0), ...r });
+  };
+  return {
+    get dir() {
+      return writer.dir;
+    },
+    get recorder() {
+      return writer.recorder;
+    },
+    writeConfig: (config) => writer.writeConfig(config),
+    event: (e: RunEvent) => {
+      // The run's clock starts as it writes this event (bench/run.ts): hook times count from here.
+      if (e.type === 'run' && e['state'] === 'started') t0 = performance.now() - e.tMs;
+      writer.event(e);
+    },
+    tick: (nowMs) => writer.tick(nowMs),
+    progress: (nowMs, windowS) => writer.progress(nowMs, windowS),
+    finish: (endMs, complete, errors) => {
+      closed = true;
+      return writer.finish(endMs, complete, errors);
+    },
+  };
 }

@@ -9,26 +9,44 @@ import { createRunWriter } from '../metrics/store/run-writer.js';
 import { handleStopSignals, STOP_SIGNALS, type StopSignalDeps } from '../cli/stop-signals.js';
 import { leaseCluster, observeWriters } from './cluster-lease.js';
 import { collectEnvironment } from './environment.js';
-import type { BenchFlagValues } from './flags.js';
+import { parseBenchFlags, type BenchFlagValues, type BenchSettings } from './options/flags.js';
 import { startLiveMetrics, withLiveMetrics, type LiveServer } from './live-server.js';
-import { resolveBench } from './resolve.js';
+import { resolveBench } from './options/resolve.js';
 import { renderOutcome } from './results.js';
 import { trackSeries } from './series-progress.js';
 import { runSeries } from './series.js';
 
-/**
- * Validates every flag before anything starts (nothing half-started on bad input), then leases a
- * cluster, runs the series and renders it. Returns the exit code (0; 130, 143 or 129 when stopped by
- * SIGINT, SIGTERM or SIGHUP).
- */
-export async function executeBench(
+type BenchIo = {
+  log: (line: string) => void;
+  warn: (line: string) => void;
+  error?: (err: unknown) => void;
+};
+
+/** executeBench from the flags' text (a direct caller's): each group parsed by its own parser. */
+export function executeBench(
   flags: BenchFlagValues,
-  io: { log: (line: string) => void; warn: (line: string) => void; error?: (err: unknown) => void },
+  io: BenchIo,
   names: { strategies: string; mixes: string } = { strategies: 'strategy', mixes: 'mix' },
   signalDeps: Pick<StopSignalDeps, 'exit' | 'target'> = {},
 ): Promise<number> {
+  return executeBenchSettings(() => parseBenchFlags(flags, names), io, names, signalDeps);
+}
+
+/**
+ * Parses (`parse`: the command's flags, typed) and resolves every flag before anything starts
+ * (nothing half-started on bad input), then leases a cluster, runs the series and renders it.
+ * Returns the exit code (0; 130, 143 or 129 when stopped by SIGINT, SIGTERM or SIGHUP).
+ */
+export async function executeBenchSettings(
+  parse: () => BenchSettings,
+  io: BenchIo,
+  names: { strategies: string } = { strategies: 'strategy' },
+  signalDeps: Pick<StopSignalDeps, 'exit' | 'target'> = {},
+): Promise<number> {
   try {
-    const bench = resolveBench(flags, names);
+    const settings = parse();
+    const flags = settings.output;
+    const bench = resolveBench(settings, names);
     const { plan, workload } = bench.config;
     const { runs, cluster } = bench;
     // With --json, stdout holds the JSON alone.
@@ -52,7 +70,7 @@ export async function executeBench(
     let live: LiveServer | null = null;
     try {
       // Before the cluster: a port in use is one line and nothing started.
-      if (flags['metrics-port'] !== undefined) live = await startLiveMetrics(flags['metrics-port'], io.warn);
+      if (flags.metricsPort !== undefined) live = await startLiveMetrics(flags.metricsPort, io.warn);
       const lease = await leaseCluster({
         name: cluster.name,
         driver: cluster.driver,
@@ -115,7 +133,7 @@ export async function executeBench(
       await live?.close();
     }
     if (!outcome.interrupted) progress?.finished();
-    await renderOutcome(outcome.results, bench.strategies, runs.length, flags.json, flags.wide ?? false, io);
+    await renderOutcome(outcome.results, bench.strategies, runs.length, flags.json, flags.wide, io);
     for (const r of outcome.results) {
       io.warn(`run directory: ${r.dir}${r.summary.complete ? '' : ' (incomplete)'}`);
     }

@@ -9,7 +9,7 @@ import { paperSection } from '../report/paper/render.js';
 import { renderSideBySide } from '../report/tables/side-by-side.js';
 import type { BenchResult } from './run.js';
 
-export function renderBenchResults(
+function renderBenchResults(
   results: readonly BenchResult[],
   opts: { json: boolean; wide?: boolean },
 ): string {

@@ -19,12 +19,10 @@ import type { SessionContext } from '../workload/session-loop.js';
 import { benchNeeds, prepareCluster } from './prepare-cluster.js';
 import { RunEnding } from './run-ending.js';
 import { runParts, setReplicaCpus, type PartsInputs, type RunParts } from './run-parts.js';
-import { routerFor, type RouterFactory } from './router-settings.js';
+import { routerFor, type RouterFactory } from './options/router-settings.js';
 import { templateRunParts } from './templates-run.js';
 import { viaConnector, viaOptionsOf } from './via.js';
 import { lagWeighting, ReplicaWeights, startWriteLoad } from './write-load.js';
-
-export type { BenchConfig } from '../run-format/config.js';
 
 export interface BenchDeps {
   driver: ClusterDriver;

@@ -214,10 +214,3 @@ export function viaConnector(
     },
   };
 }
-
-/** For log lines and errors: where a via run sends its sessions. */
-export function describeVia(via: ViaOptions): string {
-  const p = formatHostPort(via.endpoints.premium);
-  const f = formatHostPort(via.endpoints.freemium);
-  return p === f ? `${via.label} at ${p}` : `${via.label} at premium ${p}, freemium ${f}`;
-}

@@ -3,7 +3,7 @@ import { markOpenRunsIncomplete } from '../metrics/store/run-writer.js';
 
 /** Signals that stop a bench, with the exit code each ends it with (128 + signal number). */
 export const STOP_SIGNALS = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
-export type StopSignal = keyof typeof STOP_SIGNALS;
+type StopSignal = keyof typeof STOP_SIGNALS;
 
 export interface StopSignals {
   /** Aborted by the first stop signal. */

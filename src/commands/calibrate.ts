@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { CALIBRATE_DEFAULTS } from '../bench/calibrate-summary.js';
+import { CALIBRATE_DEFAULTS } from '../bench/calibrate/calibrate-summary.js';
 import type { SimCalibration } from '../cluster/sim/calibration.js';
 import { PlbCommand } from '../cli/plb-command.js';
 import { DEFAULT_BASE_PORT } from '../cluster/select.js';
@@ -57,7 +57,7 @@ export default class Calibrate extends PlbCommand {
   async run(): Promise<SimCalibration | undefined> {
     const { flags } = await this.parse(Calibrate);
     // The measuring code loads when it runs, not with the command list.
-    const { executeCalibrate } = await import('../bench/calibrate-sim.js');
+    const { executeCalibrate } = await import('../bench/calibrate/calibrate-sim.js');
     const { code, calibration } = await executeCalibrate(flags, {
       log: (l) => this.log(l),
       warn: (l) => process.stderr.write(`${escapeLines(l)}\n`),

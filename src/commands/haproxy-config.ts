@@ -1,7 +1,7 @@
 import { parsePartition } from '../cli/router-values.js';
 import { Flags } from '@oclif/core';
 import { HAPROXY_BALANCES, haproxyConfig, type HaproxyBalance } from '../baselines/haproxy.js';
-import { benchFlags } from '../bench/flags.js';
+import { benchFlags } from '../bench/options/flags.js';
 import { parseHostPort, parseVia } from '../bench/via.js';
 import { checkedText } from '../cli/flags.js';
 import { DEFAULT_HEALTH } from '../cluster/health.js';

@@ -1,20 +1,20 @@
 /**
  * Where the proxy's clients come in: the native front door (relay threads accept, read, connect and
  * copy; native-session.ts is their transport) where it is built and both legs are plain TCP to
- * numeric addresses, else Node's listeners and sockets (session.ts). Either way: the client limit
+ * numeric addresses, else Node's listeners and sockets (node-session.ts). Either way: the client limit
  * (--max-client-conn, client-limit.ts) at accept, and one session core (session-core.ts) per client
  * that got as far as a first packet.
  */
 import { isIP, createServer, type Server, type Socket } from 'node:net';
 import { PlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
-import type { ClientLimiter } from './client-limit.js';
-import { refuseUnread } from './client-limit.js';
-import type { NativeRelay } from './native-relay.js';
-import { NativeSession } from './native-session.js';
-import { ProxySession } from './session.js';
-import type { ClientSession, SessionHost } from './session-host.js';
-import { errorResponse } from './wire.js';
+import type { ClientLimiter } from './admission/client-limit.js';
+import { refuseUnread } from './admission/client-limit.js';
+import type { NativeRelay } from './native/native-relay.js';
+import { NativeSession } from './native/native-session.js';
+import { ProxySession } from './node/node-session.js';
+import type { ClientSession, SessionHost } from './session/session-host.js';
+import { errorResponse } from './protocol/wire.js';
 
 export interface FrontDoor {
   /** Who serves the clients: "native, N thread(s)" or "js". */

@@ -20,9 +20,14 @@ import { type HealthOptions } from '../run-format/config.js';
 import { checkedText, durationMsFlag } from '../cli/flags.js';
 import { PlbError } from '../core/errors.js';
 import type { StrategyName } from '../router/types.js';
-import { CLASS_FROM, type ClassFrom } from './startup-packet.js';
-import { limitFlags, parseLimitFlags, type LimitConfig, type LimitFlagValues } from './limit-options.js';
-import { DEFAULT_RELAY_THREADS, type RelayChoice } from './native-relay.js';
+import { CLASS_FROM, type ClassFrom } from './protocol/startup-packet.js';
+import {
+  limitFlags,
+  parseLimitFlags,
+  type LimitConfig,
+  type LimitFlagValues,
+} from './admission/limit-options.js';
+import { DEFAULT_RELAY_THREADS, type RelayChoice } from './native/native-relay.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** Descriptors kept for everything that is not a session: listeners, health checks, stdio, logs. */
-export const RESERVED_FDS = 64;
+const RESERVED_FDS = 64;
 const FALLBACK_FD_LIMIT = 1024;
 
 /** The soft limit on open files (RLIMIT_NOFILE), from /proc/self/limits. */
@@ -33,7 +33,7 @@ export function defaultMaxClientConn(limit = fdLimit()): number {
 }
 
 /** Open descriptors of this process (undefined where /proc is absent). */
-export function openFds(): number | undefined {
+function openFds(): number | undefined {
   try {
     return readdirSync('/proc/self/fd').length;
   } catch {

@@ -10,21 +10,21 @@ import { HealthChecker } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';
 import { buildRouter } from '../router/index.js';
 import { AdmittingRouter, DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
-import { AdmissionGate } from './admission-gate.js';
-import { clientLimiter } from './client-limit.js';
-import { DEFAULT_PACER, type PacerCounters, type PacerOptions } from './accept-pacer.js';
-import { PacedIntake } from './paced-intake.js';
+import { AdmissionGate } from './admission/admission-gate.js';
+import { clientLimiter } from './admission/client-limit.js';
+import { DEFAULT_PACER, type PacerCounters, type PacerOptions } from './admission/accept-pacer.js';
+import { PacedIntake } from './admission/paced-intake.js';
 import { defaultMaxClientConn, UsageSampler, type ProcessUsage } from './process-usage.js';
 import type { BorrowingOptions, Partition, RoleVector, Router, StrategyName } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
-import { CancelKeys } from './cancel-keys.js';
-import { EARLY_MAX } from './early-connect.js';
+import { CancelKeys } from './protocol/cancel-keys.js';
+import { EARLY_MAX } from './node/early-connect.js';
 import { nativeFrontBlocked, openFrontDoor } from './front-door.js';
-import type { ClientSession, SessionHost, SessionTarget } from './session-host.js';
-import type { ServerTlsMode } from './tls-server.js';
-import type { ClassFrom } from './startup-packet.js';
+import type { ClientSession, SessionHost, SessionTarget } from './session/session-host.js';
+import type { ServerTlsMode } from './protocol/tls-server.js';
+import type { ClassFrom } from './protocol/startup-packet.js';
 import { formatStatsLine, ProxyStats } from './stats.js';
-import { DEFAULT_RELAY_THREADS, NativeRelay, type RelayChoice } from './native-relay.js';
+import { DEFAULT_RELAY_THREADS, NativeRelay, type RelayChoice } from './native/native-relay.js';
 
 export interface ProxyOptions {
   /** The read pool: every replica's loopback endpoint. */
@@ -68,7 +68,7 @@ export interface ProxyOptions {
   freemiumPacing?: PacerOptions | false;
   /**
    * Who serves plain-TCP clients: 'native' (the native front door, native-relay.ts, this many
-   * threads; the default where it is built) or 'js' (Node's sockets, session.ts). TLS on either
+   * threads; the default where it is built) or 'js' (Node's sockets, node-session.ts). TLS on either
    * leg is always Node's.
    */
   relay?: RelayChoice;
@@ -104,9 +104,9 @@ export interface ProxyHandle {
   stop(graceMs: number): Promise<void>;
 }
 
-export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
-export const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
-export const DEFAULT_CONNECT_ATTEMPTS = 3;
+const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
+const DEFAULT_CONNECT_ATTEMPTS = 3;
 
 export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   const clock = opts.clock ?? realClock();

@@ -9,9 +9,9 @@ import { startProxy, type ProxyHandle } from './proxy-server.js';
 import { proxyRegistry } from './proxy-metrics.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { ClassCounters, ReplicaCounters } from './stats.js';
-import type { GateCounters } from './admission-gate.js';
+import type { GateCounters } from './admission/admission-gate.js';
 import type { ProcessUsage } from './process-usage.js';
-import type { PacerCounters } from './accept-pacer.js';
+import type { PacerCounters } from './admission/accept-pacer.js';
 
 export interface ProxyIo {
   log: (line: string) => void;

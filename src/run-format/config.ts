@@ -207,7 +207,7 @@ type BenchRequired =
   | 'slowStartMs'
   | 'replicaCpus';
 /**
- * The one configuration of a bench run: resolved once from the flags (bench/resolve.ts), given to
+ * The one configuration of a bench run: resolved once from the flags (bench/options/resolve.ts), given to
  * the runner, which routes, runs and writes it as config.json as it is (adding only what it
  * learns itself: the replica ids). config.json's own type, with the fields every run has required.
  */

@@ -8,8 +8,8 @@ import { expect } from 'vitest';
 import type { Connector } from '../../src/cluster/connector.js';
 import type { Endpoint } from '../../src/core/endpoint.js';
 import type { ProxyHandle, ProxyOptions } from '../../src/proxy/proxy-server.js';
-import { readStartupPacket } from '../../src/proxy/startup-packet.js';
-import { backendKeyData, errorResponse } from '../../src/proxy/wire.js';
+import { readStartupPacket } from '../../src/proxy/protocol/startup-packet.js';
+import { backendKeyData, errorResponse } from '../../src/proxy/protocol/wire.js';
 import { startTestProxy } from './proxy-setup.js';
 
 /** auth: asks for a SCRAM exchange and says nothing more (a client in authentication). */

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, vi } from 'vitest';
-import type { BenchFlagValues } from '../../src/bench/flags.js';
+import type { BenchFlagValues } from '../../src/bench/options/flags.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
 
 const PACKAGE_JSON = join(import.meta.dirname, '../../package.json');

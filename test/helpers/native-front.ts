@@ -10,9 +10,9 @@ import {
   type NativeFront,
   type RelayEnd,
   type RelayFault,
-} from '../../src/proxy/native-relay.js';
+} from '../../src/proxy/native/native-relay.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
-import { errorResponse } from '../../src/proxy/wire.js';
+import { errorResponse } from '../../src/proxy/protocol/wire.js';
 
 const loaded = NativeRelay.load(2);
 export const relay = typeof loaded === 'string' ? undefined : loaded;

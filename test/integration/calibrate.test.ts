@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executeCalibrate } from '../../src/bench/calibrate-sim.js';
+import { executeCalibrate } from '../../src/bench/calibrate/calibrate-sim.js';
 import { dockerAvailable, LABEL_CLUSTER } from '../../src/cluster/docker/index.js';
 import { loadCalibration } from '../../src/cluster/sim/calibration.js';
 

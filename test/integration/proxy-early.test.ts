@@ -4,7 +4,7 @@
  * where the packet may name another class or with --early-connect off. Fake backends on loopback.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { EARLY_HOLD_MS, EARLY_MAX } from '../../src/proxy/early-connect.js';
+import { EARLY_HOLD_MS, EARLY_MAX } from '../../src/proxy/node/early-connect.js';
 import { FakeRig, authOk } from '../helpers/fake-replicas.js';
 import { sleep } from '../helpers/proxy-setup.js';
 

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Credentials } from '../../src/core/endpoint.js';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
 import type { ProxyHandle } from '../../src/proxy/proxy-server.js';
-import { loadTls } from '../../src/proxy/tls-client.js';
+import { loadTls } from '../../src/proxy/protocol/tls-client.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 import {
   selfSignedCert,

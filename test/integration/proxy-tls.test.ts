@@ -14,9 +14,9 @@ import { serialize } from 'pg-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataDir } from '../../src/cluster/state.js';
 import type { ProxyHandle, ProxyOptions } from '../../src/proxy/proxy-server.js';
-import { loadTls } from '../../src/proxy/tls-client.js';
-import { parseServerTls } from '../../src/proxy/tls-server.js';
-import { parseLimitFlags } from '../../src/proxy/limit-options.js';
+import { loadTls } from '../../src/proxy/protocol/tls-client.js';
+import { parseServerTls } from '../../src/proxy/protocol/tls-server.js';
+import { parseLimitFlags } from '../../src/proxy/admission/limit-options.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 import {
   selfSignedCert,

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { checkBenchValue } from '../../src/bench/checks.js';
+import { checkBenchValue } from '../../src/bench/options/checks.js';
 import { executeBench } from '../../src/bench/execute.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 

@@ -4,8 +4,8 @@ import {
   parseWeights,
   resolveBalance,
   weightedReplicas,
-} from '../../src/bench/balance.js';
-import { checkBenchValue } from '../../src/bench/checks.js';
+} from '../../src/bench/options/balance.js';
+import { checkBenchValue } from '../../src/bench/options/checks.js';
 import { lagWeighting, ReplicaWeights } from '../../src/bench/write-load.js';
 import { parsePlan } from '../../src/faults/plan.js';
 import type { RunWriter } from '../../src/metrics/types.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { benchFlagValues } from '../helpers/fixtures.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/execute.js';
-import { type BenchFlagValues } from '../../src/bench/flags.js';
+import { type BenchFlagValues } from '../../src/bench/options/flags.js';
 import { parseBorrowing } from '../../src/cli/router-flags.js';
 import { acquireClusterLock } from '../../src/cluster/lock.js';
 import { isPlbError } from '../../src/core/errors.js';

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkBasePort } from '../../src/cluster/ports.js';
-import { resolveBench } from '../../src/bench/resolve.js';
-import { routerFor } from '../../src/bench/router-settings.js';
+import { resolveBenchFlags } from '../../src/bench/options/resolve.js';
+import { routerFor } from '../../src/bench/options/router-settings.js';
 import { runConfig } from '../../src/bench/series.js';
 import { configSchema } from '../../src/run-format/config.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
@@ -26,7 +26,7 @@ describe('the resolved configuration of a bench', () => {
   });
 
   it('resolves the flags into config.json fields, every run from them', () => {
-    const bench = resolveBench(flags);
+    const bench = resolveBenchFlags(flags);
     expect(bench.strategies).toEqual(['plb', 'plb-admit', 'via:127.0.0.1:20400']);
     expect(bench.runs).toHaveLength(6);
     expect(bench.config.slowStartMs).toBe(12_000);
@@ -48,7 +48,7 @@ describe('the resolved configuration of a bench', () => {
   });
 
   it("builds each run's router from its config alone", () => {
-    const bench = resolveBench(flags);
+    const bench = resolveBenchFlags(flags);
     const config = runConfig({ ...bench.config, replicaCpus: 0.25 }, bench.runs[0]!);
     const router = routerFor(config)(['r1', 'r2', 'r3', 'r4', 'r5'], () => undefined);
     expect(router.snapshot().map((s) => s.id)).toEqual(['r1', 'r2', 'r3', 'r4', 'r5']);

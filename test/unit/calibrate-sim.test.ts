@@ -2,14 +2,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { executeCalibrate } from '../../src/bench/calibrate-sim.js';
+import { executeCalibrate } from '../../src/bench/calibrate/calibrate-sim.js';
 import {
   counterIsFine,
   renderCalibration,
   summariseCalibration,
   type SimMeasurement,
   type TemplateSamples,
-} from '../../src/bench/calibrate-summary.js';
+} from '../../src/bench/calibrate/calibrate-summary.js';
 import { checkCalibration, loadCalibration } from '../../src/cluster/sim/calibration.js';
 import { writeFileSafe } from '../../src/core/safe-write.js';
 

@@ -6,7 +6,7 @@ import BenchRun from '../../src/commands/bench/run.js';
 import Report from '../../src/commands/report.js';
 import Roles from '../../src/commands/roles.js';
 import PlanShow from '../../src/commands/plan/show.js';
-import { checkBenchValue } from '../../src/bench/checks.js';
+import { checkBenchValue } from '../../src/bench/options/checks.js';
 import { PlbError } from '../../src/core/errors.js';
 import { errorJson, errorLine, EXIT_CODES_HELP, exitCodeOf } from '../../src/core/fail.js';
 import { renderSideBySide } from '../../src/report/tables/side-by-side.js';

@@ -21,7 +21,7 @@ import { isPlbError } from '../../src/core/errors.js';
 import { parsePlan } from '../../src/faults/plan.js';
 import { externalConfigSchema } from '../../src/run-format/cluster-file.js';
 import { executeBench } from '../../src/bench/execute.js';
-import { type BenchFlagValues } from '../../src/bench/flags.js';
+import { type BenchFlagValues } from '../../src/bench/options/flags.js';
 import { benchFlagValues } from '../helpers/fixtures.js';
 import { createRunWriter } from '../../src/metrics/store/run-writer.js';
 import type { RunSummary } from '../../src/run-format/summary.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { kernelTickMs } from '../../src/bench/kernel-tick.js';
+import { kernelTickMs } from '../../src/bench/calibrate/kernel-tick.js';
 
 describe('kernelTickMs', () => {
   it('reads CONFIG_HZ from a kernel config', () => {

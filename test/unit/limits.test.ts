@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { benchFlagValues } from '../helpers/fixtures.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/execute.js';
-import { type BenchFlagValues } from '../../src/bench/flags.js';
+import { type BenchFlagValues } from '../../src/bench/options/flags.js';
 import { clusterSpec } from '../../src/cluster/select.js';
 import { formatError, PlbError } from '../../src/core/errors.js';
 import { loadPlan, parsePlan } from '../../src/faults/plan.js';

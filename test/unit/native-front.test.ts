@@ -9,12 +9,12 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { constants } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
-import { B_DESTROY, C_DESTROY, C_END, type FrontPair } from '../../src/proxy/native-relay.js';
-import { errorResponse } from '../../src/proxy/wire.js';
-import { CancelKeys } from '../../src/proxy/cancel-keys.js';
-import { NativeSession } from '../../src/proxy/native-session.js';
-import { decodeServerError } from '../../src/proxy/server-messages.js';
-import type { SessionHost } from '../../src/proxy/session-host.js';
+import { B_DESTROY, C_DESTROY, C_END, type FrontPair } from '../../src/proxy/native/native-relay.js';
+import { errorResponse } from '../../src/proxy/protocol/wire.js';
+import { CancelKeys } from '../../src/proxy/protocol/cancel-keys.js';
+import { NativeSession } from '../../src/proxy/native/native-session.js';
+import { decodeServerError } from '../../src/proxy/protocol/server-messages.js';
+import type { SessionHost } from '../../src/proxy/session/session-host.js';
 import { ProxyStats } from '../../src/proxy/stats.js';
 import { failInCiWithout } from '../helpers/proxy-setup.js';
 import {

@@ -11,8 +11,8 @@ import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { constants } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { B_DESTROY, B_END, C_AT_BOUNDARY, C_DESTROY, C_END } from '../../src/proxy/native-relay.js';
-import { errorResponse } from '../../src/proxy/wire.js';
+import { B_DESTROY, B_END, C_AT_BOUNDARY, C_DESTROY, C_END } from '../../src/proxy/native/native-relay.js';
+import { errorResponse } from '../../src/proxy/protocol/wire.js';
 import { failInCiWithout } from '../helpers/proxy-setup.js';
 import {
   BACKEND_KEY,

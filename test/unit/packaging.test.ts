@@ -136,7 +136,9 @@ describe('oclif', () => {
   });
 
   it('packs a manifest and a command reference (docs/commands.md) made at prepack, and no stale manifest', () => {
-    expect(pkg.scripts.prepack).toBe('npm run build && oclif manifest && npm run docs:commands');
+    expect(pkg.scripts.prepack).toBe(
+      'npm run build 1>&2 && oclif manifest 1>&2 && npm run docs:commands 1>&2',
+    );
     expect(pkg.scripts['docs:commands']).toBe('oclif readme --readme-path docs/commands.md --no-aliases');
     expect(pkg.scripts.postpack).toContain('oclif.manifest.json');
     expect(pkg.files).toContain('oclif.manifest.json');

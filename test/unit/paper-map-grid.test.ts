@@ -2,7 +2,7 @@
 // the shipped grids load and expand into heatmap, sweep and ablation cells, each once.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cellId, expandGrid, loadMapGrid, parseMapGrid } from '../../src/bench/paper-map-grid.js';
+import { cellId, expandGrid, loadMapGrid, parseMapGrid } from '../../src/bench/paper/paper-map-grid.js';
 import { PlbError } from '../../src/core/errors.js';
 
 const GOOD = `name: tiny

@@ -4,8 +4,13 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { expandGrid, parseMapGrid } from '../../src/bench/paper-map-grid.js';
-import { CELL_DONE_FILE, cellSeries, sweepMap, type CellBenchFlags } from '../../src/bench/paper-map.js';
+import { expandGrid, parseMapGrid } from '../../src/bench/paper/paper-map-grid.js';
+import {
+  CELL_DONE_FILE,
+  cellSeries,
+  sweepMap,
+  type CellBenchFlags,
+} from '../../src/bench/paper/paper-map.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-map-sweep-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

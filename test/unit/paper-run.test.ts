@@ -6,7 +6,11 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import PaperList from '../../src/commands/paper/list.js';
 import PaperRun from '../../src/commands/paper/run.js';
-import { estimateWallS, PAPER_EXPERIMENTS, SERIES_OVERHEAD_S } from '../../src/bench/paper-experiments.js';
+import {
+  estimateWallS,
+  PAPER_EXPERIMENTS,
+  SERIES_OVERHEAD_S,
+} from '../../src/bench/paper/paper-experiments.js';
 import { runCommand } from '../helpers/fixtures.js';
 
 const root = mkdtempSync(join(tmpdir(), 'plb-paper-'));

@@ -3,7 +3,7 @@
  * in, so nothing here waits or measures.
  */
 import { describe, expect, it } from 'vitest';
-import { AcceptPacer, DEFAULT_PACER, type PacerOptions } from '../../src/proxy/accept-pacer.js';
+import { AcceptPacer, DEFAULT_PACER, type PacerOptions } from '../../src/proxy/admission/accept-pacer.js';
 
 const opts = (o: Partial<PacerOptions> = {}): PacerOptions => ({
   perTurn: 3,

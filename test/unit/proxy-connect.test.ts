@@ -8,10 +8,10 @@ import { VirtualClock } from '../../src/clock/virtual.js';
 import { isPlbError } from '../../src/core/errors.js';
 import type { AdmittingRouter } from '../../src/router/admission.js';
 import { createRouter } from '../../src/router/index.js';
-import { AdmissionGate } from '../../src/proxy/admission-gate.js';
-import { dialTcp, firstAnswer, type FirstAnswer } from '../../src/proxy/backend-connect.js';
-import { endOnce, writeAll } from '../../src/proxy/socket-io.js';
-import { errorResponse } from '../../src/proxy/wire.js';
+import { AdmissionGate } from '../../src/proxy/admission/admission-gate.js';
+import { dialTcp, firstAnswer, type FirstAnswer } from '../../src/proxy/node/backend-connect.js';
+import { endOnce, writeAll } from '../../src/proxy/node/socket-io.js';
+import { errorResponse } from '../../src/proxy/protocol/wire.js';
 
 describe('AdmissionGate.acquire', () => {
   function gate(limit: number, queue: number) {

@@ -5,7 +5,7 @@
 import { Parser } from 'pg-protocol/dist/parser.js';
 import type { BackendMessage } from 'pg-protocol/dist/messages.js';
 import { describe, expect, it } from 'vitest';
-import { BackendFramer, backendKeyData, errorResponse } from '../../src/proxy/wire.js';
+import { BackendFramer, backendKeyData, errorResponse } from '../../src/proxy/protocol/wire.js';
 import { msg, ready } from '../helpers/backend-messages.js';
 
 function decode(buf: Buffer): BackendMessage[] {
@@ -142,7 +142,7 @@ describe('BackendFramer, the backend gone after any read', () => {
     for (let cut = 0; cut <= stream.length; cut++) {
       const f = new BackendFramer();
       const first = feed(f, stream, [cut])[0] as Buffer[];
-      // What the session does when the backend closes at a boundary (session.ts onBackendClose).
+      // What the session does when the backend closes at a boundary (node-session.ts onBackendClose).
       expect(f.atBoundary).toBe(true);
       const toClient = Buffer.concat([...first, errorResponse('FATAL', '08006', 'replica r1 went away')]);
       // Whole messages up to the end, the last one the error.

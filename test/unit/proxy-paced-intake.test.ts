@@ -4,9 +4,9 @@
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { refuseUnread } from '../../src/proxy/client-limit.js';
-import { PacedIntake, type PacedStartup } from '../../src/proxy/paced-intake.js';
-import { errorResponse } from '../../src/proxy/wire.js';
+import { refuseUnread } from '../../src/proxy/admission/client-limit.js';
+import { PacedIntake, type PacedStartup } from '../../src/proxy/admission/paced-intake.js';
+import { errorResponse } from '../../src/proxy/protocol/wire.js';
 
 const servers: Server[] = [];
 afterEach(async () => {

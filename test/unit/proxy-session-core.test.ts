@@ -4,11 +4,15 @@
  * exactly once whatever the order of endings.
  */
 import { describe, expect, it } from 'vitest';
-import { CancelKeys } from '../../src/proxy/cancel-keys.js';
-import { SessionCore } from '../../src/proxy/session-core.js';
-import type { ClientSession, SessionHost, SessionTarget } from '../../src/proxy/session-host.js';
-import type { Dialer } from '../../src/proxy/session-route.js';
-import type { BackendClose, ClientClose, SessionTransport } from '../../src/proxy/session-transport.js';
+import { CancelKeys } from '../../src/proxy/protocol/cancel-keys.js';
+import { SessionCore } from '../../src/proxy/session/session-core.js';
+import type { ClientSession, SessionHost, SessionTarget } from '../../src/proxy/session/session-host.js';
+import type { Dialer } from '../../src/proxy/session/session-route.js';
+import type {
+  BackendClose,
+  ClientClose,
+  SessionTransport,
+} from '../../src/proxy/session/session-transport.js';
 import { ProxyStats } from '../../src/proxy/stats.js';
 
 const TARGET: SessionTarget = { replica: 'r1', host: '127.0.0.1', port: 1 };

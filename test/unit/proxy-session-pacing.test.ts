@@ -1,5 +1,5 @@
 /**
- * A session and startup pacing (session.ts with a stand-in host, loopback sockets): a freemium
+ * A session and startup pacing (node-session.ts with a stand-in host, loopback sockets): a freemium
  * startup waits for its turn and a premium one never does; a held one whose client left ends when
  * its turn comes; one held too long is told 53300 as an ErrorResponse. Nothing is timed.
  */
@@ -7,10 +7,11 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PlbError } from '../../src/core/errors.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
-import { CancelKeys } from '../../src/proxy/cancel-keys.js';
-import type { PacedStartup } from '../../src/proxy/paced-intake.js';
-import type { ClientSession } from '../../src/proxy/session-host.js';
-import { ProxySession, type SessionHost } from '../../src/proxy/session.js';
+import { CancelKeys } from '../../src/proxy/protocol/cancel-keys.js';
+import type { PacedStartup } from '../../src/proxy/admission/paced-intake.js';
+import type { ClientSession } from '../../src/proxy/session/session-host.js';
+import type { SessionHost } from '../../src/proxy/session/session-host.js';
+import { ProxySession } from '../../src/proxy/node/node-session.js';
 import { ProxyStats } from '../../src/proxy/stats.js';
 
 const servers: Server[] = [];

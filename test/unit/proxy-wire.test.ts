@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import Proxy from '../../src/commands/proxy.js';
 import { runCommand } from '../helpers/fixtures.js';
-import { CancelKeys } from '../../src/proxy/cancel-keys.js';
+import { CancelKeys } from '../../src/proxy/protocol/cancel-keys.js';
 import { parseProxyFlags, type ProxyFlagValues } from '../../src/proxy/options.js';
 import {
   chooseClass,
@@ -17,8 +17,13 @@ import {
   readStartupPacket,
   splitOptions,
   MAX_STARTUP_PACKET,
-} from '../../src/proxy/startup-packet.js';
-import { BackendFramer, backendKeyData, cancelRequest, errorResponse } from '../../src/proxy/wire.js';
+} from '../../src/proxy/protocol/startup-packet.js';
+import {
+  BackendFramer,
+  backendKeyData,
+  cancelRequest,
+  errorResponse,
+} from '../../src/proxy/protocol/wire.js';
 import { msg, ready } from '../helpers/backend-messages.js';
 
 const ssl = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);

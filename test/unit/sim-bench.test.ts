@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/execute.js';
-import { type BenchFlagValues } from '../../src/bench/flags.js';
+import { type BenchFlagValues } from '../../src/bench/options/flags.js';
 import { bringUp, chooseDriverKind, clusterSpec, parseDriverChoice } from '../../src/cluster/select.js';
 import { loadPlan } from '../../src/faults/plan.js';
 import { benchFlagValues } from '../helpers/fixtures.js';

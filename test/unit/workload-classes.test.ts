@@ -4,9 +4,9 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkBenchValue } from '../../src/bench/checks.js';
+import { checkBenchValue } from '../../src/bench/options/checks.js';
 import { executeBench } from '../../src/bench/execute.js';
-import { resolveClasses } from '../../src/bench/resolve.js';
+import { resolveClasses } from '../../src/bench/options/resolve.js';
 import { thinkTimeFor, thinkTimesFor, type ClassThinkInputs } from '../../src/workload/calibrate.js';
 import { parseQueryWeights } from '../../src/workload/spec.js';
 import { loadWorkloadFile, parseWorkloadFile } from '../../src/workload/workload-file.js';

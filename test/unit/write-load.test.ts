@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkBenchValue } from '../../src/bench/checks.js';
+import { checkBenchValue } from '../../src/bench/options/checks.js';
 import { DRAINED_WEIGHT, lagWeighting } from '../../src/bench/write-load.js';
 import { VirtualClock } from '../../src/clock/virtual.js';
 import { replicaOfSlot } from '../../src/cluster/lag-probe.js';

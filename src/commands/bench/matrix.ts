@@ -1,4 +1,4 @@
-import { benchFlags, seriesFlags } from '../../bench/flags.js';
+import { benchFlags, seriesFlags } from '../../bench/options/flags.js';
 import { PlbCommand } from '../../cli/plb-command.js';
 import { runBench } from './run.js';
 

@@ -1,5 +1,5 @@
-import { benchFlags, seriesFlags } from '../../bench/flags.js';
-import { executeBench } from '../../bench/execute.js';
+import { benchFlags, parseBenchFlags, seriesFlags, type BenchFlagValues } from '../../bench/options/flags.js';
+import { executeBenchSettings } from '../../bench/execute.js';
 import { errorJson, errorLine } from '../../core/fail.js';
 import { PlbCommand } from '../../cli/plb-command.js';
 import { escapeLines } from '../../core/text.js';
@@ -31,19 +31,17 @@ export default class BenchRun extends PlbCommand {
 }
 
 /**
- * Both bench commands: the lists joined back for executeBench. With --json, stdout gets the JSON
- * of the results alone (or of the error); progress and notes go to stderr either way.
+ * Both bench commands (and the paper's): the flags parsed by their groups' parsers, the typed
+ * settings handed to the bench. With --json, stdout gets the JSON of the results alone (or of the
+ * error); progress and notes go to stderr either way.
  */
 export function runBench(
-  flags: Omit<Parameters<typeof executeBench>[0], 'strategies' | 'mixes' | 'json'> & {
-    strategy: string[];
-    mix: string[];
-  },
+  flags: Omit<BenchFlagValues, 'strategies' | 'mixes' | 'json'> & { strategy: string[]; mix: string[] },
   json: boolean,
 ): Promise<number> {
   const { strategy, mix, ...rest } = flags;
-  return executeBench(
-    { ...rest, strategies: strategy.join(','), mixes: mix.join(','), json },
+  return executeBenchSettings(
+    () => parseBenchFlags({ ...rest, strategies: strategy.join(','), mixes: mix.join(','), json }),
     {
       // Tables escape names themselves (their colour codes must stay).
       log: (l) => process.stdout.write(`${l}\n`),

@@ -6,7 +6,7 @@ import {
   PAPER_EXPERIMENTS,
   QUICK_CLIENT_DIVISOR,
   paperPlanPath,
-} from '../../bench/paper-experiments.js';
+} from '../../bench/paper/paper-experiments.js';
 import { loadPlan } from '../../faults/plan.js';
 import { PlbCommand } from '../../cli/plb-command.js';
 import { tableStyle } from '../../core/table-style.js';

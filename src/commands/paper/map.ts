@@ -1,13 +1,13 @@
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { benchFlags } from '../../bench/flags.js';
+import { benchFlags } from '../../bench/options/flags.js';
 import { HELP_GROUPS } from '../../cli/router-flags.js';
 import { PlbCommand } from '../../cli/plb-command.js';
 import { packageRoot } from '../../core/package-info.js';
 import { writeFileSafe } from '../../core/safe-write.js';
 import { escapeLines } from '../../core/text.js';
-import { expandGrid, loadMapGrid } from '../../bench/paper-map-grid.js';
-import { cellDone, sweepMap, type CellBenchFlags } from '../../bench/paper-map.js';
+import { expandGrid, loadMapGrid } from '../../bench/paper/paper-map-grid.js';
+import { cellDone, sweepMap, type CellBenchFlags } from '../../bench/paper/paper-map.js';
 import { evaluateMap, renderMapText } from '../../report/paper/map.js';
 import { renderMapHtml } from '../../report/paper/map-html.js';
 import type { MapJson } from '../../run-format/paper-map.js';

@@ -1,7 +1,7 @@
-import { admissionFlags } from '../../bench/admission-options.js';
+import { admissionFlags } from '../../bench/options/admission-options.js';
 import { strategyQueues } from '../../core/strategies.js';
 import { Args, Flags } from '@oclif/core';
-import { benchFlags, presetSeriesFlags, seriesFlags } from '../../bench/flags.js';
+import { benchFlags, presetSeriesFlags, seriesFlags } from '../../bench/options/flags.js';
 import { HELP_GROUPS } from '../../cli/router-flags.js';
 import {
   estimateWallS,
@@ -10,7 +10,7 @@ import {
   paperClients,
   paperExperiment,
   paperPlanPath,
-} from '../../bench/paper-experiments.js';
+} from '../../bench/paper/paper-experiments.js';
 import { loadPlan } from '../../faults/plan.js';
 import { PlbCommand } from '../../cli/plb-command.js';
 import { runBench } from '../bench/run.js';

@@ -1,0 +1,139 @@
+/**
+ * `plb proxy` flags that bound it under floods: the client limit and the per-replica session
+ * limit with its queue (router/admission.ts). Each checked as it is read, one line naming the flag.
+ */
+import { Flags } from '@oclif/core';
+import { PlbError } from '../../core/errors.js';
+import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../core/strategies.js';
+import { durationMsFlag } from '../../cli/flags.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
+import { parseShare } from '../../cli/router-values.js';
+import type { SecureContext } from 'node:tls';
+import { defaultMaxClientConn } from '../process-usage.js';
+import { loadTls } from '../protocol/tls-client.js';
+import { parseServerTls, type ServerTlsMode } from '../protocol/tls-server.js';
+
+const GROUP = 'PROXY LIMITS';
+
+export const limitFlags = {
+  'max-client-conn': Flags.integer({
+    description:
+      'client connections at once, any phase; beyond it a client gets 53300 at once (default: (open-file limit - 64) / 2)',
+    min: 1,
+    helpGroup: GROUP,
+  }),
+  'admission-limit': Flags.integer({
+    description: `sessions a replica holds at most; a session that finds its class full waits (premium first) (default: none, or 1000 with ${QUEUEING_STRATEGY_NAMES.join('/')})`,
+    min: 1,
+    helpGroup: GROUP,
+  }),
+  'admission-queue': Flags.integer({
+    description: 'sessions that may wait for a slot at once; beyond it 53300',
+    default: 1000,
+    min: 1,
+    helpGroup: GROUP,
+  }),
+  'admission-timeout': Flags.string({
+    description: 'how long a session waits for a slot before it gets 53300',
+    default: '10s',
+    helpGroup: GROUP,
+  }),
+  'admission-premium-reserve': Flags.string({
+    description:
+      'the share of every premium replica’s limit freemium may not take (0..1): a premium client finds a slot at once under a freemium flood',
+    default: String(DEFAULT_PREMIUM_RESERVE),
+    helpGroup: GROUP,
+  }),
+  'startup-pacing': Flags.string({
+    description:
+      'under a flood, route at most 64 freemium startups a loop turn (8 after a slow turn) and hold the rest up to 5 s, so premium is served first: on or off',
+    default: 'on',
+    options: ['on', 'off'],
+    helpGroup: GROUP,
+  }),
+  'early-connect': Flags.string({
+    description:
+      'connect to the replica at the client’s SSLRequest, so the server starts while the client goes on (on Node’s sockets, with --class-from off and --server-tls disable): on or off',
+    default: 'on',
+    options: ['on', 'off'],
+    helpGroup: GROUP,
+  }),
+  'tls-cert': Flags.string({
+    description:
+      'PEM certificate: clients may use TLS (sslmode=require); the proxy ends it, replicas get plain TCP',
+    helpGroup: GROUP,
+  }),
+  'tls-key': Flags.string({ description: 'PEM private key of --tls-cert', helpGroup: GROUP }),
+  'server-tls': Flags.string({
+    description:
+      'TLS to the replicas, as libpq sslmode: disable (plain TCP), prefer (TLS when offered) or require (certificate not verified)',
+    default: 'disable',
+    helpGroup: GROUP,
+  }),
+};
+
+export interface LimitFlagValues {
+  'max-client-conn'?: number | undefined;
+  'admission-limit'?: number | undefined;
+  'admission-queue'?: number | undefined;
+  'admission-timeout'?: string | undefined;
+  'admission-premium-reserve'?: string | undefined;
+  'startup-pacing'?: string | undefined;
+  'early-connect'?: string | undefined;
+  'tls-cert'?: string | undefined;
+  'tls-key'?: string | undefined;
+  'server-tls'?: string | undefined;
+}
+
+export interface LimitConfig {
+  maxClientConn: number;
+  /** Freemium startups paced under a flood (paced-intake.ts). */
+  startupPacing: boolean;
+  /** Replica connections opened at the SSLRequest (early-connect.ts). */
+  earlyConnect: boolean;
+  admission?: { limit: number; queue: number; timeoutMs: number; premiumReserve: number };
+  tls?: SecureContext;
+  serverTls: ServerTlsMode;
+}
+
+function positiveInt(flag: string, n: number | undefined): number | undefined {
+  if (n === undefined) return undefined;
+  if (!Number.isInteger(n) || n < 1)
+    throw new PlbError('BAD_INPUT', `--${flag}: must be a whole number >= 1 (got ${n})`);
+  return n;
+}
+
+function onOff(f: LimitFlagValues, flag: 'startup-pacing' | 'early-connect'): boolean {
+  const v = f[flag] ?? 'on';
+  if (v !== 'on' && v !== 'off')
+    throw new PlbError('BAD_INPUT', `--${flag}: expected on or off (got "${v}")`);
+  return v === 'on';
+}
+
+/** The limits, checked; admission only when a limit is given or the strategy queues by itself. */
+export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConfig {
+  const maxClientConn = positiveInt('max-client-conn', f['max-client-conn']) ?? defaultMaxClientConn();
+  const limit = positiveInt('admission-limit', f['admission-limit']);
+  const queue = positiveInt('admission-queue', f['admission-queue']) ?? 1000;
+  const timeoutMs = durationMsFlag('admission-timeout', f['admission-timeout'] ?? '10s', {
+    positive: true,
+  });
+  const premiumReserve = parseShare(
+    f['admission-premium-reserve'] ?? String(DEFAULT_PREMIUM_RESERVE),
+    '--admission-premium-reserve',
+  );
+  const tls = loadTls(f['tls-cert'], f['tls-key']);
+  const serverTls = parseServerTls(f['server-tls']);
+  const base = {
+    maxClientConn,
+    startupPacing: onOff(f, 'startup-pacing'),
+    earlyConnect: onOff(f, 'early-connect'),
+    serverTls,
+    ...(tls ? { tls } : {}),
+  };
+  if (limit === undefined && !strategyQueues(strategy)) return base;
+  return {
+    ...base,
+    admission: { limit: limit ?? 1000, queue, timeoutMs, premiumReserve },
+  };
+}

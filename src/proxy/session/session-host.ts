@@ -1,0 +1,66 @@
+/** What a session (session-core.ts) needs from the proxy around it (proxy-server.ts). */
+import type { SecureContext } from 'node:tls';
+import type { ServiceClass } from '../../core/service-class.js';
+import type { CancelKeys } from '../protocol/cancel-keys.js';
+import type { ClassFrom } from '../protocol/startup-packet.js';
+import type { ProxyStats } from '../stats.js';
+import type { ServerTlsMode } from '../protocol/tls-server.js';
+import type { PacedStartup } from '../admission/paced-intake.js';
+
+/**
+ * What the proxy keeps of a client's session (its core, session-core.ts), on Node's sockets
+ * (node-session.ts) or the native front door's (native-session.ts) alike.
+ */
+export interface ClientSession {
+  readonly phase: string;
+  readonly replica: string | undefined;
+  /** Resolves when both sides are closed and the router released. */
+  readonly done: Promise<void>;
+  /** Graceful stop ran out of time: tell the client (57P01, at a boundary) and close both sides. */
+  shutdown(): void;
+  /** The health checker took its replica for dead: tell the client (08006) and drop the backend. */
+  replicaDown(cause: string): void;
+}
+
+/** Where a session connects. */
+export interface SessionTarget {
+  readonly replica: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface SessionHost {
+  readonly classFrom: ClassFrom;
+  /** The client must send its startup packet within this. */
+  readonly startupTimeoutMs: number;
+  /** TCP connect to a replica must succeed within this. */
+  readonly connectTimeoutMs: number;
+  /** Replicas tried for one session when connecting fails (each failure is reported). */
+  readonly connectAttempts: number;
+  readonly cancelKeys: CancelKeys;
+  readonly stats: ProxyStats;
+  /** With a certificate (--tls-cert/--tls-key): SSLRequest is answered 'S' and TLS ends here. */
+  readonly tls?: SecureContext | undefined;
+  /** TLS on the replica leg (--server-tls, tls-server.ts). */
+  readonly serverTls: ServerTlsMode;
+  /**
+   * A replica for a session of cls: at once when one has room, else a promise of one after a wait
+   * for a slot (admission-gate.ts). Throws (or rejects) PlbError NO_REPLICA when none may take it,
+   * ADMISSION_FULL or ADMISSION_TIMEOUT when the session could not get a slot.
+   */
+  acquire(cls: ServiceClass, ticket: object): SessionTarget | Promise<SessionTarget>;
+  /**
+   * A replica for a connection opened before the startup packet (early-connect.ts): only when a
+   * slot is free now and few are held so; counted until earlyEnded(). Absent: never early.
+   */
+  earlyTarget?: ((cls: ServiceClass) => SessionTarget | undefined) | undefined;
+  earlyEnded?: (() => void) | undefined;
+  /** The session's client left while it waited for a slot: stop waiting (acquire rejects). */
+  cancelWait(ticket: object): void;
+  release(replica: string, cls: ServiceClass): void;
+  /** A passive failure signal for the health checker. */
+  reportFailure(replica: string, err: unknown, via: 'connect' | 'session'): void;
+  log(line: string): void;
+  /** A freemium startup, read: routed now or in a later loop turn (paced-intake.ts); absent: now. */
+  pace?: ((s: PacedStartup) => void) | undefined;
+}
