@@ -1,7 +1,9 @@
 // Network faults in plans: their specs, the plan rules for stacking and healing (line-numbered
 // errors), the phases and plan show's K+, the iptables rules the local driver adds, and the
 // injector refusing a driver that does not apply them.
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { realClock } from '../../src/clock/index.js';
 import type { ClusterDriver } from '../../src/cluster/driver.js';
@@ -14,6 +16,8 @@ import { driverApplies, FAULT_ACTION_SPECS, NETWORK_ACTIONS } from '../../src/ru
 import { detectionRecords } from '../../src/metrics/summary/detections.js';
 import type { RunEvent } from '../../src/metrics/types.js';
 import { withFakeFaults } from '../helpers/fake-faults.js';
+import { benchFlagValues } from '../helpers/fixtures.js';
+import { resolveBenchFlags } from '../../src/bench/options/resolve.js';
 
 const H = 'name: t\nduration: 90\nwarmup: 10\nreference: 20\n';
 const ev = (...lines: string[]) => H + 'events:\n' + lines.map((l) => `  - { ${l} }\n`).join('');
@@ -259,5 +263,32 @@ describe('detection records', () => {
       ['r1', 'partition', 500],
       ['r1', 'heal', 200],
     ]);
+  });
+});
+
+describe('bench resolution', () => {
+  it('a bench whose driver does not apply a network fault is refused before anything starts', () => {
+    const out = mkdtempSync(join(tmpdir(), 'plb-net-resolve-'));
+    try {
+      const flags = (driver: string) =>
+        benchFlagValues(out, 'net', 20432, { plan: 'plans/guide/partitioned-replica.yaml', driver });
+      for (const [driver, words] of [
+        ['sim', 'the sim driver does not apply partition'],
+        ['docker', 'the docker driver does not apply partition'],
+        ['auto', 'the default (docker) driver does not apply partition'],
+      ] as const) {
+        let err: unknown;
+        try {
+          resolveBenchFlags(flags(driver));
+        } catch (e) {
+          err = e;
+        }
+        expect(isPlbError(err) && err.message).toMatch(/^plan line \d+: partition r\d: /);
+        expect(isPlbError(err) && err.message).toContain(words);
+      }
+      expect(readdirSync(out)).toEqual([]);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 });

@@ -8,6 +8,8 @@ import { checkBasePort } from '../../cluster/ports.js';
 import type { DriverChoice } from '../../cluster/select.js';
 import type { TemplateSet } from '../../cluster/templates.js';
 import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../../cluster/external/file.js';
+import { checkNetFaultsPossible } from '../../cluster/local/net-faults.js';
+import { driverApplies, FAULT_ACTION_SPECS, type DriverKind } from '../../run-format/fault-actions.js';
 import { PlbError } from '../../core/errors.js';
 import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
 import { ensureWritableDir } from '../../core/safe-write.js';
@@ -66,6 +68,7 @@ export function resolveBench(
   const plan = loadPlan(planPath, sim ? { maxReplicas: MAX_SIM_REPLICAS } : {});
   checkBasePort(c.basePort, plan.replicas);
   const external = externalClusterFor(c.driver, c.clusterFile, plan);
+  checkPlanDriver(c.driver, plan);
   const { writeRate, lagWeights } = w;
   if (sim) refuseLagWithSim(writeRate, plan);
   if (lagWeights && !(writeRate > 0))
@@ -190,6 +193,26 @@ function externalClusterFor(
   const cluster = loadClusterFile(file);
   checkPlanHooks(cluster, plan);
   return cluster;
+}
+
+/**
+ * Every event's action is one the driver applies (network faults: the local and external drivers
+ * today), and a local run with network faults can add its rules: refused here, before anything
+ * starts. `auto` may become docker, so a plan that needs another driver names it.
+ */
+function checkPlanDriver(driver: DriverChoice, plan: FaultPlan): void {
+  const kind: DriverKind = driver === 'auto' ? 'docker' : driver;
+  const e = plan.events.find((ev) => !driverApplies(ev.action, kind));
+  if (e !== undefined) {
+    const need = FAULT_ACTION_SPECS[e.action].drivers?.join(' or ') ?? '';
+    throw new PlbError(
+      'BAD_INPUT',
+      `plan line ${e.line}: ${e.action} ${e.replica}: the ${driver === 'auto' ? 'default (docker)' : driver} driver does not apply ${e.action}`,
+      { hint: `--driver ${need}` },
+    );
+  }
+  if (kind === 'local' && plan.events.some((ev) => FAULT_ACTION_SPECS[ev.action].network === true))
+    checkNetFaultsPossible();
 }
 
 /** --strategy via needs --via, and --via (or --via-label) needs via among the strategies. */

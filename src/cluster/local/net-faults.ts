@@ -4,13 +4,29 @@
  * the comment `plb:<clusterId>`. Removing that chain and its jumps removes everything plb added,
  * and nothing else: the chain goes once no fault is left, on `cluster down`, and on `up`.
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { PlbError } from '../../core/errors.js';
 import type { Direction, NetworkAction } from '../../run-format/fault-actions.js';
 
 const IPTABLES_TIMEOUT_MS = 10_000;
 const INSTALL_HINT =
   'network faults need root and iptables: `apt-get install iptables`, then run plb as root';
+
+/**
+ * Before anything starts (bench resolution): root, and an iptables that answers. A rule that the
+ * kernel refuses is still only known when it is added (the first fault), where it is a clear error.
+ */
+export function checkNetFaultsPossible(): void {
+  if (process.getuid?.() !== 0)
+    throw new PlbError('BAD_INPUT', 'network faults need root (iptables rules on lo)', {
+      hint: INSTALL_HINT,
+    });
+  try {
+    execFileSync('iptables', ['--version'], { stdio: 'ignore', timeout: IPTABLES_TIMEOUT_MS });
+  } catch {
+    throw new PlbError('BAD_INPUT', 'network faults: iptables not found', { hint: INSTALL_HINT });
+  }
+}
 
 /** The fields a network fault takes (the plan event's). */
 export interface NetFaultArgs {
