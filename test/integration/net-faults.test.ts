@@ -125,6 +125,14 @@ describe.skipIf(!canRun)('network faults on the local driver', () => {
     await driver.faults.partition('r1', ARGS);
     const rows = await withClient(ep, creds, (c) => c.query('select 1 as one'));
     expect(rows.rows[0]).toEqual({ one: 1 });
+    // `cluster status` lists what is in force, from the cluster's record.
+    const status = JSON.parse(
+      execFileSync(process.execPath, ['bin/run.js', 'cluster', 'status', '--name', 'plbtest-net', '--json'], {
+        encoding: 'utf8',
+        env: { ...process.env, PLB_STATE_DIR: stateDir },
+      }),
+    ) as { netFaults: string[] };
+    expect([...status.netFaults].sort()).toEqual(['r1: partition', 'r2: loss']);
     await driver.faults.heal('r2', { ...ARGS, what: 'loss' });
     expect(await connectOutcome(r1)).toBe('timeout');
     await driver.faults.heal('r1', ARGS);

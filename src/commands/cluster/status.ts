@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { PlbCommand } from '../../cli/plb-command.js';
 import Table from 'cli-table3';
 import { openCluster } from '../../cluster/select.js';
-import { DEFAULT_CLUSTER_NAME } from '../../cluster/state.js';
+import { DEFAULT_CLUSTER_NAME, readClusterRecord } from '../../cluster/state.js';
 import { tableStyle } from '../../core/table-style.js';
 import { connectInfo, psqlLine } from '../../cluster/connect-info.js';
 import { escapeControl } from '../../core/text.js';
@@ -22,6 +22,7 @@ export default class ClusterStatus extends PlbCommand {
     const servers = await driver.status();
     const connect = connectInfo(driver.spec.stateDir, flags.name, driver.endpoints());
     const reach = new Map(connect.servers.map((s) => [s.id, s]));
+    const netFaults = netFaultsInForce(driver.spec.stateDir, flags.name);
     if (this.jsonEnabled())
       return {
         name: flags.name,
@@ -32,6 +33,7 @@ export default class ClusterStatus extends PlbCommand {
         user: connect.user,
         database: connect.database,
         passwordFile: connect.passwordFile,
+        netFaults,
         servers: servers.map((s) => {
           const r = reach.get(s.id);
           return { ...s, ...(r ? { host: r.host, dsn: r.dsn, psql: r.psql } : {}) };
@@ -57,6 +59,7 @@ export default class ClusterStatus extends PlbCommand {
       `cluster ${flags.name} (${driver.kind} driver; max_connections ${driver.spec.maxConnections}, memory ${driver.spec.memoryMb} MiB per server)`,
     );
     this.log(table.toString());
+    if (netFaults.length > 0) this.log(`network faults in force: ${netFaults.join('; ')}`);
     const file = escapeControl(connect.passwordFile);
     this.log(
       `user ${connect.user}, database ${connect.database}, password in ${file} (cluster down removes it)`,
@@ -66,6 +69,12 @@ export default class ClusterStatus extends PlbCommand {
     const proxy = psqlLine(connect.passwordFile, '127.0.0.1', DEFAULT_PREMIUM_PORT);
     this.log(`through plb proxy: ${escapeControl(proxy)} (premium; port ${DEFAULT_FREEMIUM_PORT} freemium)`);
   }
+}
+
+/** What the local driver's record says is in force (net-faults.ts), e.g. `r1: partition, loss`. */
+function netFaultsInForce(stateDir: string, name: string): string[] {
+  const list = readClusterRecord(stateDir, name)?.extra?.['netFaults'];
+  return Array.isArray(list) ? list.filter((x): x is string => typeof x === 'string') : [];
 }
 
 /** Docker always enforces quotas; the local driver where cgroups allow it. */
