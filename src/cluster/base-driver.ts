@@ -4,6 +4,7 @@
  * Each driver adds how it starts, stops and measures its servers.
  */
 import { type ServerStatus } from './driver.js';
+import type { FaultArgs } from './driver.js';
 import { type ClusterSpec } from '../run-format/cluster-record.js';
 import { serverIds, type ServerId } from '../core/replica-ids.js';
 import { type Credentials, type Endpoint } from '../core/endpoint.js';
@@ -13,7 +14,10 @@ import { pgConnector, type Connector } from './connector.js';
 import { checkBasePort, portFree } from './ports.js';
 import { currentWalLsn, replicaReplication, setWalReplayPaused, waitServerReady } from './pg-util.js';
 import { MAX_MAX_CONNECTIONS, MIN_MAX_CONNECTIONS } from './sizing.js';
-import { loadCredentials, validateClusterName } from './state.js';
+import { loadCredentials, readClusterRecord, updateClusterRecord, validateClusterName } from './state.js';
+import type { FaultMethods } from './driver.js';
+import { NetFaults, type NetTarget } from './net/net-faults.js';
+import type { NetworkAction } from '../run-format/fault-actions.js';
 
 /** What this host can give one server; unlimited when a driver checks a spec made elsewhere. */
 export interface HostLimits {
@@ -106,6 +110,51 @@ export abstract class BaseDriver {
       host: '127.0.0.1',
       port: this.spec.basePort + i,
     }));
+  }
+
+  /** Network faults: rules on lo in a chain named after the cluster's id (net/net-faults.ts). */
+  protected readonly net = new NetFaults(
+    () => this.clusterId(),
+    // The record says which are in force (`cluster status`; `cluster down` removes them by the id).
+    (netFaults) =>
+      updateClusterRecord(this.spec.stateDir, this.spec.name, (r) => ({
+        ...r,
+        extra: { ...r.extra, netFaults },
+      })),
+  );
+
+  /** The id rules are tagged with: the record's (written by `up`), else the spec's. */
+  protected clusterId(): string {
+    const id = readClusterRecord(this.spec.stateDir, this.spec.name)?.id ?? this.spec.id;
+    if (id === undefined)
+      throw new PlbError(
+        'CLUSTER_NOT_FOUND',
+        `cluster ${this.spec.name} has no record: run \`plb cluster up\` first`,
+      );
+    return id;
+  }
+
+  /**
+   * What a network fault of replica `id` is scoped to: its port, and for its WAL stream the
+   * primary's port and how its own packets are told apart (a driver that cannot: none).
+   */
+  protected async netTarget(id: ServerId): Promise<NetTarget> {
+    return { port: this.endpoint(id).port, primaryPort: this.endpoint('primary').port };
+  }
+
+  /** The network fault actions, the same on every driver whose servers listen on 127.0.0.1. */
+  protected networkFaults(): Pick<FaultMethods, NetworkAction | 'heal'> {
+    const apply = (action: NetworkAction) => async (id: ServerId, a: FaultArgs) =>
+      this.net.apply(id, await this.netTarget(id), action, a);
+    return {
+      partition: apply('partition'),
+      'partition-replication': apply('partition-replication'),
+      reset: apply('reset'),
+      loss: apply('loss'),
+      delay: apply('delay'),
+      bandwidth: apply('bandwidth'),
+      heal: (id, a) => this.net.heal(id, a.what),
+    };
   }
 
   protected endpoint(id: ServerId): Endpoint {

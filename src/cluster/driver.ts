@@ -51,13 +51,16 @@ export function networkFaultsRefused(kind: ClusterDriver['kind']) {
   const refuse = (action: string) => () =>
     Promise.reject(
       new PlbError('BAD_INPUT', `the ${kind} driver does not apply ${action}`, {
-        hint: 'network faults need --driver local (or external with hooks)',
+        hint: 'network faults need --driver local or docker (or external with hooks)',
       }),
     );
   return {
     partition: refuse('partition'),
     reset: refuse('reset'),
     loss: refuse('loss'),
+    'partition-replication': refuse('partition (link: replication)'),
+    delay: refuse('delay'),
+    bandwidth: refuse('bandwidth'),
     heal: refuse('heal'),
   } satisfies Partial<FaultMethods>;
 }

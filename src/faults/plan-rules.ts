@@ -21,6 +21,7 @@ import {
   eventFields,
   NETWORK_ACTIONS,
   type FaultAction,
+  type Link,
   type NetworkAction,
   type PlanReplicaState,
 } from '../run-format/fault-actions.js';
@@ -194,7 +195,7 @@ function resolveEvents(
     const zone = ev.zone;
     const isZoneAction = Object.hasOwn(ZONE_ACTIONS, action);
     let members = [ev.replica as string];
-    if (isZoneAction) {
+    if (zone !== undefined) {
       if (zones === undefined)
         throw new RuleBroken([...path, 'action'], `${action} needs the plan's zones: mapping`, { at: path });
       members = Object.keys(zones)
@@ -211,7 +212,7 @@ function resolveEvents(
         [...path, 'at'],
         `must be before duration ${fmtSeconds(duration)} (got ${fmtSeconds(at)})`,
       );
-    if (!isZoneAction && !isReplica(ev.replica))
+    if (zone === undefined && !isReplica(ev.replica))
       throw new RuleBroken(
         [...path, 'replica'],
         `must be one of r1..r${replicas} (got ${describeValue(ev.replica)})`,
@@ -220,25 +221,46 @@ function resolveEvents(
       i,
       at,
       out[out.length - 1],
-      isZoneAction ? 'the event before it' : `events[${i - 1}]`,
+      zone !== undefined ? 'the event before it' : `events[${i - 1}]`,
       plan,
     );
     // The heals of earlier faults' `for:` that fall before this event come first.
     flushHeals(at);
-    const act: FaultAction = isZoneAction ? ZONE_ACTIONS[action as ZoneAction] : (action as FaultAction);
+    const fileAction: FaultAction = isZoneAction
+      ? ZONE_ACTIONS[action as ZoneAction]
+      : (action as FaultAction);
+    const { link, ...fields } = eventFields(ev);
     for (const replica of members) {
-      const fields = eventFields(ev);
-      take(
-        { at, replica, action: act, ...fields, line, ...(isZoneAction ? { zone: zone as string } : {}) },
-        path,
-      );
+      for (const act of resolvedActions(fileAction, link))
+        take(
+          {
+            at,
+            replica,
+            action: act,
+            ...fields,
+            line,
+            ...(zone !== undefined ? { zone: zone as string } : {}),
+          },
+          path,
+        );
+      // `what: partition` ends a partition of any link.
       if (ev.for !== undefined)
-        heals.push({ at: at + ev.for, replica, what: act as NetworkAction, line, path });
+        heals.push({ at: at + ev.for, replica, what: fileAction as NetworkAction, line, path });
     }
   });
   flushHeals(duration);
 
   return out;
+}
+
+/**
+ * The resolved actions of a file's action: a partition's `link` picks the client port's, the WAL
+ * stream's (an action of its own: K+ holds) or both, the WAL stream's first so that the phase they
+ * open together is named after the client port's (`down-N`).
+ */
+function resolvedActions(action: FaultAction, link: Link | undefined): FaultAction[] {
+  if (action !== 'partition' || link === undefined || link === 'clients') return [action];
+  return link === 'replication' ? ['partition-replication'] : ['partition-replication', 'partition'];
 }
 
 /**
@@ -269,8 +291,11 @@ function checkNetwork(
   if (act !== 'heal') return;
   if (inForce.size === 0) throw broken('action', 'needs a network fault in force (it has none)');
   if (what === undefined) return inForce.clear();
-  if (!inForce.has(what)) throw broken('what', `${what} is not in force (in force: ${list()})`);
-  inForce.delete(what);
+  // `what: partition` ends a partition of either link.
+  const ends = what === 'partition' ? (['partition', 'partition-replication'] as const) : [what];
+  if (!ends.some((w) => inForce.has(w)))
+    throw broken('what', `${what} is not in force (in force: ${list()})`);
+  for (const w of ends) inForce.delete(w);
   if (inForce.has('partition') || inForce.has('reset'))
     throw broken('what', `leaves ${list()} in force: heal it whole (without what) or end those first`);
 }

@@ -28,16 +28,35 @@ export const FAULT_FIELDS = {
   direction: { kind: 'direction', what: 'in, out or both (default both)', shown: '' },
   percent: { kind: 'percent', what: 'the share of packets dropped, in percent (0 < p <= 100)', shown: '%' },
   what: { kind: 'network-action', what: 'the network fault to end (default: every one)', shown: '' },
+  link: {
+    kind: 'link',
+    what: "clients (the replica's client port, default), replication (its WAL stream from the primary) or all",
+    shown: '',
+  },
+  ms: { kind: 'milliseconds', what: 'the delay added to each packet, in ms (0 < ms <= 60000)', shown: 'ms' },
+  jitter: { kind: 'milliseconds', what: 'a uniform spread around ms, in ms (default 0)', shown: 'ms jitter' },
+  rate: {
+    kind: 'rate',
+    what: 'the link\'s rate: "10mbit", "512kbit", "1gbit" (bits per second)',
+    shown: 'bit/s',
+  },
 } as const satisfies Record<string, { kind: FaultFieldKind; what: string; shown: string | null }>;
 /** The directions of a partition: toward the replica's port, from it, or both. */
 export const DIRECTIONS = ['in', 'out', 'both'] as const;
 export type Direction = (typeof DIRECTIONS)[number];
+/** Which of a replica's links a partition cuts. */
+export const LINKS = ['clients', 'replication', 'all'] as const;
+export type Link = (typeof LINKS)[number];
 /** The value each kind of field holds (plan.ts has one check per kind). */
 interface FieldValues {
   'positive-number': number;
   percent: number;
   direction: Direction;
   'network-action': NetworkAction;
+  link: Link;
+  milliseconds: number;
+  /** Bits per second. */
+  rate: number;
 }
 export type FaultFieldKind = keyof FieldValues;
 export type FaultFieldName = keyof typeof FAULT_FIELDS;
@@ -76,6 +95,8 @@ export interface FaultActionSpec<Action extends string = string> {
   phaseName?: { readonly opens: string; readonly back?: string };
   /** The drivers that apply it, when not every one: the injector refuses the others up front. */
   drivers?: readonly DriverKind[];
+  /** Not written in a plan file: the resolved form of one (`partition` with `link: replication`). */
+  internal?: boolean;
 }
 
 /** The cluster drivers (cluster/driver.ts ClusterDriver['kind']). */
@@ -85,7 +106,7 @@ const UP = { states: ['up'], need: 'up and not paused' } as const;
 /** Network faults stack: a replica already cut off takes another. */
 const REACHABLE = { states: ['up', 'cut'], need: 'up (or only cut off by the network)' } as const;
 /** Rules on loopback (cluster/local/net-faults.ts) or the cluster file's hooks. */
-const NETWORK_DRIVERS = ['local', 'external'] as const;
+const NETWORK_DRIVERS = ['local', 'docker', 'external'] as const;
 
 const SPECS = {
   down: {
@@ -185,7 +206,7 @@ const SPECS = {
   // reset leaves the server running but out of reach: K+ falls, as with down.
   partition: {
     summary: "drop every packet of the replica's port",
-    fields: { direction: 'optional' },
+    fields: { direction: 'optional', link: 'optional' },
     from: REACHABLE,
     after: 'cut',
     survivors: -1,
@@ -225,6 +246,51 @@ const SPECS = {
     network: true,
     drivers: NETWORK_DRIVERS,
   },
+  // `partition` with `link: replication`: the replica's WAL stream from the primary is cut; it keeps
+  // serving, staler and staler (K+ holds). A plan file writes it as a partition; `heal` with
+  // `what: partition` ends it too.
+  'partition-replication': {
+    summary: "cut the replica's WAL stream from the primary",
+    fields: { direction: 'optional' },
+    from: REACHABLE,
+    after: 'unchanged',
+    survivors: 0,
+    phase: 'degraded',
+    phaseName: { opens: 'partition' },
+    undoneBy: 'heal',
+    check: null,
+    hook: true,
+    network: true,
+    drivers: NETWORK_DRIVERS,
+    internal: true,
+  },
+  // Each packet held this long (and jitter): a slow link, never a dead one.
+  delay: {
+    summary: "hold every packet of the replica's port",
+    fields: { ms: 'required', jitter: 'optional' },
+    from: REACHABLE,
+    after: 'unchanged',
+    survivors: 0,
+    phase: 'degraded',
+    undoneBy: 'heal',
+    check: null,
+    hook: true,
+    network: true,
+    drivers: NETWORK_DRIVERS,
+  },
+  bandwidth: {
+    summary: "limit the rate of the replica's port",
+    fields: { rate: 'required' },
+    from: REACHABLE,
+    after: 'unchanged',
+    survivors: 0,
+    phase: 'degraded',
+    undoneBy: 'heal',
+    check: null,
+    hook: true,
+    network: true,
+    drivers: NETWORK_DRIVERS,
+  },
   // The plan rules check that a heal leaves no partition or reset in force, so it always brings
   // the replica back (K+ + 1 when it was cut off; a healed loss alone changes no K+).
   heal: {
@@ -243,12 +309,25 @@ const SPECS = {
 } as const satisfies Record<string, FaultActionSpec>;
 
 /** The network faults a heal ends (`what:`). */
-export const NETWORK_ACTIONS = ['partition', 'reset', 'loss'] as const;
+export const NETWORK_ACTIONS = [
+  'partition',
+  'partition-replication',
+  'reset',
+  'loss',
+  'delay',
+  'bandwidth',
+] as const;
 export type NetworkAction = (typeof NETWORK_ACTIONS)[number];
 
 export type FaultAction = keyof typeof SPECS;
 /** Every action, in the order plans and messages list them. */
 export const FAULT_ACTIONS = Object.keys(SPECS) as [FaultAction, ...FaultAction[]];
+/** The actions a plan file writes (an internal one is the resolved form of another). */
+export const FILE_FAULT_ACTIONS = FAULT_ACTIONS.filter(
+  (a) => (SPECS[a] as FaultActionSpec).internal !== true,
+);
+/** The network faults a plan file names (`what:` of a heal, `for:`). */
+export const FILE_NETWORK_ACTIONS = NETWORK_ACTIONS.filter((a) => a !== 'partition-replication');
 /** The specs; typed here so that every `undoneBy` must name an action. */
 export const FAULT_ACTION_SPECS: { readonly [A in FaultAction]: FaultActionSpec<FaultAction> } = SPECS;
 
@@ -284,7 +363,7 @@ export function eventFields(ev: { readonly [F in FaultFieldName]?: unknown }): F
 
 /** The actions that take a field (throttle for cpus). */
 export function actionsTaking(field: FaultFieldName): FaultAction[] {
-  return FAULT_ACTIONS.filter((a) => FAULT_ACTION_SPECS[a].fields[field] !== undefined);
+  return FILE_FAULT_ACTIONS.filter((a) => FAULT_ACTION_SPECS[a].fields[field] !== undefined);
 }
 
 /** `down: kill; rejoin: start again; pause/unpause: freeze; ...`: neighbours with one summary share it. */

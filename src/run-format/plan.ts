@@ -15,6 +15,9 @@ import {
   actionSummaries,
   DIRECTIONS,
   FAULT_ACTIONS,
+  FILE_FAULT_ACTIONS,
+  FILE_NETWORK_ACTIONS,
+  LINKS,
   FAULT_FIELD_NAMES,
   FAULT_FIELDS,
   faultActionSpec,
@@ -37,6 +40,9 @@ const FIELD_VALUES = {
   percent: z.number(),
   direction: z.enum(DIRECTIONS),
   'network-action': z.enum(NETWORK_ACTIONS),
+  link: z.enum(LINKS),
+  milliseconds: z.number(),
+  rate: z.number(),
 } as const satisfies { readonly [K in FaultFieldKind]: z.ZodType };
 type FieldValueSchema<F extends FaultFieldName> = (typeof FIELD_VALUES)[(typeof FAULT_FIELDS)[F]['kind']];
 const resolvedFields = Object.fromEntries(
@@ -80,7 +86,7 @@ export const MAX_PLAN_REPLICAS = 64;
 /** File-only actions: every replica of a zone at once, one down / rejoin per replica. */
 export const ZONE_ACTIONS = { 'zone-down': 'down', 'zone-up': 'rejoin' } as const;
 export type ZoneAction = keyof typeof ZONE_ACTIONS;
-const FILE_ACTIONS = [...faultActionSchema.options, ...(Object.keys(ZONE_ACTIONS) as ZoneAction[])];
+const FILE_ACTIONS = [...FILE_FAULT_ACTIONS, ...(Object.keys(ZONE_ACTIONS) as ZoneAction[])];
 export const REPLICA_ID_RE = /^r([1-9]\d*)$/;
 const ZONE_RE = /^[A-Za-z0-9_-]{1,32}$/;
 
@@ -149,8 +155,43 @@ const FIELD_CHECKS: { readonly [K in FaultFieldKind]: () => z.ZodType } = {
       .positive({ error: got('must be a percentage > 0 and <= 100') })
       .max(100, { error: got('must be a percentage > 0 and <= 100') }),
   direction: () => oneOf(DIRECTIONS),
-  'network-action': () => oneOf(NETWORK_ACTIONS),
+  'network-action': () => oneOf(FILE_NETWORK_ACTIONS),
+  link: () => oneOf(LINKS),
+  milliseconds: () =>
+    z
+      .number({ error: got('must be a number of milliseconds > 0 and <= 60000') })
+      .positive({ error: got('must be a number of milliseconds > 0 and <= 60000') })
+      .max(MAX_DELAY_MS, { error: got('must be a number of milliseconds > 0 and <= 60000') }),
+  rate: () => rate,
 };
+
+const MAX_DELAY_MS = 60_000;
+const RATE_UNITS = { bit: 1, kbit: 1e3, mbit: 1e6, gbit: 1e9 } as const;
+const RATE_RE = /^\s*(\d+(?:\.\d+)?)\s*(bit|kbit|mbit|gbit)\s*$/i;
+const RATE_MIN = 8_000;
+const RATE_MAX = 10e9;
+/** A link's rate: "10mbit" or bits per second, 8kbit to 10gbit (what htb takes on loopback). */
+const rate = z
+  .union([z.string(), z.number()], { error: got('must be a rate like "10mbit" or "512kbit"') })
+  .transform((v, ctx) => {
+    const m = typeof v === 'string' ? RATE_RE.exec(v) : null;
+    const bits =
+      typeof v === 'number'
+        ? v
+        : m
+          ? Number(m[1]) * RATE_UNITS[m[2]!.toLowerCase() as keyof typeof RATE_UNITS]
+          : NaN;
+    if (!Number.isFinite(bits) || bits < RATE_MIN || bits > RATE_MAX) {
+      ctx.addIssue({
+        code: 'custom',
+        message: saying('must be a rate from 8kbit to 10gbit, like "10mbit" or "512kbit"', v),
+        input: v,
+      });
+      return z.NEVER;
+    }
+    return Math.round(bits);
+  })
+  .meta({ type: ['string', 'number'] });
 
 /** r1: ..., r2: ...; the keys (r1..rK) are checked against the plan's K by the plan rules. */
 const replicaMap = <T extends z.ZodType>(value: T) =>
@@ -184,7 +225,7 @@ const EVENT_SHAPE = {
     .unknown()
     .optional()
     .meta({ type: 'string', pattern: ZONE_RE.source })
-    .describe('zone-down and zone-up only: the zone (see zones)'),
+    .describe('zone-down, zone-up and the network faults: every replica of the zone (see zones)'),
   action: z
     .enum(FILE_ACTIONS, { error: got(`must be one of ${FILE_ACTIONS.join(', ')}`) })
     .optional()
@@ -195,7 +236,9 @@ const EVENT_SHAPE = {
       .optional()
       .describe(`${actionsTaking(f).join(', ')} only: ${FAULT_FIELDS[f].what}`),
   ),
-  for: duration(`${NETWORK_ACTIONS.join(', ')} only: heal it after this long`, { positive: true }).optional(),
+  for: duration(`${FILE_NETWORK_ACTIONS.join(', ')} only: heal it after this long`, {
+    positive: true,
+  }).optional(),
 };
 const EVENT_KEYS = Object.keys(EVENT_SHAPE);
 
@@ -210,12 +253,21 @@ function checkEventFields(ev: Record<string, unknown>, ctx: z.RefinementCtx): vo
       if (has(f)) return bad(f, `not allowed with action ${action}`);
     return;
   }
-  for (const f of ['at', 'replica', 'action']) if (!has(f)) return bad(f, 'required');
-  if (has('zone')) return bad('zone', 'only allowed with action zone-down or zone-up');
   // The action passed the enum: a refinement runs only on a value whose fields all passed.
   const spec = faultActionSpec(action ?? '');
+  const zoned = spec?.network === true || action === 'heal';
+  for (const f of ['at', 'action']) if (!has(f)) return bad(f, 'required');
+  if (has('zone') && !zoned)
+    return bad(
+      'zone',
+      `only allowed with action zone-down, zone-up, ${FILE_NETWORK_ACTIONS.join(', ')} or heal`,
+    );
+  if (has('zone') && has('replica')) return bad('zone', 'give a replica or a zone, not both');
+  if (!has('zone') && !has('replica')) return bad('replica', 'required');
   if (has('for') && spec?.network !== true)
-    return bad('for', `only allowed with action ${NETWORK_ACTIONS.join(', ')} (action is ${action})`);
+    return bad('for', `only allowed with action ${FILE_NETWORK_ACTIONS.join(', ')} (action is ${action})`);
+  if (has('jitter') && has('ms') && (ev.jitter as number) > (ev.ms as number))
+    return bad('jitter', `must be at most ms (${String(ev.ms)}) (got ${String(ev.jitter)})`);
   const fields = spec?.fields ?? {};
   for (const f of FAULT_FIELD_NAMES)
     if (fields[f] === 'required' && !has(f)) return bad(f, `required for action ${action}`);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { realClock } from '../../src/clock/index.js';
 import type { ClusterDriver } from '../../src/cluster/driver.js';
-import { chainName, faultRules } from '../../src/cluster/local/net-faults.js';
+import { chainName, faultRules } from '../../src/cluster/net/net-faults.js';
 import { isPlbError } from '../../src/core/errors.js';
 import { Injector } from '../../src/faults/injector.js';
 import { loadPlan, parsePlan, planPhases } from '../../src/faults/plan.js';
@@ -42,12 +42,12 @@ describe('network fault specs', () => {
     for (const a of NETWORK_ACTIONS) expect(FAULT_ACTION_SPECS[a].network).toBe(true);
   });
 
-  it('are applied by the local and external drivers only', () => {
+  it('are applied by the local, docker and external drivers only', () => {
     for (const a of [...NETWORK_ACTIONS, 'heal'] as const) {
       expect(driverApplies(a, 'local')).toBe(true);
       expect(driverApplies(a, 'external')).toBe(true);
+      expect(driverApplies(a, 'docker')).toBe(true);
       expect(driverApplies(a, 'sim')).toBe(false);
-      expect(driverApplies(a, 'docker')).toBe(false);
     }
     expect(driverApplies('down', 'sim')).toBe(true);
   });
@@ -171,12 +171,12 @@ describe('plans with network faults', () => {
     [
       'heal of an action that is no network fault',
       ev('at: 30, replica: r1, action: partition', 'at: 40, replica: r1, action: heal, what: down'),
-      'p.yaml:7: events[1].what: must be one of partition, reset, loss (got "down")',
+      'p.yaml:7: events[1].what: must be one of partition, reset, loss, delay, bandwidth (got "down")',
     ],
     [
       'a for: on an action that is no network fault',
       ev('at: 30, replica: r1, action: down, for: 5s'),
-      'p.yaml:6: events[0].for: only allowed with action partition, reset, loss (action is down)',
+      'p.yaml:6: events[0].for: only allowed with action partition, reset, loss, delay, bandwidth (action is down)',
     ],
     [
       'a for: that ends a fault healed before',
@@ -272,11 +272,7 @@ describe('bench resolution', () => {
     try {
       const flags = (driver: string) =>
         benchFlagValues(out, 'net', 20432, { plan: 'plans/guide/partitioned-replica.yaml', driver });
-      for (const [driver, words] of [
-        ['sim', 'the sim driver does not apply partition'],
-        ['docker', 'the docker driver does not apply partition'],
-        ['auto', 'the default (docker) driver does not apply partition'],
-      ] as const) {
+      for (const [driver, words] of [['sim', 'the sim driver does not apply partition']] as const) {
         let err: unknown;
         try {
           resolveBenchFlags(flags(driver));

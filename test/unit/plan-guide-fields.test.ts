@@ -67,7 +67,7 @@ describe('plan weights, cpus and zones', () => {
       parse(H + ZONES + 'events:\n  - { at: 40, replica: r1, action: zone-down, zone: a }\n'),
     ).toThrow('events[0].replica: not allowed with action zone-down');
     expect(() => parse(H + ZONES + 'events:\n  - { at: 40, replica: r1, action: down, zone: a }\n')).toThrow(
-      'events[0].zone: only allowed with action zone-down or zone-up',
+      'events[0].zone: only allowed with action zone-down, zone-up, partition, reset, loss, delay, bandwidth or heal',
     );
   });
 

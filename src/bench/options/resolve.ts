@@ -8,8 +8,13 @@ import { checkBasePort } from '../../cluster/ports.js';
 import type { DriverChoice } from '../../cluster/select.js';
 import type { TemplateSet } from '../../cluster/templates.js';
 import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../../cluster/external/file.js';
-import { checkNetFaultsPossible } from '../../cluster/local/net-faults.js';
-import { driverApplies, FAULT_ACTION_SPECS, type DriverKind } from '../../run-format/fault-actions.js';
+import { checkNetFaultsPossible } from '../../cluster/net/net-faults.js';
+import {
+  driverApplies,
+  FAULT_ACTION_SPECS,
+  type DriverKind,
+  type NetworkAction,
+} from '../../run-format/fault-actions.js';
 import { PlbError } from '../../core/errors.js';
 import { MAX_SIM_REPLICAS } from '../../core/replica-ids.js';
 import { ensureWritableDir } from '../../core/safe-write.js';
@@ -211,8 +216,9 @@ function checkPlanDriver(driver: DriverChoice, plan: FaultPlan): void {
       { hint: `--driver ${need}` },
     );
   }
-  if (kind === 'local' && plan.events.some((ev) => FAULT_ACTION_SPECS[ev.action].network === true))
-    checkNetFaultsPossible();
+  const network = plan.events.filter((ev) => FAULT_ACTION_SPECS[ev.action].network === true);
+  if ((kind === 'local' || kind === 'docker') && network.length > 0)
+    checkNetFaultsPossible(new Set(network.map((ev) => ev.action as NetworkAction)));
 }
 
 /** --strategy via needs --via, and --via (or --via-label) needs via among the strategies. */

@@ -12,14 +12,10 @@ import { cpus as hostCpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import { BaseDriver } from '../base-driver.js';
-import {
-  faultsByOperation,
-  networkFaultsRefused,
-  type ClusterDriver,
-  type FaultMethods,
-  type ServerStatus,
-} from '../driver.js';
+import { faultsByOperation, type ClusterDriver, type FaultMethods, type ServerStatus } from '../driver.js';
 import type { ClusterSpec } from '../../run-format/cluster-record.js';
+import { removeNetFaults } from '../net/net-faults.js';
+import { readClusterRecord } from '../state.js';
 import type { ServerId } from '../../core/replica-ids.js';
 import { errorText, PlbError } from '../../core/errors.js';
 import { createReplicationSlot } from '../pg-util.js';
@@ -81,7 +77,7 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
   /** Per server: last raw cgroup reading and the sum of readings before restarts. */
   private readonly cpuBase = new Map<ServerId, { last: number; base: number }>();
   /** The plan's fault actions, through this driver's operations. */
-  readonly faults: FaultMethods = { ...faultsByOperation(this), ...networkFaultsRefused('docker') };
+  readonly faults: FaultMethods = { ...faultsByOperation(this), ...this.networkFaults() };
 
   constructor(spec: ClusterSpec, opts: DockerDriverOptions = {}) {
     super(spec);
@@ -235,6 +231,9 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
   }
 
   async down(): Promise<void> {
+    // Network rules first, by the cluster's id (a cluster without one has none of plb's).
+    const id = this.spec.id ?? readClusterRecord(this.spec.stateDir, this.spec.name)?.id;
+    if (id !== undefined) await removeNetFaults(id).catch(() => undefined);
     const own = await this.listOwn();
     await Promise.all(
       own.map(async (c) => {

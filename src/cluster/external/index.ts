@@ -48,10 +48,15 @@ export class ExternalDriver implements ClusterDriver {
   /** The plan's fault actions: the cluster file's hooks, but replay's, which is SQL on the standby. */
   readonly faults: FaultMethods = {
     ...faultsByOperation(this),
-    // Network faults are the hooks' too: {direction}, {percent} and {what} in their argv.
+    // Network faults are the hooks' too: {direction}, {percent}, {ms}, {jitter}, {rate} (bit/s) and
+    // {what} in their argv.
     partition: (id, a) => this.hook(id, 'partition', { direction: a.direction ?? 'both' }),
     reset: (id) => this.hook(id, 'reset'),
     loss: (id, a) => this.hook(id, 'loss', { percent: String(a.percent ?? 0) }),
+    'partition-replication': (id, a) =>
+      this.hook(id, 'partition-replication', { direction: a.direction ?? 'both' }),
+    delay: (id, a) => this.hook(id, 'delay', { ms: String(a.ms ?? 0), jitter: String(a.jitter ?? 0) }),
+    bandwidth: (id, a) => this.hook(id, 'bandwidth', { rate: String(a.rate ?? 0) }),
     heal: (id, a) => this.hook(id, 'heal', { what: a.what ?? 'all' }),
   };
 

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BaseDriver } from '../base-driver.js';
 import { faultsByOperation, type ClusterDriver, type FaultMethods, type ServerStatus } from '../driver.js';
-import { NetFaults, removeNetFaults } from './net-faults.js';
+import { removeNetFaults } from '../net/net-faults.js';
 import { type ClusterSpec } from '../../run-format/cluster-record.js';
 import { serverIds, type ServerId } from '../../core/replica-ids.js';
 import { errorText, PlbError } from '../../core/errors.js';
@@ -52,35 +52,12 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
   /** The plan's fault actions, through this driver's operations. */
   readonly faults: FaultMethods = {
     ...faultsByOperation(this),
-    partition: (id, a) => this.net.apply(id, this.endpoint(id).port, 'partition', a),
-    reset: (id, a) => this.net.apply(id, this.endpoint(id).port, 'reset', a),
-    loss: (id, a) => this.net.apply(id, this.endpoint(id).port, 'loss', a),
-    heal: (id, a) => this.net.heal(id, a.what),
+    ...this.networkFaults(),
   };
-  /** Network faults: iptables rules on lo in a chain named after the cluster's id (net-faults.ts). */
-  private readonly net = new NetFaults(
-    () => this.clusterId(),
-    // The record says which are in force (`cluster down` removes them by the id).
-    (netFaults) =>
-      updateClusterRecord(this.spec.stateDir, this.spec.name, (r) => ({
-        ...r,
-        extra: { ...r.extra, netFaults },
-      })),
-  );
 
   constructor(spec: ClusterSpec) {
     super(spec);
     this.limiter = new CpuLimiter(spec.name);
-  }
-
-  private clusterId(): string {
-    const id = readClusterRecord(this.spec.stateDir, this.spec.name)?.id ?? this.spec.id;
-    if (id === undefined)
-      throw new PlbError(
-        'CLUSTER_NOT_FOUND',
-        `cluster ${this.spec.name} has no record: run \`plb cluster up\` first`,
-      );
-    return id;
   }
 
   /** Looked up on first use, so `down` of a Docker cluster never needs a postgres OS user. */
