@@ -12,10 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
-import { createDockerDriver } from '../src/cluster/docker/index.js';
-import { createLocalDriver } from '../src/cluster/local/index.js';
 import { connect } from '../src/cluster/pg-util.js';
-import { clusterSpec } from '../src/cluster/select.js';
+import type { ClusterDriver } from '../src/cluster/driver.js';
+import { bringUp, clusterSpec, downCluster, parseDriverChoice } from '../src/cluster/select.js';
 
 const { values } = parseArgs({
   options: {
@@ -38,7 +37,7 @@ const q = (xs: number[], p: number) => {
 
 const stateDir = mkdtempSync(join(tmpdir(), 'plb-net-bench-'));
 const spec = clusterSpec({ name: 'plbbench-net', replicas: 1, basePort: 23590, stateDir });
-const driver = values.driver === 'docker' ? createDockerDriver(spec) : createLocalDriver(spec);
+let driver: ClusterDriver;
 
 async function roundTrips(c: pg.Client, n: number): Promise<number[]> {
   const out: number[] = [];
@@ -156,7 +155,11 @@ async function replication(primary: pg.Client, r1: pg.Client): Promise<void> {
 }
 
 try {
-  await driver.up((l) => console.error(l));
+  ({ driver } = await bringUp({
+    driver: parseDriverChoice(values.driver),
+    spec,
+    log: (l) => console.error(l),
+  }));
   const creds = await driver.credentials();
   const ep = (id: string) => driver.endpoints().find((e) => e.id === id)!;
   const r1 = await connect(ep('r1'), creds, { queryTimeoutMs: 120_000 });
@@ -171,6 +174,6 @@ try {
     await primary.end();
   }
 } finally {
-  await driver.down();
+  await downCluster(spec.name, stateDir, { explicit: true });
   rmSync(stateDir, { recursive: true, force: true });
 }

@@ -15,7 +15,7 @@
  * owner in /proc/<pid>/cmdline, where plb checks it before it signals a recorded pid.
  *
  * It prints "ready" on stdout once the queue is bound. SIGTERM, SIGINT or SIGHUP: every packet held
- * is let go at once, the queue is unbound, exit 0. Exit 2: bad arguments; 3: the queue could not be
+ * or waiting to be read is let go at once, the queue is unbound, exit 0. Exit 2: bad arguments; 3: the queue could not be
  * bound (not root, or another program holds it).
  */
 #define _GNU_SOURCE
@@ -317,7 +317,16 @@ int main(int argc, char **argv) {
       break;
     }
   }
-  /* Ending: what is held goes now (in its order), so ending a delay never loses a packet. */
+  /*
+   * Ending: what is queued for it is read (plb removes its rules first, so nothing more comes), then
+   * everything held goes now, in its order: ending a delay never loses a packet.
+   */
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    nfq_handle_packet(h, buf, (int)n);
+  }
   if (release(&state, UINT64_MAX) < 0) status = 1;
   if (state.dropped_full > 0)
     fprintf(stderr, "plb-delayer: %llu packets let go undelayed (more than %u held)\n",

@@ -126,8 +126,11 @@ export async function stopDelayer(pid: number, clusterId: string): Promise<boole
     } catch {
       return true; // gone meanwhile
     }
-    for (const deadline = Date.now() + waitMs; Date.now() < deadline; await sleep(10))
+    const deadline = Date.now() + waitMs;
+    while (Date.now() < deadline) {
       if (!running(pid)) return true;
+      await sleep(10);
+    }
   }
   return !running(pid);
 }

@@ -1,20 +1,21 @@
 /**
  * Bandwidth faults: htb as lo's root qdisc, a class per direction of a limited replica port (so a
- * link of `rate` each way, as a full-duplex link is) with a byte-limited fifo under it, and u32
+ * link of `rate` each way, as a full-duplex link is) with a packet fifo under it, and u32
  * filters on the port (and 127.0.0.1) that send the port's packets there; every other packet of
  * lo goes out unshaped (htb's `default 0`). tc has no comment to tag with: the root's handle is
  * derived from the cluster's id and recorded in the cluster's record before it is added, and plb
  * removes only a root qdisc with its own handle. A root another owner put there is refused.
- * A qdisc drop on lo is reported back to the sending TCP (it backs off, nothing is lost): right
- * for a rate limit.
+ * The fifo is deep (1000 packets of up to 64 KiB): a qdisc drop on lo is reported back to the
+ * sending TCP, which then waits for its probe timer with a growing backoff, so a shallow queue
+ * would slow a limited link far below its rate. TCP's own small-queue limit per socket keeps the
+ * queue well under that depth: a link at its rate queues (a query behind a bulk transfer waits).
  */
 import { PlbError } from '../../core/errors.js';
 import { run } from './exec.js';
 
 export const TC_HINT = 'bandwidth faults need tc with htb and u32: `apt-get install iproute2`';
-/** The fifo under a limited class holds this long at the rate, and at least two 64 KiB packets. */
-const QUEUE_SECONDS = 0.1;
-const MIN_QUEUE_BYTES = 128 * 1024;
+/** The depth of the fifo under a limited class, in packets (lo's own queue length). */
+const QUEUE_PACKETS = 1000;
 
 /** The handle (hex major) of the root qdisc plb adds for a cluster: 100 to feff, from its id. */
 export function qdiscHandle(clusterId: string): string {
@@ -52,7 +53,6 @@ export function portMinors(port: number): { toPort: number; fromPort: number } {
 /** The tc commands that limit a port to `rate` bits/s each way under root `handle`. */
 export function bandwidthCommands(handle: string, port: number, rate: number): string[][] {
   const bits = `${Math.round(rate)}bit`;
-  const limit = String(Math.max(MIN_QUEUE_BYTES, Math.round((rate / 8) * QUEUE_SECONDS)));
   const { toPort, fromPort } = portMinors(port);
   const out: string[][] = [];
   for (const [minor, match] of [
@@ -79,7 +79,7 @@ export function bandwidthCommands(handle: string, port: number, rate: number): s
         'quantum',
         '65536',
       ],
-      ['qdisc', 'add', 'dev', 'lo', 'parent', cls, 'bfifo', 'limit', limit],
+      ['qdisc', 'add', 'dev', 'lo', 'parent', cls, 'pfifo', 'limit', String(QUEUE_PACKETS)],
       [
         'filter',
         'add',
