@@ -67,7 +67,8 @@ export function runParts(x: PartsInputs): RunParts {
     now: () => clock.now(),
     // A balancer that could not be reached (via) says nothing of any one replica.
     onConnectError: (replica, err) => {
-      if (x.ids.includes(replica)) health.reportFailure(replica, err, 'connect');
+      if (x.ids.includes(replica) && !(err instanceof SessionShutdownError))
+        health.reportFailure(replica, err, 'connect');
     },
     // A session plb shut down says nothing more of its replica (it was marked down already).
     onSessionError: (replica, err) => {
@@ -103,8 +104,15 @@ function shuttingDown(x: PartsInputs, shutdown: SessionShutdown): PartsInputs['s
   return (replica, state, via, cause) => {
     x.setHealth(replica, state, via, cause);
     if (state !== 'down') return;
-    const sessions = shutdown.shutDown(replica);
-    x.writer.event({ type: 'note', tMs: x.clock.now(), what: 'shutdown-sessions', replica, sessions });
+    const { sessions, connects } = shutdown.shutDown(replica);
+    x.writer.event({
+      type: 'note',
+      tMs: x.clock.now(),
+      what: 'shutdown-sessions',
+      replica,
+      sessions,
+      connects,
+    });
   };
 }
 

@@ -3,7 +3,8 @@
  * wrapped so that every open session connection is known by the replica it is on; when the checker
  * (or a session's failure) marks a replica down, each of its sessions is ended at once: a statement
  * in flight fails now instead of at the client's query timeout, an idle session's next one fails,
- * and the client reconnects elsewhere as after any error. Health checks do not go through it.
+ * and the client reconnects elsewhere as after any error; a connect to it under way fails at once
+ * too. Health checks do not go through it.
  */
 import type { Connector, DbConnection, OpenOptions, StatementWaiter } from '../cluster/connector.js';
 import { PlbError } from '../core/errors.js';
@@ -108,29 +109,61 @@ class Shuttable {
 /** The sessions' connector, and the shutdown of every session on a replica. */
 export class SessionShutdown {
   private readonly open = new Map<string, Set<Shuttable>>();
+  /** Connects under way, by the server asked for: a shutdown fails them at once too. */
+  private readonly connecting = new Map<string, Set<(err: Error) => void>>();
   readonly connector: Connector;
 
   constructor(inner: Connector) {
-    this.connector = {
-      open: async (server: string, opts: OpenOptions): Promise<DbConnection> => {
-        const conn = await inner.open(server, opts);
-        // Through a balancer in between the session is on the server it landed on.
-        const at = conn.landedOn ?? server;
-        const set = this.open.get(at) ?? new Set<Shuttable>();
-        this.open.set(at, set);
-        const s = new Shuttable(conn, opts, () => set.delete(s));
-        set.add(s);
-        return s.conn;
-      },
-    };
+    this.connector = { open: (server, opts) => this.openOne(inner, server, opts) };
   }
 
-  /** Ends every session open on `replica` at once; returns how many. */
-  shutDown(replica: string): number {
-    const set = this.open.get(replica);
-    if (!set) return 0;
-    const sessions = [...set];
-    for (const s of sessions) s.shutDown(replica);
-    return sessions.length;
+  private openOne(inner: Connector, server: string, opts: OpenOptions): Promise<DbConnection> {
+    const pending = setOf(this.connecting, server);
+    return new Promise<DbConnection>((resolve, reject) => {
+      let waiting = true;
+      const fail = (err: Error): void => {
+        waiting = false;
+        pending.delete(fail);
+        reject(err);
+      };
+      pending.add(fail);
+      inner.open(server, opts).then(
+        (conn) => {
+          pending.delete(fail);
+          // Shut down while it connected: the connection that came too late is dropped.
+          if (!waiting) return void conn.end(0);
+          waiting = false;
+          // Through a balancer in between the session is on the server it landed on.
+          const set = setOf(this.open, conn.landedOn ?? server);
+          const s = new Shuttable(conn, opts, () => set.delete(s));
+          set.add(s);
+          resolve(s.conn);
+        },
+        (err: unknown) => {
+          pending.delete(fail);
+          if (!waiting) return;
+          waiting = false;
+          reject(err);
+        },
+      );
+    });
   }
+
+  /** Ends every session open on `replica`, and every connect to it under way, at once. */
+  shutDown(replica: string): { sessions: number; connects: number } {
+    const sessions = [...(this.open.get(replica) ?? [])];
+    for (const s of sessions) s.shutDown(replica);
+    const connects = [...(this.connecting.get(replica) ?? [])];
+    for (const fail of connects) fail(new SessionShutdownError(replica));
+    return { sessions: sessions.length, connects: connects.length };
+  }
+}
+
+function setOf<T>(map: Map<string, Set<T>>, key: string): Set<T> {
+  let set = map.get(key);
+  if (set === undefined) {
+    set = new Set<T>();
+    map.set(key, set);
+  }
+  return set;
 }

@@ -123,6 +123,7 @@ export const HANG_METRICS = [
   'failed',
   'open',
   'shutdown',
+  'connectsShut',
   'queryTimeouts',
   'connectsFailed',
 ] as const;

@@ -152,6 +152,10 @@ const hangFaultSchema = z.object({
   cut: z.number(),
   open: z.number().describe('of them: still open at untilMs'),
   shutdown: z.number().describe('sessions ended by --shutdown-sessions when it was marked down'),
+  connectsShut: z
+    .number()
+    .optional()
+    .describe('connects to it under way that --shutdown-sessions failed when it was marked down'),
   queryErrors: z.number().describe('queries on it that failed in [injection, untilMs)'),
   queryTimeouts: z.number().describe("of them: failed by the client's query timeout"),
   connectsFailed: z.number().describe('connects to it that failed in [injection, untilMs)'),

@@ -80,12 +80,12 @@ export function hangFault(s: UnreachableSpan, events: readonly RunEvent[], r: Re
   ].sort((a, b) => a - b);
   const count = (ending: SessionEnding): number => left.filter((c) => c.ending === ending).length;
   const errors = r.queryErrors.filter((q) => within(q.atMs, s));
-  const shutdown = events
-    .filter(
-      (e) =>
-        e.type === 'note' && e['what'] === 'shutdown-sessions' && e.replica === s.replica && within(e.tMs, s),
-    )
-    .reduce((n, e) => n + (typeof e['sessions'] === 'number' ? e['sessions'] : 0), 0);
+  const shut = events.filter(
+    (e) =>
+      e.type === 'note' && e['what'] === 'shutdown-sessions' && e.replica === s.replica && within(e.tMs, s),
+  );
+  const sum = (field: string): number =>
+    shut.reduce((n, e) => n + (typeof e[field] === 'number' ? (e[field] as number) : 0), 0);
   return {
     replica: s.replica,
     action: s.action,
@@ -102,7 +102,8 @@ export function hangFault(s: UnreachableSpan, events: readonly RunEvent[], r: Re
     finished: count('finished'),
     cut: count('cut'),
     open: waits.length - left.length,
-    shutdown,
+    shutdown: sum('sessions'),
+    connectsShut: sum('connects'),
     queryErrors: errors.length,
     queryTimeouts: errors.filter((q) => q.timeout).length,
     connectsFailed: r.connectsFailed.filter((t) => within(t, s)).length,

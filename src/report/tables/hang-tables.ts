@@ -1,6 +1,7 @@
 // The hang path of each fault that cut a replica off, and each phase's session shares, per group.
 import { compareReplicaIds } from '../../core/replica-ids.js';
 import type { AggregatedShare, PooledStat, RunGroup, Stat } from '../../run-format/report.js';
+import type { RunSummary } from '../../run-format/summary.js';
 import { groupTitle } from './run-tables.js';
 import { fmtStat, int, type Fmt, type TableModel, type TableOptions } from './table-model.js';
 
@@ -72,6 +73,7 @@ export function hangTable(g: RunGroup, opts: TableOptions = {}): TableModel | nu
       'Wait max 95% CI',
       'Failed',
       'Shut down',
+      'Connects shut',
       'Still open',
       'Query timeouts',
       'Connects failed',
@@ -92,6 +94,7 @@ export function hangTable(g: RunGroup, opts: TableOptions = {}): TableModel | nu
       interval(f.waitMaxMs, secs),
       st(f.failed, int),
       st(f.shutdown, int),
+      st(f.connectsShut, int),
       st(f.open, int),
       st(f.queryTimeouts, int),
       st(f.connectsFailed, int),
@@ -148,4 +151,17 @@ export function shareTable(g: RunGroup, opts: TableOptions = {}): TableModel | n
       falseDowns(p),
     ]),
   };
+}
+
+/**
+ * A run's hang path in a line per fault (the bench's closing text): `hang r2 partition: down
+ * after 6.0 s (health), 12 sessions on it waited p50 6.0 s, max 6.1 s; 0 query timeouts`.
+ */
+export function hangLines(s: RunSummary): string[] {
+  const sec = (v: number | null): string => (v === null ? '-' : `${(v / 1000).toFixed(1)} s`);
+  return (s.hangPath?.faults ?? []).map((f) => {
+    const down = f.downMs === null ? 'never marked down' : `down after ${sec(f.downMs)} (${f.downVia})`;
+    const shut = f.shutdown > 0 || (f.connectsShut ?? 0) > 0 ? `, ${f.shutdown} shut down` : '';
+    return `hang ${f.replica} ${f.action}: ${down}, ${f.sessions} sessions on it waited p50 ${sec(f.waitP50Ms)}, max ${sec(f.waitMaxMs)}${shut}; ${f.queryTimeouts} query timeouts, ${f.connectsFailed} connects failed`;
+  });
 }
