@@ -43,14 +43,14 @@ const RTO_MAX_MS = 120_000;
 const SYN_RETRIES = 6;
 const DATA_RETRIES = 15;
 /** Round trips of a connect: TCP's handshake, startup -> SASL, SASL initial -> continue, final. */
-export const CONNECT_ROUND_TRIPS = 4;
+const CONNECT_ROUND_TRIPS = 4;
 /** TCP/IP headers with timestamps and the link header htb counts on loopback, bytes a segment. */
 const HEADER_BYTES = 66;
 /**
  * What the server sends during a connect: SASL's three messages, AuthenticationOk, the
  * ParameterStatus messages, BackendKeyData and ReadyForQuery (a pg 15 connect, measured by size).
  */
-export const CONNECT_RESPONSE_BYTES = 560;
+const CONNECT_RESPONSE_BYTES = 560;
 
 /** A message's way: toward the replica's port or from it. */
 export type Way = 'request' | 'response';
