@@ -63,7 +63,7 @@ function detection(runs: readonly Run[], ev: PlanEvent): string {
 }
 
 /** The replica's share of the phase's new sessions, pooled over the runs, and its weight's share. */
-function share(runs: readonly Run[], phase: string, replica: string): string {
+function share(runs: readonly Run[], phase: string, replica: string): { text: string; pct: number | null } {
   let mine = 0;
   let all = 0;
   let weight = 0;
@@ -80,8 +80,15 @@ function share(runs: readonly Run[], phase: string, replica: string): string {
       }
     }
   }
-  if (all === 0) return '-';
-  return `${((100 * mine) / all).toFixed(1)}% (w ${((100 * weight) / weights).toFixed(0)}%)`;
+  if (all === 0) return { text: '-', pct: null };
+  const pct = (100 * mine) / all;
+  return { text: `${pct.toFixed(1)}% (w ${((100 * weight) / weights).toFixed(0)}%)`, pct };
+}
+
+/** In the fault's phase, against ref (a role split, plb's, gives a replica less than its weight). */
+function shareCell(runs: readonly Run[], phase: string, replica: string): string {
+  const ref = share(runs, 'ref', replica).pct;
+  return `${ref === null ? '-' : `${ref.toFixed(1)}%`} -> ${share(runs, phase, replica).text}`;
 }
 
 function failed(runs: readonly Run[], phase: string): number {
@@ -122,7 +129,7 @@ export function networkCells(
       'false',
       'premium p95 [95 %]',
       'freemium p95 [95 %]',
-      'its share of new sessions',
+      'its share of new sessions: ref -> phase',
       'sessions failed',
     ],
     style: { head: [], border: [] },
@@ -151,7 +158,7 @@ export function networkCells(
           falseDetections,
           p95(side.estimates, strategy, phase, 'premium'),
           p95(side.estimates, strategy, phase, 'freemium'),
-          share(runs, phase, ev.replica),
+          shareCell(runs, phase, ev.replica),
           failed(runs, phase),
         ]);
       }
