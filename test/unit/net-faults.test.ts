@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { realClock } from '../../src/clock/index.js';
 import type { ClusterDriver } from '../../src/cluster/driver.js';
-import { chainName, faultRules } from '../../src/cluster/net/net-faults.js';
+import { chainName, faultRules } from '../../src/cluster/net/iptables.js';
 import { isPlbError } from '../../src/core/errors.js';
 import { Injector } from '../../src/faults/injector.js';
 import { loadPlan, parsePlan, planPhases } from '../../src/faults/plan.js';
@@ -206,25 +206,26 @@ describe('plans with network faults', () => {
 
 describe('the local driver rules', () => {
   it('are on lo only, scoped to the port, one way or both', () => {
+    const t = { port: 25433, primaryPort: 25432 };
     const inbound = ['-i', 'lo', '-d', '127.0.0.1', '-p', 'tcp', '--dport', '25433'];
     const outbound = ['-o', 'lo', '-s', '127.0.0.1', '-p', 'tcp', '--sport', '25433'];
-    expect(faultRules('partition', 25433, {})).toEqual([
+    expect(faultRules('partition', t, {})).toEqual([
       [...inbound, '-j', 'DROP'],
       [...outbound, '-j', 'DROP'],
     ]);
-    expect(faultRules('partition', 25433, { direction: 'in' })).toEqual([[...inbound, '-j', 'DROP']]);
-    expect(faultRules('partition', 25433, { direction: 'out' })).toEqual([[...outbound, '-j', 'DROP']]);
+    expect(faultRules('partition', t, { direction: 'in' })).toEqual([[...inbound, '-j', 'DROP']]);
+    expect(faultRules('partition', t, { direction: 'out' })).toEqual([[...outbound, '-j', 'DROP']]);
     const rst = ['!', '--tcp-flags', 'RST', 'RST', '-j', 'REJECT', '--reject-with', 'tcp-reset'];
-    expect(faultRules('reset', 25433, {})).toEqual([
+    expect(faultRules('reset', t, {})).toEqual([
       [...inbound, ...rst],
       [...outbound, ...rst],
     ]);
     const drop = ['-m', 'statistic', '--mode', 'random', '--probability', '0.0500', '-j', 'DROP'];
-    expect(faultRules('loss', 25433, { percent: 5 })).toEqual([
+    expect(faultRules('loss', t, { percent: 5 })).toEqual([
       [...inbound, ...drop],
       [...outbound, ...drop],
     ]);
-    for (const r of [...faultRules('partition', 1, {}), ...faultRules('loss', 1, { percent: 1 })])
+    for (const r of [...faultRules('partition', t, {}), ...faultRules('loss', t, { percent: 1 })])
       expect(r.includes('lo')).toBe(true);
   });
 
