@@ -127,6 +127,10 @@ function onInjected(x: PartsInputs, f: InjectedFault): void {
     action: f.event.action,
     // The fields say what it was (a heal's `what`, a delay's ms): the report names what degraded.
     ...eventFields(f.event),
+    // A throttle back to the quota the replica began with ends its slowness (session-share.ts).
+    ...(f.event.action === 'throttle'
+      ? { runCpus: x.config.balance?.cpus?.[f.event.replica] ?? x.config.replicaCpus }
+      : {}),
     ...(f.error !== undefined ? { error: f.error } : {}),
   });
   x.log(

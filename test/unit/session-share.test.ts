@@ -61,6 +61,16 @@ describe('degradedAt', () => {
     expect(degradedAt(events, 30_000)).toEqual([{ replica: 'r1', action: 'throttle' }]);
   });
 
+  it("a throttle back to the run's quota ends the throttle", () => {
+    const events = [
+      fault(10_000, 'r2', 'throttle', { cpus: 0.1, runCpus: 0.25 }),
+      fault(20_000, 'r2', 'throttle', { cpus: 0.05, runCpus: 0.25 }),
+      fault(30_000, 'r2', 'throttle', { cpus: 0.25, runCpus: 0.25 }),
+    ];
+    expect(degradedAt(events, 20_000)).toEqual([{ replica: 'r2', action: 'throttle' }]);
+    expect(degradedAt(events, 30_000)).toEqual([]);
+  });
+
   it('a fault that failed degrades nothing', () => {
     expect(degradedAt([fault(1000, 'r1', 'delay', { ms: 50, error: 'no' })], 2000)).toEqual([]);
   });

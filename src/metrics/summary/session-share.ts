@@ -10,10 +10,17 @@ import { falseDownDetections } from './detections.js';
 /** A fault time and a phase start (rounded to the ms) are one boundary within this. */
 const SAME_BOUNDARY_MS = 1;
 
+/** A throttle to at least the quota the replica began the run with (the bench records it). */
+function restoresQuota(e: RunEvent): boolean {
+  const { cpus, runCpus } = e;
+  return typeof cpus === 'number' && typeof runCpus === 'number' && cpus >= runCpus;
+}
+
 /**
  * The faults that keep K+ (a spec whose phase is degraded: delay, loss, bandwidth, a replication
  * cut, throttle, pause-replay) in force at tMs, by replica: a heal ends the network ones (the kind
- * its `what` names, or every one), resume-replay a pause-replay, a later throttle the earlier.
+ * its `what` names, or every one), resume-replay a pause-replay, a throttle back to the run's quota
+ * a throttle (another throttle replaces it).
  */
 export function degradedAt(events: readonly RunEvent[], tMs: number): { replica: string; action: string }[] {
   const on = new Map<string, string[]>();
@@ -24,7 +31,8 @@ export function degradedAt(events: readonly RunEvent[], tMs: number): { replica:
     const spec = faultActionSpec(action);
     const now = on.get(e.replica) ?? [];
     let next = now;
-    if (spec?.phase === 'degraded') next = [...now.filter((a) => a !== action), action];
+    if (action === 'throttle' && restoresQuota(e)) next = now.filter((a) => a !== action);
+    else if (spec?.phase === 'degraded') next = [...now.filter((a) => a !== action), action];
     else if (action === 'heal') {
       const what = typeof e['what'] === 'string' ? e['what'] : undefined;
       next = now.filter((a) =>
