@@ -47,11 +47,22 @@ function runsOf(dirs: readonly string[]): Map<string, Run[]> {
 
 const s1 = (x: number): string => (x / 1000).toFixed(1);
 
-/** `6.0 s [5.2, 6.9]` over the runs that detected it; `-` when none was expected or seen. */
-function detection(runs: readonly Run[], ev: PlanEvent): string {
+/**
+ * `6.0 s [5.2, 6.9]` over the runs that detected it; `-` when none was expected or seen. A real
+ * fault is injected a moment after its `at`.
+ */
+function detection(runs: readonly Run[], ev: PlanEvent | undefined): string {
+  if (ev === undefined) return '-';
+  const at = ev.at * 1000;
   const delays = runs
     .flatMap((r) =>
-      r.summary.detection.filter((d) => d.replica === ev.replica && d.injectedMs === ev.at * 1000),
+      r.summary.detection.filter(
+        (d) =>
+          d.replica === ev.replica &&
+          d.action === ev.action &&
+          d.injectedMs >= at &&
+          d.injectedMs < at + 5000,
+      ),
     )
     .map((d) => d.delayMs);
   if (delays.length === 0) return '-';
@@ -126,6 +137,7 @@ export function networkCells(
       'phase',
       'runs',
       'detected after',
+      'up after heal',
       'false',
       'premium p95 [95 %]',
       'freemium p95 [95 %]',
@@ -155,6 +167,10 @@ export function networkCells(
           phase,
           runs.length,
           detection(runs, ev),
+          detection(
+            runs,
+            runs[0]?.events.find((e) => e.action === 'heal' && e.replica === ev.replica && e.at > ev.at),
+          ),
           falseDetections,
           p95(side.estimates, strategy, phase, 'premium'),
           p95(side.estimates, strategy, phase, 'freemium'),
