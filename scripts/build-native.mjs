@@ -1,9 +1,11 @@
-// Builds plb proxy's native relay (native/*.c) with the C compiler and the headers Node ships.
+// Builds plb proxy's native relay (native/*.c) with the C compiler and the headers Node ships, and
+// plb-delayer (native/delayer.c, the network fault `delay` on a kernel without netem) against
+// libnetfilter_queue.
 // Not node-gyp: it would fetch the headers over the network, and a few C files need one compiler
 // call. Optional: without a compiler or headers the proxy relays in JavaScript (one line says so).
 // Its messages go to stderr: `npm pack --json` runs it (prepack) and prints only JSON on stdout.
 //
-// PLB_NATIVE_SANITIZE=1 builds native/build/relay-asan.node instead, with AddressSanitizer and
+// PLB_NATIVE_SANITIZE=1 builds native/build/relay-asan.node (and plb-delayer-asan) instead, with AddressSanitizer and
 // UndefinedBehaviorSanitizer (docs/development.md: "Native relay under sanitizers"); the proxy
 // loads it when PLB_NATIVE_RELAY names it, in a node started with libasan preloaded.
 import { execFileSync } from 'node:child_process';
@@ -12,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const src = ['relay.c', 'loop.c', 'front.c', 'fault.c', 'relay-js.c'].map((f) => join(root, 'native', f));
+const relaySrc = ['relay.c', 'loop.c', 'front.c', 'fault.c', 'relay-js.c'].map((f) => join(root, 'native', f));
 const sanitize = process.env.PLB_NATIVE_SANITIZE === '1';
 const out = join(root, 'native', 'build', sanitize ? 'relay-asan.node' : 'relay.node');
 const headers = [
@@ -38,11 +40,36 @@ if (process.platform !== 'linux') {
   const args = [...optimize, '-fPIC', '-shared', '-pthread', ...warnings];
   try {
     // The compiler's own output (warnings) to stderr as well.
-    execFileSync(cc, [...args, '-I', headers, '-o', out, ...src], { stdio: ['ignore', 2, 'inherit'] });
+    execFileSync(cc, [...args, '-I', headers, '-o', out, ...relaySrc], { stdio: ['ignore', 2, 'inherit'] });
     say(`built ${out.slice(root.length + 1)}`);
   } catch (err) {
     const why = err.code === 'ENOENT' ? `no C compiler (${cc})` : 'the compiler failed';
     say(`not built (${why}); the proxy relays in JavaScript`);
+    if (process.env.CI === 'true' || sanitize) process.exit(1);
+  }
+}
+
+// The delayer: a program of its own (plb starts it as root), linked against libnetfilter_queue.
+// Without the library's headers plb runs, and the fault `delay` is refused before a run starts.
+const delayer = join(root, 'native', 'build', sanitize ? 'plb-delayer-asan' : 'plb-delayer');
+const sayDelayer = (line) => console.error(`native delayer: ${line}`);
+if (process.platform !== 'linux') {
+  sayDelayer(`not built (${process.platform}: NFQUEUE is Linux's); network fault delay is unavailable`);
+} else if (!existsSync('/usr/include/libnetfilter_queue/libnetfilter_queue.h')) {
+  sayDelayer('not built (no libnetfilter_queue headers: apt-get install libnetfilter-queue-dev); network fault delay is unavailable');
+  if (process.env.CI === 'true') process.exit(1);
+} else {
+  mkdirSync(dirname(delayer), { recursive: true });
+  try {
+    execFileSync(
+      cc,
+      [...optimize, ...warnings, '-o', delayer, join(root, 'native', 'delayer.c'), '-lnetfilter_queue', '-lnfnetlink'],
+      { stdio: ['ignore', 2, 'inherit'] },
+    );
+    sayDelayer(`built ${delayer.slice(root.length + 1)}`);
+  } catch (err) {
+    const why = err.code === 'ENOENT' ? `no C compiler (${cc})` : 'the compiler failed';
+    sayDelayer(`not built (${why}); network fault delay is unavailable`);
     if (process.env.CI === 'true' || sanitize) process.exit(1);
   }
 }

@@ -16,7 +16,8 @@ import { currentWalLsn, replicaReplication, setWalReplayPaused, waitServerReady 
 import { MAX_MAX_CONNECTIONS, MIN_MAX_CONNECTIONS } from './sizing.js';
 import { loadCredentials, readClusterRecord, updateClusterRecord, validateClusterName } from './state.js';
 import type { FaultMethods } from './driver.js';
-import { NetFaults, type NetTarget } from './net/net-faults.js';
+import { NetFaults } from './net/net-faults.js';
+import type { NetTarget } from './net/types.js';
 import type { NetworkAction } from '../run-format/fault-actions.js';
 
 /** What this host can give one server; unlimited when a driver checks a spec made elsewhere. */
@@ -115,11 +116,12 @@ export abstract class BaseDriver {
   /** Network faults: rules on lo in a chain named after the cluster's id (net/net-faults.ts). */
   protected readonly net = new NetFaults(
     () => this.clusterId(),
-    // The record says which are in force (`cluster status`; `cluster down` removes them by the id).
-    (netFaults) =>
+    // The record says which are in force (`cluster status`) and what the kernel holds of them (the
+    // qdisc, the delayers' pids), which `cluster down` or `up` remove after a run that could not.
+    (net) =>
       updateClusterRecord(this.spec.stateDir, this.spec.name, (r) => ({
         ...r,
-        extra: { ...r.extra, netFaults },
+        extra: { ...r.extra, ...net },
       })),
   );
 

@@ -1,5 +1,4 @@
 import type { Connector } from './connector.js';
-import { PlbError } from '../core/errors.js';
 import type { ServerId } from '../core/replica-ids.js';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import type { ClusterSpec } from '../run-format/cluster-record.js';
@@ -40,28 +39,6 @@ export function faultsByOperation(d: FaultOperations) {
     throttle: (id: ServerId, a: FaultArgs) => d.setCpus(id, a.cpus),
     'pause-replay': (id: ServerId) => d.setReplayPaused(id, true),
     'resume-replay': (id: ServerId) => d.setReplayPaused(id, false),
-  } satisfies Partial<FaultMethods>;
-}
-
-/**
- * The network faults of a driver that does not apply them: the injector refuses a plan with them
- * before the run starts (their specs' `drivers`), so these only answer a direct call.
- */
-export function networkFaultsRefused(kind: ClusterDriver['kind']) {
-  const refuse = (action: string) => () =>
-    Promise.reject(
-      new PlbError('BAD_INPUT', `the ${kind} driver does not apply ${action}`, {
-        hint: 'network faults need --driver local or docker (or external with hooks)',
-      }),
-    );
-  return {
-    partition: refuse('partition'),
-    reset: refuse('reset'),
-    loss: refuse('loss'),
-    'partition-replication': refuse('partition (link: replication)'),
-    delay: refuse('delay'),
-    bandwidth: refuse('bandwidth'),
-    heal: refuse('heal'),
   } satisfies Partial<FaultMethods>;
 }
 

@@ -106,7 +106,7 @@ const UP = { states: ['up'], need: 'up and not paused' } as const;
 /** Network faults stack: a replica already cut off takes another. */
 const REACHABLE = { states: ['up', 'cut'], need: 'up (or only cut off by the network)' } as const;
 /** Rules on loopback (cluster/local/net-faults.ts) or the cluster file's hooks. */
-const NETWORK_DRIVERS = ['local', 'docker', 'external'] as const;
+const NETWORK_DRIVERS = ['local', 'docker', 'sim', 'external'] as const;
 
 const SPECS = {
   down: {

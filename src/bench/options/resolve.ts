@@ -8,7 +8,7 @@ import { checkBasePort } from '../../cluster/ports.js';
 import type { DriverChoice } from '../../cluster/select.js';
 import type { TemplateSet } from '../../cluster/templates.js';
 import { checkPlanHooks, loadClusterFile, type ExternalCluster } from '../../cluster/external/file.js';
-import { checkNetFaultsPossible } from '../../cluster/net/net-faults.js';
+import { checkNetFaultsPossible } from '../../cluster/net/preflight.js';
 import {
   driverApplies,
   FAULT_ACTION_SPECS,
@@ -219,7 +219,7 @@ function checkPlanDriver(driver: DriverChoice, plan: FaultPlan): void {
   }
   const network = plan.events.filter((ev) => FAULT_ACTION_SPECS[ev.action].network === true);
   if ((kind === 'local' || kind === 'docker') && network.length > 0)
-    checkNetFaultsPossible(new Set(network.map((ev) => ev.action as NetworkAction)));
+    checkNetFaultsPossible(new Set(network.map((ev) => ev.action as NetworkAction)), kind);
 }
 
 /** --strategy via needs --via, and --via (or --via-label) needs via among the strategies. */

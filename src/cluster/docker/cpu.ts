@@ -29,7 +29,7 @@ async function readCgroup(path: string, kind: 'ns' | 'stat'): Promise<number> {
 }
 
 /** True when DOCKER_HOST is unset or a unix socket, i.e. the containers' cgroups are on this host. */
-function engineIsLocal(env: NodeJS.ProcessEnv = process.env): boolean {
+export function engineIsLocal(env: NodeJS.ProcessEnv = process.env): boolean {
   const h = env.DOCKER_HOST;
   return h === undefined || h === '' || h.startsWith('unix://');
 }

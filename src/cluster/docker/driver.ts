@@ -14,13 +14,15 @@ import Docker from 'dockerode';
 import { BaseDriver } from '../base-driver.js';
 import { faultsByOperation, type ClusterDriver, type FaultMethods, type ServerStatus } from '../driver.js';
 import type { ClusterSpec } from '../../run-format/cluster-record.js';
+import { cgroupMatch, cgroupOf } from '../net/cgroup2.js';
 import { removeNetFaults } from '../net/net-faults.js';
+import type { NetTarget } from '../net/types.js';
 import { readClusterRecord } from '../state.js';
 import type { ServerId } from '../../core/replica-ids.js';
 import { errorText, PlbError } from '../../core/errors.js';
 import { createReplicationSlot } from '../pg-util.js';
 import { entryScript } from '../../core/package-info.js';
-import { CpuReader } from './cpu.js';
+import { CpuReader, engineIsLocal } from './cpu.js';
 import { ensureImage, withTimeout } from './image.js';
 import { logText } from './logs.js';
 import { containerOptions, LABEL_CLUSTER, LABEL_ID, LABEL_SERVER, serverFiles } from './container.js';
@@ -217,6 +219,21 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
     }
   }
 
+  /**
+   * A replica's packets are told apart by its container's cgroup (v2): runc puts the container's
+   * processes there before they start (on a hybrid machine too, in the unified hierarchy), so its
+   * walreceiver's socket belongs to it. Read from /proc: only with the engine on this machine.
+   */
+  protected override async netTarget(id: ServerId): Promise<NetTarget> {
+    const base = await super.netTarget(id);
+    if (!engineIsLocal()) return { ...base, whyNoOwnPackets: 'the Docker engine is not on this machine' };
+    const info = await this.docker.getContainer(await this.containerId(id)).inspect();
+    const path = info.State.Running ? cgroupOf(info.State.Pid) : null;
+    if (path === null || path === '/')
+      return { ...base, whyNoOwnPackets: `no cgroup v2 group of ${id}'s container was found` };
+    return { ...base, ownPackets: cgroupMatch(path) };
+  }
+
   /** A readiness wait fails at once (with the container's last log lines) when the container exits. */
   protected override serverCheck(id: ServerId): () => Promise<void> {
     return async () => {
@@ -232,8 +249,10 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
 
   async down(): Promise<void> {
     // Network rules first, by the cluster's id (a cluster without one has none of plb's).
-    const id = this.spec.id ?? readClusterRecord(this.spec.stateDir, this.spec.name)?.id;
-    if (id !== undefined) await removeNetFaults(id).catch(() => undefined);
+    const record = readClusterRecord(this.spec.stateDir, this.spec.name);
+    const id = this.spec.id ?? record?.id;
+    if (id !== undefined)
+      await removeNetFaults(id, record?.id === id ? record.extra : undefined).catch(() => undefined);
     const own = await this.listOwn();
     await Promise.all(
       own.map(async (c) => {

@@ -3,10 +3,12 @@
  * --cpus uses: one cgroup per server (`plb-<cluster>-<id>`), the postmaster and its children moved
  * into it (backends it forks later inherit it). Needs root and a writable cgroup filesystem (v1 cpu
  * controller, or v2 with the cpu controller); elsewhere quotas are recorded but not enforced.
+ * ServerGroups (below): each server's cgroup v2 group, which the network faults match its packets by.
  */
 import { constants, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hasAccess } from './binaries.js';
+import { cgroup2Root, cgroupMatch, cgroupOf } from '../net/cgroup2.js';
 
 const PERIOD_US = 100_000;
 
@@ -108,6 +110,75 @@ export class CpuLimiter {
       rmdirSync(dir);
     } catch {
       // still has processes: they are being killed; a later down retries
+    }
+  }
+}
+
+/**
+ * Each server's own cgroup v2 group (`plb-<cluster>-<id>`; on a pure v2 machine the same folder as
+ * its CPU quota's), so the network faults can tell its packets apart: a socket belongs to the group
+ * of the process that made it, fixed when it is made. Servers are started inside it (spawnInside),
+ * so the walreceiver's connection to the primary is made there from the first.
+ */
+export class ServerGroups {
+  constructor(
+    private readonly cluster: string,
+    private readonly base = '/sys/fs/cgroup',
+  ) {}
+
+  private name(id: string): string {
+    return `plb-${this.cluster}-${id}`;
+  }
+
+  /**
+   * Runs `spawn`, which must start its process before it returns (child_process does), with plb in
+   * the server's group, so the process and all it starts are born there; plb is back in its own
+   * group before anything else runs (no socket of plb's is made meanwhile). Without a writable v2
+   * hierarchy, or when plb could not go back, it only spawns.
+   */
+  spawnInside<T>(id: string, spawn: () => T): T {
+    const root = cgroup2Root(this.base);
+    const home = cgroupOf('self');
+    if (root === null || home === null) return spawn();
+    const dir = join(root, this.name(id));
+    const homeProcs = join(root, home, 'cgroup.procs');
+    if (!writable(homeProcs)) return spawn();
+    try {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'cgroup.procs'), String(process.pid));
+    } catch {
+      return spawn();
+    }
+    try {
+      return spawn();
+    } finally {
+      writeFileSync(homeProcs, String(process.pid));
+    }
+  }
+
+  /** The iptables match of the server's packets, or why there is none (process `pid` is its postmaster). */
+  match(id: string, pid: number | null): { ownPackets: string[] } | { why: string } {
+    const root = cgroup2Root(this.base);
+    if (root === null) return { why: 'no cgroup v2 hierarchy on this machine' };
+    if (pid === null) return { why: `${id} is not running` };
+    const path = `/${this.name(id)}`;
+    const now = cgroupOf(pid);
+    if (now !== path)
+      return {
+        why: `${id} runs in cgroup ${now ?? '?'}, not ${path}: it was started before plb started servers in their groups; restart it (\`plb cluster down\`, then up)`,
+      };
+    return { ownPackets: cgroupMatch(path) };
+  }
+
+  /** Removes the server's group (kept while processes remain; a later down retries). */
+  remove(id: string): void {
+    const root = cgroup2Root(this.base);
+    const dir = root === null ? null : join(root, this.name(id));
+    if (dir === null || !existsSync(dir)) return;
+    try {
+      rmdirSync(dir);
+    } catch {
+      // still has processes, or is the CPU quota's folder too (removed there)
     }
   }
 }

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { BaseDriver } from '../base-driver.js';
 import { faultsByOperation, type ClusterDriver, type FaultMethods, type ServerStatus } from '../driver.js';
 import { removeNetFaults } from '../net/net-faults.js';
+import type { NetTarget } from '../net/types.js';
 import { type ClusterSpec } from '../../run-format/cluster-record.js';
 import { serverIds, type ServerId } from '../../core/replica-ids.js';
 import { errorText, PlbError } from '../../core/errors.js';
@@ -25,7 +26,7 @@ import {
 } from '../state.js';
 import { findBinDir, runTool, serverUser, type RunAs } from './binaries.js';
 import { createServers, type LocalServers } from './bootstrap.js';
-import { CpuLimiter } from './cgroup.js';
+import { CpuLimiter, ServerGroups } from './cgroup.js';
 import {
   ownFile,
   ownsDataFolder,
@@ -49,6 +50,8 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
   private binDirCache: string | undefined;
   private runAsCache: { v: RunAs | undefined } | undefined;
   private readonly limiter: CpuLimiter;
+  /** Each server's cgroup v2 group: the network faults tell its packets apart by it. */
+  private readonly groups: ServerGroups;
   /** The plan's fault actions, through this driver's operations. */
   readonly faults: FaultMethods = {
     ...faultsByOperation(this),
@@ -58,6 +61,7 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
   constructor(spec: ClusterSpec) {
     super(spec);
     this.limiter = new CpuLimiter(spec.name);
+    this.groups = new ServerGroups(spec.name);
   }
 
   /** Looked up on first use, so `down` of a Docker cluster never needs a postgres OS user. */
@@ -129,11 +133,14 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
   private async pgCtlStart(id: ServerId): Promise<void> {
     clearStaleLock(this.dir(id));
     try {
-      await this.tool(
-        'pg_ctl',
-        ['start', '-w', '-t', '120', '-D', this.dir(id), '-l', this.logFile(id)],
-        undefined,
-        130_000,
+      // Started in its group: the walreceiver's connection to the primary is made there.
+      await this.groups.spawnInside(id, () =>
+        this.tool(
+          'pg_ctl',
+          ['start', '-w', '-t', '120', '-D', this.dir(id), '-l', this.logFile(id)],
+          undefined,
+          130_000,
+        ),
       );
       this.applyQuota(id);
     } catch (err) {
@@ -158,7 +165,7 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
         );
       }
       // A crashed run's network rules go first: the cluster comes back reachable.
-      await removeNetFaults(existing.id);
+      await removeNetFaults(existing.id, existing.extra);
       // The record is written before anything is created: only resume what was made.
       if (existsSync(join(this.dir('primary'), 'PG_VERSION'))) {
         await this.resume(log);
@@ -234,6 +241,13 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
 
   private pid(id: ServerId): number | null {
     return postmasterPid(this.dir(id));
+  }
+
+  /** A replica's packets are told apart by its cgroup (v2), which it was started in. */
+  protected override async netTarget(id: ServerId): Promise<NetTarget> {
+    const base = await super.netTarget(id);
+    const m = this.groups.match(id, this.pid(id));
+    return 'why' in m ? { ...base, whyNoOwnPackets: m.why } : { ...base, ownPackets: m.ownPackets };
   }
 
   async kill(id: ServerId): Promise<void> {
@@ -329,7 +343,9 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
     // Network rules first: the id is in the record `down` removes (none readable: nothing to do).
     if (this.ownsRecord())
       await Promise.resolve()
-        .then(() => removeNetFaults(this.clusterId()))
+        .then(() =>
+          removeNetFaults(this.clusterId(), readClusterRecord(this.spec.stateDir, this.spec.name)?.extra),
+        )
         .catch(() => undefined);
     const owns = ownsDataFolder(this.spec, root);
     if (owns) await killStrays(root);
@@ -343,7 +359,10 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
       }),
     );
     if (owns) {
-      for (const id of this.ids()) this.limiter.remove(id);
+      for (const id of this.ids()) {
+        this.limiter.remove(id);
+        this.groups.remove(id);
+      }
       removeDataFolder(root);
     }
     if (existsSync(clusterDir(this.spec.stateDir, this.spec.name)) && this.ownsRecord())
