@@ -4,7 +4,8 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { chainName, NetFaults, removeNetFaults } from '../../src/cluster/net/net-faults.js';
+import { chainName } from '../../src/cluster/net/iptables.js';
+import { NetFaults, removeNetFaults } from '../../src/cluster/net/net-faults.js';
 
 /** Root and an iptables that answers (the blackhole needs both). */
 export function haveIptables(): boolean {
