@@ -2,7 +2,12 @@ import type { Connector } from './connector.js';
 import type { ServerId } from '../core/replica-ids.js';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import type { ClusterSpec } from '../run-format/cluster-record.js';
-import type { FaultAction, FaultFields } from '../run-format/fault-actions.js';
+import {
+  NETWORK_ACTIONS,
+  type FaultAction,
+  type FaultFields,
+  type NetworkAction,
+} from '../run-format/fault-actions.js';
 
 /**
  * A fault method's arguments: the event's fields; `cpus` is the run's replica quota when the
@@ -40,6 +45,15 @@ export function faultsByOperation(d: FaultOperations) {
     'pause-replay': (id: ServerId) => d.setReplayPaused(id, true),
     'resume-replay': (id: ServerId) => d.setReplayPaused(id, false),
   } satisfies Partial<FaultMethods>;
+}
+
+/** A driver's network fault methods: one per network action, made by `apply`, and its heal. */
+export function networkFaultMethods(
+  apply: (action: NetworkAction) => FaultMethods[NetworkAction],
+  heal: FaultMethods['heal'],
+): Pick<FaultMethods, NetworkAction | 'heal'> {
+  const methods = Object.fromEntries(NETWORK_ACTIONS.map((a) => [a, apply(a)]));
+  return { ...(methods as Record<NetworkAction, FaultMethods[NetworkAction]>), heal };
 }
 
 /** Defaults of a cluster spec (clusterSpec() fills them in; the CLI's flags show them). */

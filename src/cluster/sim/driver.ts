@@ -1,7 +1,13 @@
 import type { VirtualClock } from '../../clock/virtual.js';
 import { PlbError } from '../../core/errors.js';
 import type { Connector } from '../connector.js';
-import { faultsByOperation, type ClusterDriver, type FaultMethods, type ServerStatus } from '../driver.js';
+import {
+  faultsByOperation,
+  networkFaultMethods,
+  type ClusterDriver,
+  type FaultMethods,
+  type ServerStatus,
+} from '../driver.js';
 import type { FaultFields, NetworkAction } from '../../run-format/fault-actions.js';
 import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import type { Credentials, Endpoint } from '../../core/endpoint.js';
@@ -110,18 +116,10 @@ export class SimDriver implements ClusterDriver {
       this.server(id).netFault(action, a);
       return Promise.resolve();
     };
-    return {
-      partition: apply('partition'),
-      'partition-replication': apply('partition-replication'),
-      reset: apply('reset'),
-      loss: apply('loss'),
-      delay: apply('delay'),
-      bandwidth: apply('bandwidth'),
-      heal: (id, a) => {
-        this.server(id).net.heal(a.what);
-        return Promise.resolve();
-      },
-    };
+    return networkFaultMethods(apply, (id, a) => {
+      this.server(id).net.heal(a.what);
+      return Promise.resolve();
+    });
   }
 
   /** SIGKILL: every backend's socket resets. */
