@@ -230,7 +230,7 @@ describe('a reset replica (simulated)', () => {
 });
 
 describe('a delayed replica (simulated)', () => {
-  it('adds ms per round trip: a query one, a connect four', async () => {
+  it('holds every message ms, both ways: 2·ms a round trip, a query one, a connect four', async () => {
     const base = simCluster();
     const slow = simCluster();
     const timings = async (d: SimDriver, clock: VirtualClock) =>
@@ -244,13 +244,13 @@ describe('a delayed replica (simulated)', () => {
     const a = await timings(base.driver, base.clock);
     await fault(slow.driver, 'delay', 'r1', { ms: 100 });
     const b = await timings(slow.driver, slow.clock);
-    expect(b.twoQueries - a.twoQueries).toBeGreaterThanOrEqual(2 * 100);
-    expect(b.twoQueries - a.twoQueries).toBeLessThan(2 * 100 + 1);
-    expect(b.connect - a.connect).toBeGreaterThanOrEqual(4 * 100);
-    expect(b.connect - a.connect).toBeLessThan(4 * 100 + 1);
+    expect(b.twoQueries - a.twoQueries).toBeGreaterThanOrEqual(2 * 2 * 100);
+    expect(b.twoQueries - a.twoQueries).toBeLessThan(2 * 2 * 100 + 1);
+    expect(b.connect - a.connect).toBeGreaterThanOrEqual(4 * 2 * 100);
+    expect(b.connect - a.connect).toBeLessThan(4 * 2 * 100 + 1);
   });
 
-  it('spreads each round trip uniformly within ms ± jitter, the same for the same seed', async () => {
+  it('spreads each message uniformly within ms ± jitter, the same for the same seed', async () => {
     const run = async (seed: number) => {
       const { driver, clock } = simCluster(seed);
       await fault(driver, 'delay', 'r1', { ms: 100, jitter: 20 });
@@ -263,12 +263,28 @@ describe('a delayed replica (simulated)', () => {
     };
     const a = await run(3);
     for (const ms of a) {
-      expect(ms).toBeGreaterThanOrEqual(80 + 1);
-      expect(ms).toBeLessThanOrEqual(120 + 1 + 1e-6);
+      // Two messages a query, 1 ms of CPU.
+      expect(ms).toBeGreaterThanOrEqual(2 * 80 + 1);
+      expect(ms).toBeLessThanOrEqual(2 * 120 + 1 + 1e-6);
     }
     expect(new Set(a).size).toBeGreaterThan(10);
     expect(await run(3)).toEqual(a);
     expect(await run(4)).not.toEqual(a);
+  });
+
+  it('backs a lost segment off from its RTT: srtt + 200 ms', async () => {
+    const { driver, clock } = simCluster(2);
+    await fault(driver, 'delay', 'r1', { ms: 50 });
+    await fault(driver, 'loss', 'r1', { percent: 30 });
+    const extras = await clock.run(async () => {
+      const s = await driver.connector().open('r1', opts());
+      const out: number[] = [];
+      for (let i = 0; i < 100; i++) out.push(Math.round((await outcome(clock, s.query(POINT))).ms - 101));
+      return out;
+    });
+    // RTO = 2·50 + 200 = 300 ms: every extra is a sum of 300, 600, 1200 ...
+    for (const x of extras) expect(x % 300).toBe(0);
+    expect(Math.max(...extras)).toBeGreaterThanOrEqual(300);
   });
 
   it('is healed alone: a loss in force with it stays', async () => {

@@ -19,11 +19,12 @@ import { builtinSql } from '../templates.js';
  * - reset: the server refuses connects, and its connections end at once (the real drivers' `ss
  *   -K` does not wait for an idle one's next packet): SimServer.netFault;
  * - loss: each message is lost with the given probability and resent after Linux's RTO: 1 s for
- *   a SYN or SYN-ACK (TCP_TIMEOUT_INIT), 200 ms for data (TCP_RTO_MIN, what loopback's tiny RTT
- *   gives), doubling per loss of the same segment; one lost past the retries is held like a
+ *   a SYN or SYN-ACK (TCP_TIMEOUT_INIT), for data the smoothed RTT + 200 ms (TCP_RTO_MIN as the
+ *   variance's floor: 200 ms on loopback, more under a delay), doubling per loss of the segment; one lost past the retries is held like a
  *   partitioned one (100 % holds every message until the heal). ACKs are not modelled: a lost one
  *   is covered by the next segment;
- * - delay: ms (uniform ± jitter, as netem without a distribution table) added per round trip;
+ * - delay: every message held ms (uniform ± jitter, drawn per message), both ways, as the kernel
+ *   drivers' delayer holds every packet to and from the port: a round trip takes 2·ms more;
  * - bandwidth: the replica's responses go out one after another at `rate` bits/s (a FIFO link:
  *   each response's bytes·8/rate starts when the previous one is out);
  * - a replication-only partition changes nothing a client sees (the model has no WAL): its
@@ -173,37 +174,37 @@ export class SimNet {
     if (this.partition !== undefined) return undefined;
     let ms = this.linkMs(CONNECT_RESPONSE_BYTES);
     for (let i = 0; i < CONNECT_ROUND_TRIPS; i++) {
-      const rto = i === 0 ? SYN_RTO_MS : DATA_RTO_MS;
+      const rto = i === 0 ? SYN_RTO_MS : this.dataRtoMs();
       const retries = i === 0 ? SYN_RETRIES : DATA_RETRIES;
       const there = this.lossMs(rto, retries);
       const back = this.lossMs(rto, retries);
       if (there === undefined || back === undefined) return undefined;
-      ms += there + back + this.delayMs();
+      ms += there + back + this.delayMs() + this.delayMs();
     }
     return ms;
   }
 
-  /** A query's request on its way to the server: its round trip's delay and its own loss. */
+  /** A query's request on its way to the server: its delay and its own loss. */
   requestTransit(): Transit {
     if (this.blocks('request')) return undefined;
-    const lost = this.lossMs(DATA_RTO_MS, DATA_RETRIES);
+    const lost = this.lossMs(this.dataRtoMs(), DATA_RETRIES);
     return lost === undefined ? undefined : lost + this.delayMs();
   }
 
-  /** A response of `bytes` on its way back: the link's queue and its own loss. */
+  /** A response of `bytes` on its way back: the link's queue, its delay and its own loss. */
   responseTransit(bytes: number): Transit {
     if (this.blocks('response')) return undefined;
-    const lost = this.lossMs(DATA_RTO_MS, DATA_RETRIES);
-    return lost === undefined ? undefined : lost + this.linkMs(bytes);
+    const lost = this.lossMs(this.dataRtoMs(), DATA_RETRIES);
+    return lost === undefined ? undefined : lost + this.linkMs(bytes) + this.delayMs();
   }
 
   /**
    * How long a graceful close waits for the server's FIN, within the client's bound: all of it
-   * under a partition (it never comes), a round trip's delay under a delay.
+   * under a partition (it never comes), the Terminate's and the FIN's delays under a delay.
    */
   closeWaitMs(boundMs: number): number {
     if (this.partition !== undefined) return boundMs;
-    return this.delay === undefined ? 0 : Math.min(boundMs, this.delay.ms);
+    return this.delay === undefined ? 0 : Math.min(boundMs, 2 * this.delay.ms);
   }
 
   /** The retransmission waits of one segment: a sum of backed-off RTOs, undefined past the retries. */
@@ -220,7 +221,12 @@ export class SimNet {
     return undefined;
   }
 
-  /** One round trip's added delay: uniform in ms ± jitter, never negative. */
+  /** Linux's RTO for data: srtt + rttvar, rttvar at least TCP_RTO_MIN; srtt a delay's 2·ms. */
+  private dataRtoMs(): number {
+    return DATA_RTO_MS + (this.delay === undefined ? 0 : 2 * this.delay.ms);
+  }
+
+  /** One message's added delay: uniform in ms ± jitter, never negative. */
   private delayMs(): number {
     const d = this.delay;
     if (d === undefined) return 0;
