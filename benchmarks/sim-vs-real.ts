@@ -5,7 +5,14 @@
 //
 // Run (builds nothing; `npm run build` first):
 //   node --import tsx benchmarks/sim-vs-real.ts --plan plans/demo-cascade.yaml --clients 32 \
-//     --seed 7 --strategy plb,rr,static [--think-time 250ms] [--real DIR] [--sim DIR] [-- extra bench flags]
+//     --seed 7 --strategy plb,rr,static [--think-time 250ms] [--real DIR] [--sim DIR] \
+//     [--real-driver docker|local] [--sim-only] [-- extra bench flags]
+// A plan with network faults (plans/guide/partitioned-replica.yaml, one-way-partition, lossy-link,
+// slow-replica, replica-cut-from-primary) adds the network cells (sim-vs-real-net.ts): detection,
+// false detections, fault-phase p95 with intervals, the faulted replica's share of new sessions.
+// Those need root on the real side: `--real-driver local` (rules on lo). `--sim-only` runs (or, with
+// --sim, reads) the simulator's side alone and prints its network cells; `-- --repeat 3` gives
+// three seeds a side.
 // When it makes the Docker runs itself, it first runs `plb calibrate` on the same cluster and gives
 // the simulator that calibration (unless the extra flags name one): the same host measured hours
 // apart differed by up to 2.7x in a scan's CPU, so a calibration is only good next to its runs.
@@ -36,6 +43,7 @@ import {
   verdictsAgree,
   type Agreement,
 } from './sim-vs-real-verdicts.js';
+import { networkCells } from './sim-vs-real-net.js';
 
 const P95_TOLERANCE = 0.3;
 const GOODPUT_TOLERANCE = 0.1;
@@ -53,20 +61,30 @@ const clients = arg('clients', '32') as string;
 const seed = arg('seed', '7') as string;
 const strategy = arg('strategy', 'plb,rr,static') as string;
 const think = arg('think-time');
+const realDriver = arg('real-driver', 'docker') as 'docker' | 'local';
+const simOnly = own.includes('--sim-only');
 
 /** `plb calibrate` on the cluster the Docker runs use; the file's path. */
 function calibrate(): string {
   const i = extra.indexOf('--name');
   const name = i >= 0 ? extra[i + 1] : undefined;
   const out = join(mkdtempSync(join(tmpdir(), 'plb-cal-')), 'calibration.json');
-  const args = ['bin/run.js', 'calibrate', ...(name ? ['--name', name] : []), '--out', out];
+  const args = [
+    'bin/run.js',
+    'calibrate',
+    '--driver',
+    realDriver,
+    ...(name ? ['--name', name] : []),
+    '--out',
+    out,
+  ];
   process.stderr.write(`$ node ${args.join(' ')}\n`);
   const r = spawnSync('node', args, { stdio: ['ignore', 'ignore', 'inherit'] });
   if (r.status !== 0) throw new Error(`plb calibrate exited ${r.status}`);
   return out;
 }
 
-function bench(driver: 'docker' | 'sim', more: string[] = []): { dir: string; wallS: number } {
+function bench(driver: 'docker' | 'local' | 'sim', more: string[] = []): { dir: string; wallS: number } {
   const out = mkdtempSync(join(tmpdir(), `plb-${driver}-`));
   const args = [
     'bin/run.js',
@@ -130,8 +148,16 @@ function isCalibration(i: number): boolean {
   return extra[i] === '--calibration' || extra[i - 1] === '--calibration';
 }
 
+if (simOnly) {
+  const dir = arg('sim') ?? bench('sim').dir;
+  const dirs = dir.split(',');
+  const strategies = [...summaries(dirs[0] as string).keys()];
+  const cells = networkCells([{ name: 'sim', dirs, estimates: readEvidence(dirs, strategies).estimates }]);
+  process.stdout.write(`${cells || 'no network fault in the plan\n'}sim runs: ${dir}\n`);
+  process.exit(0);
+}
 const ownCalibration = !arg('real') && !extra.includes('--calibration') ? calibrate() : undefined;
-const realDir = arg('real') ?? bench('docker').dir;
+const realDir = arg('real') ?? bench(realDriver).dir;
 const simRun = arg('sim')
   ? { dir: arg('sim') as string, wallS: NaN }
   : bench('sim', ownCalibration ? ['--calibration', ownCalibration] : []);
@@ -342,6 +368,12 @@ if (realDirs.length >= 2) {
       `the simulator p95 ${sum.sim.p95}/${sum.sim.cells}, goodput ${sum.sim.goodput}/${sum.sim.cells}\n`,
   );
 }
+process.stdout.write(
+  networkCells([
+    { name: 'real', dirs: realDirs, estimates: realEv.estimates },
+    { name: 'sim', dirs: simDirs, estimates: simEv.estimates },
+  ]),
+);
 if (ownCalibration)
   process.stdout.write(`calibration (measured before the Docker runs): ${ownCalibration}\n`);
 process.stdout.write(

@@ -1,8 +1,9 @@
 /* The relay's JavaScript side (Node-API): start, front, listen, stop, dial, verdict, command, ref,
- * counts, fault. Every Node-API call's result and every allocation is checked: a failure throws. */
+ * counts, fault, keepalive. Every Node-API call's result and every allocation is checked: a failure throws. */
 #include "relay.h"
 
 #include <arpa/inet.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 
 #define CHECK(call)                                                                                \
@@ -378,10 +379,21 @@ static napi_value js_stop(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/* dial(id, host, port, timeoutMs, keyPid, keySecret, watchParams): connect the session to a replica. */
+/* A Keepalive from four numbers (userTimeoutMs, idleS, intvlS, cnt); 0 when one is not a number. */
+static int keepalive_args(napi_env env, napi_value *argv, Keepalive *k) {
+  return napi_get_value_int32(env, argv[0], &k->user_timeout_ms) == napi_ok &&
+         napi_get_value_int32(env, argv[1], &k->idle_s) == napi_ok &&
+         napi_get_value_int32(env, argv[2], &k->intvl_s) == napi_ok &&
+         napi_get_value_int32(env, argv[3], &k->cnt) == napi_ok;
+}
+
+/*
+ * dial(id, host, port, timeoutMs, keyPid, keySecret, watchParams[, userTimeoutMs, idleS, intvlS,
+ * cnt]): connect the session to a replica (with keepalive and TCP_USER_TIMEOUT when userTimeoutMs > 0).
+ */
 static napi_value js_dial(napi_env env, napi_callback_info info) {
-  size_t argc = 7;
-  napi_value argv[7];
+  size_t argc = 11;
+  napi_value argv[11];
   Relay *r = call_args(env, info, &argc, argv);
   if (r == NULL || argc < 7) return NULL;
   Cmd c = {.op = OP_DIAL};
@@ -397,6 +409,10 @@ static napi_value js_dial(napi_env env, napi_callback_info info) {
   CHECK(napi_get_value_bool(env, argv[6], &watch));
   if (nsecret != 4 || !parse_addr(env, argv[1], port, &c.addr, &c.addrlen)) {
     throw_errno(env, "dial", EINVAL);
+    return NULL;
+  }
+  if (argc >= 11 && !keepalive_args(env, argv + 7, &c.ka)) {
+    throw_errno(env, "dial: keepalive", EINVAL);
     return NULL;
   }
   memcpy(c.key_secret, secret, 4);
@@ -471,6 +487,49 @@ static napi_value js_fault(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/*
+ * keepalive(fd, userTimeoutMs, idleS, intvlS, cnt): the same options on a socket of Node's (a replica
+ * connection of the front door on Node's sockets); what the kernel then reports, read back:
+ * [userTimeoutMs, idleS, intvlS, cnt]. Throws an Error with the errno's code when it refuses one.
+ * Needs no relay (it works before or without start).
+ */
+static napi_value js_keepalive(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5], out, v;
+  int32_t fd;
+  Keepalive k;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 5 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0 || !keepalive_args(env, argv + 1, &k)) {
+    throw_errno(env, "keepalive", EINVAL);
+    return NULL;
+  }
+  int err = set_keepalive(fd, &k);
+  if (err) {
+    throw_errno(env, "keepalive", err);
+    return NULL;
+  }
+  unsigned int ut = 0;
+  int got[4] = {0, 0, 0, 0};
+  socklen_t len = sizeof ut;
+  int opts[3] = {TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT};
+  if (getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, &len) != 0) err = errno;
+  got[0] = (int)ut;
+  for (int i = 0; i < 3 && !err; i++) {
+    len = sizeof got[i + 1];
+    if (getsockopt(fd, IPPROTO_TCP, opts[i], &got[i + 1], &len) != 0) err = errno;
+  }
+  if (err) {
+    throw_errno(env, "keepalive: getsockopt", err);
+    return NULL;
+  }
+  CHECK(napi_create_array_with_length(env, 4, &out));
+  for (uint32_t i = 0; i < 4; i++) {
+    CHECK(napi_create_int32(env, got[i], &v));
+    CHECK(napi_set_element(env, out, i, v));
+  }
+  return out;
+}
+
 /* counts(front): [clients open in any phase, refused over the limit so far]. */
 static napi_value js_counts(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -514,6 +573,7 @@ NAPI_MODULE_INIT() {
       {"counts", NULL, js_counts, NULL, NULL, NULL, napi_default, NULL},
       {"ref", NULL, js_ref, NULL, NULL, NULL, napi_default, NULL},
       {"fault", NULL, js_fault, NULL, NULL, NULL, napi_default, NULL},
+      {"keepalive", NULL, js_keepalive, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

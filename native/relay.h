@@ -80,8 +80,8 @@ enum {
   EV_TIMEOUT = 8,
   EV_FAULT = 9 /* side: what failed (F_*), err: its errno; id 0: no session (relay_note) */
 };
-/* What failed in a fault (native-relay.ts names them). */
-enum { F_EPOLL = 1, F_MEMORY = 2 };
+/* What failed in a fault (native-relay.ts names them); F_SOCKOPT only as a note (no session ends). */
+enum { F_EPOLL = 1, F_MEMORY = 2, F_SOCKOPT = 3 };
 enum { C_END = 1, C_AT_BOUNDARY = 2, C_DESTROY = 4, B_END = 8, B_DESTROY = 16 };
 /* OP_FAULT: a fault made on cue (the tests'); OP_QUIT: the thread returns (the relay's teardown). */
 enum { OP_COMMAND = 1, OP_STOP, OP_DIAL, OP_VERDICT, OP_FAULT, OP_QUIT };
@@ -166,6 +166,15 @@ typedef struct Pair {
   int cunframed;
 } Pair;
 
+/*
+ * A replica connection's keepalive and TCP_USER_TIMEOUT (--hang-timeout, native-relay.ts works the
+ * values out): a replica that acknowledges nothing for user_timeout_ms, idle or not, has its
+ * connection ended by the kernel (ETIMEDOUT), as a reset one would be. user_timeout_ms 0: none.
+ */
+typedef struct Keepalive {
+  int user_timeout_ms, idle_s, intvl_s, cnt;
+} Keepalive;
+
 typedef struct Cmd {
   int op, flags;
   double id;
@@ -176,6 +185,7 @@ typedef struct Cmd {
   struct sockaddr_storage addr;
   socklen_t addrlen;
   int timeout_ms, watch, err;
+  Keepalive ka;
   int32_t key_pid;
   uint8_t key_secret[4];
   struct Cmd *next;
@@ -280,6 +290,8 @@ void front_client_gone(Worker *w, Pair *p, uint32_t ev);
 void front_retire(Worker *w, Pair *p);
 void front_expire(Worker *w, Pair *p);
 void front_stop(Worker *w, Cmd *c);
+/* Sets k on a TCP socket (SO_KEEPALIVE and its counts, TCP_USER_TIMEOUT): 0, or the errno. */
+int set_keepalive(int fd, const Keepalive *k);
 /* The AUTH phase's hooks on whole backend messages: BackendKeyData swapped, ReadyForQuery. */
 MUSTCHECK int front_key(Worker *w, Pair *p, Dir *d, size_t pos, size_t *total);
 void front_ready(Worker *w, Pair *p);

@@ -8,12 +8,14 @@ import type { Connector } from '../cluster/connector.js';
 import type { ClusterDriver } from '../cluster/driver.js';
 import { HealthChecker } from '../cluster/health.js';
 import { replicaStateAfter } from '../faults/actions.js';
+import { eventFields } from '../run-format/fault-actions.js';
 import { Injector, type InjectedFault } from '../faults/injector.js';
 import type { RunWriter } from '../metrics/types.js';
 import type { SessionRouter } from '../router/types.js';
 import type { BenchConfig } from '../run-format/config.js';
 import { AdmissionWaiter, isQueueingRouter } from '../workload/admission-wait.js';
 import { DataSource } from '../workload/data-source.js';
+import { SessionShutdown, SessionShutdownError } from './session-shutdown.js';
 
 /** What the parts of a run are built from. */
 export interface PartsInputs {
@@ -44,28 +46,34 @@ export interface RunParts {
 /** The real parts: health checks and sessions over the connector, faults through the driver. */
 export function runParts(x: PartsInputs): RunParts {
   const { config, clock, writer } = x;
+  const shutdown = config.shutdownSessions ? new SessionShutdown(x.connector) : undefined;
+  const inputs = shutdown ? { ...x, setHealth: shuttingDown(x, shutdown) } : x;
   const health = new HealthChecker(
     x.ids,
     x.connector,
     { ...config.health, clock },
     (replica, state, via, cause) => {
-      if (!config.oracle) x.setHealth(replica, state, via, cause);
+      if (!config.oracle) inputs.setHealth(replica, state, via, cause);
     },
-    (f) => writer.recorder.replicaFailure(f.replica, clock.now(), f.cause),
+    (f) => writer.recorder.replicaFailure(f.replica, clock.now(), f.cause, f.via),
   );
   const admission = isQueueingRouter(x.router) ? new AdmissionWaiter(x.router, clock) : undefined;
   const ds = new DataSource({
     ...(admission ? { admission } : {}),
     router: x.router,
-    connector: x.connector,
+    connector: shutdown?.connector ?? x.connector,
     connectTimeoutMs: config.workload.connectTimeoutMs,
     queryTimeoutMs: config.workload.queryTimeoutMs,
     now: () => clock.now(),
     // A balancer that could not be reached (via) says nothing of any one replica.
     onConnectError: (replica, err) => {
-      if (x.ids.includes(replica)) health.reportFailure(replica, err, 'connect');
+      if (x.ids.includes(replica) && !(err instanceof SessionShutdownError))
+        health.reportFailure(replica, err, 'connect');
     },
-    onSessionError: (replica, err) => health.reportFailure(replica, err, 'session'),
+    // A session plb shut down says nothing more of its replica (it was marked down already).
+    onSessionError: (replica, err) => {
+      if (!(err instanceof SessionShutdownError)) health.reportFailure(replica, err, 'session');
+    },
   });
   const injector = new Injector({
     driver: x.driver,
@@ -73,7 +81,7 @@ export function runParts(x: PartsInputs): RunParts {
     clock,
     defaultCpus: config.replicaCpus,
     log: x.log,
-    onInjected: (f) => onInjected(x, f),
+    onInjected: (f) => onInjected(inputs, f),
     // Recorded next to the fault; the summary marks its phases invalid and the run incomplete.
     onNotTaken: (f, reason) =>
       writer.event({
@@ -88,6 +96,26 @@ export function runParts(x: PartsInputs): RunParts {
   return { health, ds, injector, ...(admission ? { admission } : {}) };
 }
 
+/**
+ * --shutdown-sessions: the replica marked down (by the checker, a session's failure or the
+ * oracle) has its sessions ended at once, and how many is recorded next to the detection.
+ */
+function shuttingDown(x: PartsInputs, shutdown: SessionShutdown): PartsInputs['setHealth'] {
+  return (replica, state, via, cause) => {
+    x.setHealth(replica, state, via, cause);
+    if (state !== 'down') return;
+    const { sessions, connects } = shutdown.shutDown(replica);
+    x.writer.event({
+      type: 'note',
+      tMs: x.clock.now(),
+      what: 'shutdown-sessions',
+      replica,
+      sessions,
+      connects,
+    });
+  };
+}
+
 /** A fault was applied: recorded, logged, told to the router in oracle mode, quota tracked. */
 function onInjected(x: PartsInputs, f: InjectedFault): void {
   x.writer.event({
@@ -97,7 +125,12 @@ function onInjected(x: PartsInputs, f: InjectedFault): void {
     doneMs: f.doneMs,
     replica: f.event.replica,
     action: f.event.action,
-    ...(f.event.cpus !== undefined ? { cpus: f.event.cpus } : {}),
+    // The fields say what it was (a heal's `what`, a delay's ms): the report names what degraded.
+    ...eventFields(f.event),
+    // A throttle back to the quota the replica began with ends its slowness (session-share.ts).
+    ...(f.event.action === 'throttle'
+      ? { runCpus: x.config.balance?.cpus?.[f.event.replica] ?? x.config.replicaCpus }
+      : {}),
     ...(f.error !== undefined ? { error: f.error } : {}),
   });
   x.log(

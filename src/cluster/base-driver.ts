@@ -15,7 +15,7 @@ import { checkBasePort, portFree } from './ports.js';
 import { currentWalLsn, replicaReplication, setWalReplayPaused, waitServerReady } from './pg-util.js';
 import { MAX_MAX_CONNECTIONS, MIN_MAX_CONNECTIONS } from './sizing.js';
 import { loadCredentials, readClusterRecord, updateClusterRecord, validateClusterName } from './state.js';
-import type { FaultMethods } from './driver.js';
+import { networkFaultMethods, type FaultMethods } from './driver.js';
 import { NetFaults } from './net/net-faults.js';
 import type { NetTarget } from './net/types.js';
 import type { NetworkAction } from '../run-format/fault-actions.js';
@@ -148,15 +148,7 @@ export abstract class BaseDriver {
   protected networkFaults(): Pick<FaultMethods, NetworkAction | 'heal'> {
     const apply = (action: NetworkAction) => async (id: ServerId, a: FaultArgs) =>
       this.net.apply(id, await this.netTarget(id), action, a);
-    return {
-      partition: apply('partition'),
-      'partition-replication': apply('partition-replication'),
-      reset: apply('reset'),
-      loss: apply('loss'),
-      delay: apply('delay'),
-      bandwidth: apply('bandwidth'),
-      heal: (id, a) => this.net.heal(id, a.what),
-    };
+    return networkFaultMethods(apply, (id, a) => this.net.heal(id, a.what));
   }
 
   protected endpoint(id: ServerId): Endpoint {

@@ -1,9 +1,13 @@
 import type { Connector } from './connector.js';
-import { PlbError } from '../core/errors.js';
 import type { ServerId } from '../core/replica-ids.js';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import type { ClusterSpec } from '../run-format/cluster-record.js';
-import type { FaultAction, FaultFields } from '../run-format/fault-actions.js';
+import {
+  NETWORK_ACTIONS,
+  type FaultAction,
+  type FaultFields,
+  type NetworkAction,
+} from '../run-format/fault-actions.js';
 
 /**
  * A fault method's arguments: the event's fields; `cpus` is the run's replica quota when the
@@ -43,26 +47,13 @@ export function faultsByOperation(d: FaultOperations) {
   } satisfies Partial<FaultMethods>;
 }
 
-/**
- * The network faults of a driver that does not apply them: the injector refuses a plan with them
- * before the run starts (their specs' `drivers`), so these only answer a direct call.
- */
-export function networkFaultsRefused(kind: ClusterDriver['kind']) {
-  const refuse = (action: string) => () =>
-    Promise.reject(
-      new PlbError('BAD_INPUT', `the ${kind} driver does not apply ${action}`, {
-        hint: 'network faults need --driver local or docker (or external with hooks)',
-      }),
-    );
-  return {
-    partition: refuse('partition'),
-    reset: refuse('reset'),
-    loss: refuse('loss'),
-    'partition-replication': refuse('partition (link: replication)'),
-    delay: refuse('delay'),
-    bandwidth: refuse('bandwidth'),
-    heal: refuse('heal'),
-  } satisfies Partial<FaultMethods>;
+/** A driver's network fault methods: one per network action, made by `apply`, and its heal. */
+export function networkFaultMethods(
+  apply: (action: NetworkAction) => FaultMethods[NetworkAction],
+  heal: FaultMethods['heal'],
+): Pick<FaultMethods, NetworkAction | 'heal'> {
+  const methods = Object.fromEntries(NETWORK_ACTIONS.map((a) => [a, apply(a)]));
+  return { ...(methods as Record<NetworkAction, FaultMethods[NetworkAction]>), heal };
 }
 
 /** Defaults of a cluster spec (clusterSpec() fills them in; the CLI's flags show them). */

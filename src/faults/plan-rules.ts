@@ -175,7 +175,10 @@ function resolveEvents(
     heals.sort((a, b) => a.at - b.at);
     while (heals.length > 0 && heals[0]!.at <= until && heals[0]!.at < duration) {
       const h = heals.shift()!;
-      const inForce = net.get(h.replica)?.has(h.what) === true;
+      const kinds = net.get(h.replica);
+      const inForce =
+        kinds?.has(h.what) === true ||
+        (h.what === 'partition' && kinds?.has('partition-replication') === true);
       const why = `${h.what} ${h.replica} ends at ${fmtSeconds(h.at)}`;
       if (!inForce) throw new RuleBroken([...h.path, 'for'], `${why}, but it was healed before`);
       try {

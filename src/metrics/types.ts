@@ -45,8 +45,8 @@ export interface Recorder {
     closedMs: number,
     ending: SessionEnding,
   ): void;
-  /** A classified failure heard of on a replica (health check, connect or session). */
-  replicaFailure(replica: string, atMs: number, cause: FailureCause): void;
+  /** A classified failure heard of on a replica; via: who heard of it ('health', 'connect', 'session'). */
+  replicaFailure(replica: string, atMs: number, cause: FailureCause, via?: string): void;
   /** The client process's CPU (user + system, fraction of one core) over the last sample interval. */
   harnessCpu(atMs: number, cpu: number): void;
   /** The host's busy and stolen CPU (fractions of all its cores) over the last sample interval. */

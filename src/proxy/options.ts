@@ -16,6 +16,7 @@ import {
 import { parseRouterStrategy, routerStrategyFlag } from '../cli/strategy-flags.js';
 import { strategyListText } from '../core/strategies.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
+import { DEFAULT_HEALTH } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';
 import { checkedText, durationMsFlag } from '../cli/flags.js';
 import { PlbError } from '../core/errors.js';
@@ -100,6 +101,13 @@ export const proxyFlags = {
   }),
   ...routerFlags,
   ...healthFlags,
+  // The health group's, with one more meaning here (and 0 allowed): the replica connections'.
+  'hang-timeout': checkedText((v, flag) => durationMsFlag(flag, v))({
+    description:
+      'a replica that answers nothing this long is taken for down by the health checks, and a replica connection that hears nothing this long (TCP keepalive, TCP_USER_TIMEOUT) is ended, its client told 08006; 0: replica connections get neither (the checks keep 5s)',
+    default: `${DEFAULT_HEALTH.hangMs}ms`,
+    helpGroup: HELP_GROUPS.health,
+  }),
   ...limitFlags,
   name: Flags.string({
     description: 'cluster name (brought up by `plb cluster up`)',
@@ -129,6 +137,8 @@ export interface ProxyConfig extends LimitConfig, RouterFlagSettings {
   classFrom: ClassFrom;
   strategy: StrategyName;
   health: HealthOptions;
+  /** --hang-timeout for the replica connections (0: no keepalive, no TCP_USER_TIMEOUT). */
+  serverHangMs: number;
   statsEveryS: number;
   stopTimeoutMs: number;
   metricsPort?: number;
@@ -169,7 +179,12 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
       'BAD_INPUT',
       `--stats-every: must be a whole number of seconds >= 0 (got ${f['stats-every']})`,
     );
-  const health = parseHealthFlags(f);
+  // 0 turns off the replica connections' timeouts; the checks cannot go without one (a check that
+  // never answers would hold every later one): they keep the default.
+  const serverHangMs = durationMsFlag('hang-timeout', f['hang-timeout']);
+  const health = parseHealthFlags(
+    serverHangMs === 0 ? { ...f, 'hang-timeout': `${DEFAULT_HEALTH.hangMs}ms` } : f,
+  );
   const relay = f.relay ?? 'native';
   if (relay !== 'native' && relay !== 'js')
     throw new PlbError('BAD_INPUT', `--relay: must be native or js (got "${relay}")`);
@@ -187,6 +202,7 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     strategy,
     ...parseRouterFlags(f),
     health,
+    serverHangMs,
     statsEveryS: f['stats-every'],
     ...parseLimitFlags(f, strategy),
     stopTimeoutMs: durationMsFlag('stop-timeout', f['stop-timeout']),

@@ -24,6 +24,7 @@ import type { ClientSession, SessionHost, SessionTarget } from './session/sessio
 import type { ServerTlsMode } from './protocol/tls-server.js';
 import type { ClassFrom } from './protocol/startup-packet.js';
 import { formatStatsLine, ProxyStats } from './stats.js';
+import { serverKeepalive } from './session/server-keepalive.js';
 import { DEFAULT_RELAY_THREADS, NativeRelay, type RelayChoice } from './native/native-relay.js';
 
 export interface ProxyOptions {
@@ -42,6 +43,12 @@ export interface ProxyOptions {
   slowStartMs: number;
   borrowing: BorrowingOptions | false;
   health: HealthOptions;
+  /**
+   * Replica connections whose replica acknowledges nothing this long are ended by the kernel (TCP
+   * keepalive and TCP_USER_TIMEOUT, server-keepalive.ts), their clients told 08006; 0: neither is
+   * set. Default: health.hangMs (--hang-timeout means both).
+   */
+  serverHangMs?: number;
   /** Seconds between stats lines (0: none). */
   statsEveryS: number;
   log: (line: string) => void;
@@ -181,6 +188,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     startupTimeoutMs: opts.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
     connectTimeoutMs: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     connectAttempts: opts.connectAttempts ?? DEFAULT_CONNECT_ATTEMPTS,
+    serverKeepalive: serverKeepalive(opts.serverHangMs ?? opts.health.hangMs),
     cancelKeys,
     stats,
     tls: opts.tls,

@@ -6,6 +6,7 @@ import { passwordFile } from '../cluster/state.js';
 import type { ReplicaSnapshot } from '../router/types.js';
 import { parseProxyFlags, type ProxyFlagValues } from './options.js';
 import { startProxy, type ProxyHandle } from './proxy-server.js';
+import { describeKeepalive, serverKeepalive } from './session/server-keepalive.js';
 import { proxyRegistry } from './proxy-metrics.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { ClassCounters, ReplicaCounters } from './stats.js';
@@ -86,6 +87,7 @@ export async function executeProxy(
       slowStartMs: config.slowStartMs,
       borrowing: config.borrowing,
       health: config.health,
+      serverHangMs: config.serverHangMs,
       statsEveryS: config.statsEveryS,
       maxClientConn: config.maxClientConn,
       ...(config.startupPacing ? {} : { freemiumPacing: false as const }),
@@ -110,7 +112,7 @@ export async function executeProxy(
     io.log(
       `cluster ${config.name} (${driver.kind}): ${replicas.map((r) => `${r.id}:${r.port}`).join(' ')}; ` +
         `strategy ${config.strategy}; class from ${config.classFrom === 'off' ? 'the port' : `the port or ${config.classFrom}`}; ` +
-        `relay ${proxy.relay}`,
+        `relay ${proxy.relay}; replica connections: ${describeKeepalive(serverKeepalive(config.serverHangMs))}`,
     );
     await new Promise<void>((resolve) =>
       stop.signal.addEventListener('abort', () => resolve(), { once: true }),

@@ -2,6 +2,7 @@
 import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import type { PhaseSummary, RunSummary } from '../run-format/summary.js';
 import { aggregateTemplates } from './tables/templates-table.js';
+import { aggregateHang } from './hang-aggregate.js';
 import { FAULT_INTERVAL } from '../metrics/summary/fault-interval.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
 import { strategyEntry } from '../core/strategies.js';
@@ -13,6 +14,7 @@ import {
   SETTING_NAMES,
   settingsKeyOf,
   shortHash,
+  UNSAID_SHARED,
   type SettingName,
   type SettingsDiff,
   type SettingValue,
@@ -152,7 +154,8 @@ export function settingsDiff(groups: readonly Pick<RunGroup, 'plan' | 'settings'
         : values.length > 1;
     if (differs)
       diff.differ.push({ name, values: name === 'plan' ? values.filter((v) => v.includes(' #')) : values });
-    else if (values.length === 1 && values[0] !== 'unknown') diff.shared.push({ name, value: values[0]! });
+    else if (values.length === 1 && values[0] !== 'unknown' && values[0] !== UNSAID_SHARED[name])
+      diff.shared.push({ name, value: values[0]! });
   }
   return diff;
 }
@@ -216,6 +219,7 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
       up: stat(runs.map((r) => r.detectionCounts?.up ?? null)),
       unexplained: stat(runs.map((r) => r.detectionCounts?.unexplained ?? null)),
     },
+    ...aggregateHang(runs),
   };
 }
 

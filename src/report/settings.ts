@@ -26,9 +26,13 @@ export const SETTING_NAMES = [
   'borrow',
   'slow start',
   'oracle',
+  'shutdown sessions',
   'plan',
 ] as const;
 export type SettingName = (typeof SETTING_NAMES)[number];
+
+/** A value every group shares that is not said (a default older runs had too, without the setting). */
+export const UNSAID_SHARED: Partial<Record<SettingName, string>> = { 'shutdown sessions': 'off' };
 
 const UNKNOWN = 'unknown';
 /** Canonical value of a missing field: no written value can equal it. */
@@ -124,6 +128,8 @@ export function runSettings(cfg: RunConfig | undefined, planName: string): Recor
       : missing,
     'slow start': c.slowStartMs !== undefined ? of(fmtMs(c.slowStartMs)) : missing,
     oracle: c.oracle !== undefined ? of(c.oracle ? 'on' : 'off') : missing,
+    // Off unless asked: runs from before the flag are runs without it.
+    'shutdown sessions': of(c.shutdownSessions === true ? 'on' : 'off'),
     // The name alone is not the plan: its events and duration are.
     plan: plan
       ? of(plan.name, {

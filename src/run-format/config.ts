@@ -149,6 +149,12 @@ const configFields = z.object({
   workload: workloadSpecSchema.optional(),
   health: healthOptionsSchema.optional(),
   oracle: z.boolean().optional(),
+  shutdownSessions: z
+    .boolean()
+    .optional()
+    .describe(
+      "--shutdown-sessions: a replica marked down has its sessions ended at once (HAProxy's on-marked-down shutdown-sessions); absent in older runs: off",
+    ),
   reference: roleVectorSchema.optional(),
   partition: mixSchema.optional(),
   slowStartMs: z.number().optional(),

@@ -105,8 +105,8 @@ export type DriverKind = 'docker' | 'local' | 'sim' | 'external';
 const UP = { states: ['up'], need: 'up and not paused' } as const;
 /** Network faults stack: a replica already cut off takes another. */
 const REACHABLE = { states: ['up', 'cut'], need: 'up (or only cut off by the network)' } as const;
-/** Rules on loopback (cluster/local/net-faults.ts) or the cluster file's hooks. */
-const NETWORK_DRIVERS = ['local', 'docker', 'external'] as const;
+/** Rules on loopback (cluster/net/), the simulator's model (sim/net-model.ts) or the cluster file's hooks. */
+const NETWORK_DRIVERS = ['local', 'docker', 'sim', 'external'] as const;
 
 const SPECS = {
   down: {

@@ -100,6 +100,61 @@ const aggregatedDetectionSchema = z.object({
   missed: z.number(),
 });
 
+// The hang path and the session shares over a group's runs (report/hang-aggregate.ts).
+const pooledStatSchema = statSchema
+  .extend({
+    mean: z.number().nullable(),
+    lo: z.number().nullable().describe("95 % t interval of the runs' mean, 3 runs or more (else null)"),
+    hi: z.number().nullable(),
+  })
+  .meta({
+    id: 'PooledStat',
+    description: 'Median and IQR over the repeats, and the mean with its 95 % interval',
+  });
+
+/** Per fault's hang path, the metrics pooled over the runs, in display order. */
+export const HANG_METRICS = [
+  'downMs',
+  'checkerMs',
+  'passiveMs',
+  'sessions',
+  'waitP50Ms',
+  'waitMaxMs',
+  'failed',
+  'open',
+  'shutdown',
+  'connectsShut',
+  'queryTimeouts',
+  'connectsFailed',
+] as const;
+export type HangMetric = (typeof HANG_METRICS)[number];
+
+const aggregatedHangSchema = z
+  .object({
+    replica: z.string(),
+    action: z.string(),
+    occurrence: z.number(),
+    runs: z.number(),
+    missed: z.number().describe('runs in which it was never marked down'),
+    downVia: z.array(z.string()).describe('who marked it down first, over the runs'),
+  })
+  .extend(
+    Object.fromEntries(HANG_METRICS.map((m) => [m, pooledStatSchema])) as Record<
+      HangMetric,
+      typeof pooledStatSchema
+    >,
+  );
+
+const aggregatedShareSchema = z.object({
+  phase: z.string(),
+  degraded: z.array(z.string()).describe("'<replica> <action>' of the faults that keep K+ in force in it"),
+  sessions: statSchema,
+  replicas: z.record(
+    z.string(),
+    z.object({ share: pooledStatSchema, weightShare: statSchema, falseDowns: statSchema }),
+  ),
+});
+
 const runGroupSchema = z.object({
   key: z.string(),
   settings: z
@@ -121,6 +176,16 @@ const runGroupSchema = z.object({
   faultInterval: aggregatedPhaseSchema.optional().describe("the runs' fault intervals (phase named fault)"),
   detection: z.array(aggregatedDetectionSchema),
   detections: z.object({ down: statSchema, up: statSchema, unexplained: statSchema }),
+  hangPath: z
+    .object({ faults: z.array(aggregatedHangSchema), falseDowns: pooledStatSchema })
+    .optional()
+    .describe(
+      'per fault that made a replica unreachable: detection, sessions on it, their waits; absent for older runs',
+    ),
+  sessionShare: z
+    .array(aggregatedShareSchema)
+    .optional()
+    .describe("per phase: each replica's share of the new sessions and its weight's share"),
   templates: z
     .array(
       z.object({
@@ -305,6 +370,9 @@ export type Stat = z.infer<typeof statSchema>;
 export type AggregatedReplica = z.infer<typeof aggregatedReplicaSchema>;
 export type AggregatedPhase = z.infer<typeof aggregatedPhaseSchema>;
 export type AggregatedDetection = z.infer<typeof aggregatedDetectionSchema>;
+export type PooledStat = z.infer<typeof pooledStatSchema>;
+export type AggregatedHang = z.infer<typeof aggregatedHangSchema>;
+export type AggregatedShare = z.infer<typeof aggregatedShareSchema>;
 export type RunGroup = z.infer<typeof runGroupSchema>;
 export type ComparisonRow = z.infer<typeof comparisonRowSchema>;
 export type StrategyComparison = z.infer<typeof strategyComparisonSchema>;

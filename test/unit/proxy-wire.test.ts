@@ -292,6 +292,20 @@ describe('parseProxyFlags', () => {
     );
   });
 
+  it('--hang-timeout: the checks and the replica connections alike; 0 turns off only the latter', () => {
+    expect(parseProxyFlags(flags({ 'hang-timeout': '2s' }))).toMatchObject({
+      serverHangMs: 2000,
+      health: { hangMs: 2000 },
+    });
+    expect(parseProxyFlags(flags({ 'hang-timeout': '0' }))).toMatchObject({
+      serverHangMs: 0,
+      health: { hangMs: 5000 },
+    });
+    expect(() => parseProxyFlags(flags({ 'hang-timeout': 'never' }))).toThrow(
+      /^--hang-timeout: expected a duration/,
+    );
+  });
+
   it('paces freemium startups unless --startup-pacing off', () => {
     expect(parseProxyFlags(flags({})).startupPacing).toBe(true);
     expect(parseProxyFlags(flags({ 'startup-pacing': 'off' })).startupPacing).toBe(false);

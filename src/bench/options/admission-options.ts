@@ -34,7 +34,7 @@ export const admissionFlags = {
   }),
   'admission-target': Flags.string({
     description:
-      "plb-admit's SLO guard: premium p95 target, a duration (e.g. 40ms), Nx of premium's p95 before the first failure, or off",
+      "the SLO guard of the admission strategies: premium p95 target, a duration (e.g. 40ms), Nx of premium's p95 before the first failure, or off",
     default: '1.2x',
     helpGroup: HELP,
   }),

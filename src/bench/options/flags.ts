@@ -194,6 +194,12 @@ export const benchFlags = {
     default: false,
     helpGroup: HELP_GROUPS.health,
   }),
+  'shutdown-sessions': Flags.boolean({
+    description:
+      "HAProxy's on-marked-down shutdown-sessions: a replica marked down has its sessions ended at once, and their clients reconnect elsewhere (off: each waits for an error or its query timeout)",
+    default: false,
+    helpGroup: HELP_GROUPS.health,
+  }),
   name: Flags.string({
     description: 'cluster name',
     default: DEFAULT_CLUSTER_NAME,
@@ -275,6 +281,8 @@ export interface BenchFlagValues
   repeat: number;
   out: string;
   oracle: boolean;
+  /** --shutdown-sessions (absent: off). */
+  'shutdown-sessions'?: boolean;
   progress: number;
   name: string;
   driver: string;
@@ -324,6 +332,8 @@ export interface BenchSettings {
   router: RouterSettings;
   health: HealthOptions;
   oracle: boolean;
+  /** A replica marked down has its sessions ended at once. */
+  shutdownSessions: boolean;
   balance: BalanceSettings;
   admission: AdmissionSettings;
   cluster: ClusterSettings;
@@ -363,6 +373,7 @@ export function parseBenchFlags(
     router,
     health,
     oracle: flags.oracle,
+    shutdownSessions: flags['shutdown-sessions'] ?? false,
     balance: parseBalanceFlags(flags),
     admission: parseAdmissionFlags(flags),
     cluster: {

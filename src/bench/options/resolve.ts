@@ -109,6 +109,7 @@ export function resolveBench(
       workload,
       health: flags.health,
       oracle: flags.oracle,
+      shutdownSessions: flags.shutdownSessions,
       ...flags.router,
       ...(lagWeights ? { lagWeights } : {}),
       ...(Object.keys(balance).length > 0 ? { balance } : {}),

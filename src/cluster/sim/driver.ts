@@ -3,11 +3,12 @@ import { PlbError } from '../../core/errors.js';
 import type { Connector } from '../connector.js';
 import {
   faultsByOperation,
-  networkFaultsRefused,
+  networkFaultMethods,
   type ClusterDriver,
   type FaultMethods,
   type ServerStatus,
 } from '../driver.js';
+import type { FaultFields, NetworkAction } from '../../run-format/fault-actions.js';
 import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import type { Credentials, Endpoint } from '../../core/endpoint.js';
 import type { ServerId } from '../../core/replica-ids.js';
@@ -28,7 +29,7 @@ export class SimDriver implements ClusterDriver {
   /** Restarts under way (start() of a server that is starting waits for the same one). */
   private readonly starting = new Map<ServerId, Promise<void>>();
   /** The plan's fault actions, through this driver's operations. */
-  readonly faults: FaultMethods = { ...faultsByOperation(this), ...networkFaultsRefused('sim') };
+  readonly faults: FaultMethods = { ...faultsByOperation(this), ...this.networkFaults() };
 
   constructor(
     readonly spec: ClusterSpec,
@@ -43,7 +44,7 @@ export class SimDriver implements ClusterDriver {
 
   /** Every server new and up, at full quota, no backend, no CPU used; demands from `seed`. */
   private build(seed: number): void {
-    const world = new SimWorld(this.clock, this.calibration, new DemandModel(this.calibration, seed));
+    const world = new SimWorld(this.clock, this.calibration, new DemandModel(this.calibration, seed), seed);
     const { spec } = this;
     const add = (id: string, kind: 'primary' | 'replica', port: number, cpus: number): void => {
       this.servers.set(id, new SimServer(world, id, kind, port, cpus, spec.maxConnections));
@@ -79,6 +80,8 @@ export class SimDriver implements ClusterDriver {
         const up = s.state === 'up';
         const replica = s.kind === 'replica';
         const streaming = now >= s.upAtMs + this.calibration.catchUpMs;
+        // No WAL in the model: a cut WAL stream shows as staleness since the cut, bytes unknown.
+        const stale = replica ? s.net.stalenessS() : undefined;
         return {
           id: s.id,
           kind: s.kind,
@@ -86,8 +89,8 @@ export class SimDriver implements ClusterDriver {
           up,
           paused: s.paused,
           replication: replica && up ? (streaming ? 'streaming' : 'catchup') : null,
-          lagBytes: replica && up ? 0 : null,
-          replayLagSeconds: replica && up ? 0 : null,
+          lagBytes: replica && up && stale === undefined ? 0 : null,
+          replayLagSeconds: replica && up ? (stale ?? 0) : null,
           cpus: s.cpus,
         };
       }),
@@ -105,6 +108,18 @@ export class SimDriver implements ClusterDriver {
 
   credentials(): Promise<Credentials> {
     return Promise.resolve({ user: 'plb', password: 'sim', database: 'plb' });
+  }
+
+  /** The network faults, modelled on each server's client port (net-model.ts). */
+  private networkFaults(): Pick<FaultMethods, NetworkAction | 'heal'> {
+    const apply = (action: NetworkAction) => (id: ServerId, a: FaultFields) => {
+      this.server(id).netFault(action, a);
+      return Promise.resolve();
+    };
+    return networkFaultMethods(apply, (id, a) => {
+      this.server(id).net.heal(a.what);
+      return Promise.resolve();
+    });
   }
 
   /** SIGKILL: every backend's socket resets. */

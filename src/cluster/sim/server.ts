@@ -1,23 +1,21 @@
-import type { TimerTask } from '../../clock/index.js';
 import type { VirtualClock } from '../../clock/virtual.js';
-import type { DbConnection, OpenOptions, StatementWaiter } from '../connector.js';
+import { Rng } from '../../core/rng.js';
+import type { FaultFields, NetworkAction } from '../../run-format/fault-actions.js';
+import type { DbConnection, OpenOptions } from '../connector.js';
 import type { SimCalibration } from './calibration.js';
+import { SimConnection } from './connection.js';
 import { DeadlineQueue, type Expiring } from './deadlines.js';
 import type { DemandModel } from './demand.js';
-import {
-  closedClient,
-  connectionTerminated,
-  connectTimeout,
-  notQueryable,
-  queryTimeout,
-  socketError,
-  tooManyClients,
-} from './pg-errors.js';
+import { SimNet, SYN_RTO_MS } from './net-model.js';
+import { socketError, tooManyClients } from './pg-errors.js';
 import { CfsCpu, DEFAULT_CFS_PERIOD_MS, DEFAULT_HOST_CORES } from './cfs-cpu.js';
 import type { CpuTask, SimCpu } from './cfs-quota.js';
 import { RrCpu } from './rr-cpu.js';
 import { Postmaster } from './postmaster.js';
 import { deliveredCores } from './host-contention.js';
+
+/** Salt of the network faults' streams (apart from the workload's and the demands'). */
+const NET_SALT = 0x4e7;
 
 /** What every simulated server shares: the clock, the calibration, demands, timeout queues. */
 export class SimWorld {
@@ -27,7 +25,14 @@ export class SimWorld {
     readonly clock: VirtualClock,
     readonly cal: SimCalibration,
     readonly demand: DemandModel,
+    /** The run seed: each server's network draws (loss, jitter) come from a stream of it. */
+    private readonly seed = 0,
   ) {}
+
+  /** The network faults of the server on `port`, with a random stream of its own. */
+  net(port: number): SimNet {
+    return new SimNet(this.clock, new Rng(this.seed).fork(NET_SALT + port));
+  }
 
   /** Expires `x` after `ms` (one queue per length, see DeadlineQueue). */
   expireAfter(ms: number, x: Expiring, token: number): void {
@@ -61,6 +66,8 @@ export class SimServer {
   cpus: number;
   readonly cpu: SimCpu;
   readonly conns = new Set<SimConnection>();
+  /** Faults on its client port (they outlive a restart: they are the network's). */
+  readonly net: SimNet;
   /** Connection starts that arrived while paused: the postmaster runs them on unpause. */
   private parked: (() => void)[] = [];
   /** With `connect.postmasterCpuMs`, connects are forked one at a time (postmaster.ts). */
@@ -75,6 +82,7 @@ export class SimServer {
     readonly maxConnections: number,
   ) {
     this.cpus = cpus;
+    this.net = world.net(port);
     const cal = world.cal;
     const host = cal.hostCores ?? DEFAULT_HOST_CORES;
     const period = cal.cfsPeriodMs ?? DEFAULT_CFS_PERIOD_MS;
@@ -93,15 +101,33 @@ export class SimServer {
 
   /** Opens a connection: connect latency, then a backend's start (a slot and CPU), or an error. */
   open(opts: OpenOptions): Promise<DbConnection> {
-    if (this.state !== 'up') return Promise.reject(socketError('ECONNREFUSED', this.port));
+    // A reset answers the SYN with a RST: refused, as a closed port.
+    if (this.state !== 'up' || this.net.refusing)
+      return Promise.reject(socketError('ECONNREFUSED', this.port));
     return new Promise((resolve, reject) => {
       const c = new SimConnection(this, opts, resolve, reject);
       this.conns.add(c);
       this.world.expireAfter(opts.connectTimeoutMs, c.connecting, 0);
       const latency = this.world.cal.connect.latencyMs;
-      if (latency > 0) this.world.clock.after(latency, c);
+      if (this.net.active) this.dial(c, this.world.clock.now());
+      else if (latency > 0) this.world.clock.after(latency, c);
       else this.startBackend(c, this.epoch);
     });
+  }
+
+  /** A connect (first SYN at `sentAt`) through the port's faults: its handshake, or held until a heal. */
+  private dial(c: SimConnection, sentAt: number): void {
+    if (c.state !== 'connecting') return;
+    const transit = this.net.connectTransit();
+    if (transit === undefined) this.net.hold(sentAt, SYN_RTO_MS, 'request', () => this.dial(c, sentAt));
+    else this.world.clock.after(this.world.cal.connect.latencyMs + transit, c);
+  }
+
+  /** A network fault on the server's port (net-model.ts): a reset ends every connection now. */
+  netFault(action: NetworkAction, a: FaultFields): void {
+    this.net.apply(action, a);
+    if (action !== 'reset') return;
+    for (const c of [...this.conns]) c.reset(socketError('ECONNRESET', this.port));
   }
 
   startBackend(c: SimConnection, epoch: number): void {
@@ -173,217 +199,5 @@ export class SimServer {
   setCpus(cpus: number): void {
     this.cpus = cpus;
     this.cpu.setCores(deliveredCores(cpus, this.world.cal));
-  }
-}
-
-/**
- * One statement of a connection: who waits for it, the protocol latency's timer and the CPU job,
- * in one object (a query costs no closures of its own). Its deadline is its connection's, by
- * `seq` (SimConnection.expire), so once served it is garbage at once.
- */
-class QueryCall implements CpuTask, TimerTask {
-  settled = false;
-  readonly cancelled = false;
-
-  constructor(
-    private conn: SimConnection | undefined,
-    readonly text: string,
-    readonly epoch: number,
-    private waiter: StatementWaiter | undefined,
-    readonly seq: number,
-  ) {}
-
-  /**
-   * Tells the waiter the statement ended (once; later calls do nothing). A failure is told after
-   * the code that caused it (a server dying under every connection) has finished, as pg would.
-   */
-  settle(err?: Error): void {
-    if (this.settled) return;
-    this.settled = true;
-    const waiter = this.waiter;
-    if (waiter === undefined) return;
-    if (err === undefined) waiter.statementDone(undefined);
-    else queueMicrotask(() => waiter.statementDone(err));
-  }
-
-  /** Served: nothing calls back any more (the CPU or a timer may still hold it a while). */
-  detach(): void {
-    this.conn = undefined;
-    this.waiter = undefined;
-  }
-
-  /** The protocol's latency has passed: the statement reaches the server's CPU. */
-  onTimer(): void {
-    this.conn?.submit(this);
-  }
-
-  cpuDone(): void {
-    this.conn?.served(this);
-  }
-}
-
-/** `query` as a promise over `run` (rows: a simulated statement always returns one). */
-class PromisedStatement implements StatementWaiter {
-  constructor(
-    private readonly resolve: (rows: number) => void,
-    private readonly reject: (err: Error) => void,
-  ) {}
-
-  statementDone(err: Error | undefined): void {
-    if (err === undefined) this.resolve(1);
-    else this.reject(err);
-  }
-}
-
-/** A connection to a SimServer with pg's client semantics (one statement at a time). */
-export class SimConnection implements DbConnection, CpuTask, TimerTask, Expiring {
-  state: 'connecting' | 'open' | 'lost' | 'closed' = 'connecting';
-  hasBackend = false;
-  readonly cancelled = false;
-  /** Statements the server is still running (a timed-out one runs on, as in PostgreSQL). */
-  private running = 0;
-  private pending: QueryCall | undefined;
-  /** Statements issued so far: the number of the latest names its deadline. */
-  private issued = 0;
-  readonly connecting: Expiring & { settled: boolean };
-
-  constructor(
-    private readonly server: SimServer,
-    private readonly opts: OpenOptions,
-    private readonly resolveOpen: (c: DbConnection) => void,
-    private readonly rejectOpen: (err: Error) => void,
-  ) {
-    this.connecting = {
-      settled: false,
-      waiting(): boolean {
-        return !this.settled;
-      },
-      expire: () => {
-        // The client gives up; a backend already started exits once it notices (when it is served).
-        this.connecting.settled = true;
-        this.state = 'closed';
-        this.server.conns.delete(this);
-        this.rejectOpen(connectTimeout());
-      },
-    };
-  }
-
-  /** The connect latency has passed: the server starts a backend (in its current life). */
-  onTimer(): void {
-    this.server.startBackend(this, this.server.epoch);
-  }
-
-  /** The connect failed before a backend answered (refused, reset, full). */
-  fail(err: Error): void {
-    if (this.state !== 'connecting') return;
-    this.state = 'closed';
-    this.connecting.settled = true;
-    this.server.conns.delete(this);
-    this.server.releaseSlot(this);
-    this.rejectOpen(err);
-  }
-
-  /** The backend finished its start (authentication) on the CPU: the connection is open. */
-  cpuDone(): void {
-    this.connecting.settled = true;
-    if (this.state === 'connecting') {
-      this.state = 'open';
-      this.resolveOpen(this);
-    } else this.server.releaseSlot(this);
-  }
-
-  query(text: string): Promise<number> {
-    return new Promise((resolve, reject) =>
-      this.run(text, undefined, new PromisedStatement(resolve, reject)),
-    );
-  }
-
-  run(text: string, _values: readonly unknown[] | undefined, waiter: StatementWaiter): void {
-    if (this.state !== 'open') {
-      // As pg: a failed call is told later, not from inside the call.
-      const err = this.state === 'lost' ? notQueryable() : closedClient();
-      queueMicrotask(() => waiter.statementDone(err));
-      return;
-    }
-    const server = this.server;
-    const world = server.world;
-    const p = new QueryCall(this, text, server.epoch, waiter, ++this.issued);
-    this.pending = p;
-    const timeout = this.opts.queryTimeoutMs;
-    if (timeout !== undefined) world.expireAfter(timeout, this, p.seq);
-    // The protocol's round trip does not use the server's CPU.
-    const overhead = world.cal.queryOverheadMs;
-    if (overhead > 0) world.clock.after(overhead, p);
-    else this.submit(p);
-  }
-
-  /** Statement `seq` is still waiting for its answer (a settled one is never pending). */
-  waiting(seq: number): boolean {
-    return this.pending !== undefined && this.pending.seq === seq;
-  }
-
-  /** Statement `seq`'s deadline passed: the client stops waiting (the server runs it on). */
-  expire(seq: number): void {
-    const p = this.pending;
-    if (p === undefined || p.seq !== seq) return;
-    this.pending = undefined;
-    p.settle(queryTimeout());
-  }
-
-  submit(p: QueryCall): void {
-    if (this.server.epoch !== p.epoch || this.state === 'lost') return;
-    this.running++;
-    this.server.run(p.text, p);
-  }
-
-  served(p: QueryCall): void {
-    this.running--;
-    if (!p.settled) {
-      if (this.pending === p) this.pending = undefined;
-      p.settle();
-    }
-    if (this.state === 'closed' && this.running === 0) this.server.releaseSlot(this);
-    p.detach();
-  }
-
-  /** The server died under this connection. */
-  lost(err: Error): void {
-    const was = this.state;
-    this.hasBackend = false;
-    this.running = 0;
-    if (was === 'connecting') {
-      this.state = 'closed';
-      this.connecting.settled = true;
-      this.rejectOpen(err);
-      return;
-    }
-    if (was !== 'open') return;
-    this.state = 'lost';
-    const p = this.pending;
-    this.pending = undefined;
-    if (p !== undefined && !p.settled) {
-      p.settle(err);
-    } else {
-      // An idle client hears of it from its socket, as pg's 'error' event.
-      const onError = this.opts.onError;
-      queueMicrotask(() => onError(err));
-    }
-  }
-
-  end(waitMs: number): Promise<void> {
-    const was = this.state;
-    if (was === 'closed') return Promise.resolve();
-    this.state = 'closed';
-    if (was === 'lost') return Promise.resolve();
-    this.server.conns.delete(this);
-    const p = this.pending;
-    this.pending = undefined;
-    if (p !== undefined && !p.settled) {
-      p.settle(connectionTerminated());
-    }
-    if (this.running === 0) this.server.releaseSlot(this);
-    // A paused server never answers the termination handshake: the client waits its bound.
-    if (this.server.paused && waitMs > 0) return this.server.world.clock.sleep(waitMs);
-    return Promise.resolve();
   }
 }

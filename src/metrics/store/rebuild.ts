@@ -21,6 +21,7 @@ import {
 } from './seconds.js';
 import { assemblePhases, harnessPhaseStats } from '../summary/summary.js';
 import { detectionCounts, detectionRecords, markInvalidPhases } from '../summary/detections.js';
+import { sessionShares } from '../summary/session-share.js';
 import { faultIntervalPhases, phasesOfSummary } from '../summary/fault-interval.js';
 import type { TimelineRow } from './timeline.js';
 import { lagStatsOf } from '../samplers/lag.js';
@@ -139,6 +140,8 @@ export function rebuildSummary(input: RebuildInput): RunSummary {
     ...(fault ? { faultInterval: faultIntervalFrom(dir, fault, timeline, replicas, events) } : {}),
     detection: detectionRecords(events),
     detectionCounts: detectionCounts(events),
+    // Its sessions are not on disk one by one: no hang path, but the shares are in the seconds.
+    sessionShare: sessionShares(summaries, events),
     errors,
     rebuilt: true,
   };

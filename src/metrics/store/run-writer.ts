@@ -10,6 +10,8 @@ import { computePhases, livePhaseName, type FaultMark } from '../../faults/actio
 import { COUNTED_CAUSES, MetricsStore } from './store.js';
 import { detectionCounts, detectionRecords, markInvalidPhases } from '../summary/detections.js';
 import { summarizePhases } from '../summary/summary.js';
+import { hangPath, storeRecords } from '../summary/hang-path.js';
+import { sessionShares } from '../summary/session-share.js';
 import {
   intervalLine,
   intervalLogHeader,
@@ -347,6 +349,8 @@ export function createRunWriter(opts: RunWriterOptions): RunWriter {
         detection: detectionRecords(events),
         detectionCounts: detectionCounts(events),
         ...(stats.recoveryTail ? { recoveryTail: stats.recoveryTail } : {}),
+        hangPath: hangPath(events, endMs, (ids) => storeRecords(store, ids)),
+        sessionShare: sessionShares(stats.phases, events),
         ...(complete ? {} : { errors }),
       };
       writeAtomic(path(RUN_FILES.summary), `${JSON.stringify(summary, null, 2)}\n`);

@@ -7,11 +7,16 @@ export interface ClassLog {
   queryLatUs: Column<Float32Array>;
   queryReplica: Column<Uint16Array>;
   errorEnd: Column<Float64Array>;
+  /** Per failed query: its replica (store index) and FAILURE_CODE of its cause (the hang path). */
+  errorReplica: Column<Uint16Array>;
+  errorCause: Column<Uint8Array>;
   openAt: Column<Float64Array>;
   openReplica: Column<Uint16Array>;
   openConnectUs: Column<Float32Array>;
   closeAt: Column<Float64Array>;
   closeLifetimeMs: Column<Float64Array>;
+  /** The replica each closed session was on (store index). */
+  closeReplica: Column<Uint16Array>;
   /** ENDING_CODE of each closed session. */
   closeEnding: Column<Uint8Array>;
   admissionAt: Column<Float64Array>;
@@ -26,6 +31,8 @@ export interface FailureLog {
   at: Column<Float64Array>;
   replica: Column<Uint16Array>;
   cause: Column<Uint8Array>;
+  /** VIA_CODE of who heard of it: the health checker, a connect, a session. */
+  via: Column<Uint8Array>;
 }
 
 /** The client process: CPU one row per sample, event-loop delay one row per timer tick. */
@@ -53,11 +60,14 @@ export function newClassLog(): ClassLog {
     queryLatUs: f32(),
     queryReplica: u16(),
     errorEnd: f64(),
+    errorReplica: u16(),
+    errorCause: u8(),
     openAt: f64(),
     openReplica: u16(),
     openConnectUs: f32(),
     closeAt: f64(),
     closeLifetimeMs: f64(),
+    closeReplica: u16(),
     closeEnding: u8(),
     admissionAt: f64(),
     queueAt: f64(),

@@ -4,7 +4,7 @@ import { f32, f64, u16, u8 } from './columns.js';
 import { newClassLog, type ClassLog, type CpuLog, type FailureLog, type HarnessLog } from './store-logs.js';
 import { addHistogram, recordValue } from '../hdr/counts.js';
 import { newLatencyHistogram, toLatencyUs } from '../hdr/histogram.js';
-import type { FailureCause } from '../../core/failure-cause.js';
+import { classifyFailure, type FailureCause } from '../../core/failure-cause.js';
 import type { Recorder, ReplicaState, SessionEnding } from '../types.js';
 import { LagLog } from '../samplers/lag.js';
 import { type ReplicaLag } from '../../cluster/lag-probe.js';
@@ -20,6 +20,20 @@ export const COUNTED_CAUSES = ['unreachable', 'overloaded', 'slow'] as const;
 
 function causeIndex(cause: FailureCause): number {
   return (COUNTED_CAUSES as readonly string[]).indexOf(cause);
+}
+
+/** Who heard of a failure (FailureLog.via): the health checker, a connect, a session; 3 anyone else. */
+export const VIA_CODE = { health: 0, connect: 1, session: 2, other: 3 } as const;
+/** Every cause of a failed query (ClassLog.errorCause). */
+export const FAILURE_CODE: Record<FailureCause, number> = {
+  unreachable: 0,
+  overloaded: 1,
+  slow: 2,
+  other: 3,
+};
+
+function viaCode(via: string | undefined): number {
+  return via === 'health' || via === 'connect' || via === 'session' ? VIA_CODE[via] : VIA_CODE.other;
 }
 
 interface ClassSecond {
@@ -67,7 +81,7 @@ export interface SecondAgg {
 export class MetricsStore implements Recorder {
   readonly logs: Record<ServiceClass, ClassLog> = { premium: newClassLog(), freemium: newClassLog() };
   readonly cpuLog: CpuLog;
-  readonly failureLog: FailureLog = { at: f64(), replica: u16(), cause: u8() };
+  readonly failureLog: FailureLog = { at: f64(), replica: u16(), cause: u8(), via: u8() };
   readonly harnessLog: HarnessLog = {
     cpuAt: f64(),
     cpu: f64(),
@@ -131,9 +145,13 @@ export class MetricsStore implements Recorder {
     if (r !== UNKNOWN_REPLICA) sec.queries[r] = (sec.queries[r] ?? 0) + 1;
   }
 
-  queryFailed(cls: ServiceClass, _replica: string, endMs: number, _reason: string): void {
+  queryFailed(cls: ServiceClass, replica: string, endMs: number, reason: string): void {
     if (this.sealed) return;
-    this.logs[cls].errorEnd.push(endMs);
+    const log = this.logs[cls];
+    log.errorEnd.push(endMs);
+    log.errorReplica.push(this.replicaIndex(replica));
+    // The reason is the error's text: a query timeout reads as one (failure-cause.ts).
+    log.errorCause.push(FAILURE_CODE[classifyFailure({ message: reason })]);
     const s = this.second(endMs)?.classes[cls];
     if (s) s.errors++;
   }
@@ -166,7 +184,7 @@ export class MetricsStore implements Recorder {
 
   sessionClosed(
     cls: ServiceClass,
-    _replica: string,
+    replica: string,
     openedMs: number,
     closedMs: number,
     ending: SessionEnding,
@@ -174,6 +192,7 @@ export class MetricsStore implements Recorder {
     if (this.sealed) return;
     const log = this.logs[cls];
     log.closeAt.push(closedMs);
+    log.closeReplica.push(this.replicaIndex(replica));
     log.closeLifetimeMs.push(Math.max(0, closedMs - openedMs));
     log.closeEnding.push(ENDING_CODE[ending]);
     const s = this.second(closedMs)?.classes[cls];
@@ -185,13 +204,14 @@ export class MetricsStore implements Recorder {
     }
   }
 
-  replicaFailure(replica: string, atMs: number, cause: FailureCause): void {
+  replicaFailure(replica: string, atMs: number, cause: FailureCause, via?: string): void {
     const c = causeIndex(cause);
     if (this.sealed || c < 0) return;
     const r = this.replicaIndex(replica);
     this.failureLog.at.push(atMs);
     this.failureLog.replica.push(r);
     this.failureLog.cause.push(c);
+    this.failureLog.via.push(viaCode(via));
     const row = this.second(atMs)?.failures[c];
     if (row && r !== UNKNOWN_REPLICA) row[r] = (row[r] ?? 0) + 1;
   }

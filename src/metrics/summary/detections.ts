@@ -53,6 +53,22 @@ export function detectionCounts(events: readonly RunEvent[]): DetectionCounts {
 }
 
 /**
+ * The 'down' detections no fault explains (detectionRecords credits each fault with one): a slow
+ * or overloaded replica taken for a dead one, or a flap.
+ */
+export function falseDownDetections(events: readonly RunEvent[]): { replica: string; tMs: number }[] {
+  const credited = new Set(
+    detectionRecords(events)
+      .filter((r) => r.detectedMs !== null && replicaStateAfter(r.action) === 'down')
+      .map((r) => `${r.replica}@${r.detectedMs}`),
+  );
+  return events
+    .filter((e) => e.type === 'detect' && e.replica !== undefined && e['state'] === 'down')
+    .filter((e) => !credited.has(`${e.replica}@${e.tMs}`))
+    .map((e) => ({ replica: e.replica as string, tMs: e.tMs }));
+}
+
+/**
  * One line per fault the injector could not apply: a 'fault' event carrying an error (the action
  * threw), or a 'fault-not-taken' note (it returned, but the status showed it did not take).
  */

@@ -6,10 +6,11 @@
  * (node-session.ts) as before. PLB_NATIVE_RELAY names another build to load (the sanitizers' one,
  * docs/development.md).
  */
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { getSystemErrorName } from 'node:util';
 import type { ServiceClass } from '../../core/service-class.js';
+import type { ServerKeepalive } from '../session/server-keepalive.js';
+import { loadAddon, type Addon, type EventBytes } from './addon.js';
 
 /** Commands (as in relay.h): end a side (after what is pending, with a last message), or drop it. */
 export const C_END = 1;
@@ -38,6 +39,8 @@ const EV_FAULT = 9;
 const FAULTS: Record<number, { what: string; sqlstate: string }> = {
   1: { what: 'epoll_ctl failed', sqlstate: '58000' },
   2: { what: 'out of memory', sqlstate: '53200' },
+  // Only ever a warning (no session ends): a replica connection went on without them.
+  3: { what: 'setsockopt failed (keepalive, TCP_USER_TIMEOUT)', sqlstate: '58000' },
 };
 const CLASSES: readonly ServiceClass[] = ['premium', 'freemium'];
 
@@ -100,13 +103,17 @@ export interface FrontListener {
 /** One client of the front door, as its session drives it. */
 export interface FrontPair {
   readonly id: number;
-  /** Connect to a replica and send the startup packet; `key` is the proxy's cancel key for the client. */
+  /**
+   * Connect to a replica and send the startup packet; `key` is the proxy's cancel key for the
+   * client; `keepalive`: the replica connection's (server-keepalive.ts), set before its connect.
+   */
   dial(
     host: string,
     port: number,
     timeoutMs: number,
     key: { pid: number; secret: Buffer },
     watch: boolean,
+    keepalive?: ServerKeepalive,
   ): void;
   /** The held first answer: on to the client, or the connection dropped (to try another replica). */
   verdict(forward: boolean): void;
@@ -123,34 +130,10 @@ export interface FrontOptions {
   startupTimeoutMs: number;
 }
 
-/** An event's bytes: their length in the mailbox, or a Buffer of their own when larger; none. */
-type EventBytes = number | Buffer | undefined;
 /** The mailbox's size: a startup packet, an error, a parameter fit. */
 const MAILBOX_BYTES = 64 * 1024;
 
-interface Addon {
-  start(
-    onEvent: (...a: [number, number, number, number, number, number, EventBytes, number]) => void,
-    threads: number,
-    mailbox: Buffer,
-  ): number;
-  front(maxPremium: number, maxFreemium: number, refusal: Buffer, startupMs: number): number;
-  listen(front: number, cls: number, host: string, port: number, backlog: number): [number, number];
-  stop(listener: number, message: Buffer): void;
-  dial(id: number, host: string, port: number, ms: number, pid: number, secret: Buffer, watch: boolean): void;
-  verdict(id: number, forward: boolean): void;
-  command(id: number, flags: number, last?: Buffer): void;
-  counts(front: number): [number, number];
-  ref(on: boolean): void;
-  fault(id: number, what: number, errno: number): void;
-}
-
 let shared: NativeRelay | string | undefined;
-
-/** Where the relay is loaded from: PLB_NATIVE_RELAY, else native/build/relay.node (from src/ or dist/ alike). */
-function addonPath(): string {
-  return process.env.PLB_NATIVE_RELAY || '../../../native/build/relay.node';
-}
 
 export class NativeRelay {
   private readonly live = new Map<number, FrontListener>();
@@ -173,16 +156,8 @@ export class NativeRelay {
   }
 
   private static start(threads: number): NativeRelay | string {
-    let addon: Addon;
-    try {
-      addon = createRequire(import.meta.url)(addonPath()) as Addon;
-    } catch (err) {
-      // A build named on purpose (the sanitizers') that does not load is an error, not a fallback.
-      const named = process.env.PLB_NATIVE_RELAY;
-      if (named) throw new Error(`PLB_NATIVE_RELAY=${named}: ${String(err)}`, { cause: err });
-      const code = (err as NodeJS.ErrnoException).code;
-      return code === 'MODULE_NOT_FOUND' ? 'not built (npm run build builds it)' : String(err);
-    }
+    const addon = loadAddon();
+    if (typeof addon === 'string') return addon;
     const relay = new NativeRelay(addon, threads);
     try {
       relay.room = addon.start((...a) => relay.dispatch(...a), threads, relay.mailbox);
@@ -280,8 +255,29 @@ class RelayPair implements FrontPair {
     readonly id: number,
   ) {}
 
-  dial(host: string, port: number, ms: number, key: { pid: number; secret: Buffer }, watch: boolean): void {
-    this.addon.dial(this.id, host, port, ms, key.pid, key.secret, watch);
+  dial(
+    host: string,
+    port: number,
+    ms: number,
+    key: { pid: number; secret: Buffer },
+    watch: boolean,
+    k?: ServerKeepalive,
+  ): void {
+    const { addon, id } = this;
+    if (!k) return addon.dial(id, host, port, ms, key.pid, key.secret, watch, 0, 0, 0, 0);
+    addon.dial(
+      id,
+      host,
+      port,
+      ms,
+      key.pid,
+      key.secret,
+      watch,
+      k.userTimeoutMs,
+      k.idleS,
+      k.intervalS,
+      k.count,
+    );
   }
 
   verdict(forward: boolean): void {

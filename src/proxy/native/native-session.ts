@@ -113,7 +113,7 @@ export class NativeSession implements FrontListener, SessionTransport<Leg>, Dial
     this.dialAnswer = answered;
     this.key ??= host.cancelKeys.issue();
     const named = host.classFrom === 'application_name';
-    this.pair.dial(target.host, target.port, host.connectTimeoutMs, this.key, named);
+    this.pair.dial(target.host, target.port, host.connectTimeoutMs, this.key, named, host.serverKeepalive);
   }
 
   drop(leg: Leg | undefined): void {

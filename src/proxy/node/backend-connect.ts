@@ -5,6 +5,11 @@
  */
 import { createConnection, type OnReadOpts, type Socket } from 'node:net';
 import { answerTimeout, connectTimeout, dyingServerError } from '../session/session-route.js';
+import type { SessionHost } from '../session/session-host.js';
+import { keepSocketAlive } from './socket-keepalive.js';
+
+/** What a replica connection's socket options come from. */
+type KeepHost = Pick<SessionHost, 'serverKeepalive' | 'log'>;
 
 export type FirstAnswer = { ok: true; chunk: Buffer } | { ok: false; err: unknown; retry?: boolean };
 
@@ -74,18 +79,24 @@ export function firstAnswer(
   });
 }
 
-/** A TCP connection to a replica, still connecting, read into `onread`'s buffer (firstAnswer waits). */
-export function dialTcp(host: string, port: number, onread: OnReadOpts): Socket {
-  return createConnection({ host, port, noDelay: true, onread });
+/**
+ * A TCP connection to a replica, still connecting, read into `onread`'s buffer (firstAnswer waits);
+ * with the session host's keepalive and TCP_USER_TIMEOUT once connected (socket-keepalive.ts).
+ */
+export function dialTcp(host: string, port: number, onread: OnReadOpts, keep: KeepHost): Socket {
+  const s = createConnection({ host, port, noDelay: true, onread });
+  keepSocketAlive(s, keep);
+  return s;
 }
 
 /**
  * A TCP connection to a replica, or the error (refused, or no answer within timeoutMs); read by
  * 'data' events (a socket TLS will take over).
  */
-export function connectTcp(host: string, port: number, timeoutMs: number): Promise<Socket> {
+export function connectTcp(host: string, port: number, timeoutMs: number, keep: KeepHost): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const s = createConnection({ host, port, noDelay: true });
+    keepSocketAlive(s, keep);
     const timer = setTimeout(() => {
       s.destroy();
       reject(connectTimeout(host, port, timeoutMs));

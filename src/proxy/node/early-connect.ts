@@ -58,15 +58,20 @@ export class EarlyConnect {
     const target = host.earlyTarget?.(cls);
     if (target === undefined) return undefined;
     let early: EarlyConnect | undefined = undefined;
-    const socket = dialTcp(target.host, target.port, {
-      buffer: io.buffer,
-      // Before the startup packet the server has nothing to say: stop reading, do not use it.
-      callback: (n, buf) => {
-        if (early?.taken) return io.deliver((buf as Buffer).subarray(0, n));
-        if (early) early.spoke = true;
-        return false;
+    const socket = dialTcp(
+      target.host,
+      target.port,
+      {
+        buffer: io.buffer,
+        // Before the startup packet the server has nothing to say: stop reading, do not use it.
+        callback: (n, buf) => {
+          if (early?.taken) return io.deliver((buf as Buffer).subarray(0, n));
+          if (early) early.spoke = true;
+          return false;
+        },
       },
-    });
+      host,
+    );
     early = new EarlyConnect(host, target, socket, io.onDrop);
     return early;
   }

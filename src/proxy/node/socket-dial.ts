@@ -36,18 +36,17 @@ export function socketDialer(
 ): Dialer<SocketLeg> {
   const { connectTimeoutMs: ms, serverTls } = io.host;
   const setSink = (sink: (chunk: Buffer) => boolean): void => io.setSink(sink);
+  const onread = {
+    buffer: () => io.readBuffer(),
+    callback: (n: number, buf: Uint8Array) => io.deliver((buf as Buffer).subarray(0, n)),
+  };
   const dial = async (target: SessionTarget, attempt: number): Promise<DialResult<SocketLeg>> => {
     const taken = attempt === 0 ? early : undefined;
     if (taken && 'failed' in taken) return taken.failed;
     let socket: Socket;
     if (serverTls === 'disable') {
       // Plain TCP: the connect and the first answer as one step (backend-connect.ts).
-      socket =
-        taken?.socket ??
-        dialTcp(target.host, target.port, {
-          buffer: () => io.readBuffer(),
-          callback: (n, buf) => io.deliver((buf as Buffer).subarray(0, n)),
-        });
+      socket = taken?.socket ?? dialTcp(target.host, target.port, onread, io.host);
       const a = await firstAnswer(socket, packet, ms, setSink, {
         ...target,
         abandoned: () => io.clientGone(),
@@ -75,7 +74,7 @@ export function socketDialer(
  */
 async function openTlsBackend(io: SocketDialIo, host: string, port: number): Promise<Socket> {
   const { connectTimeoutMs, serverTls } = io.host;
-  const raw = await connectTcp(host, port, connectTimeoutMs);
+  const raw = await connectTcp(host, port, connectTimeoutMs, io.host);
   const socket = await negotiateServerTls(raw, serverTls, connectTimeoutMs);
   socket.on('data', (d: Buffer) => {
     if (!io.deliver(d)) socket.pause();

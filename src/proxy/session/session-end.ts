@@ -15,6 +15,20 @@ export interface BackendEndVerdict {
   cut: boolean;
 }
 
+/**
+ * An established connection that timed out (ETIMEDOUT) was ended by its kernel: nothing was
+ * acknowledged for --hang-timeout (TCP_USER_TIMEOUT, keepalive probes unanswered; server-keepalive.ts)
+ * or for the system's retransmission limit. Evidence of a dead or cut-off replica, not of a slow
+ * one (a busy server's kernel still acknowledges): reported as an abort, which counts toward fall.
+ */
+function unacknowledged(err: Error): Error {
+  if ((err as NodeJS.ErrnoException).code !== 'ETIMEDOUT') return err;
+  return Object.assign(
+    new Error(`nothing acknowledged within the hang timeout (${err.message}: keepalive, TCP_USER_TIMEOUT)`),
+    { code: 'ECONNABORTED' },
+  );
+}
+
 export function judgeBackendEnd(
   replica: string,
   stream: { lastType: number; atBoundary: boolean },
@@ -29,8 +43,9 @@ export function judgeBackendEnd(
     const failure = (se.code ?? '').startsWith('08') ? undefined : Object.assign(new Error(se.message), se);
     return { failure, last: undefined, cut: false };
   }
-  const err =
-    socketError ?? Object.assign(new Error('connection terminated unexpectedly'), { code: 'ECONNRESET' });
+  const err = socketError
+    ? unacknowledged(socketError)
+    : Object.assign(new Error('connection terminated unexpectedly'), { code: 'ECONNRESET' });
   if (!stream.atBoundary) return { failure: err, last: undefined, cut: true };
   return {
     failure: err,

@@ -6,6 +6,7 @@ import type { ClassFrom } from '../protocol/startup-packet.js';
 import type { ProxyStats } from '../stats.js';
 import type { ServerTlsMode } from '../protocol/tls-server.js';
 import type { PacedStartup } from '../admission/paced-intake.js';
+import type { ServerKeepalive } from './server-keepalive.js';
 
 /**
  * What the proxy keeps of a client's session (its core, session-core.ts), on Node's sockets
@@ -37,6 +38,11 @@ export interface SessionHost {
   readonly connectTimeoutMs: number;
   /** Replicas tried for one session when connecting fails (each failure is reported). */
   readonly connectAttempts: number;
+  /**
+   * Keepalive and TCP_USER_TIMEOUT of every replica connection (--hang-timeout,
+   * server-keepalive.ts); absent: none.
+   */
+  readonly serverKeepalive?: ServerKeepalive | undefined;
   readonly cancelKeys: CancelKeys;
   readonly stats: ProxyStats;
   /** With a certificate (--tls-cert/--tls-key): SSLRequest is answered 'S' and TLS ends here. */

@@ -2,7 +2,14 @@
 // intervals and verdicts) and, with --per-run, one row per run.
 import { stringify } from 'csv-stringify/sync';
 import { SERVICE_CLASSES } from '../../core/service-class.js';
-import { CLASS_METRICS, type Comparison, type RunGroup, type Stat } from '../../run-format/report.js';
+import {
+  CLASS_METRICS,
+  HANG_METRICS,
+  type Comparison,
+  type PooledStat,
+  type RunGroup,
+  type Stat,
+} from '../../run-format/report.js';
 import type { RunSummary } from '../../run-format/summary.js';
 import { evidenceCsvRows } from '../evidence/evidence-render.js';
 
@@ -52,6 +59,32 @@ export function renderCsv(groups: readonly RunGroup[], cmp: Comparison | null, b
         for (const m of ['queryShareSpread', 'cpuShareSpread', 'weightDeviation'] as const)
           push(p.name, 'signals', m, p.signals[m]);
     }
+    // The hang path: phase `hang`, subject `<replica> <action> <occurrence>`, lo/hi the runs' mean's interval.
+    const pooled = (phase: string, subject: string, metric: string, s: PooledStat): void => {
+      rows.push([
+        ...pre,
+        phase,
+        subject,
+        metric,
+        s.median,
+        s.q1,
+        s.q3,
+        s.n,
+        null,
+        g.settingsLabel,
+        s.lo,
+        s.hi,
+      ]);
+    };
+    for (const f of g.hangPath?.faults ?? [])
+      for (const m of HANG_METRICS) pooled('hang', `${f.replica} ${f.action} ${f.occurrence}`, m, f[m]);
+    if (g.hangPath) pooled('hang', 'all', 'falseDowns', g.hangPath.falseDowns);
+    for (const p of g.sessionShare ?? [])
+      for (const [id, r] of Object.entries(p.replicas)) {
+        pooled(p.phase, id, 'sessionShare', r.share);
+        push(p.phase, id, 'weightShare', r.weightShare);
+        push(p.phase, id, 'falseDowns', r.falseDowns);
+      }
   }
   for (const e of cmp?.entries ?? []) {
     for (const r of e.rows) {

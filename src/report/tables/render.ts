@@ -32,6 +32,7 @@ import {
 import { escapeControl } from '../../core/text.js';
 import { renderCsv } from './csv.js';
 import { detectionTable, failureTable, groupTitle, replicaTable } from './run-tables.js';
+import { hangTable, shareTable } from './hang-tables.js';
 
 import { templateTable } from './templates-table.js';
 
@@ -209,6 +210,8 @@ function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
   const lat = replicaLatencyTable(g, opts.wide ?? true, parts);
   const sig = signalsTable(g, opts.wide ?? true, parts);
   const tpl = templateTable(g, opts.wide ?? true, parts);
+  const hang = hangTable(g, opts);
+  const share = shareTable(g, opts);
   return [
     phaseTable(g, opts),
     replicaTable(g, opts),
@@ -217,6 +220,8 @@ function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
     ...(tpl ? [tpl] : []),
     ...(f ? [f] : []),
     ...(d ? [d] : []),
+    ...(hang ? [hang] : []),
+    ...(share ? [share] : []),
   ];
 }
 

@@ -1,6 +1,7 @@
 import Table from 'cli-table3';
 import type { ClassPhaseStats, RunSummary } from '../../run-format/summary.js';
 import { crossZoneLine, signalsLine } from './signals-table.js';
+import { hangLines } from './hang-tables.js';
 import { SERVICE_CLASSES } from '../../core/service-class.js';
 import { tableStyle } from '../../core/table-style.js';
 import { SIGN_CONVENTION } from './render.js';
@@ -62,6 +63,7 @@ export function renderSideBySide(summaries: readonly RunSummary[], opts: TableOp
     for (const l of lagLines(s.phases)) lines.push(`${label(s, summaries)} ${l}`);
     lines.push(`${label(s, summaries)} ${signalsLine(s.phases)}`);
     for (const l of admissionLines(s)) lines.push(`${label(s, summaries)} ${l}`);
+    for (const l of hangLines(s)) lines.push(`${label(s, summaries)} ${l}`);
     const zone = crossZoneLine(s.phases);
     if (zone) lines.push(`${label(s, summaries)} ${zone}`);
     for (const e of s.errors ?? []) lines.push(`${label(s, summaries)} incomplete: ${e}`);
