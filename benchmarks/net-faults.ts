@@ -100,7 +100,7 @@ async function bandwidth(c: pg.Client): Promise<void> {
 async function replication(primary: pg.Client, r1: pg.Client): Promise<void> {
   console.log(`\npartition (link replication) of r1, the primary inserting every 20 ms, ${ROUNDS} rounds`);
   console.log(
-    '  last receive after cut ms   lag bytes at 1 s   at 5 s   r1 answers   caught up after heal ms',
+    '  lag seen ms  last receive ms  lag bytes 1 s    5 s  primary view 5 s  r1 replay lag 5 s  r1 answers  caught up ms',
   );
   await primary.query('create table if not exists net_bench (x int)');
   let writing = true;
@@ -126,6 +126,7 @@ async function replication(primary: pg.Client, r1: pg.Client): Promise<void> {
       const t0 = performance.now();
       let last = await receiveLsn();
       let lastChange = 0;
+      let lagSeen = -1;
       const lagAt: number[] = [];
       while (performance.now() - t0 < 5000) {
         const l = await receiveLsn();
@@ -134,19 +135,42 @@ async function replication(primary: pg.Client, r1: pg.Client): Promise<void> {
           lastChange = performance.now() - t0;
         }
         const el = performance.now() - t0;
+        if (lagSeen < 0 && (await lag(await currentLsn(), l)) > 0) lagSeen = el;
         if ((lagAt.length === 0 && el >= 1000) || (lagAt.length === 1 && el >= 4990))
           lagAt.push(await lag(await currentLsn(), l));
         await sleep(10);
       }
+      // What the primary sees (sent, not replayed) and the replica's own replay lag.
+      const primaryView = Number(
+        (
+          (
+            await primary.query(
+              "select pg_wal_lsn_diff(sent_lsn, replay_lsn)::bigint as d from pg_stat_replication where application_name = 'plb-r1'",
+            )
+          ).rows[0] as { d: string } | undefined
+        )?.d ?? NaN,
+      );
+      const replayLag = (
+        (await r1.query('select extract(epoch from now() - pg_last_xact_replay_timestamp())::float8 as s'))
+          .rows[0] as { s: number }
+      ).s;
       const answers =
         ((await r1.query('select count(*)::int as n from net_bench')).rows[0] as { n: number }).n > 0;
       const atHeal = await currentLsn();
       await driver.faults.heal('r1', A);
       const t1 = performance.now();
       while ((await lag(await receiveLsn(), atHeal)) < 0 && performance.now() - t1 < 120_000) await sleep(10);
-      console.log(
-        `${lastChange.toFixed(0).padStart(27)}${String(lagAt[0]).padStart(19)}${String(lagAt[1]).padStart(9)}${String(answers).padStart(13)}${(performance.now() - t1).toFixed(0).padStart(26)}`,
-      );
+      const cells = [
+        [lagSeen.toFixed(0), 13],
+        [lastChange.toFixed(0), 17],
+        [String(lagAt[0]), 15],
+        [String(lagAt[1]), 9],
+        [String(primaryView), 18],
+        [`${replayLag.toFixed(2)} s`, 19],
+        [String(answers), 12],
+        [(performance.now() - t1).toFixed(0), 13],
+      ] as const;
+      console.log(cells.map(([v, w]) => v.padStart(w)).join(''));
     }
   } finally {
     writing = false;

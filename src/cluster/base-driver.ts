@@ -123,6 +123,7 @@ export abstract class BaseDriver {
         ...r,
         extra: { ...r.extra, ...net },
       })),
+    () => readClusterRecord(this.spec.stateDir, this.spec.name)?.extra,
   );
 
   /** The id rules are tagged with: the record's (written by `up`), else the spec's. */

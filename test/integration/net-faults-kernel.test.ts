@@ -10,13 +10,14 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realClock } from '../../src/clock/index.js';
 import { createLocalDriver, type LocalDriver } from '../../src/cluster/local/index.js';
 import { delayerPath, delayersOf } from '../../src/cluster/net/delayer.js';
+import { removeNetFaults } from '../../src/cluster/net/net-faults.js';
 import { checkNetFaultsPossible } from '../../src/cluster/net/preflight.js';
 import { NETWORK_ACTIONS } from '../../src/run-format/fault-actions.js';
 import { parseRootQdisc, qdiscHandle, rootOwner } from '../../src/cluster/net/tc.js';
@@ -68,7 +69,15 @@ function traces(clusterId: string): { rules: number; qdisc: boolean; delayers: n
 }
 const NONE = { rules: 0, qdisc: false, delayers: [] };
 
-const alive = (pid: number) => existsSync(`/proc/${pid}`);
+/** Running: there and not a zombie (an orphan's parent may be slow to reap it). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
 
 describe.skipIf(!canRun)('pre-flight', () => {
   it('says the mechanism of each action, and leaves no rule behind', () => {
@@ -232,7 +241,7 @@ describe.skipIf(!canRun)('delay, bandwidth and the WAL stream cut on the local d
     }
   }, 120_000);
 
-  it("a run's restore heals delay, bandwidth and the WAL stream's cut", async () => {
+  it("a run's restore heals delay, bandwidth and the WAL stream's cut; another cluster's cleanup leaves them", async () => {
     const injector = new Injector({
       driver,
       events: [
@@ -254,6 +263,11 @@ describe.skipIf(!canRun)('delay, bandwidth and the WAL stream cut on the local d
     );
     await injector.stop();
     expect(traces(clusterId).delayers).toHaveLength(1);
+    // Another cluster's cleanup (whose id gives the same qdisc handle) leaves all of it.
+    const other = clusterId.slice(0, 4) + (clusterId.endsWith('0') ? '11111111' : '00000000');
+    const before = traces(clusterId);
+    await removeNetFaults(other, { netKernel: { delayers: before.delayers } });
+    expect(traces(clusterId)).toEqual(before);
     expect(await injector.restore()).toEqual(['heal r1', 'heal r2']);
     expect(traces(clusterId)).toEqual(NONE);
   }, 30_000);

@@ -43,10 +43,14 @@ export class NetFaults {
   /** The handle of lo's root qdisc this cluster added, while it is there. */
   private qdisc: string | undefined;
 
-  /** `clusterId`: read when first needed (the record is written by `up`); `changed`: after each change. */
+  /**
+   * `clusterId`: read when first needed (the record is written by `up`); `changed`: after each
+   * change; `recorded`: the record's `extra` as it is (a crashed run's, before the first fault).
+   */
   constructor(
     private readonly clusterId: () => string,
     private readonly changed: (record: NetRecord) => void,
+    private readonly recorded: () => Readonly<Record<string, unknown>> | undefined = () => undefined,
   ) {}
 
   /** The faults in force, `r1: partition, loss` (for status). */
@@ -163,7 +167,7 @@ export class NetFaults {
         hint: 'run plb as root',
       });
     const id = this.clusterId();
-    await removeNetFaults(id); // a crashed run's leftovers
+    await removeNetFaults(id, this.recorded()); // a crashed run's leftovers
     await makeChain(id);
     this.chainMade = true;
   }
@@ -178,23 +182,29 @@ export class NetFaults {
 
 /** The kernel part of a cluster record's `extra` (what removeNetFaults is given), if it has one. */
 function kernelRecord(extra: Readonly<Record<string, unknown>> | undefined): NetKernelRecord {
-  const k = extra?.['netKernel'] as { delayers?: unknown } | undefined;
+  const k = extra?.['netKernel'] as { delayers?: unknown; qdisc?: unknown } | undefined;
   const pids = Array.isArray(k?.delayers) ? k.delayers : [];
-  return { delayers: pids.filter((p): p is number => Number.isInteger(p) && (p as number) > 1) };
+  return {
+    ...(typeof k?.qdisc === 'string' ? { qdisc: k.qdisc } : {}),
+    delayers: pids.filter((p): p is number => Number.isInteger(p) && (p as number) > 1),
+  };
 }
 
 /**
  * Removes everything of the cluster's, whatever a run left (a SIGKILLed one included), and nothing
  * else: its chain and the jumps to it, its delayers (the record's pids and any found by their tag,
- * each checked to be this cluster's before it is signalled), and lo's root qdisc when it carries
- * the cluster's handle. `extra`: the cluster record's (what the run recorded).
+ * each checked to be this cluster's before it is signalled), and lo's root qdisc when the record
+ * says the cluster added it and it still carries the cluster's handle (two ids may share a
+ * handle: the record tells them apart). `extra`: the cluster record's (what the run recorded).
  */
 export async function removeNetFaults(
   clusterId: string,
   extra?: Readonly<Record<string, unknown>>,
 ): Promise<void> {
   await removeChain(clusterId);
-  const pids = new Set([...kernelRecord(extra).delayers, ...delayersOf(clusterId)]);
+  const recorded = kernelRecord(extra);
+  const pids = new Set([...recorded.delayers, ...delayersOf(clusterId)]);
   for (const pid of pids) await stopDelayer(pid, clusterId);
-  await removeRoot(qdiscHandle(clusterId));
+  const handle = qdiscHandle(clusterId);
+  if (recorded.qdisc === handle) await removeRoot(handle);
 }
