@@ -86,7 +86,8 @@ describe.skipIf(!canRun)('pre-flight', () => {
     expect(lines.find((l) => l.startsWith('delay:'))).toContain('NFQUEUE');
     expect(lines.find((l) => l.startsWith('bandwidth:'))).toContain('htb');
     expect(lines.find((l) => l.startsWith('partition-replication:'))).toContain('cgroup');
-    expect(plbRules()).toEqual([]);
+    // Its scratch chain is gone (other clusters' rules may be in force on a shared machine).
+    expect(plbRules().filter((l) => l.includes('PLBP-'))).toEqual([]);
   });
 
   it('refuses a delay without the delayer, in one line with the install hint', () => {
