@@ -136,10 +136,10 @@ async function replication(primary: pg.Client, r1: pg.Client): Promise<void> {
         }
         const el = performance.now() - t0;
         if (lagSeen < 0 && (await lag(await currentLsn(), l)) > 0) lagSeen = el;
-        if ((lagAt.length === 0 && el >= 1000) || (lagAt.length === 1 && el >= 4990))
-          lagAt.push(await lag(await currentLsn(), l));
+        if (lagAt.length === 0 && el >= 1000) lagAt.push(await lag(await currentLsn(), l));
         await sleep(10);
       }
+      lagAt.push(await lag(await currentLsn(), await receiveLsn()));
       // What the primary sees (sent, not replayed) and the replica's own replay lag.
       const primaryView = Number(
         (
