@@ -108,6 +108,19 @@ const REACHABLE = { states: ['up', 'cut'], need: 'up (or only cut off by the net
 /** Rules on loopback (cluster/net/), the simulator's model (sim/net-model.ts) or the cluster file's hooks. */
 const NETWORK_DRIVERS = ['local', 'docker', 'sim', 'external'] as const;
 
+/** A network fault that slows a replica's link but leaves it healthy (K+ holds); heal ends it. */
+const SLOW_LINK = {
+  from: REACHABLE,
+  after: 'unchanged',
+  survivors: 0,
+  phase: 'degraded',
+  undoneBy: 'heal',
+  check: null,
+  hook: true,
+  network: true,
+  drivers: NETWORK_DRIVERS,
+} as const;
+
 const SPECS = {
   down: {
     summary: 'kill',
@@ -236,15 +249,7 @@ const SPECS = {
   loss: {
     summary: 'drop a share of the packets',
     fields: { percent: 'required' },
-    from: REACHABLE,
-    after: 'unchanged',
-    survivors: 0,
-    phase: 'degraded',
-    undoneBy: 'heal',
-    check: null,
-    hook: true,
-    network: true,
-    drivers: NETWORK_DRIVERS,
+    ...SLOW_LINK,
   },
   // `partition` with `link: replication`: the replica's WAL stream from the primary is cut; it keeps
   // serving, staler and staler (K+ holds). A plan file writes it as a partition; `heal` with
@@ -268,28 +273,12 @@ const SPECS = {
   delay: {
     summary: "hold every packet of the replica's port",
     fields: { ms: 'required', jitter: 'optional' },
-    from: REACHABLE,
-    after: 'unchanged',
-    survivors: 0,
-    phase: 'degraded',
-    undoneBy: 'heal',
-    check: null,
-    hook: true,
-    network: true,
-    drivers: NETWORK_DRIVERS,
+    ...SLOW_LINK,
   },
   bandwidth: {
     summary: "limit the rate of the replica's port",
     fields: { rate: 'required' },
-    from: REACHABLE,
-    after: 'unchanged',
-    survivors: 0,
-    phase: 'degraded',
-    undoneBy: 'heal',
-    check: null,
-    hook: true,
-    network: true,
-    drivers: NETWORK_DRIVERS,
+    ...SLOW_LINK,
   },
   // The plan rules check that a heal leaves no partition or reset in force, so it always brings
   // the replica back (K+ + 1 when it was cut off; a healed loss alone changes no K+).
