@@ -56,6 +56,11 @@ export function createDockerDriver(spec: ClusterSpec, opts: DockerDriverOptions 
   return new DockerDriver(spec, opts);
 }
 
+/** How long a down by another process watches for creates a killed plb left to the engine. */
+const DOWN_SETTLE_MS = 3000;
+/** Longest a down keeps removing before it gives up on a list that will not empty. */
+const DOWN_MAX_MS = 20_000;
+
 function statusCode(err: unknown): number | undefined {
   return (err as { statusCode?: number } | null)?.statusCode;
 }
@@ -77,6 +82,8 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
   /** Container id per server, filled on create and on lookup. */
   private readonly ids = new Map<ServerId, string>();
   /** Per server: last raw cgroup reading and the sum of readings before restarts. */
+  /** Whether this instance ran `up` (then no create of its own can still be in flight). */
+  private upRan = false;
   private readonly cpuBase = new Map<ServerId, { last: number; base: number }>();
   /** The plan's fault actions, through this driver's operations. */
   readonly faults: FaultMethods = { ...faultsByOperation(this), ...this.networkFaults() };
@@ -183,6 +190,7 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
       );
     }
     await this.checkPortsFree();
+    this.upRan = true;
     const image = await ensureImage({ image: this.spec.image, docker: this.docker, log });
     log(`image ${image}`);
     const creds = await this.credentials();
@@ -253,17 +261,7 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
     const id = this.spec.id ?? record?.id;
     if (id !== undefined)
       await removeNetFaults(id, record?.id === id ? record.extra : undefined).catch(() => undefined);
-    const own = await this.listOwn();
-    await Promise.all(
-      own.map(async (c) => {
-        try {
-          await this.docker.getContainer(c.Id).remove({ force: true, v: true });
-        } catch (err) {
-          // Already gone, or another down is removing it.
-          if (statusCode(err) !== 404 && statusCode(err) !== 409) throw err;
-        }
-      }),
-    );
+    await this.removeContainers();
     const vols = await this.docker.listVolumes({ filters: { label: this.ownFilter() } });
     await Promise.all(
       (vols.Volumes ?? []).map(async (v) => {
@@ -274,10 +272,38 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
         }
       }),
     );
-    // A removed container may take a moment to drop out of the list.
-    for (let i = 0; i < 50 && (await this.listOwn()).length > 0; i++) await sleep(100);
     this.ids.clear();
     this.cpuBase.clear();
+  }
+
+  /**
+   * Removes the cluster's containers until the list stays empty. A driver that did not run `up`
+   * itself may be cleaning after a killed plb whose create request the engine is still serving:
+   * that container appears after the first listing, so it keeps looking for a settle window.
+   */
+  private async removeContainers(): Promise<void> {
+    const settleMs = this.upRan ? 0 : DOWN_SETTLE_MS;
+    const deadline = Date.now() + DOWN_MAX_MS;
+    let quietSince = Date.now();
+    for (;;) {
+      const own = await this.listOwn();
+      const live = own.filter((c) => c.State !== 'removing');
+      if (live.length > 0) quietSince = Date.now();
+      await Promise.all(
+        live.map(async (c) => {
+          try {
+            await this.docker.getContainer(c.Id).remove({ force: true, v: true });
+          } catch (err) {
+            // Already gone, or another down is removing it.
+            if (statusCode(err) !== 404 && statusCode(err) !== 409) throw err;
+          }
+        }),
+      );
+      // A removed container may take a moment to drop out of the list.
+      if (own.length === 0 && Date.now() - quietSince >= settleMs) return;
+      if (Date.now() > deadline) return;
+      await sleep(own.length > 0 ? 100 : 250);
+    }
   }
 
   async status(): Promise<ServerStatus[]> {
