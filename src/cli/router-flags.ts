@@ -30,24 +30,30 @@ export function positive(name: string, n: number, integer = true, max = Infinity
   return n;
 }
 
-/** '1.5:2' -> pressure ratios for premium and freemium (return ratios follow), 'off' -> false. */
+/**
+ * '1.5:2' -> pressure ratios for premium and freemium (return ratios follow), 'off' -> false, and
+ * one direction off: '1.5:off' (only premium borrows), 'off:2' (only freemium borrows).
+ */
 export function parseBorrowing(text: string): BorrowingOptions | false {
   if (text.trim() === 'off') return false;
-  const m = /^\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$/.exec(text);
+  const m = /^\s*(\d+(?:\.\d+)?|off)\s*:\s*(\d+(?:\.\d+)?|off)\s*$/.exec(text);
   if (!m)
     throw new PlbError(
       'BAD_INPUT',
-      `--borrow: expected premium:freemium ratios like 1.5:2, or off (got "${text}")`,
+      `--borrow: expected premium:freemium ratios like 1.5:2 (either may be off, as in 1.5:off), or off (got "${text}")`,
     );
-  const ratio = (cls: 'premium' | 'freemium', v: number) => {
+  const ratio = (cls: 'premium' | 'freemium', part: string) => {
+    if (part === 'off') return { enabled: false };
+    const v = Number(part);
     if (!(v > 1)) throw new PlbError('BAD_INPUT', `--borrow: the ${cls} ratio must be > 1 (got ${v})`);
     // Keep a band between borrowing and returning: returnRatio * pressureRatio > 1.
     return { pressureRatio: v, returnRatio: Math.max(DEFAULT_BORROWING[cls].returnRatio, 1.25 / v) };
   };
   const options: BorrowingOptions = {
-    premium: ratio('premium', Number(m[1])),
-    freemium: ratio('freemium', Number(m[2])),
+    premium: ratio('premium', m[1] ?? ''),
+    freemium: ratio('freemium', m[2] ?? ''),
   };
+  if (options.premium?.enabled === false && options.freemium?.enabled === false) return false;
   resolveBorrowing(options);
   return options;
 }
@@ -98,7 +104,7 @@ export const routerFlags = {
   }),
   borrow: checkedString({
     description:
-      'plb borrowing: premium:freemium pressure ratios (a class borrows a replica of the other role when its own best replica is that many times as loaded), or off',
+      'plb borrowing: premium:freemium pressure ratios (a class borrows a replica of the other role when its own best replica is that many times as loaded); either may be off (1.5:off: only premium borrows), or off',
     default: '1.5:2',
     helpGroup: HELP_GROUPS.router,
   }),

@@ -97,7 +97,7 @@ export default class Roles extends PlbCommand {
     const replicas = flags.replicas ?? roleVectorTotal(reference);
     if (replicas > 10_000)
       throw new PlbError('BAD_INPUT', `--replicas: must be at most 10000 (got ${replicas})`);
-    const full = fullReference(replicas, reference, readings.reference);
+    const full = fullReference(replicas, reference, readings.reference, readings.floors);
     const rows = targetRows(replicas, full, readings);
     if (this.jsonEnabled()) return { reference, replicas, readings, full, targets: rows };
     const table = new Table({ head: ['K+', 'premium', 'mixed', 'freemium', 'rule'], style: tableStyle() });

@@ -109,7 +109,9 @@ export function dryRunPlan(plan: FaultPlan, opts: PlanShowOptions): PlanShow {
   const isPlb = opts.strategy === 'plb';
   const readings = isPlb ? resolveReadings(opts.readings) : null;
   const full =
-    readings && !plan.zones ? fullReference(plan.replicas, opts.reference, readings.reference) : null;
+    readings && !plan.zones
+      ? fullReference(plan.replicas, opts.reference, readings.reference, readings.floors)
+      : null;
   const states = new Map<string, PlanReplicaState>(ids.map((id) => [id, 'up']));
   const cpus = new Map<string, number>();
   // Phase names come from planPhases so show and the metrics agree on naming.

@@ -38,8 +38,8 @@ function plbGroup(role: Role, borrowedBy: ServiceClass | undefined): number {
 
 /**
  * plb: roles, repair-to-target on every markDown/markUp (as the readings say), class-aware
- * least-loaded admission, borrowing. The readings change only what events do to the roles;
- * admission and borrowing are the same under all of them.
+ * least-loaded admission, borrowing. Most readings change only what events do to the roles; lend
+ * and reclaim say when borrowing may happen and whether premium takes a lent replica back.
  */
 export class PlbRouter extends BaseRouter {
   private readonly pool: GroupedLeastLoaded;
@@ -60,6 +60,7 @@ export class PlbRouter extends BaseRouter {
       this.replicas.length,
       options.reference ?? DEFAULT_REFERENCE,
       this.readings.reference,
+      this.readings.floors,
     );
     const borrowing = resolveBorrowing(options.borrowing);
     this.premiumT = borrowing.premium;
@@ -150,6 +151,9 @@ export class PlbRouter extends BaseRouter {
     const own = pool.best(premium ? OWN_PREMIUM : OWN_FREEMIUM, nowMs);
     const pressure = own < 0 ? Number.POSITIVE_INFINITY : this.keyNow(own, nowMs);
     let changed = false;
+    // reclaim=premium: premium under pressure takes back what freemium borrowed, and lends no more.
+    const reclaiming = this.readings.reclaim === 'premium' && this.premiumPressed(premium, pressure, nowMs);
+    if (reclaiming && this.reclaim(nowMs)) changed = true;
     // Return borrowed replicas, most loaded first: shouldReturn only grows with the key, so the
     // warm ones stop at the first that stays; the few still in slow start are checked one by one.
     const borrowedGroup = premium ? G_FB : G_PB;
@@ -171,8 +175,12 @@ export class PlbRouter extends BaseRouter {
         }
       }
     }
+    const mayLend =
+      (this.readings.lend === 'always' || this.healthyCount === this.replicas.length) &&
+      !(reclaiming && !premium);
     // Below minLoad shouldBorrow is false whatever the lender's key: skip looking for one.
-    const lender = t.enabled && pressure >= t.minLoad ? pool.best(1 << (premium ? G_F : G_P), nowMs) : -1;
+    const lender =
+      mayLend && t.enabled && pressure >= t.minLoad ? pool.best(1 << (premium ? G_F : G_P), nowMs) : -1;
     const want = lender >= 0 && borrowFn(pressure, this.keyNow(lender, nowMs), t);
     // With no own replica to wait on (infinite pressure), the session can only go to a borrowed one.
     if (dwell === undefined || own < 0 ? want : dwell.pass('borrow', cls, want, nowMs)) {
@@ -200,10 +208,36 @@ export class PlbRouter extends BaseRouter {
     return false;
   }
 
-  private giveBack(i: number, nowMs: number): void {
+  private giveBack(i: number, nowMs: number, reason: 'return' | 'reclaim' = 'return'): void {
     const r = this.replicas[i] as ReplicaState;
     this.setState(r, r.role, undefined, nowMs);
-    this.record(r, r.role, r.role, 'return', nowMs);
+    this.record(r, r.role, r.role, reason, nowMs);
+  }
+
+  /** Whether premium's best own replica is at or above its borrowing minLoad (reclaim=premium). */
+  private premiumPressed(premium: boolean, pressure: number, nowMs: number): boolean {
+    if (!premium) {
+      const own = this.pool.best(OWN_PREMIUM, nowMs);
+      pressure = own < 0 ? Number.POSITIVE_INFINITY : this.keyNow(own, nowMs);
+    }
+    return pressure >= this.premiumT.minLoad;
+  }
+
+  /** Ends every borrow of a premium replica by freemium; whether there was one. */
+  private reclaim(nowMs: number): boolean {
+    const pool = this.pool;
+    let any = false;
+    for (let i = pool.worstWarm(G_PB); i >= 0; i = pool.worstWarm(G_PB)) {
+      this.giveBack(i, nowMs, 'reclaim');
+      any = true;
+    }
+    if (pool.hasRamping()) {
+      for (const i of pool.rampingMembers(G_PB)) {
+        this.giveBack(i, nowMs, 'reclaim');
+        any = true;
+      }
+    }
+    return any;
   }
 
   protected sessionsChanged(i: number): void {

@@ -146,19 +146,19 @@ export function repairToTarget(
 /**
  * The roles to repair toward with `survivors` of `replicas` healthy, under the `repair` and
  * `reference` readings; null with repair 'none' (the surviving roles are kept). `full` is
- * fullReference(replicas, reference, readings.reference).
+ * fullReference(replicas, reference, readings.reference, readings.floors).
  */
 export function repairTarget(
   survivors: number,
   replicas: number,
   full: RoleVector,
-  readings: Pick<PlbReadings, 'repair' | 'reference'>,
+  readings: Pick<PlbReadings, 'repair' | 'reference' | 'floors'>,
 ): RoleVector | null {
   if (readings.repair === 'none') return null;
   if (readings.repair === 'shared' && survivors < replicas) {
     return { premium: 0, mixed: survivors, freemium: 0 };
   }
-  return referenceTarget(survivors, replicas, full, readings.reference);
+  return referenceTarget(survivors, replicas, full, readings.reference, readings.floors);
 }
 
 export interface RebalanceStep extends RoleMove {
@@ -243,6 +243,8 @@ export function shouldReturn(pressure: number, borrowedKey: number, t: BorrowThr
 export interface PlbAdmissionDecision {
   /** index of the replica the session goes to, -1 when none may take the class */
   replica: number;
+  /** reclaim=premium: premium replicas taken back from freemium before choosing, in index order */
+  reclaimed: number[];
   /** replicas returned by the class before choosing, in index order */
   returned: number[];
   /** replica borrowed by the class before choosing, or -1 */
@@ -252,9 +254,12 @@ export interface PlbAdmissionDecision {
 /**
  * The whole admission decision for one session of `cls`, by plain scans (the specification):
  * 1. pressure = least admission key over the class's own replicas (role = cls or mixed);
- * 2. replicas the class borrowed go back when shouldReturn;
- * 3. the least-loaded not-borrowed replica of the other class's role is borrowed when shouldBorrow;
- * 4. the session goes to the eligible replica with the least admission key (ties: lowest index).
+ * 2. reclaim=premium: when premium's pressure is at or above its minLoad, every premium replica
+ *    freemium borrowed is taken back, and freemium borrows nothing in this admission;
+ * 3. replicas the class borrowed go back when shouldReturn;
+ * 4. the least-loaded not-borrowed replica of the other class's role is borrowed when shouldBorrow
+ *    (lend=normal: only while every replica is healthy);
+ * 5. the session goes to the eligible replica with the least admission key (ties: lowest index).
  */
 export function decidePlbAdmission(
   views: readonly PlbReplicaView[],
@@ -264,6 +269,7 @@ export function decidePlbAdmission(
   borrowing: Record<ServiceClass, BorrowThresholds>,
   /** hold=dwell: the class's borrow and return conditions must have held this long (updated here). */
   dwell?: BorrowDwell,
+  rules: Pick<PlbReadings, 'lend' | 'reclaim'> = { lend: 'always', reclaim: 'none' },
 ): PlbAdmissionDecision {
   const key = (v: PlbReplicaView): number =>
     admissionKey(totalSessions(v), v.weight, slowStartRamp(nowMs, v.upSinceMs, slowStartMs));
@@ -283,10 +289,20 @@ export function decidePlbAdmission(
   const t = borrowing[cls];
   const own = least((v) => v.role === cls || v.role === 'mixed');
   const pressure = own === undefined ? Number.POSITIVE_INFINITY : key(own);
-  const returned: number[] = [];
   const borrowedBy = new Map<number, ServiceClass | undefined>();
+  const premiumOwn = cls === 'premium' ? own : least((v) => v.role === 'premium' || v.role === 'mixed');
+  const reclaiming =
+    rules.reclaim === 'premium' &&
+    (premiumOwn === undefined ? Number.POSITIVE_INFINITY : key(premiumOwn)) >= borrowing.premium.minLoad;
+  const reclaimed = reclaiming
+    ? views
+        .filter((v) => v.healthy && v.role === 'premium' && v.borrowedBy === 'freemium')
+        .map((v) => v.index)
+    : [];
+  for (const i of reclaimed) borrowedBy.set(i, undefined);
+  const returned: number[] = [];
   const returnable = views.filter(
-    (v) => v.healthy && v.borrowedBy === cls && shouldReturn(pressure, key(v), t),
+    (v) => v.healthy && v.borrowedBy === cls && !borrowedBy.has(v.index) && shouldReturn(pressure, key(v), t),
   );
   if (dwell === undefined || dwell.pass('return', cls, returnable.length > 0, nowMs)) {
     for (const v of returnable) {
@@ -297,7 +313,9 @@ export function decidePlbAdmission(
   const lenderRole = otherClass(cls);
   const stateOf = (v: PlbReplicaView): ServiceClass | undefined =>
     borrowedBy.has(v.index) ? borrowedBy.get(v.index) : v.borrowedBy;
-  const lender = least((v) => v.role === lenderRole && stateOf(v) === undefined);
+  const mayLend =
+    (rules.lend === 'always' || views.every((v) => v.healthy)) && !(reclaiming && cls === 'freemium');
+  const lender = least((v) => mayLend && v.role === lenderRole && stateOf(v) === undefined);
   let borrowed = -1;
   const want = lender !== undefined && shouldBorrow(pressure, key(lender), t);
   // With no own replica (infinite pressure) nothing else could take the session: no dwell.
@@ -309,5 +327,5 @@ export function decidePlbAdmission(
     borrowedBy.set(lender.index, cls);
   }
   const chosen = least((v) => plbEligible(cls, v.role, stateOf(v)));
-  return { replica: chosen === undefined ? -1 : chosen.index, returned, borrowed };
+  return { replica: chosen === undefined ? -1 : chosen.index, reclaimed, returned, borrowed };
 }

@@ -33,7 +33,21 @@ import type { ServiceClass } from '../core/service-class.js';
  *   none: at the first admission that sees its condition (the thresholds' band is the only hysteresis).
  *   dwell: only once the condition has held at every admission of the class for BORROW_DWELL_MS
  *     (borrow-dwell.ts), so a burst of admissions cannot borrow and return the same replica in turn.
- * Borrowing thresholds (--borrow) are the remaining PLB knob; formatReadings shows them alongside.
+ * floors: the floors of the target from K+=4 on ("adjusted to satisfy the active-set budget and the
+ *   role floors ... the Mixed role receiving the residual capacity"; the equation is not in the text).
+ *   mixed: premium, freemium and mixed >= 1 (2:1:2 at K+=4 -> 2:1:1).
+ *   classes: premium and freemium >= 1, mixed the residual, possibly 0 (2:1:2 at K+=4 -> 2:0:2).
+ * lend: when a class may borrow ("during normal load variations, replicas may be temporarily
+ *   borrowed across roles").
+ *   always: in every phase, faults included.
+ *   normal: only while every replica is healthy; a fault's repair ends every borrowed state.
+ * reclaim: whether a lender can take its replica back (the paper is silent).
+ *   none: a lent replica comes back only by the borrower's return rule.
+ *   premium: while premium's pressure (its best own replica's admission key) is at or above its
+ *     borrowing minLoad, every premium replica lent to freemium is taken back and freemium borrows
+ *     none; freemium never takes back what it lent (premium is the protected class).
+ * Borrowing thresholds (--borrow) are the remaining PLB knob, one direction off with '1.5:off';
+ * formatReadings shows them alongside.
  */
 export const READING_CHOICES: { readonly [K in keyof PlbReadings]: readonly PlbReadings[K][] } = {
   donors: ['above-target', 'mixed-first'],
@@ -41,9 +55,20 @@ export const READING_CHOICES: { readonly [K in keyof PlbReadings]: readonly PlbR
   reference: ['literal', 'floored'],
   repair: ['target', 'none', 'shared'],
   hold: ['none', 'dwell'],
+  floors: ['mixed', 'classes'],
+  lend: ['always', 'normal'],
+  reclaim: ['none', 'premium'],
 };
 
 const READING_KEYS = Object.keys(READING_CHOICES) as (keyof PlbReadings)[];
+
+/** Readings added after the first runs, with the value those runs had (absent from their config). */
+const LATER_READINGS: Partial<PlbReadings> = {
+  hold: 'none',
+  floors: 'mixed',
+  lend: 'always',
+  reclaim: 'none',
+};
 
 /** plb's readings: today's repair rules, with the reference taken literally. */
 export const DEFAULT_READINGS: Readonly<PlbReadings> = Object.freeze({
@@ -52,6 +77,9 @@ export const DEFAULT_READINGS: Readonly<PlbReadings> = Object.freeze({
   reference: 'literal',
   repair: 'target',
   hold: 'none',
+  floors: 'mixed',
+  lend: 'always',
+  reclaim: 'none',
 });
 
 export const READING_PRESETS: Readonly<Record<string, Readonly<PlbReadings>>> = Object.freeze({
@@ -63,6 +91,9 @@ export const READING_PRESETS: Readonly<Record<string, Readonly<PlbReadings>>> = 
     reference: 'literal',
     repair: 'target',
     hold: 'none',
+    floors: 'classes',
+    lend: 'normal',
+    reclaim: 'none',
   }),
 });
 
@@ -121,8 +152,8 @@ export function formatReadings(
   readings: PlbReadings,
   borrowing?: Record<ServiceClass, BorrowThresholds>,
 ): string {
-  // hold=none is how runs were made before the reading existed: shown only when it is not.
-  const text = READING_KEYS.filter((k) => k !== 'hold' || readings.hold !== 'none')
+  // Readings added later are shown only when they differ from how runs were made before them.
+  const text = READING_KEYS.filter((k) => !(k in LATER_READINGS) || readings[k] !== LATER_READINGS[k])
     .map((k) => `${k}=${readings[k]}`)
     .join(' ');
   if (borrowing === undefined) return text;

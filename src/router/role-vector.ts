@@ -18,10 +18,16 @@ function roundRatio(a: number, b: number, c: number): number {
 /**
  * The target premium/mixed/freemium vector for `survivors` healthy replicas (DESIGN.md):
  * 0 -> (0,0,0), 1 -> (0,1,0), 2 -> (1,0,1), 3 -> (2,0,1); from 4 on, nearest-integer proportional
- * scaling of the reference, floors premium>=1 and freemium>=1, then mixed>=1 by taking from
- * freemium first (then premium) while they stay above 1; mixed is the residual.
+ * scaling of the reference, floors premium>=1 and freemium>=1, and mixed the residual. The `floors`
+ * reading says whether mixed has a floor too: 'mixed' takes from freemium first (then premium) while
+ * they stay above 1 until mixed>=1 (2:1:2 at K+=4 -> 2:1:1); 'classes' only keeps premium+freemium
+ * within the budget the same way, so mixed may be 0 (2:1:2 at K+=4 -> 2:0:2).
  */
-export function targetRoleVector(survivors: number, reference: RoleVector): RoleVector {
+export function targetRoleVector(
+  survivors: number,
+  reference: RoleVector,
+  floors: PlbReadings['floors'] = 'mixed',
+): RoleVector {
   assertCount(survivors, 'survivors');
   assertReference(reference);
   if (survivors === 0) return { premium: 0, mixed: 0, freemium: 0 };
@@ -31,8 +37,9 @@ export function targetRoleVector(survivors: number, reference: RoleVector): Role
   const total = roleVectorTotal(reference);
   let premium = Math.max(1, roundRatio(survivors, reference.premium, total));
   let freemium = Math.max(1, roundRatio(survivors, reference.freemium, total));
-  // Mixed needs at least one: freemium gives first, premium only when freemium is at its floor.
-  while (survivors - premium - freemium < 1) {
+  // Mixed (with its floor, at least one): freemium gives first, premium only at freemium's floor.
+  const mixedFloor = floors === 'mixed' ? 1 : 0;
+  while (survivors - premium - freemium < mixedFloor) {
     if (freemium > 1) freemium -= 1;
     else premium -= 1; // survivors >= 4 guarantees premium > 1 here
   }
@@ -50,11 +57,12 @@ export function fullReference(
   replicas: number,
   reference: RoleVector = DEFAULT_REFERENCE,
   reading: PlbReadings['reference'] = 'literal',
+  floors: PlbReadings['floors'] = 'mixed',
 ): RoleVector {
   assertCount(replicas, 'replicas');
   assertReference(reference);
   if (reading === 'literal' && roleVectorTotal(reference) === replicas) return { ...reference };
-  return targetRoleVector(replicas, reference);
+  return targetRoleVector(replicas, reference, floors);
 }
 
 /**
@@ -66,9 +74,10 @@ export function referenceTarget(
   replicas: number,
   full: RoleVector,
   reading: PlbReadings['reference'] = 'literal',
+  floors: PlbReadings['floors'] = 'mixed',
 ): RoleVector {
   if (reading === 'literal' && survivors === replicas) return { ...full };
-  return targetRoleVector(survivors, full);
+  return targetRoleVector(survivors, full, floors);
 }
 
 /**
@@ -118,10 +127,11 @@ export function targetRoleTable(
   replicas: number,
   reference: RoleVector = DEFAULT_REFERENCE,
   reading: PlbReadings['reference'] = 'literal',
+  floors: PlbReadings['floors'] = 'mixed',
 ): TargetRow[] {
-  const full = fullReference(replicas, reference, reading);
+  const full = fullReference(replicas, reference, reading, floors);
   const rows: TargetRow[] = [];
   for (let k = replicas; k >= 0; k--)
-    rows.push({ survivors: k, ...referenceTarget(k, replicas, full, reading) });
+    rows.push({ survivors: k, ...referenceTarget(k, replicas, full, reading, floors) });
   return rows;
 }

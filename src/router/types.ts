@@ -56,6 +56,12 @@ export interface PlbReadings {
   repair: 'target' | 'none' | 'shared';
   /** Borrowing: act on the first admission that sees the condition, or once it held for a dwell. */
   hold: 'none' | 'dwell';
+  /** The floors of the target from K+=4 on: premium, freemium and mixed >= 1, or only the two classes. */
+  floors: 'mixed' | 'classes';
+  /** When replicas are lent: in every phase, or only while every replica is healthy. */
+  lend: 'always' | 'normal';
+  /** Whether premium under pressure takes back its replicas lent to freemium (and lends no more). */
+  reclaim: 'none' | 'premium';
 }
 
 export interface RouterOptions {
@@ -99,7 +105,14 @@ export interface ReplicaSnapshot {
   sessions: { premium: number; freemium: number };
 }
 
-export type RoleChangeReason = 'down' | 'rejoin' | 'canonicalize' | 'repair' | 'borrow' | 'return';
+export type RoleChangeReason =
+  | 'down'
+  | 'rejoin'
+  | 'canonicalize'
+  | 'repair'
+  | 'borrow'
+  | 'return'
+  | 'reclaim';
 
 /** One change of a replica's role; 'down' stands for "not in the pool". borrowedBy is the new state. */
 export interface RoleChange {

@@ -82,6 +82,9 @@ export const readingsSchema = z
     reference: z.enum(['literal', 'floored']),
     repair: z.enum(['target', 'none', 'shared']),
     hold: z.enum(['none', 'dwell']).default('none').describe('absent in older runs: none'),
+    floors: z.enum(['mixed', 'classes']).default('mixed').describe('absent in older runs: mixed'),
+    lend: z.enum(['always', 'normal']).default('always').describe('absent in older runs: always'),
+    reclaim: z.enum(['none', 'premium']).default('none').describe('absent in older runs: none'),
   })
   .describe("plb: the readings of the paper's repair rules the router applied (--readings)");
 

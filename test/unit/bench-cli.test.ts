@@ -6,6 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/execute.js';
 import { type BenchFlagValues } from '../../src/bench/options/flags.js';
 import { parseBorrowing } from '../../src/cli/router-flags.js';
+import { DEFAULT_READINGS, formatReadings, resolveBorrowing } from '../../src/router/index.js';
+import type { BorrowingOptions } from '../../src/router/types.js';
 import { acquireClusterLock } from '../../src/cluster/lock.js';
 import { isPlbError } from '../../src/core/errors.js';
 import { clusterSpec } from '../../src/cluster/select.js';
@@ -108,6 +110,19 @@ describe('bench flags', () => {
       premium: { pressureRatio: 1.5, returnRatio: 1 },
       freemium: { pressureRatio: 2, returnRatio: 0.625 },
     });
+    // One direction off: only premium borrows, or only freemium.
+    expect(parseBorrowing('1.5:off')).toEqual({
+      premium: { pressureRatio: 1.5, returnRatio: 1 },
+      freemium: { enabled: false },
+    });
+    expect(parseBorrowing('off:2')).toEqual({
+      premium: { enabled: false },
+      freemium: { pressureRatio: 2, returnRatio: 0.625 },
+    });
+    expect(parseBorrowing('off:off')).toBe(false);
+    const borrowing = resolveBorrowing(parseBorrowing('1.5:off') as BorrowingOptions);
+    expect([borrowing.premium.enabled, borrowing.freemium.enabled]).toEqual([true, false]);
+    expect(formatReadings(DEFAULT_READINGS, borrowing)).toMatch(/; borrow 1\.5:off$/);
     let err: unknown;
     try {
       parseBorrowing('fast');

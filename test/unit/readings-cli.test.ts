@@ -74,7 +74,7 @@ describe('plb plan show --readings', () => {
       '\nreadings: donors=above-target canonicalize=borrowed reference=literal repair=target; borrow 1.5:2\n',
     );
     expect(await logged(PlanShow, ['--readings', 'paper', '--borrow', 'off'])).toContain(
-      '\nreadings: donors=mixed-first canonicalize=all reference=literal repair=target; borrow off\n',
+      '\nreadings: donors=mixed-first canonicalize=all reference=literal repair=target floors=classes lend=normal; borrow off\n',
     );
   });
   it('replays the plan under the readings', async () => {
@@ -103,7 +103,7 @@ describe('bench --readings', () => {
     });
     expect(code).toBe(1);
     expect(lines).toEqual([
-      "Error: --readings: unknown preset 'nope' (presets: plb, paper; or key=value with donors, canonicalize, reference, repair, hold)",
+      "Error: --readings: unknown preset 'nope' (presets: plb, paper; or key=value with donors, canonicalize, reference, repair, hold, floors, lend, reclaim)",
     ]);
     expect(existsSync(out)).toBe(false);
   });
@@ -139,11 +139,14 @@ describe('bench --readings', () => {
       reference: 'literal',
       repair: 'target',
       hold: 'none',
+      floors: 'classes',
+      lend: 'normal',
+      reclaim: 'none',
     });
-    // mixed-first: the mixed replica r3 takes premium's place and a freemium replica refills mixed.
+    // mixed-first: the mixed replica r3 takes premium's place (mixed's target is 0 at K+=4).
     const events = readFileSync(join(dir, 'events.jsonl'), 'utf8');
     // The role changes at the down event: canonicalize (every replica, by what it carries) then
-    // repair to 2:1:1 with a mixed replica donating to premium first.
+    // repair to 2:0:2 (floors on the two classes only) with a mixed replica donating to premium first.
     const atDown = events
       .trim()
       .split('\n')
@@ -171,7 +174,7 @@ describe('bench --readings', () => {
       roles.set(e.replica, e.to);
     }
     const count = (role: string) => [...roles.values()].filter((r) => r === role).length;
-    expect([count('premium'), count('mixed'), count('freemium')]).toEqual([2, 1, 1]);
+    expect([count('premium'), count('mixed'), count('freemium')]).toEqual([2, 0, 2]);
     expect(atDown.some((e) => e.reason === 'repair' && e.from === 'mixed' && e.to === 'premium')).toBe(true);
   });
 });

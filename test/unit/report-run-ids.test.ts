@@ -47,5 +47,5 @@ describe('report: run ids that repeat across directories', () => {
     const [ra, rb] = two.cell?.perRun ?? [];
     expect(ra?.p95.value).not.toBe(rb?.p95.value);
     expect(two.cell?.seconds).toBe(2 * (one.cell?.seconds ?? 0));
-  });
+  }, 180_000); // two simulated 90 s runs: seconds on a quiet machine, more beside a busy one
 });

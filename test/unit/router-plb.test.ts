@@ -201,6 +201,7 @@ describe('decidePlbAdmission', () => {
     ];
     expect(decidePlbAdmission(views, 'premium', 0, 30_000, b)).toEqual({
       replica: 1,
+      reclaimed: [],
       returned: [],
       borrowed: -1,
     });
@@ -210,6 +211,7 @@ describe('decidePlbAdmission', () => {
     const views = [view(0, 'premium', 4), view(1, 'mixed', 3, 3), view(2, 'freemium', 0, 5)];
     expect(decidePlbAdmission(views, 'freemium', 0, 30_000, b)).toEqual({
       replica: 2,
+      reclaimed: [],
       returned: [],
       borrowed: -1,
     });
@@ -218,6 +220,7 @@ describe('decidePlbAdmission', () => {
     const views = [view(0, 'premium', 1), view(1, 'mixed', 3, 5), view(2, 'freemium', 0, 7)];
     expect(decidePlbAdmission(views, 'freemium', 0, 30_000, b)).toEqual({
       replica: 0,
+      reclaimed: [],
       returned: [],
       borrowed: 0,
     });
@@ -226,6 +229,7 @@ describe('decidePlbAdmission', () => {
     const views = [view(0, 'premium', 10), view(1, 'mixed', 5, 5), view(2, 'freemium', 0, 2)];
     expect(decidePlbAdmission(views, 'premium', 0, 30_000, b)).toEqual({
       replica: 2,
+      reclaimed: [],
       returned: [],
       borrowed: 2,
     });
@@ -238,6 +242,7 @@ describe('decidePlbAdmission', () => {
     ];
     expect(decidePlbAdmission(views, 'premium', 0, 30_000, b)).toEqual({
       replica: 0,
+      reclaimed: [],
       returned: [2],
       borrowed: -1,
     });

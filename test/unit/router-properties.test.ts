@@ -65,6 +65,9 @@ const readingsArb: fc.Arbitrary<PlbReadings> = fc.record({
   reference: fc.constantFrom(...READING_CHOICES.reference),
   repair: fc.constantFrom(...READING_CHOICES.repair),
   hold: fc.constantFrom(...READING_CHOICES.hold),
+  floors: fc.constantFrom(...READING_CHOICES.floors),
+  lend: fc.constantFrom(...READING_CHOICES.lend),
+  reclaim: fc.constantFrom(...READING_CHOICES.reclaim),
 });
 
 const EAGER = {
@@ -89,7 +92,7 @@ function check(strategy: StrategyName, sc: Scenario, setup?: PlbSetup): void {
     ...(setup ? { readings: setup.readings, reference: setup.reference } : {}),
   });
   const readings = resolveReadings(setup?.readings);
-  const full = fullReference(sc.k, setup?.reference, readings.reference);
+  const full = fullReference(sc.k, setup?.reference, readings.reference, readings.floors);
   const initialRoles = router.snapshot().map((s) => s.role);
   const part = partitionFor(sc.k);
   const healthy = ids.map(() => true);
@@ -128,7 +131,8 @@ function check(strategy: StrategyName, sc: Scenario, setup?: PlbSetup): void {
       expect(got).toEqual(repairTarget(live.length, sc.k, full, readings));
       // The floors hold at every K+ >= 4, except a literal reference at K+=K (used as given).
       if (live.length >= 4 && !(readings.reference === 'literal' && live.length === sc.k)) {
-        expect(Math.min(got.premium, got.mixed, got.freemium)).toBeGreaterThanOrEqual(1);
+        expect(Math.min(got.premium, got.freemium)).toBeGreaterThanOrEqual(1);
+        if (readings.floors === 'mixed') expect(got.mixed).toBeGreaterThanOrEqual(1);
       }
     }
     for (const s of snap.filter((x) => !x.healthy)) expect(s.borrowedBy).toBeUndefined();
@@ -203,7 +207,7 @@ function check(strategy: StrategyName, sc: Scenario, setup?: PlbSetup): void {
           ramped ? slowStartRamp(now, upSince[i], sc.slowStartMs) : 1,
         );
       if (strategy === 'plb') {
-        const spec = decidePlbAdmission(views, op.cls, now, sc.slowStartMs, borrowing, dwell);
+        const spec = decidePlbAdmission(views, op.cls, now, sc.slowStartMs, borrowing, dwell, readings);
         expect(chosen).toBe(spec.replica); // the heap fast path makes the same decision as the plain scan
         expect(eligiblePlb(router.snapshot()[chosen]!, op.cls)).toBe(true);
       } else if (strategy === 'lc' || strategy === 'wlc') {

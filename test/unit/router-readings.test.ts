@@ -49,6 +49,9 @@ describe('parseReadings', () => {
       reference: 'literal',
       repair: 'target',
       hold: 'none',
+      floors: 'mixed',
+      lend: 'always',
+      reclaim: 'none',
     });
     expect(parseReadings('paper')).toEqual({
       donors: 'mixed-first',
@@ -56,18 +59,23 @@ describe('parseReadings', () => {
       reference: 'literal',
       repair: 'target',
       hold: 'none',
+      floors: 'classes',
+      lend: 'normal',
+      reclaim: 'none',
     });
-    expect(parseReadings('donors=mixed-first, canonicalize=all')).toEqual(parseReadings('paper'));
+    expect(parseReadings('donors=mixed-first, canonicalize=all, floors=classes, lend=normal')).toEqual(
+      parseReadings('paper'),
+    );
     expect(parseReadings('paper,repair=none')).toEqual({ ...parseReadings('paper'), repair: 'none' });
     expect(parseReadings('reference=floored')).toEqual({ ...DEFAULT_READINGS, reference: 'floored' });
   });
 
   it('rejects bad input in one line naming the flag, the bad key or value and the allowed ones', () => {
     expect(badInput(() => parseReadings('papr'))).toBe(
-      "--readings: unknown preset 'papr' (presets: plb, paper; or key=value with donors, canonicalize, reference, repair, hold)",
+      "--readings: unknown preset 'papr' (presets: plb, paper; or key=value with donors, canonicalize, reference, repair, hold, floors, lend, reclaim)",
     );
     expect(badInput(() => parseReadings('donor=mixed-first'))).toBe(
-      "--readings: unknown reading 'donor' (readings: donors, canonicalize, reference, repair, hold; presets: plb, paper)",
+      "--readings: unknown reading 'donor' (readings: donors, canonicalize, reference, repair, hold, floors, lend, reclaim; presets: plb, paper)",
     );
     expect(badInput(() => parseReadings('repair=half', '--x'))).toBe(
       "--x: repair must be target or none or shared, got 'half'",
@@ -95,7 +103,7 @@ describe('parseReadings', () => {
       'donors=above-target canonicalize=borrowed reference=literal repair=target; borrow 1.5:2',
     );
     expect(formatReadings(parseReadings('paper'), resolveBorrowing(false))).toBe(
-      'donors=mixed-first canonicalize=all reference=literal repair=target; borrow off',
+      'donors=mixed-first canonicalize=all reference=literal repair=target floors=classes lend=normal; borrow off',
     );
     expect(formatReadings(DEFAULT_READINGS)).not.toContain(';');
   });
@@ -321,7 +329,9 @@ describe('repair reading', () => {
     r.markUp('r1', 5);
     expect(layout(r)).toEqual(['P', '-', '-', 'F', 'F']);
     expect(r.drainChanges().map((c) => c.reason)).toEqual(['down', 'down', 'down', 'rejoin']);
-    expect(repairTarget(4, 5, v(2, 1, 2), { repair: 'none', reference: 'literal' })).toBeNull();
+    expect(
+      repairTarget(4, 5, v(2, 1, 2), { repair: 'none', reference: 'literal', floors: 'mixed' }),
+    ).toBeNull();
   });
   it('shared: every healthy replica is mixed from the first fault until all are back', () => {
     const r = createRouter({
@@ -339,7 +349,9 @@ describe('repair reading', () => {
     expect(counts(r)).toEqual(v(2, 1, 2));
     const reasons = new Set(r.drainChanges().map((c) => c.reason));
     expect([...reasons].sort()).toEqual(['down', 'rejoin', 'repair']);
-    expect(repairTarget(3, 5, v(2, 1, 2), { repair: 'shared', reference: 'literal' })).toEqual(v(0, 3, 0));
+    expect(
+      repairTarget(3, 5, v(2, 1, 2), { repair: 'shared', reference: 'literal', floors: 'mixed' }),
+    ).toEqual(v(0, 3, 0));
   });
 });
 
@@ -380,7 +392,9 @@ describe("the paper's RQ3 cascade (K=5, 2:1:2; r1 down, r2 down, r1 back, r2 bac
     ['reference=floored', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
     ['repair=none', ['PPMFF', '-PMFF', '--MFF', 'P-MFF', 'PPMFF']],
     ['repair=shared', ['PPMFF', '-MMMM', '--MMM', 'M-MMM', 'PPFFM']],
-    ['paper', ['PPMFF', '-PPMF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['paper,floors=mixed', ['PPMFF', '-PPMF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['paper', ['PPMFF', '-PPFF', '--PPF', 'F-PPF', 'FMPPF']],
+    ['floors=classes', ['PPMFF', '-PPFF', '--PPF', 'F-PPF', 'FMPPF']],
   ])('%s, no sessions', (text, rows) => {
     expect(run(parseReadings(text), false)).toEqual(rows);
   });
@@ -391,7 +405,8 @@ describe("the paper's RQ3 cascade (K=5, 2:1:2; r1 down, r2 down, r1 back, r2 bac
     ['reference=floored', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
     ['repair=none', ['PPMFF', '-PMFF', '--MFF', 'P-MFF', 'PPMFF']],
     ['repair=shared', ['PPMFF', '-MMMM', '--MMM', 'M-MMM', 'PPMFF']],
-    ['paper', ['PPMFF', '-PPMF', '--PPF', 'P-PMF', 'PPMFF']],
+    ['paper,floors=mixed', ['PPMFF', '-PPMF', '--PPF', 'P-PMF', 'PPMFF']],
+    ['paper', ['PPMFF', '-PPFF', '--PPF', 'P-PFF', 'PPMFF']],
   ])('%s, loaded', (text, rows) => {
     expect(run(parseReadings(text), true)).toEqual(rows);
   });
