@@ -7,7 +7,7 @@
 // of RQ2 and RQ3 and no worse with a verdict for freemium's goodput or in `ref`.
 //
 //   npx tsx benchmarks/readings-decision.ts [--driver sim|docker] [--seeds 5] [--out dir]
-//     [--cells rq2,rq3-25:75,rq3-50:50,rq3-75:25] [--name cluster] [--quick]
+//     [--cells rq2,rq3-25:75,rq3-50:50,rq3-75:25] [--name cluster] [--quick] [--think-time 5000ms]
 // With --driver docker a cluster named --name must be up (plb cluster up --driver docker
 // --max-connections 1100); every run reuses it. Figures go to stdout; run directories stay in --out.
 import { spawnSync } from 'node:child_process';
@@ -55,6 +55,35 @@ function runDir(cell: Cell, preset: Preset, seed: number): string {
   return join(out, cell.name.replace(':', '-'), preset, `seed-${seed}`);
 }
 
+/**
+ * Think time per cell: auto on the simulator (computed, the same every run); on a real cluster the
+ * first run's measurement is reused by every other run of the cell, so both presets see one load
+ * (a fresh calibration varies by about 15 % from one try to the next).
+ */
+const thinkTime = new Map<string, string>();
+
+function thinkTimeOf(cell: Cell): string {
+  const fixed = option('think-time') ?? thinkTime.get(cell.name);
+  if (fixed !== undefined || driver === 'sim') return fixed ?? 'auto';
+  for (const p of PRESETS) {
+    for (let seed = 1; seed <= seeds; seed++) {
+      const dir = runDir(cell, p, seed);
+      const sub = existsSync(dir)
+        ? readdirSync(dir).find((d) => existsSync(join(dir, d, 'config.json')))
+        : undefined;
+      if (!sub) continue;
+      const c = JSON.parse(readFileSync(join(dir, sub, 'config.json'), 'utf8')) as {
+        calibration?: { thinkTimeMs: number };
+      };
+      if (c.calibration) {
+        thinkTime.set(cell.name, `${c.calibration.thinkTimeMs}ms`);
+        return `${c.calibration.thinkTimeMs}ms`;
+      }
+    }
+  }
+  return 'auto';
+}
+
 function run(cell: Cell, preset: Preset, seed: number): void {
   const dir = runDir(cell, preset, seed);
   if (existsSync(dir) && readdirSync(dir).some((d) => existsSync(join(dir, d, 'summary.json')))) return;
@@ -72,7 +101,7 @@ function run(cell: Cell, preset: Preset, seed: number): void {
     '--clients',
     String(cell.clients),
     '--think-time',
-    'auto',
+    thinkTimeOf(cell),
     '--readings',
     preset,
     '--seed',
