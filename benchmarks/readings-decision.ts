@@ -32,8 +32,11 @@ const CELLS: Record<string, Cell> = {
   'rq3-50:50': { name: 'rq3-50:50', plan: 'rq3', mix: '50:50', clients: 600 },
   'rq3-75:25': { name: 'rq3-75:25', plan: 'rq3', mix: '75:25', clients: 600 },
 };
-const PRESETS = ['plb', 'paper'] as const;
-type Preset = (typeof PRESETS)[number];
+/** The two readings compared, candidate first (--pair 'plb/paper,floors=mixed' for an ablation). */
+const PRESETS = (option('pair') ?? 'plb/paper').split('/') as [string, string];
+if (PRESETS.length !== 2) throw new Error(`--pair: expected A/B (got ${option('pair')})`);
+type Preset = string;
+const [CAND, BASE] = PRESETS;
 
 interface ClassCell {
   p95: number;
@@ -52,7 +55,7 @@ const cells = (option('cells') ?? Object.keys(CELLS).join(',')).split(',').map((
 });
 
 function runDir(cell: Cell, preset: Preset, seed: number): string {
-  return join(out, cell.name.replace(':', '-'), preset, `seed-${seed}`);
+  return join(out, cell.name.replace(':', '-'), preset.replace(/[^a-z0-9-]+/gi, '_'), `seed-${seed}`);
 }
 
 /**
@@ -145,8 +148,8 @@ const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length
 
 function compare(cell: Cell): Row[] {
   const by = (p: Preset) => Array.from({ length: seeds }, (_, i) => figures(cell, p, i + 1));
-  const plb = by('plb');
-  const paper = by('paper');
+  const plb = by(CAND);
+  const paper = by(BASE);
   const rows: Row[] = [];
   for (const phase of plb[0]!.keys()) {
     for (const cls of ['premium', 'freemium'] as const) {
@@ -187,10 +190,10 @@ function main(): void {
   const rows = cells.flatMap(compare);
   console.log(
     `readings decision (${driver}${quick ? ', quick plans' : ''}, ${seeds} seeds per cell, paired by seed; ` +
-      `change = plb / paper - 1, mean over seeds [95 % t interval]); wall ${((Date.now() - t0) / 1000).toFixed(0)} s`,
+      `change = ${CAND} / ${BASE} - 1, mean over seeds [95 % t interval]); wall ${((Date.now() - t0) / 1000).toFixed(0)} s`,
   );
   console.log(
-    'cell       phase      class     metric   plb      paper    change [95 %]            verdict for plb',
+    `cell       phase      class     metric   ${CAND.slice(0, 8).padEnd(8)} ${BASE.slice(0, 8).padEnd(8)} change [95 %]            verdict for ${CAND}`,
   );
   for (const r of rows) {
     console.log(
@@ -213,17 +216,17 @@ function main(): void {
   const allBetter = premiumBetter.every((r) => r.verdict === 'better');
   const worse = noWorse.filter((r) => r.verdict === 'worse');
   console.log(
-    `premium p95 in the fault phases: plb better in ${premiumBetter.filter((r) => r.verdict === 'better').length} ` +
+    `premium p95 in the fault phases: ${CAND} better in ${premiumBetter.filter((r) => r.verdict === 'better').length} ` +
       `of ${premiumBetter.length} cells, worse in ${premiumBetter.filter((r) => r.verdict === 'worse').length}`,
   );
   console.log(
-    `freemium goodput and ref: plb worse in ${worse.length} of ${noWorse.length} cells` +
+    `freemium goodput and ref: ${CAND} worse in ${worse.length} of ${noWorse.length} cells` +
       (worse.length > 0
         ? ` (${worse.map((r) => `${r.cell} ${r.phase} ${r.cls} ${r.metric}`).join('; ')})`
         : ''),
   );
   console.log(
-    `default by the rule: ${allBetter && worse.length === 0 ? 'plb (better with a verdict, no worse)' : 'paper'}`,
+    `default by the rule: ${allBetter && worse.length === 0 ? `${CAND} (better with a verdict, no worse)` : BASE}`,
   );
 }
 

@@ -62,7 +62,9 @@ export function parseReadings(text: string, flag = '--readings'): PlbReadings {
   items.forEach((item, i) => {
     const eq = item.indexOf('=');
     if (eq < 0) {
-      const preset = Object.hasOwn(READING_PRESETS, item) ? READING_PRESETS[item] : undefined;
+      const preset = Object.hasOwn(READING_PRESETS, item)
+        ? READING_PRESETS[item as keyof typeof READING_PRESETS]
+        : undefined;
       if (preset === undefined) {
         throw new PlbError(
           'BAD_INPUT',

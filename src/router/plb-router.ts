@@ -175,9 +175,11 @@ export class PlbRouter extends BaseRouter {
         }
       }
     }
+    // A class with no own replica may always borrow: lend and reclaim never refuse it outright.
     const mayLend =
-      (this.readings.lend === 'always' || this.healthyCount === this.replicas.length) &&
-      !(reclaiming && !premium);
+      own < 0 ||
+      ((this.readings.lend === 'always' || this.healthyCount === this.replicas.length) &&
+        !(reclaiming && !premium));
     // Below minLoad shouldBorrow is false whatever the lender's key: skip looking for one.
     const lender =
       mayLend && t.enabled && pressure >= t.minLoad ? pool.best(1 << (premium ? G_F : G_P), nowMs) : -1;

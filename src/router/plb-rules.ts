@@ -258,7 +258,7 @@ export interface PlbAdmissionDecision {
  *    freemium borrowed is taken back, and freemium borrows nothing in this admission;
  * 3. replicas the class borrowed go back when shouldReturn;
  * 4. the least-loaded not-borrowed replica of the other class's role is borrowed when shouldBorrow
- *    (lend=normal: only while every replica is healthy);
+ *    (lend=normal: only while every replica is healthy; a class with no own replica always may);
  * 5. the session goes to the eligible replica with the least admission key (ties: lowest index).
  */
 export function decidePlbAdmission(
@@ -313,8 +313,10 @@ export function decidePlbAdmission(
   const lenderRole = otherClass(cls);
   const stateOf = (v: PlbReplicaView): ServiceClass | undefined =>
     borrowedBy.has(v.index) ? borrowedBy.get(v.index) : v.borrowedBy;
+  // A class with no own replica may always borrow: lend and reclaim never refuse it outright.
   const mayLend =
-    (rules.lend === 'always' || views.every((v) => v.healthy)) && !(reclaiming && cls === 'freemium');
+    own === undefined ||
+    ((rules.lend === 'always' || views.every((v) => v.healthy)) && !(reclaiming && cls === 'freemium'));
   const lender = least((v) => mayLend && v.role === lenderRole && stateOf(v) === undefined);
   let borrowed = -1;
   const want = lender !== undefined && shouldBorrow(pressure, key(lender), t);

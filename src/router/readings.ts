@@ -41,6 +41,8 @@ import type { ServiceClass } from '../core/service-class.js';
  *   borrowed across roles").
  *   always: in every phase, faults included.
  *   normal: only while every replica is healthy; a fault's repair ends every borrowed state.
+ *   Under either reading (and reclaim) a class with no replica of its own may borrow, or it would
+ *   be refused outright.
  * reclaim: whether a lender can take its replica back (the paper is silent).
  *   none: a lent replica comes back only by the borrower's return rule.
  *   premium: while premium's pressure (its best own replica's admission key) is at or above its
@@ -70,8 +72,8 @@ const LATER_READINGS: Partial<PlbReadings> = {
   reclaim: 'none',
 };
 
-/** plb's readings: today's repair rules, with the reference taken literally. */
-export const DEFAULT_READINGS: Readonly<PlbReadings> = Object.freeze({
+/** plb's own readings (the default until 2026-12-07): the repair rules it chose, reference literal. */
+const PLB_READINGS: Readonly<PlbReadings> = Object.freeze({
   donors: 'above-target',
   canonicalize: 'borrowed',
   reference: 'literal',
@@ -82,20 +84,29 @@ export const DEFAULT_READINGS: Readonly<PlbReadings> = Object.freeze({
   reclaim: 'none',
 });
 
-export const READING_PRESETS: Readonly<Record<string, Readonly<PlbReadings>>> = Object.freeze({
-  plb: DEFAULT_READINGS,
-  /** The paper read literally. */
-  paper: Object.freeze({
-    donors: 'mixed-first',
-    canonicalize: 'all',
-    reference: 'literal',
-    repair: 'target',
-    hold: 'none',
-    floors: 'classes',
-    lend: 'normal',
-    reclaim: 'none',
-  }),
+/** The paper read literally. */
+const PAPER_READINGS: Readonly<PlbReadings> = Object.freeze({
+  donors: 'mixed-first',
+  canonicalize: 'all',
+  reference: 'literal',
+  repair: 'target',
+  hold: 'none',
+  floors: 'classes',
+  lend: 'normal',
+  reclaim: 'none',
 });
+
+export const READING_PRESETS: Readonly<{ plb: PlbReadings; paper: PlbReadings }> = Object.freeze({
+  plb: PLB_READINGS,
+  paper: PAPER_READINGS,
+});
+
+/**
+ * The default: the paper read literally. DESIGN's rule: the paper's reading unless a pooled verdict
+ * shows another is better; plb's own readings were worse for premium in the freemium-heavy cells
+ * (benchmarks/readings-decision.ts; the table is in docs/paper.md).
+ */
+export const DEFAULT_READINGS: Readonly<PlbReadings> = PAPER_READINGS;
 
 /** DEFAULT_READINGS with `partial` over it, each value checked (a direct caller's options). */
 export function resolveReadings(

@@ -261,7 +261,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
         .filter((r) => r.healthy)
         .map((r) => r.role)
         .sort(),
-    ).toEqual(['freemium', 'mixed', 'premium', 'premium']);
+    ).toEqual(['freemium', 'freemium', 'premium', 'premium']); // the default (paper) readings: 2:0:2
     const after = await psql(PREMIUM_PORT, 'select inet_server_port()');
     expect(after.code, after.err).toBe(0);
     expect(idOfPort(Number(after.out))).not.toBe('r1');

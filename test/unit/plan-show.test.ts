@@ -19,10 +19,11 @@ describe('dryRunPlan', () => {
       [75, 'rejoin', 'rejoin-2', 5],
     ]);
     expect(show.rows.map((r) => r.target)).toEqual([
+      // The default readings (the paper's): floors on premium and freemium only, so 2:0:2 at K+=4.
       { premium: 2, mixed: 1, freemium: 2 },
-      { premium: 2, mixed: 1, freemium: 1 },
+      { premium: 2, mixed: 0, freemium: 2 },
       { premium: 2, mixed: 0, freemium: 1 },
-      { premium: 2, mixed: 1, freemium: 1 },
+      { premium: 2, mixed: 0, freemium: 2 },
       { premium: 2, mixed: 1, freemium: 2 },
     ]);
     expect(roles(show.rows[0]!)).toEqual(['premium', 'premium', 'mixed', 'freemium', 'freemium']);

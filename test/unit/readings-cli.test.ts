@@ -40,7 +40,13 @@ describe('plb roles --readings', () => {
     expect(out).toMatch(/│ 4\s*│ 2\s*│ 1\s*│ 1\s*│ scaled \+ floors/);
   });
   it('floored: the old behaviour, 3:0:2 -> 3:1:1', async () => {
-    const r = await runCommand(Roles, ['--reference', '3:0:2', '--readings', 'reference=floored', '--json']);
+    const r = await runCommand(Roles, [
+      '--reference',
+      '3:0:2',
+      '--readings',
+      'plb,reference=floored',
+      '--json',
+    ]);
     expect(r.code).toBe(0);
     const json = JSON.parse(r.stdout) as { full: unknown; readings: { reference: string } };
     expect(json.full).toEqual({ premium: 3, mixed: 1, freemium: 1 });
@@ -71,6 +77,9 @@ describe('plb roles --readings', () => {
 describe('plb plan show --readings', () => {
   it('prints the readings a run would use on one line, with the borrowing ratios', async () => {
     expect(await logged(PlanShow, [])).toContain(
+      '\nreadings: donors=mixed-first canonicalize=all reference=literal repair=target floors=classes lend=normal; borrow 1.5:2\n',
+    );
+    expect(await logged(PlanShow, ['--readings', 'plb'])).toContain(
       '\nreadings: donors=above-target canonicalize=borrowed reference=literal repair=target; borrow 1.5:2\n',
     );
     expect(await logged(PlanShow, ['--readings', 'paper', '--borrow', 'off'])).toContain(

@@ -1,4 +1,4 @@
-import { DEFAULT_READINGS, READING_PRESETS } from '../../src/router/readings.js';
+import { READING_PRESETS } from '../../src/router/readings.js';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -166,7 +166,7 @@ describe('repeats are runs alike in every setting but the seed', () => {
         ...c,
         driver: 'sim',
         workload: workload(slow ? 1000 : 250),
-        readings: { ...(slow ? READING_PRESETS.paper : DEFAULT_READINGS) },
+        readings: { ...(slow ? READING_PRESETS.paper : READING_PRESETS.plb) },
       } as RunConfig;
     });
     expect(groups.map((g) => [g.key, g.runIds.length])).toEqual([

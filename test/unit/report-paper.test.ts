@@ -7,7 +7,7 @@ import { paperQuestionOf, paperFigures } from '../../src/report/paper/figures.js
 import { PUBLISHED_CLAIMS, REPRODUCE_RULE } from '../../src/report/paper/published.js';
 import { claimVerdict } from '../../src/report/paper/intervals.js';
 import { renderReport } from '../../src/report/tables/render.js';
-import { DEFAULT_READINGS, READING_PRESETS } from '../../src/router/readings.js';
+import { READING_PRESETS } from '../../src/router/readings.js';
 import type { RunConfig } from '../../src/run-format/config.js';
 import { renderComparisonHtml } from '../../src/report/html.js';
 import { reportJsonSchema } from '../../src/run-format/report.js';
@@ -138,8 +138,8 @@ describe('paper experiments', () => {
     const plain = rq3(25);
     const paper = { ...rq3(25), runId: 'rq3-25-paper' };
     const configs = new Map<RunSummary, RunConfig>([
-      [plain, { readings: { ...DEFAULT_READINGS } }],
-      [paper, { readings: { ...DEFAULT_READINGS, ...READING_PRESETS.paper } }],
+      [plain, { readings: { ...READING_PRESETS.plb } }],
+      [paper, { readings: { ...READING_PRESETS.paper } }],
     ]);
     const report = paperFigures(aggregateRuns([plain, paper], { configs }))!;
     expect(report.experiments.map((e) => [e.plan, e.settings])).toEqual([

@@ -1,4 +1,4 @@
-import { DEFAULT_READINGS, READING_PRESETS } from '../../src/router/readings.js';
+import { READING_PRESETS } from '../../src/router/readings.js';
 import { readdirSync } from 'node:fs';
 import { parse } from 'csv-parse/sync';
 import { join } from 'node:path';
@@ -298,7 +298,7 @@ describe('groups of different settings', () => {
           {
             ...r.config,
             driver: r.summary.runId.endsWith('-3') ? 'local' : 'sim',
-            readings: { ...(r.summary.runId.endsWith('-3') ? READING_PRESETS.paper : DEFAULT_READINGS) },
+            readings: { ...(r.summary.runId.endsWith('-3') ? READING_PRESETS.paper : READING_PRESETS.plb) },
           } as RunConfig,
         ]),
       ),

@@ -1,7 +1,13 @@
 // The lend and reclaim readings and one-way borrowing, on the router itself (the property tests
 // hold the router to decidePlbAdmission under every reading; these say what the readings mean).
 import { describe, expect, it } from 'vitest';
-import { createRouter, type PlbReadings, type RoleChange, type Router } from '../../src/router/index.js';
+import {
+  createRouter,
+  READING_PRESETS,
+  type PlbReadings,
+  type RoleChange,
+  type Router,
+} from '../../src/router/index.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
 
 const ids5 = ['r1', 'r2', 'r3', 'r4', 'r5'];
@@ -14,7 +20,7 @@ function plb(
     strategy: 'plb',
     replicas: ids5,
     slowStartMs: 0,
-    readings,
+    readings: { ...READING_PRESETS.plb, ...readings }, // over plb's, so only these readings differ
     ...(borrowing !== undefined ? { borrowing } : {}),
   });
 }

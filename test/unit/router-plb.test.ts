@@ -8,6 +8,7 @@ import {
   createRouter,
   decidePlbAdmission,
   DEFAULT_BORROWING,
+  READING_PRESETS,
   repairToTarget,
   resolveBorrowing,
   shouldBorrow,
@@ -275,7 +276,13 @@ describe('createRouter plb', () => {
   });
 
   it('follows the paper cascade: two premium replicas down, then both rejoin', () => {
-    const r = createRouter({ strategy: 'plb', replicas: ids5, borrowing: false });
+    // plb's readings: K+=4 is 2:1:1 and the rejoined replica stays the shared one.
+    const r = createRouter({
+      strategy: 'plb',
+      replicas: ids5,
+      borrowing: false,
+      readings: READING_PRESETS.plb,
+    });
     for (let i = 0; i < 20; i++) r.admit(i % 4 === 0 ? 'premium' : 'freemium', i);
     r.markDown('r1', 1000);
     expect(countRoles(r.snapshot().map((s, index) => ({ ...s, index })))).toEqual({

@@ -42,8 +42,9 @@ const badInput = (f: () => unknown): string => {
 
 describe('parseReadings', () => {
   it('takes a preset, key=value pairs over the defaults, or a preset with overrides', () => {
-    expect(parseReadings('plb')).toEqual(DEFAULT_READINGS);
-    expect(DEFAULT_READINGS).toEqual({
+    // The default is the paper read literally (docs/paper.md: the readings decision).
+    expect(parseReadings('paper')).toEqual(DEFAULT_READINGS);
+    expect(parseReadings('plb')).toEqual({
       donors: 'above-target',
       canonicalize: 'borrowed',
       reference: 'literal',
@@ -63,7 +64,7 @@ describe('parseReadings', () => {
       lend: 'normal',
       reclaim: 'none',
     });
-    expect(parseReadings('donors=mixed-first, canonicalize=all, floors=classes, lend=normal')).toEqual(
+    expect(parseReadings('plb,donors=mixed-first, canonicalize=all, floors=classes, lend=normal')).toEqual(
       parseReadings('paper'),
     );
     expect(parseReadings('paper,repair=none')).toEqual({ ...parseReadings('paper'), repair: 'none' });
@@ -99,7 +100,7 @@ describe('parseReadings', () => {
   });
 
   it('formats on one line, with the borrowing thresholds', () => {
-    expect(formatReadings(DEFAULT_READINGS, resolveBorrowing(undefined))).toBe(
+    expect(formatReadings(parseReadings('plb'), resolveBorrowing(undefined))).toBe(
       'donors=above-target canonicalize=borrowed reference=literal repair=target; borrow 1.5:2',
     );
     expect(formatReadings(parseReadings('paper'), resolveBorrowing(false))).toBe(
@@ -129,7 +130,12 @@ describe('reference reading', () => {
     }
   });
   it('the router starts from, and returns to, the literal reference', () => {
-    const r = createRouter({ strategy: 'plb', replicas: ids5, reference: v(3, 0, 2) });
+    const r = createRouter({
+      strategy: 'plb',
+      replicas: ids5,
+      reference: v(3, 0, 2),
+      readings: parseReadings('plb'),
+    });
     expect(layout(r)).toEqual(['P', 'P', 'P', 'F', 'F']);
     r.markDown('r5', 1);
     expect(counts(r)).toEqual(v(2, 1, 1));
@@ -139,7 +145,7 @@ describe('reference reading', () => {
       strategy: 'plb',
       replicas: ids5,
       reference: v(3, 0, 2),
-      readings: { reference: 'floored' },
+      readings: parseReadings('plb,reference=floored'),
     });
     expect(layout(floored)).toEqual(['P', 'P', 'P', 'M', 'F']);
   });
@@ -283,7 +289,7 @@ describe('canonicalize reading', () => {
     const r = createRouter({
       strategy: 'plb',
       replicas: ids5,
-      readings: parseReadings('paper'),
+      readings: parseReadings('paper,floors=mixed'),
       borrowing: false,
     });
     for (let i = 0; i < 20; i++) r.admit(i % 4 === 0 ? 'premium' : 'freemium', 0);
@@ -302,7 +308,12 @@ describe('canonicalize reading', () => {
     }
     flips(); // the first event after the drain may still settle roles repaired earlier
     expect(flips()).toBe(0);
-    const plb = createRouter({ strategy: 'plb', replicas: ids5, borrowing: false });
+    const plb = createRouter({
+      strategy: 'plb',
+      replicas: ids5,
+      borrowing: false,
+      readings: parseReadings('plb'),
+    });
     for (let i = 0; i < 20; i++) plb.admit(i % 4 === 0 ? 'premium' : 'freemium', 0);
     plb.markDown('r1', 1);
     plb.markUp('r1', 2);
@@ -387,24 +398,24 @@ describe("the paper's RQ3 cascade (K=5, 2:1:2; r1 down, r2 down, r1 back, r2 bac
   };
   it.each([
     ['plb', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
-    ['donors=mixed-first', ['PPMFF', '-PPMF', '--PPF', 'M-PPF', 'FMPPF']],
-    ['canonicalize=all', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
-    ['reference=floored', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
-    ['repair=none', ['PPMFF', '-PMFF', '--MFF', 'P-MFF', 'PPMFF']],
-    ['repair=shared', ['PPMFF', '-MMMM', '--MMM', 'M-MMM', 'PPFFM']],
+    ['plb,donors=mixed-first', ['PPMFF', '-PPMF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['plb,canonicalize=all', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['plb,reference=floored', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['plb,repair=none', ['PPMFF', '-PMFF', '--MFF', 'P-MFF', 'PPMFF']],
+    ['plb,repair=shared', ['PPMFF', '-MMMM', '--MMM', 'M-MMM', 'PPFFM']],
     ['paper,floors=mixed', ['PPMFF', '-PPMF', '--PPF', 'M-PPF', 'FMPPF']],
     ['paper', ['PPMFF', '-PPFF', '--PPF', 'F-PPF', 'FMPPF']],
-    ['floors=classes', ['PPMFF', '-PPFF', '--PPF', 'F-PPF', 'FMPPF']],
+    ['plb,floors=classes', ['PPMFF', '-PPFF', '--PPF', 'F-PPF', 'FMPPF']],
   ])('%s, no sessions', (text, rows) => {
     expect(run(parseReadings(text), false)).toEqual(rows);
   });
   it.each([
     ['plb', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
-    ['donors=mixed-first', ['PPMFF', '-PPMF', '--PPF', 'M-PPF', 'FMPPF']],
-    ['canonicalize=all', ['PPMFF', '-PPMF', '--PPF', 'P-MPF', 'PPMFF']],
-    ['reference=floored', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
-    ['repair=none', ['PPMFF', '-PMFF', '--MFF', 'P-MFF', 'PPMFF']],
-    ['repair=shared', ['PPMFF', '-MMMM', '--MMM', 'M-MMM', 'PPMFF']],
+    ['plb,donors=mixed-first', ['PPMFF', '-PPMF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['plb,canonicalize=all', ['PPMFF', '-PPMF', '--PPF', 'P-MPF', 'PPMFF']],
+    ['plb,reference=floored', ['PPMFF', '-PMPF', '--PPF', 'M-PPF', 'FMPPF']],
+    ['plb,repair=none', ['PPMFF', '-PMFF', '--MFF', 'P-MFF', 'PPMFF']],
+    ['plb,repair=shared', ['PPMFF', '-MMMM', '--MMM', 'M-MMM', 'PPMFF']],
     ['paper,floors=mixed', ['PPMFF', '-PPMF', '--PPF', 'P-PMF', 'PPMFF']],
     ['paper', ['PPMFF', '-PPFF', '--PPF', 'P-PFF', 'PPMFF']],
   ])('%s, loaded', (text, rows) => {
