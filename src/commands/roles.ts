@@ -86,7 +86,7 @@ export default class Roles extends PlbCommand {
     readings: checkedText((v, flag) => parseReadings(v, flag))({
       description:
         'readings of the repair rules, as for bench run: a preset (plb, paper) and/or key=value pairs (reference=literal|floored, repair=target|none|shared, floors=mixed|classes, ...)',
-      default: 'plb',
+      default: 'paper',
     }),
   };
 

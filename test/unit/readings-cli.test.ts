@@ -34,10 +34,12 @@ describe('plb roles --readings', () => {
     const out = await logged(Roles, ['--reference', '3:0:2']);
     expect(out).toContain('full-capacity split 3:0:2');
     expect(out).toContain(
-      'readings: donors=above-target canonicalize=borrowed reference=literal repair=target',
+      'readings: donors=mixed-first canonicalize=all reference=literal repair=target floors=classes lend=normal',
     );
     expect(out).toMatch(/│ 5\s*│ 3\s*│ 0\s*│ 2\s*│ reference/);
-    expect(out).toMatch(/│ 4\s*│ 2\s*│ 1\s*│ 1\s*│ scaled \+ floors/);
+    expect(out).toMatch(/│ 4\s*│ 2\s*│ 0\s*│ 2\s*│ scaled \+ floors/); // floors on the two classes only
+    const plb = await logged(Roles, ['--reference', '3:0:2', '--readings', 'plb']);
+    expect(plb).toMatch(/│ 4\s*│ 2\s*│ 1\s*│ 1\s*│ scaled \+ floors/);
   });
   it('floored: the old behaviour, 3:0:2 -> 3:1:1', async () => {
     const r = await runCommand(Roles, [

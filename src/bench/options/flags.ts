@@ -185,7 +185,7 @@ export const benchFlags = {
   readings: checkedString({
     description:
       "plb readings of the paper's repair rules: a preset (plb, paper) and/or key=value over it: donors=above-target|mixed-first, canonicalize=borrowed|all, reference=literal|floored, repair=target|none|shared (none and shared: ablations), hold=none|dwell (borrow and return only after the condition held 2 s), floors=mixed|classes (K+=4: 2:1:1 or 2:0:2), lend=always|normal (borrowing in every phase or only with every replica up), reclaim=none|premium (premium under pressure takes back what it lent); borrowing thresholds are --borrow",
-    default: 'plb',
+    default: 'paper',
     helpGroup: HELP_GROUPS.router,
   }),
   ...healthFlags,

@@ -30,7 +30,7 @@ export function resolveRouterSettings(flags: RouterFlagValues): RouterSettings {
     ...group,
     // Recorded resolved (every threshold), which the router takes as it is.
     borrowing: resolveBorrowing(borrowing),
-    readings: parseReadings(flags.readings ?? 'plb', '--readings'),
+    readings: parseReadings(flags.readings ?? 'paper', '--readings'),
   };
 }
 

@@ -33,7 +33,7 @@ export default class PlanShow extends PlbCommand {
     }),
     readings: checkedText((v, flag) => parseReadings(v, flag))({
       description:
-        'plb: readings of the repair rules, as for bench run: a preset (plb, paper) and/or key=value pairs (default plb)',
+        'plb: readings of the repair rules, as for bench run: a preset (plb, paper) and/or key=value pairs (default paper)',
       helpGroup: 'PLB ROUTER',
     }),
     borrow: checkedText((v) => parseBorrowing(v))({
