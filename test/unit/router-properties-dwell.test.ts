@@ -1,8 +1,10 @@
-// hold=dwell: the specification (decidePlbAdmission fed its own BorrowDwell) and the router must
-// agree on every admission, borrow and return, whatever events come between the admissions.
+// hold=dwell: the specification (decidePlbAdmission fed its own BorrowDwell), the second one written
+// apart from the router (test/helpers/plb-spec.ts) and the router must agree on every admission,
+// borrow and return, whatever events come between the admissions.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  BORROW_DWELL_MS,
   BorrowDwell,
   createRouter,
   decidePlbAdmission,
@@ -11,6 +13,7 @@ import {
   type PlbReplicaView,
   type ServiceClass,
 } from '../../src/router/index.js';
+import { SpecDwell, specAdmit } from '../helpers/plb-spec.js';
 
 type Op =
   | { t: 'admit'; heavy: boolean; n: number }
@@ -66,6 +69,7 @@ function agree(sc: Scenario): void {
   });
   const borrowing = resolveBorrowing(borrowingOpt);
   const dwell = new BorrowDwell();
+  const secondDwell = new SpecDwell(BORROW_DWELL_MS);
   const upSince: (number | undefined)[] = ids.map(() => undefined);
   const open: { i: number; cls: ServiceClass }[] = [];
   let now = 0;
@@ -90,6 +94,7 @@ function agree(sc: Scenario): void {
           .snapshot()
           .map((s, index) => ({ ...s, index, upSinceMs: upSince[index] }));
         const spec = decidePlbAdmission(views, cls, now, sc.slowStartMs, borrowing, dwell);
+        expect(specAdmit(views, cls, now, sc.slowStartMs, borrowing[cls], secondDwell)).toEqual(spec);
         if (spec.replica < 0) {
           expect(() => router.admit(cls, now)).toThrow();
           continue;
