@@ -320,11 +320,10 @@ export function decidePlbAdmission(
   const lender = least((v) => mayLend && v.role === lenderRole && stateOf(v) === undefined);
   let borrowed = -1;
   const want = lender !== undefined && shouldBorrow(pressure, key(lender), t);
-  // With no own replica (infinite pressure) nothing else could take the session: no dwell.
-  if (
-    lender !== undefined &&
-    (dwell === undefined || own === undefined ? want : dwell.pass('borrow', cls, want, nowMs))
-  ) {
+  // With no own replica (infinite pressure) nothing else could take the session: no dwell. With no
+  // lender the condition is false: the dwell starts over, as at any admission that sees it false.
+  const act = dwell === undefined || own === undefined ? want : dwell.pass('borrow', cls, want, nowMs);
+  if (act && lender !== undefined) {
     borrowed = lender.index;
     borrowedBy.set(lender.index, cls);
   }
