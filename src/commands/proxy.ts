@@ -2,10 +2,19 @@ import { PlbCommand } from '../cli/plb-command.js';
 import { proxyFlags } from '../proxy/options.js';
 import type { ProxySummary } from '../proxy/run.js';
 import { escapeLines } from '../core/text.js';
+import { strategiesFor, strategyEntry } from '../core/strategies.js';
+
+/** The strategies --strategy accepts, one line each, from the registry (what --help says of them). */
+const strategyLines = (): string =>
+  strategiesFor('proxy')
+    .map((n) => `- ${n}: ${strategyEntry(n)?.summary ?? ''}`)
+    .join('\n');
 
 export default class Proxy extends PlbCommand {
-  static override description =
+  static override summary =
     'Session-level PostgreSQL wire-protocol proxy in front of a cluster: one listener per class, the router picks the replica when a client connects and the session stays there';
+
+  static override description = `Strategies (--strategy):\n${strategyLines()}`;
 
   static override examples = [
     '<%= config.bin %> proxy',

@@ -2,6 +2,7 @@
 // A cell is one workload setting; at it the map runs RQ2 (plb and rr) and RQ3 (plb) on the
 // simulator and gives each published claim a verdict from its 95 % interval.
 import { z } from 'zod';
+import { claimVerdictSchema } from './report.js';
 
 /** A string of a given shape; the message says which (zod's regex issue says only "invalid"). */
 const shaped = (re: RegExp, message: string) => z.string().refine((v) => re.test(v), { message });
@@ -74,8 +75,6 @@ const mapCellSchema = z.object({
 });
 export type MapCell = z.infer<typeof mapCellSchema>;
 
-const verdictSchema = z.enum(['reproduced', 'contradicted', 'inconclusive', 'not measured']);
-
 const mapClaimCellSchema = z.object({
   cell: z.string(),
   claim: z.string(),
@@ -84,7 +83,7 @@ const mapClaimCellSchema = z.object({
   published: z.string(),
   measured: z.number().nullable(),
   interval: z.object({ lo: z.number(), hi: z.number() }).nullable(),
-  verdict: verdictSchema,
+  verdict: claimVerdictSchema,
 });
 export type MapClaimCell = z.infer<typeof mapClaimCellSchema>;
 

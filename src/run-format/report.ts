@@ -242,6 +242,21 @@ const comparisonSchema = z.object({
 
 const nullNum = z.number().nullable();
 
+/**
+ * What a published claim's 95 % interval says (report/paper/intervals.ts): inside the accepted
+ * range, outside it, across its edge; `no interval` when none could be made (files written before
+ * it existed call such a cell inconclusive, and still read: the values only grew); `not measured`
+ * without runs or a value.
+ */
+export const claimVerdictSchema = z.enum([
+  'reproduced',
+  'contradicted',
+  'inconclusive',
+  'no interval',
+  'not measured',
+]);
+export type ClaimVerdict = z.infer<typeof claimVerdictSchema>;
+
 const paperFiguresSchema = z.object({
   plan: z.string(),
   settings: z.string().optional().describe('what sets these runs apart from the other groups of the report'),
@@ -308,7 +323,7 @@ const paperFiguresSchema = z.object({
       published: z.string(),
       measured: nullNum,
       interval: intervalSchema.nullable(),
-      verdict: z.enum(['reproduced', 'contradicted', 'inconclusive', 'not measured']),
+      verdict: claimVerdictSchema,
       source: z.string().describe("the paper's sentence"),
     }),
   ),

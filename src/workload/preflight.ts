@@ -9,7 +9,7 @@ import type pg from 'pg';
 import type { ClusterDriver } from '../cluster/driver.js';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { currentWalLsn, waitCaughtUp, withClient } from '../cluster/pg-util.js';
-import type { SimCalibration } from '../cluster/sim/calibration.js';
+import { costsBySql, type SimCalibration } from '../cluster/sim/calibration.js';
 import { errorText, PlbError } from '../core/errors.js';
 import { Rng } from '../core/rng.js';
 import {
@@ -125,21 +125,17 @@ export async function preflightTemplates(
   return { checked: templates.length };
 }
 
-/** The simulator: every template needs its CPU in the calibration (found by its SQL text). */
+/**
+ * The simulator: every template needs its CPU in the calibration, found by its SQL text as the
+ * simulator finds it (plb's three are always priced, whichever file holds them).
+ */
 export function checkSimTemplates(set: TemplateSet, cal: SimCalibration, calibrationPath: string): void {
-  if (set.builtin) return;
-  const known = new Set(
-    Object.values(cal.templates)
-      .map((x) => (x as { sql?: string }).sql)
-      .filter((s) => s !== undefined),
-  );
+  const known = costsBySql(cal);
   for (const t of allTemplates(set))
     if (!known.has(t.sql))
       throw new PlbError(
         'BAD_INPUT',
-        `${t.where}: template ${t.name}: the calibration ${calibrationPath} has no CPU for it, so the simulator cannot run it`,
-        {
-          hint: `plb calibrate --workload ${set.source} --out <file>, then --calibration <file>`,
-        },
+        `${t.where}: template ${t.name}: the calibration ${calibrationPath} has no CPU for it, so the simulator cannot run it; ` +
+          `measure the workload on a real cluster first: plb calibrate --workload ${set.source} --out <file>, then --calibration <file>`,
       );
 }

@@ -5,12 +5,12 @@ import type { ClassPhaseStats, PhaseSummary, RunSummary } from '../../src/run-fo
 import { aggregateRuns } from '../../src/report/aggregate.js';
 import { paperQuestionOf, paperFigures } from '../../src/report/paper/figures.js';
 import { PUBLISHED_CLAIMS, REPRODUCE_RULE } from '../../src/report/paper/published.js';
-import { claimVerdict } from '../../src/report/paper/intervals.js';
+import { claimInterval, claimVerdict, fig5Interval, fig6Interval } from '../../src/report/paper/intervals.js';
 import { renderReport } from '../../src/report/tables/render.js';
 import { READING_PRESETS } from '../../src/router/readings.js';
 import type { RunConfig } from '../../src/run-format/config.js';
 import { renderComparisonHtml } from '../../src/report/html.js';
-import { reportJsonSchema } from '../../src/run-format/report.js';
+import { claimVerdictSchema, reportJsonSchema, type RunGroup } from '../../src/run-format/report.js';
 
 /** Class stats with p95 (ms), goodput (q/s) and, outside ref, inflation against refP95. */
 function cls(p95: number, goodput: number, refP95?: number, refGoodput?: number): ClassPhaseStats {
@@ -178,17 +178,17 @@ describe('RQ2: Fig. 4, Fig. 5 and the published claims', () => {
     expect(f.fig5.some((c) => c.phase === 'ref')).toBe(false);
   });
 
-  it('paper vs measured: the measured value; without per-second data no interval, so inconclusive', () => {
+  it('paper vs measured: the measured value; without per-second data, no interval', () => {
     const claim = (id: string, phase: string, mix: string) =>
       f.claims.find((c) => c.id === id && c.phase === phase && c.mix === mix);
     // Premium goodput 90 vs 40: 2.25x > 2.
     expect(claim('rq2-goodput-2x', 'down-2', '25:75')).toMatchObject({
       measured: 2.25,
       interval: null,
-      verdict: 'inconclusive',
+      verdict: 'no interval',
     });
     // +20.0 % vs the published +18.2 % (within 5 pp), but no interval to tell.
-    expect(claim('rq2-p95-18.2', 'down-2', '25:75')?.verdict).toBe('inconclusive');
+    expect(claim('rq2-p95-18.2', 'down-2', '25:75')?.verdict).toBe('no interval');
     // down-1 premium: 90 vs 100 = +10 % in 6.0..33.4.
     expect(claim('fig5-premium', 'down-1', '50:50')?.measured).toBeCloseTo(10);
     // Freemium down-1: 120 vs 100 = -20 % in -31.8..-14.0.
@@ -241,8 +241,8 @@ describe("RQ3: Fig. 6 against each class's own ref", () => {
   it('claims per mix; 75:25 has no runs: not measured', () => {
     const verdicts = f.claims.filter((c) => c.id === 'fig6-premium-down-2').map((c) => [c.mix, c.verdict]);
     expect(verdicts).toEqual([
-      ['25:75', 'inconclusive'],
-      ['50:50', 'inconclusive'],
+      ['25:75', 'no interval'],
+      ['50:50', 'no interval'],
       ['75:25', 'not measured'],
     ]);
     // Freemium down-2 at +30 % (in 21.6..33.9), measured without an interval.
@@ -302,13 +302,121 @@ describe('verdict rule: the interval against the accepted range', () => {
       'contradicted',
     ]);
   });
-  it('inside: reproduced; outside: contradicted; across an edge, or none: inconclusive', () => {
+  it('reads the verdicts of reports and maps written before "no interval" existed', () => {
+    for (const v of ['reproduced', 'contradicted', 'inconclusive', 'not measured'])
+      expect(claimVerdictSchema.parse(v)).toBe(v);
+  });
+  it('inside: reproduced; outside: contradicted; across an edge: inconclusive; none: no interval', () => {
     const p = byId('fig5-premium'); // 6.0..33.4 %, accepted 1.0..38.4
     expect(claimVerdict(p, 20, { lo: 10, hi: 30 })).toBe('reproduced');
     expect(claimVerdict(p, 50, { lo: 45, hi: 60 })).toBe('contradicted');
     expect(claimVerdict(p, -10, { lo: -20, hi: -2 })).toBe('contradicted');
     expect(claimVerdict(p, 20, { lo: -5, hi: 45 })).toBe('inconclusive');
     expect(claimVerdict(p, 36, { lo: 30, hi: 42 })).toBe('inconclusive');
-    expect(claimVerdict(p, 20, null)).toBe('inconclusive');
+    expect(claimVerdict(p, 20, null)).toBe('no interval');
+  });
+});
+
+describe('with repeats, the interval across the runs decides', () => {
+  const est = (value: number) => ({ value, lo: null, hi: null });
+  const metrics = (p95: number, goodput: number) => ({
+    p50: est(p95 / 2),
+    p95: est(p95),
+    p99: est(p95 * 2),
+    goodput: est(goodput),
+    lifetime: est(1000),
+  });
+  /** Per phase, each run's premium and freemium p95 (ms); the pooled cells have no interval. */
+  type Runs = Record<string, [number, number][]>;
+  function group(key: string, runs: Runs, pooledRefChange?: { lo: number; hi: number }): RunGroup {
+    const phases = Object.entries(runs).map(([name, perRun]) => {
+      const cellOf = (i: 0 | 1) => ({
+        seconds: 15 * perRun.length,
+        block: null,
+        metrics: metrics(perRun[0]![i], 10),
+        note: 'too few seconds for an interval',
+        perRun: perRun.map((r, n) => ({ runId: `${key}-${n}`, ...metrics(r[i], 10 + n) })),
+        ...(name === 'ref'
+          ? {}
+          : {
+              vsRef: {
+                p95: {
+                  delta: null,
+                  lo: pooledRefChange?.lo ?? null,
+                  hi: pooledRefChange?.hi ?? null,
+                  verdict: 'no interval' as const,
+                  detectable: null,
+                },
+              },
+            }),
+      });
+      return { name, classes: { premium: cellOf(0), freemium: cellOf(1) } };
+    });
+    return {
+      key,
+      evidence: { method: 'test', baselineKey: 'rr', phases, invalid: [], notes: [] },
+    } as unknown as RunGroup;
+  }
+  const byId = (id: string) => PUBLISHED_CLAIMS.find((c) => c.id === id)!;
+
+  it("Fig. 6: each run's own change against its ref, a t interval over three runs", () => {
+    // Premium +300, +318, +289 % in down-2: far from the published -23..-15 %.
+    const g = group('plb', {
+      ref: [
+        [100, 100],
+        [110, 100],
+        [90, 100],
+      ],
+      'down-2': [
+        [400, 150],
+        [460, 160],
+        [350, 140],
+      ],
+    });
+    const iv = claimInterval(byId('fig6-premium-down-2'), 'down-2', g, undefined)!;
+    expect(iv.lo).toBeGreaterThan(250);
+    expect(iv.hi).toBeLessThan(350);
+    expect(claimVerdict(byId('fig6-premium-down-2'), 305, iv)).toBe('contradicted');
+    expect(fig6Interval(g, 'down-2', 'premium')!.lo).toBeCloseTo(iv.lo / 100);
+    // The gap per run: +50-300, +60-318.2, +40-288.9 points.
+    const gap = claimInterval(byId('fig6-gap-down-2'), 'down-2', g, undefined)!;
+    expect((gap.lo + gap.hi) / 2).toBeCloseTo((50 + 60 + 40 - 300 - 318.18 - 288.89) / 3, 0);
+  });
+
+  it('two runs and phases too short for blocks: no interval, and the verdict says so', () => {
+    const two = group('plb', {
+      ref: [
+        [100, 100],
+        [110, 100],
+      ],
+      'down-2': [
+        [400, 150],
+        [460, 160],
+      ],
+    });
+    const iv = claimInterval(byId('fig6-premium-down-2'), 'down-2', two, undefined);
+    expect(iv).toBeNull();
+    expect(claimVerdict(byId('fig6-premium-down-2'), 305, iv)).toBe('no interval');
+    // With the pooled bootstrap's interval (fewer than 3 runs), that one decides.
+    const pooled = group('plb', { ref: [[100, 100]], 'down-2': [[400, 150]] }, { lo: 2.5, hi: 3.5 });
+    expect(claimInterval(byId('fig6-premium-down-2'), 'down-2', pooled, undefined)).toEqual({
+      lo: 250,
+      hi: 350,
+    });
+  });
+
+  it("Fig. 5: the ratio of plb's and rr's means over their runs", () => {
+    const phases = (p: number[]): Runs => ({
+      ref: p.map(() => [100, 100]),
+      'down-1': p.map((v) => [v, 100]),
+    });
+    const plb = group('plb', phases([80, 82, 78]));
+    const rr = group('rr', phases([100, 101, 99]));
+    const iv = claimInterval(byId('fig5-premium'), 'down-1', plb, rr)!;
+    // (rr - plb) / rr = 20 %: three runs a side, t with Welch's 2 degrees of freedom.
+    expect(iv.lo).toBeGreaterThan(12);
+    expect(iv.hi).toBeLessThan(28);
+    expect(claimVerdict(byId('fig5-premium'), 20, iv)).toBe('reproduced');
+    expect(fig5Interval(plb, rr, 'down-1', 'premium')!.hi).toBeCloseTo(iv.hi / 100);
   });
 });

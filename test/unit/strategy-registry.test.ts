@@ -18,6 +18,7 @@ import { STRATEGY_FACTORIES } from '../../src/router/strategies.js';
 import { BENCH_STRATEGY_LIST, parseRouterStrategy, parseStrategies } from '../../src/cli/strategy-flags.js';
 import { STRATEGY_COLORS } from '../../src/report/charts/chart-style.js';
 import { admissionSchema } from '../../src/run-format/config.js';
+import Proxy from '../../src/commands/proxy.js';
 
 const ids = ['r1', 'r2', 'r3', 'r4', 'r5'];
 const admission = {
@@ -53,6 +54,14 @@ describe('the strategy registry', () => {
     expect(() => parseRouterStrategy('via', '--strategy', 'proxy')).toThrow(
       /^--strategy: unknown strategy "via" \(plb, rr/,
     );
+  });
+
+  it("lists in plb proxy --help every strategy the proxy accepts, with the registry's line for it", () => {
+    const help = Proxy.description ?? '';
+    for (const s of STRATEGY_REGISTRY)
+      if ((s.accepted as readonly string[]).includes('proxy'))
+        expect(help).toContain(`- ${s.name}: ${s.summary}`);
+      else expect(help).not.toContain(`- ${s.name}:`);
   });
 
   it('knows which strategies queue, a via run by its base name', () => {

@@ -2,12 +2,14 @@
 // plb's own three as the default, and a custom workload end to end on the simulator (its CPU per
 // template from a calibration that names the templates' SQL).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/execute.js';
-import { defaultCalibrationPath } from '../../src/cluster/sim/calibration.js';
+import { defaultCalibrationPath, loadCalibration } from '../../src/cluster/sim/calibration.js';
+import { defaultWorkloadPath } from '../../src/cluster/templates.js';
+import { checkSimTemplates } from '../../src/workload/preflight.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
-import { parseWorkloadDocument } from '../../src/workload/workload-file.js';
+import { loadWorkloadDocument, parseWorkloadDocument } from '../../src/workload/workload-file.js';
 import { benchFlagValues, scratchFolder, thrownMessage } from '../helpers/fixtures.js';
 
 const { root, file } = scratchFolder('plb-templates-');
@@ -140,6 +142,27 @@ describe('a custom workload on the simulator', () => {
     });
     expect(code).toBe(1);
     expect(lines.join('\n')).toMatch(/shop\.yaml:2: template cheap: the calibration .* has no CPU for it/);
+    expect(lines.join('\n')).toContain(`plb calibrate --workload ${workload} --out <file>`);
+  });
+
+  it("runs plb's own file (workloads/default.yaml) with the shipped calibration, as the built-in workload", async () => {
+    const lines: string[] = [];
+    const summaries: string[] = [];
+    for (const [name, over] of [
+      ['named', { workload: defaultWorkloadPath() }],
+      ['builtin', { workload: undefined }],
+    ] as const) {
+      const out = join(root, `default-${name}`);
+      const code = await executeBench(flags(out, over), {
+        log: () => undefined,
+        warn: (l) => lines.push(l),
+      });
+      expect(code, lines.join('\n')).toBe(0);
+      const dir = join(out, readdirSync(out).find((d) => existsSync(join(out, d, 'summary.json')))!);
+      summaries.push(readFileSync(join(dir, 'summary.json'), 'utf8'));
+    }
+    // Same templates, weights and seed: the same simulated run, to the byte.
+    expect(summaries[0]).toBe(summaries[1]);
   });
 
   it('runs with their calibrated CPU and reports p50/p95 per template', async () => {
@@ -173,6 +196,35 @@ describe('a custom workload on the simulator', () => {
       workload: { templates: { classes: { premium: { name: string }[] } } };
     };
     expect(config.workload.templates.classes.premium.map((t) => t.name)).toEqual(['cheap']);
+  });
+});
+
+describe('the shipped workloads on the simulator', () => {
+  const dir = dirname(defaultWorkloadPath());
+  const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+
+  it.each(files)('%s runs with the shipped calibration, or its header says to run plb calibrate', (f) => {
+    const path = join(dir, f);
+    const set = loadWorkloadDocument(path).templates.set;
+    const cal = loadCalibration();
+    let refused: string | null = null;
+    try {
+      if (set) checkSimTemplates(set, cal, defaultCalibrationPath());
+    } catch (err) {
+      refused = (err as Error).message;
+    }
+    if (refused === null) return;
+    expect(refused).toContain(`plb calibrate --workload ${path}`);
+    const header = readFileSync(path, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('#'))
+      .join('\n');
+    expect(header).toContain(`plb calibrate --workload workloads/${f}`);
+  });
+
+  it('prices workloads/default.yaml, the file the shipped calibration measured', () => {
+    const set = loadWorkloadDocument(defaultWorkloadPath()).templates.set!;
+    expect(() => checkSimTemplates(set, loadCalibration(), defaultCalibrationPath())).not.toThrow();
   });
 });
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { PlbError } from '../../core/errors.js';
 import { packageRoot } from '../../core/package-info.js';
 import type { QueryKind } from '../../run-format/config.js';
+import { builtinSql } from '../templates.js';
 
 /**
  * What the simulator knows of a real replica, measured by `plb calibrate` on a real cluster
@@ -76,6 +77,23 @@ interface TemplateCost {
   cv: number;
   /** A workload file's template: its statement (plb's own three are known by kind). */
   sql?: string;
+}
+
+let builtinText: ReadonlyMap<string, QueryKind> | undefined;
+
+/**
+ * The CPU of every statement a calibration prices, by its SQL text (what the simulator sees):
+ * plb's three, measured by kind, under the default workload's text for them (so any workload file
+ * that repeats that text, workloads/default.yaml itself included, is priced), then a workload's own
+ * templates (`plb calibrate --workload`) under the SQL recorded with them.
+ */
+export function costsBySql(cal: SimCalibration): ReadonlyMap<string, TemplateCost> {
+  // Trimmed as a workload file's templates are (template-file.ts).
+  builtinText ??= new Map(Object.entries(builtinSql()).map(([k, sql]) => [sql.trim(), k as QueryKind]));
+  const out = new Map<string, TemplateCost>();
+  for (const [sql, kind] of builtinText) out.set(sql, cal.templates[kind]);
+  for (const c of Object.values(cal.templates)) if (c.sql !== undefined) out.set(c.sql, c);
+  return out;
 }
 
 /** The calibration plb ships, measured on this machine type. */

@@ -1,15 +1,10 @@
 import { Rng } from '../../core/rng.js';
 import type { ServiceClass } from '../../core/service-class.js';
 import type { QueryKind, WorkloadSpec } from '../../run-format/config.js';
-import { builtinSql, type Template } from '../templates.js';
-import type { SimCalibration } from './calibration.js';
+import type { Template } from '../templates.js';
+import { costsBySql, type SimCalibration } from './calibration.js';
 
 const KINDS: readonly QueryKind[] = ['point', 'range', 'scan'];
-
-/** The SQL text of each template names it (the parameters vary, the text does not). */
-const KIND_OF_TEXT: ReadonlyMap<string, QueryKind> = new Map(
-  Object.entries(builtinSql()).map(([k, sql]) => [sql, k as QueryKind] as const),
-);
 
 /** Salt of the simulator's own stream: the workload's forks of the run seed stay as they are. */
 const SIM_SALT = 0x5e1;
@@ -34,10 +29,8 @@ export class DemandModel {
       const s2 = Math.log1p(cv * cv);
       return { mu: Math.log(Math.max(meanMs, 1e-9)) - s2 / 2, sigma: Math.sqrt(s2), mean: meanMs };
     };
-    const byText = new Map<string, { mu: number; sigma: number; mean: number }>();
-    for (const [text, k] of KIND_OF_TEXT) byText.set(text, lognormal(cal.templates[k]));
-    for (const c of Object.values(cal.templates)) if (c.sql !== undefined) byText.set(c.sql, lognormal(c));
-    this.params = byText;
+    // The SQL text of each template names it (the parameters vary, the text does not).
+    this.params = new Map([...costsBySql(cal)].map(([text, c]) => [text, lognormal(c)] as const));
   }
 
   /** The simulator's stream for a run seed, apart from the workload's. */
@@ -74,17 +67,14 @@ export function classQueryCpuMs(cal: SimCalibration, weights: Record<QueryKind, 
   return total > 0 ? KINDS.reduce((s, k) => s + (weights[k] * cal.templates[k].meanMs) / total, 0) : 0;
 }
 
-/** A template's calibrated mean CPU: plb's own by kind, the others by their SQL (0: not calibrated). */
-function templateCpuMs(cal: SimCalibration, t: Template): number {
-  const kind = KIND_OF_TEXT.get(t.sql);
-  if (kind !== undefined) return cal.templates[kind].meanMs;
-  return Object.values(cal.templates).find((c) => c.sql === t.sql)?.meanMs ?? 0;
-}
-
-/** Mean CPU of one query of a class with these templates (by weight), ms of one core. */
+/**
+ * Mean CPU of one query of a class with these templates (by weight), ms of one core; each
+ * template's as the simulator charges it (costsBySql; 0: not calibrated).
+ */
 export function templatesCpuMs(cal: SimCalibration, ts: readonly Template[]): number {
+  const costs = costsBySql(cal);
   const total = ts.reduce((s, t) => s + t.weight, 0);
-  return total > 0 ? ts.reduce((s, t) => s + (t.weight * templateCpuMs(cal, t)) / total, 0) : 0;
+  return total > 0 ? ts.reduce((s, t) => s + (t.weight * (costs.get(t.sql)?.meanMs ?? 0)) / total, 0) : 0;
 }
 
 /**

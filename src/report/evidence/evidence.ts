@@ -91,15 +91,20 @@ function computeCell(key: string, runIds: readonly string[], samples: SecondSamp
       evidence: { seconds, block: null, metrics: estimates(null, point), note: 'no per-second data' },
     };
   const block = blockLength(Math.min(...samples.map((r) => r.length)), sessionP95S(prep));
-  const short = samples.map((r) => tooFewSeconds(r.length, block)).find((w) => w !== null);
-  if (short !== undefined && short !== null)
-    return { boot: null, evidence: { seconds, block, metrics: estimates(null, point), note: short } };
-  const boot = bootstrapCell(prep, { key, block });
-  const evidence: CellEvidence = { seconds, block, metrics: estimates(boot, point) };
+  const short = samples.map((r) => tooFewSeconds(r.length, block)).find((w) => w !== null) ?? null;
+  const boot = short === null ? bootstrapCell(prep, { key, block }) : null;
+  const evidence: CellEvidence = {
+    seconds,
+    block,
+    metrics: estimates(boot, point),
+    ...(short !== null ? { note: short } : {}),
+  };
   if (samples.length > 1) {
+    // Each run's own figures, with its bootstrap when there are seconds enough: the repeats'
+    // spread gives the interval across runs even where the phases are too short for one within.
     const per = samples.map((_, i) => {
       const one = runOf(prep, i);
-      const b = bootstrapCell(one, { key: `${key}/${runIds[i] ?? i}`, block });
+      const b = boot === null ? null : bootstrapCell(one, { key: `${key}/${runIds[i] ?? i}`, block });
       return { runId: runIds[i] ?? String(i), ...estimates(b, pointValues(one)) };
     });
     evidence.perRun = per;

@@ -7,14 +7,13 @@ import type { AggregatedPhase, RunGroup } from '../../run-format/report.js';
 import type { Stat } from '../../run-format/report.js';
 import { FAULT_INTERVAL } from '../../metrics/summary/fault-interval.js';
 import { claimInterval, claimVerdict, fig4Interval, fig5Interval, fig6Interval } from './intervals.js';
+import { PUBLISHED_CLAIMS, REPRODUCE_RULE, publishedText, type PublishedClaim } from './published.js';
 import {
-  PUBLISHED_CLAIMS,
-  REPRODUCE_RULE,
-  publishedText,
-  type PublishedClaim,
-  type Verdict,
-} from './published.js';
-import { FIG4_METRICS, type Fig4Metric, type PaperReport } from '../../run-format/report.js';
+  FIG4_METRICS,
+  type ClaimVerdict,
+  type Fig4Metric,
+  type PaperReport,
+} from '../../run-format/report.js';
 
 export type PaperQuestion = 'rq1' | 'rq2' | 'rq3';
 
@@ -90,7 +89,7 @@ interface ClaimResult {
   measured: number | null;
   /** 95 % interval of the measured value (null: no per-second data, or no rr baseline). */
   interval: { lo: number; hi: number } | null;
-  verdict: Verdict;
+  verdict: ClaimVerdict;
   source: string;
 }
 

@@ -3,6 +3,7 @@
 // the accepted range. Self-contained like report.html: vega-lite rendered to inline SVG.
 import type { TopLevelSpec } from 'vega-lite';
 import type { MapJson } from '../../run-format/paper-map.js';
+import { claimVerdictSchema, type ClaimVerdict } from '../../run-format/report.js';
 import { renderSvg } from '../charts/charts.js';
 import { escapeHtml, tableHtml } from '../html.js';
 import { acceptedRange } from './intervals.js';
@@ -10,8 +11,15 @@ import { PUBLISHED_CLAIMS } from './published.js';
 import { ablationTable, cellLabel, cellTable, claimKey, claimKeys, summaryTable } from './map.js';
 
 const SCHEMA = 'https://vega.github.io/schema/vega-lite/v5.json';
-const VERDICTS = ['reproduced', 'contradicted', 'inconclusive', 'not measured'];
-const VERDICT_COLORS = ['#2a9d3a', '#c0392b', '#e9c46a', '#d0d4d8'];
+const VERDICT_COLOR: Record<ClaimVerdict, string> = {
+  reproduced: '#2a9d3a',
+  contradicted: '#c0392b',
+  inconclusive: '#e9c46a',
+  'no interval': '#9aa5b1',
+  'not measured': '#d0d4d8',
+};
+const VERDICTS = claimVerdictSchema.options;
+const VERDICT_COLORS = VERDICTS.map((v) => VERDICT_COLOR[v]);
 
 const CSS = `
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d232a;max-width:1200px}

@@ -103,6 +103,7 @@ const LETTER: Record<MapClaimCell['verdict'], string> = {
   reproduced: 'R',
   contradicted: 'C',
   inconclusive: 'i',
+  'no interval': '?',
   'not measured': '-',
 };
 
@@ -131,6 +132,7 @@ export function summaryTable(map: MapJson): TableModel {
       n('reproduced'),
       n('contradicted'),
       n('inconclusive'),
+      n('no interval'),
       n('not measured'),
       where || '-',
     ];
@@ -143,6 +145,7 @@ export function summaryTable(map: MapJson): TableModel {
       'reproduced',
       'contradicted',
       'inconclusive',
+      'no interval',
       'not measured',
       'reproduced at (first 3)',
     ],
@@ -150,7 +153,7 @@ export function summaryTable(map: MapJson): TableModel {
   };
 }
 
-/** One row per cell, one letter per claim: R reproduced, C contradicted, i inconclusive, - not measured. */
+/** One row per cell, one letter per claim: R reproduced, C contradicted, i inconclusive, ? no interval, - not measured. */
 export function cellTable(map: MapJson): TableModel {
   const keys = claimKeys(map);
   const rows = map.cells.map((cell) => {
@@ -167,7 +170,7 @@ export function cellTable(map: MapJson): TableModel {
   });
   return {
     title:
-      'Per cell (R reproduced, C contradicted, i inconclusive, - not measured, blank: not published for the mix); session/phase = median session lifetime over the phase length',
+      'Per cell (R reproduced, C contradicted, i inconclusive, ? no interval, - not measured, blank: not published for the mix); session/phase = median session lifetime over the phase length',
     head: ['cell', 'session/phase', ...keys.map((_, i) => `c${i + 1}`)],
     rows,
   };

@@ -36,9 +36,12 @@ export const REPRODUCE_TOLERANCE_PP = 5;
 export const REPRODUCE_RULE =
   `accepted range: the published range widened by ${REPRODUCE_TOLERANCE_PP} percentage points each side, on ` +
   `the published side of 0 (a single published value is a range of one point; "> 2x": a plb/rr ratio above 2). ` +
-  `With the 95 % interval of the measured value (plb; pooled over the repeats): reproduced when all of it lies ` +
-  `in the accepted range, contradicted when none of it does, inconclusive when it overlaps both (or has no ` +
-  `interval: runs without per-second data). not measured: no runs (or no value) for the cell.`;
+  `With the 95 % interval of the measured value (plb): across the runs with 3 repeats or more (a t interval of ` +
+  `the mean of each run's own change against ref, or of the ratio of plb's and rr's means), else the bootstrap ` +
+  `over the per-second data pooled over the runs: reproduced when all of it lies in the accepted range, ` +
+  `contradicted when none of it does, inconclusive when it overlaps both. no interval: neither could be made ` +
+  `(fewer than 3 runs, and phases too short for blocks or no per-second data). not measured: no runs (or no ` +
+  `value) for the cell.`;
 
 const FIG4 =
   'In the two-replica-down interval, where pressure is strongest, Premium goodput under PLB is more than twice that of 5RR, while Premium p95 latency is reduced by $18.2\\%$.';
@@ -144,8 +147,6 @@ export const PUBLISHED_CLAIMS: readonly PublishedClaim[] = [
     source: FIG6_GAP,
   },
 ];
-
-export type Verdict = 'reproduced' | 'contradicted' | 'inconclusive' | 'not measured';
 
 /** The published value as the paper states it, in the claim's unit. */
 export function publishedText(claim: PublishedClaim): string {
