@@ -1,9 +1,10 @@
-// A second specification of two PLB rules, written from their documentation (the paper's repair
+// A second specification of the PLB rules, written from their documentation (the paper's repair
 // step, DESIGN.md's "PLB: what the paper leaves open", the readings in readings.ts, BorrowThresholds
 // and BorrowDwell's contract), not from the router's code: it calls none of the router's functions,
 // so a rule misread in both places has to be misread twice, differently, to go unnoticed.
-// (a) what a down or rejoin does to the roles: canonicalization, then repair with its donor order;
-// (b) one admission: pressure, returns, borrowing (thresholds and the dwell), the choice.
+// (a) the target role vector a repair goes to (the reference and floors readings);
+// (b) what a down or rejoin does to the roles: canonicalization, then repair with its donor order;
+// (c) one admission: reclaim, pressure, returns, borrowing (thresholds, lend, the dwell), the choice.
 import type { ServiceClass } from '../../src/core/service-class.js';
 import type { BorrowThresholds, PlbReadings, Role, RoleVector } from '../../src/router/types.js';
 
@@ -27,6 +28,63 @@ export interface SpecStep {
 const ORDER: readonly Role[] = ['premium', 'mixed', 'freemium'];
 
 const other = (cls: ServiceClass): ServiceClass => (cls === 'premium' ? 'freemium' : 'premium');
+
+const sum = (v: RoleVector): number => v.premium + v.mixed + v.freemium;
+
+/**
+ * The target for `n` healthy replicas scaled from the split `from` (DESIGN.md): 0 -> 0:0:0,
+ * 1 -> 0:1:0, 2 -> 1:0:1, 3 -> 2:0:1; from 4 on premium and freemium are their nearest-integer share
+ * (halves up), at least 1 each, and mixed the rest. floors=mixed: mixed is at least 1 too;
+ * floors=classes: mixed may be 0. When the rest is too small, freemium gives first while above 1,
+ * then premium.
+ */
+function scaled(n: number, from: RoleVector, floors: PlbReadings['floors']): RoleVector {
+  const fixed: RoleVector[] = [
+    { premium: 0, mixed: 0, freemium: 0 },
+    { premium: 0, mixed: 1, freemium: 0 },
+    { premium: 1, mixed: 0, freemium: 1 },
+    { premium: 2, mixed: 0, freemium: 1 },
+  ];
+  if (n < fixed.length) return { ...fixed[n]! };
+  const share = (part: number) => Math.max(1, Math.round((n * part) / sum(from)));
+  const out = { premium: share(from.premium), mixed: 0, freemium: share(from.freemium) };
+  const least = floors === 'mixed' ? 1 : 0;
+  while (n - out.premium - out.freemium < least) {
+    if (out.freemium > 1) out.freemium -= 1;
+    else out.premium -= 1;
+  }
+  out.mixed = n - out.premium - out.freemium;
+  return out;
+}
+
+/** The split with all `replicas` healthy: reference=literal takes a reference summing to K as given. */
+export function specFull(
+  replicas: number,
+  reference: RoleVector,
+  readings: Pick<PlbReadings, 'reference' | 'floors'>,
+): RoleVector {
+  if (readings.reference === 'literal' && sum(reference) === replicas) return { ...reference };
+  return scaled(replicas, reference, readings.floors);
+}
+
+/**
+ * The roles a repair goes to with `survivors` of `replicas` healthy: the full split at K+ = K under
+ * reference=literal, otherwise the full split scaled to K+; repair=shared: every survivor mixed while
+ * one replica is down; repair=none: null (no repair).
+ */
+export function specTarget(
+  survivors: number,
+  replicas: number,
+  reference: RoleVector,
+  readings: Pick<PlbReadings, 'reference' | 'floors' | 'repair'>,
+): RoleVector | null {
+  if (readings.repair === 'none') return null;
+  if (readings.repair === 'shared' && survivors < replicas)
+    return { premium: 0, mixed: survivors, freemium: 0 };
+  const full = specFull(replicas, reference, readings);
+  if (readings.reference === 'literal' && survivors === replicas) return full;
+  return scaled(survivors, full, readings.floors);
+}
 
 /**
  * The role a healthy replica takes before repair. 'all' (the paper): both classes -> mixed, only
@@ -163,6 +221,8 @@ function key(r: SpecReplica, nowMs: number, slowStartMs: number): number {
 export interface SpecAdmission {
   /** the replica the session goes to, -1 when none may take it */
   replica: number;
+  /** reclaim=premium: the premium replicas taken back from freemium, ascending */
+  reclaimed: number[];
   /** the replicas the class gave back, ascending */
   returned: number[];
   /** the replica the class borrowed, -1 when none */
@@ -170,17 +230,20 @@ export interface SpecAdmission {
 }
 
 /**
- * One admission of `cls` with the class's thresholds `t` (BorrowThresholds):
- * - pressure: the key of the class's least-keyed own healthy replica (role cls or mixed, lent or
+ * One admission of `cls` with the thresholds `borrowing` (BorrowThresholds per class):
+ * - pressure of a class: the key of its least-keyed own healthy replica (role cls or mixed, lent or
  *   not); none: infinite (nothing but a borrowed replica could take the session);
+ * - reclaim=premium, at any admission: while premium's pressure >= premium's minLoad, every premium
+ *   replica freemium borrowed is taken back first, and freemium may borrow nothing;
  * - return each replica the class borrowed whose key >= returnRatio x pressure, or all of them when
  *   pressure < minLoad / 2 (a class with borrowing off holds none);
  * - borrow the least-keyed healthy replica of the other class's role that nobody borrows (a replica
  *   just given back counts) when borrowing is on, pressure >= minLoad and pressure >= pressureRatio x
- *   its key;
+ *   its key; lend=normal: only while every replica is healthy. A class with no own replica may
+ *   borrow whatever lend and reclaim say;
  * - with `dwell` (hold=dwell) a return or a borrow needs its condition ("some borrowed replica would
- *   go back", "a lender qualifies") to have held for the dwell; the borrow needs none when the class
- *   has no own replica;
+ *   go back", "the class may borrow and a lender qualifies") to have held for the dwell; the borrow
+ *   needs none when the class has no own replica; reclaiming needs none;
  * - the session goes to the least-keyed replica the class may use (its role, mixed, or borrowed by
  *   it), the lowest index on equal keys.
  */
@@ -189,9 +252,11 @@ export function specAdmit(
   cls: ServiceClass,
   nowMs: number,
   slowStartMs: number,
-  t: BorrowThresholds,
+  borrowing: Record<ServiceClass, BorrowThresholds>,
+  rules: Pick<PlbReadings, 'lend' | 'reclaim'>,
   dwell?: SpecDwell,
 ): SpecAdmission {
+  const t = borrowing[cls];
   const state = replicas.map((r) => ({ ...r }));
   const k = (i: number) => key(state[i]!, nowMs, slowStartMs);
   const best = (ok: (r: SpecReplica) => boolean): number => {
@@ -201,19 +266,30 @@ export function specAdmit(
     });
     return out;
   };
+  const pressureOf = (c: ServiceClass): number => {
+    const i = best((r) => r.role === c || r.role === 'mixed');
+    return i < 0 ? Infinity : k(i);
+  };
+  const lentBy = (c: ServiceClass) =>
+    state.map((_, i) => i).filter((i) => state[i]!.healthy && state[i]!.borrowedBy === c);
+  const reclaiming = rules.reclaim === 'premium' && pressureOf('premium') >= borrowing.premium.minLoad;
+  const reclaimed = reclaiming ? lentBy('freemium').filter((i) => state[i]!.role === 'premium') : [];
+  for (const i of reclaimed) state[i]!.borrowedBy = undefined;
   const own = best((r) => r.role === cls || r.role === 'mixed');
-  const pressure = own < 0 ? Infinity : k(own);
+  const pressure = pressureOf(cls);
   const goesBack = (i: number) => !t.enabled || pressure < t.minLoad / 2 || k(i) >= t.returnRatio * pressure;
-  const held = state.map((_, i) => i).filter((i) => state[i]!.healthy && state[i]!.borrowedBy === cls);
-  const back = held.filter(goesBack);
+  const back = lentBy(cls).filter(goesBack);
   const returned = dwell === undefined || dwell.ready('return', cls, back.length > 0, nowMs) ? back : [];
   for (const i of returned) state[i]!.borrowedBy = undefined;
-  const lender = best((r) => r.role === other(cls) && r.borrowedBy === undefined);
+  const allHealthy = state.every((r) => r.healthy);
+  const mayBorrow =
+    own < 0 || ((rules.lend === 'always' || allHealthy) && !(reclaiming && cls === 'freemium'));
+  const lender = mayBorrow ? best((r) => r.role === other(cls) && r.borrowedBy === undefined) : -1;
   const qualifies =
     lender >= 0 && t.enabled && pressure >= t.minLoad && pressure >= t.pressureRatio * k(lender);
   const act = dwell === undefined || own < 0 ? qualifies : dwell.ready('borrow', cls, qualifies, nowMs);
   const borrowed = act && lender >= 0 ? lender : -1;
   if (borrowed >= 0) state[borrowed]!.borrowedBy = cls;
   const replica = best((r) => r.role === cls || r.role === 'mixed' || r.borrowedBy === cls);
-  return { replica, returned, borrowed };
+  return { replica, reclaimed, returned, borrowed };
 }

@@ -1,6 +1,7 @@
 // hold=dwell: the specification (decidePlbAdmission fed its own BorrowDwell), the second one written
 // apart from the router (test/helpers/plb-spec.ts) and the router must agree on every admission,
-// borrow and return, whatever events come between the admissions.
+// reclaim, borrow and return, whatever events come between the admissions, under either lend and
+// reclaim reading and with borrowing one way or both.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -9,7 +10,10 @@ import {
   createRouter,
   decidePlbAdmission,
   otherClass,
+  READING_CHOICES,
   resolveBorrowing,
+  type BorrowingOptions,
+  type PlbReadings,
   type PlbReplicaView,
   type ServiceClass,
 } from '../../src/router/index.js';
@@ -47,27 +51,46 @@ const EAGER = {
   freemium: { minLoad: 1, pressureRatio: 1.5, returnRatio: 0.8 },
 };
 
-type Scenario = { k: number; heavy: ServiceClass; slowStartMs: number; eager: boolean; ops: Op[] };
+// The defaults, eager thresholds both ways, and eager one way only.
+const borrowingArb = fc.constantFrom<BorrowingOptions | undefined>(
+  undefined,
+  EAGER,
+  { ...EAGER, freemium: { enabled: false } },
+  { ...EAGER, premium: { enabled: false } },
+);
 
+type Scenario = {
+  k: number;
+  heavy: ServiceClass;
+  slowStartMs: number;
+  borrowing: BorrowingOptions | undefined;
+  rules: Pick<PlbReadings, 'lend' | 'reclaim'>;
+  ops: Op[];
+};
+
+// The other readings change only what events do to the roles (router-spec.test.ts varies them).
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   k: fc.integer({ min: 2, max: 3 }),
   heavy: fc.constantFrom<ServiceClass>('freemium', 'premium'),
   slowStartMs: fc.constantFrom(0, 5000),
-  eager: fc.boolean(),
+  borrowing: borrowingArb,
+  rules: fc.record({
+    lend: fc.constantFrom(...READING_CHOICES.lend),
+    reclaim: fc.constantFrom(...READING_CHOICES.reclaim),
+  }),
   ops: fc.array(opArb, { minLength: 1, maxLength: 30 }),
 });
 
 function agree(sc: Scenario): void {
   const ids = Array.from({ length: sc.k }, (_, i) => `r${i + 1}`);
-  const borrowingOpt = sc.eager ? EAGER : undefined;
   const router = createRouter({
     strategy: 'plb',
     replicas: ids,
     slowStartMs: sc.slowStartMs,
-    borrowing: borrowingOpt,
-    readings: { hold: 'dwell' },
+    borrowing: sc.borrowing,
+    readings: { hold: 'dwell', ...sc.rules },
   });
-  const borrowing = resolveBorrowing(borrowingOpt);
+  const borrowing = resolveBorrowing(sc.borrowing);
   const dwell = new BorrowDwell();
   const secondDwell = new SpecDwell(BORROW_DWELL_MS);
   const upSince: (number | undefined)[] = ids.map(() => undefined);
@@ -93,8 +116,8 @@ function agree(sc: Scenario): void {
         const views: PlbReplicaView[] = router
           .snapshot()
           .map((s, index) => ({ ...s, index, upSinceMs: upSince[index] }));
-        const spec = decidePlbAdmission(views, cls, now, sc.slowStartMs, borrowing, dwell);
-        expect(specAdmit(views, cls, now, sc.slowStartMs, borrowing[cls], secondDwell)).toEqual(spec);
+        const spec = decidePlbAdmission(views, cls, now, sc.slowStartMs, borrowing, dwell, sc.rules);
+        expect(specAdmit(views, cls, now, sc.slowStartMs, borrowing, sc.rules, secondDwell)).toEqual(spec);
         if (spec.replica < 0) {
           expect(() => router.admit(cls, now)).toThrow();
           continue;
@@ -106,7 +129,13 @@ function agree(sc: Scenario): void {
             .filter((c) => c.reason === reason)
             .map((c) => ids.indexOf(c.replica))
             .sort((a, b) => a - b);
-        expect({ borrowed: moved('borrow'), returned: moved('return'), chosen }).toEqual({
+        expect({
+          reclaimed: moved('reclaim'),
+          borrowed: moved('borrow'),
+          returned: moved('return'),
+          chosen,
+        }).toEqual({
+          reclaimed: spec.reclaimed,
           borrowed: spec.borrowed < 0 ? [] : [spec.borrowed],
           returned: spec.returned,
           chosen: spec.replica,
@@ -127,7 +156,8 @@ const DOWN_REJOIN_BURST: Scenario = {
   k: 2,
   heavy: 'freemium',
   slowStartMs: 0,
-  eager: false,
+  borrowing: undefined,
+  rules: { lend: 'always', reclaim: 'none' },
   ops: [
     { t: 'admit', heavy: true, n: 4 },
     { t: 'flip', r: 0 },

@@ -75,6 +75,9 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
     reference: fc.constantFrom(...READING_CHOICES.reference),
     repair: fc.constantFrom<PlbReadings['repair']>('target', 'shared'),
     hold: fc.constantFrom(...READING_CHOICES.hold),
+    floors: fc.constantFrom(...READING_CHOICES.floors),
+    lend: fc.constantFrom(...READING_CHOICES.lend),
+    reclaim: fc.constantFrom(...READING_CHOICES.reclaim),
   }),
   reference: fc.constantFrom<RoleVector>(
     { premium: 2, mixed: 1, freemium: 2 },
@@ -101,7 +104,7 @@ function g1(sc: Scenario): void {
     reference: sc.reference,
   });
   const readings = resolveReadings(sc.readings);
-  const full = fullReference(sc.k, sc.reference, readings.reference);
+  const full = fullReference(sc.k, sc.reference, readings.reference, readings.floors);
   const holds = (after: string) => {
     const snap = router.snapshot();
     const live = snap.filter((s) => s.healthy).length;

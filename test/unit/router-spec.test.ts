@@ -1,6 +1,7 @@
 // The router against a second specification of its rules (test/helpers/plb-spec.ts), written from
-// the documentation without the router's functions: repair's donor order at every down and rejoin,
-// and the borrowing thresholds (with hold=dwell) at every admission.
+// the documentation without the router's functions: the targets (reference and floors) and repair's
+// donor order at every down and rejoin, and at every admission the borrowing thresholds with
+// hold=dwell, lend and reclaim, over every combination of the readings.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -16,7 +17,14 @@ import {
   type Router,
   type ServiceClass,
 } from '../../src/router/index.js';
-import { SpecDwell, specAdmit, specEventSteps, type SpecReplica } from '../helpers/plb-spec.js';
+import {
+  SpecDwell,
+  specAdmit,
+  specEventSteps,
+  specFull,
+  specTarget,
+  type SpecReplica,
+} from '../helpers/plb-spec.js';
 
 type Op =
   | { t: 'admit'; cls: ServiceClass; n: number }
@@ -89,6 +97,9 @@ const readingsArb = {
   reference: fc.constantFrom(...READING_CHOICES.reference),
   repair: fc.constantFrom(...READING_CHOICES.repair),
   hold: fc.constantFrom(...READING_CHOICES.hold),
+  floors: fc.constantFrom(...READING_CHOICES.floors),
+  lend: fc.constantFrom(...READING_CHOICES.lend),
+  reclaim: fc.constantFrom(...READING_CHOICES.reclaim),
 };
 
 const referenceArb = fc.constantFrom<RoleVector>(
@@ -96,6 +107,8 @@ const referenceArb = fc.constantFrom<RoleVector>(
   { premium: 3, mixed: 0, freemium: 2 },
   { premium: 0, mixed: 3, freemium: 1 },
   { premium: 4, mixed: 1, freemium: 1 },
+  // halves rounded up overshoot: 5 -> 3 + 3 before freemium gives one back
+  { premium: 1, mixed: 0, freemium: 1 },
 );
 
 type Scenario = {
@@ -145,7 +158,13 @@ function healthyRoles(router: Router): RoleVector {
   return out;
 }
 
-function check(sc: Scenario): void {
+// lend and reclaim as if they never refused: what an admission would have borrowed without them.
+const FREE: Pick<PlbReadings, 'lend' | 'reclaim'> = { lend: 'always', reclaim: 'none' };
+/** What one run met: reclaims, and borrows that lend or reclaim refused. */
+type Seen = { reclaimed: number; refused: number };
+
+function check(sc: Scenario): Seen {
+  const seen: Seen = { reclaimed: 0, refused: 0 };
   const ids = Array.from({ length: sc.k }, (_, i) => `r${i + 1}`);
   const router = createRouter({
     strategy: 'plb',
@@ -160,6 +179,12 @@ function check(sc: Scenario): void {
   const dwell = readings.hold === 'dwell' ? new SpecDwell(BORROW_DWELL_MS) : undefined;
   const upSince: (number | undefined)[] = ids.map(() => undefined);
   const view = (): SpecReplica[] => router.snapshot().map((s, i) => ({ ...s, upSinceMs: upSince[i] }));
+  // The first replicas in order take premium, then mixed, then freemium (the full split).
+  const full = specFull(sc.k, sc.reference, readings);
+  const layout = ids.map(
+    (_, i): Role => (i < full.premium ? 'premium' : i < full.premium + full.mixed ? 'mixed' : 'freemium'),
+  );
+  expect(router.snapshot().map((s) => s.role)).toEqual(layout);
   const open: { i: number; cls: ServiceClass }[] = [];
   let now = 0;
   for (const op of sc.ops) {
@@ -196,9 +221,9 @@ function check(sc: Scenario): void {
       } else router.markDown(ids[i]!, now);
       const changes = router.drainChanges();
       expect(changes[0]!.reason).toBe(up ? 'rejoin' : 'down');
-      // The target is what the router reached (the other property tests hold it to repairTarget);
-      // here what is checked is the way there: which replicas moved, in which order.
-      const target = readings.repair === 'none' ? null : healthyRoles(router);
+      const live = before.filter((r) => r.healthy).length + (up ? 1 : -1);
+      const target = specTarget(live, sc.k, sc.reference, readings);
+      if (target !== null) expect(healthyRoles(router)).toEqual(target);
       const expected = specEventSteps(before, i, up, target, readings);
       const got = changes.slice(1).map((c) => ({
         index: ids.indexOf(c.replica),
@@ -222,7 +247,12 @@ function check(sc: Scenario): void {
     } else {
       for (let n = 0; n < op.n; n++) {
         router.drainChanges();
-        const spec = specAdmit(view(), op.cls, now, sc.slowStartMs, thresholds[op.cls], dwell);
+        const views = view();
+        const spec = specAdmit(views, op.cls, now, sc.slowStartMs, thresholds, readings, dwell);
+        if (readings.hold === 'none' && spec.borrowed < 0) {
+          const free = specAdmit(views, op.cls, now, sc.slowStartMs, thresholds, FREE);
+          if (free.borrowed >= 0) seen.refused += 1;
+        }
         if (spec.replica < 0) {
           expect(() => router.admit(op.cls, now)).toThrow(/no healthy replica/);
           continue;
@@ -234,8 +264,15 @@ function check(sc: Scenario): void {
             .filter((c) => c.reason === reason)
             .map((c) => ids.indexOf(c.replica))
             .sort((a, b) => a - b);
-        expect({ chosen, returned: moved('return'), borrowed: moved('borrow') }).toEqual({
+        seen.reclaimed += spec.reclaimed.length;
+        expect({
+          chosen,
+          reclaimed: moved('reclaim'),
+          returned: moved('return'),
+          borrowed: moved('borrow'),
+        }).toEqual({
           chosen: spec.replica,
+          reclaimed: spec.reclaimed,
           returned: spec.returned,
           borrowed: spec.borrowed < 0 ? [] : [spec.borrowed],
         });
@@ -243,6 +280,7 @@ function check(sc: Scenario): void {
       }
     }
   }
+  return seen;
 }
 
 // Each threshold at its edge, at K=5 with the reference 2:1:2: premium's own replicas are 0-2,
@@ -290,18 +328,96 @@ const EDGES: Op[][] = [
   ],
 ];
 
+const assign = (r: number, cls: ServiceClass, n: number): Op => ({ t: 'assign', r, cls, n });
+const flip = (r: number): Op => ({ t: 'flip', r });
+const admit = (cls: ServiceClass, n = 1): Op => ({ t: 'admit', cls, n });
+// lend and reclaim at their edges, same setup (premium's minLoad 4, freemium's 3, its ratio 1.5).
+const LEND_RECLAIM: Scenario[] = [
+  // freemium borrows r0 (pressure 3, lender key 1); premium's pressure 3 < 4: nothing taken back;
+  // one more freemium session on the mixed r2 puts premium's pressure at 4 = minLoad: r0 reclaimed
+  {
+    ...EDGE_SETUP,
+    readings: { hold: 'none', reclaim: 'premium' },
+    ops: [
+      ...[2, 3, 4].map((r) => assign(r, 'freemium', 2)),
+      admit('freemium'),
+      assign(0, 'premium', 3),
+      assign(1, 'premium', 3),
+      admit('freemium'),
+      admit('freemium'),
+    ],
+  },
+  // lend=normal: premium at pressure 4 borrows nothing while r4 is down, and borrows once it is back
+  {
+    ...EDGE_SETUP,
+    readings: { hold: 'none', lend: 'normal' },
+    ops: [
+      flip(4),
+      assign(0, 'premium', 3),
+      assign(1, 'premium', 3),
+      admit('premium'),
+      flip(4),
+      assign(4, 'premium', 4),
+      admit('premium'),
+    ],
+  },
+  // no replica of freemium's own left (repair=none): it borrows r0 and r1 in a fault under
+  // lend=normal; with premium's pressure at 5 both are reclaimed, and freemium borrows r1 again
+  {
+    ...EDGE_SETUP,
+    readings: { hold: 'dwell', repair: 'none', lend: 'normal', reclaim: 'premium' },
+    ops: [
+      ...[2, 3, 4].map(flip),
+      admit('freemium', 3),
+      assign(0, 'premium', 5),
+      assign(1, 'premium', 3),
+      admit('freemium', 2),
+    ],
+  },
+  // reclaim reaches a replica still in slow start: r0 rejoins (shared pool while down, then repair
+  // makes the empty r0 premium), freemium borrows it at ramp 0.8, premium's pressure reaches 4
+  {
+    ...EDGE_SETUP,
+    slowStartMs: 5000,
+    readings: { hold: 'none', repair: 'shared', reclaim: 'premium' },
+    ops: [
+      flip(0),
+      ...[1, 2, 3, 4].map((r) => assign(r, 'freemium', 1)),
+      flip(0),
+      { t: 'tick', ms: 4000 },
+      ...[2, 3, 4].map((r) => assign(r, 'freemium', 1)),
+      admit('freemium'),
+      assign(0, 'premium', 2),
+      assign(1, 'premium', 3),
+      assign(2, 'premium', 1),
+      admit('premium'),
+    ],
+  },
+];
+
+const EXAMPLES: Scenario[] = [...EDGES.map((ops) => ({ ...EDGE_SETUP, ops })), ...LEND_RECLAIM];
+
 describe('plb against a second specification of its rules', () => {
   it('repair: donors and their order at every down and rejoin (admissions checked too)', () => {
     fc.assert(
-      fc.property(eventsArb, (sc) => check(sc)),
+      fc.property(eventsArb, (sc) => void check(sc)),
       { numRuns: 500 },
     );
   });
 
-  it('borrowing: thresholds, returns and the dwell at every admission', () => {
+  it('borrowing: thresholds, returns, the dwell, lend and reclaim at every admission', () => {
+    // Runs met (random ones only): a property never met proves nothing.
+    const met = { reclaimed: 0, refused: 0 };
     fc.assert(
-      fc.property(admissionsArb, (sc) => check(sc)),
-      { numRuns: 500, examples: EDGES.map((ops): [Scenario] => [{ ...EDGE_SETUP, ops }]) },
+      fc.property(admissionsArb, (sc) => {
+        const seen = check(sc);
+        if (EXAMPLES.includes(sc)) return;
+        if (seen.reclaimed > 0) met.reclaimed += 1;
+        if (seen.refused > 0) met.refused += 1;
+      }),
+      { numRuns: 500, examples: EXAMPLES.map((sc): [Scenario] => [sc]) },
     );
+    expect(met.reclaimed).toBeGreaterThan(0);
+    expect(met.refused).toBeGreaterThan(0);
   });
 });
