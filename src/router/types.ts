@@ -43,7 +43,7 @@ export interface BorrowingOptions {
 
 /**
  * Where the PLB paper allows more than one reading of a rule, the one the router applies
- * (src/router/readings.ts describes each; DEFAULT_READINGS is plb's choice).
+ * (src/router/readings.ts describes each; DEFAULT_READINGS is the paper read literally).
  */
 export interface PlbReadings {
   /** Who donates to a role below target: only a role above its target, or Mixed first always. */
