@@ -155,7 +155,7 @@ function leaseSimCluster(opts: {
     ...(opts.calibration !== undefined ? { calibrationPath: opts.calibration } : {}),
     ...(opts.simCpu !== undefined ? { cpuPool: opts.simCpu } : {}),
   });
-  const pooled = opts.simCpu === 'pooled' ? ' (pooled: a down replica\'s quota goes to those up)' : '';
+  const pooled = opts.simCpu === 'pooled' ? " (pooled: a down replica's quota goes to those up)" : '';
   opts.log(
     `simulated cluster ${driver.spec.name}: ${driver.spec.replicas} replicas of ${driver.spec.cpus} CPU${pooled}, max_connections ${driver.spec.maxConnections}; calibration ${calibration.path}`,
   );

@@ -148,7 +148,9 @@ const configFields = z.object({
   simCpu: z
     .literal('pooled')
     .optional()
-    .describe("--sim-cpu pooled: a down or paused replica's quota went to those up (absent: each its own quota)"),
+    .describe(
+      "--sim-cpu pooled: a down or paused replica's quota went to those up (absent: each its own quota)",
+    ),
   strategy: z.string().optional(),
   seed: z.number().optional(),
   plan: faultPlanSchema.extend({ path: z.string().optional() }).optional(),

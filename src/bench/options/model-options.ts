@@ -8,10 +8,8 @@
 import { Flags } from '@oclif/core';
 import { PlbError } from '../../core/errors.js';
 
-export const ON_FAILURE = ['retry', 'leave'] as const;
-export type OnFailure = (typeof ON_FAILURE)[number];
-export const SIM_CPU = ['quota', 'pooled'] as const;
-export type SimCpu = (typeof SIM_CPU)[number];
+const ON_FAILURE = ['retry', 'leave'] as const;
+const SIM_CPU = ['quota', 'pooled'] as const;
 
 export const modelFlags = {
   'on-failure': Flags.string({

@@ -47,7 +47,7 @@ export interface SweepOutcome {
 }
 
 /** RQ3's placebo plan (its timing, `mark`s in place of the faults), quick or full. */
-export function placeboPlanPath(quick: boolean): string {
+function placeboPlanPath(quick: boolean): string {
   const p = join(packageRoot(), 'plans', 'paper', ...(quick ? ['quick'] : []), 'placebo.yaml');
   if (!existsSync(p)) throw new PlbError('INTERNAL', `the placebo plan is missing: ${p}`);
   return p;

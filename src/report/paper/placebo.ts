@@ -14,7 +14,7 @@ const PLACEBO_PLAN = /^paper-rq3-placebo(-quick)?$/;
 const PLACEBO_PHASE: Readonly<Record<string, string>> = { 'down-1': 'mark-1', 'down-2': 'mark-2' };
 
 /** Claim id of a published claim measured on the placebo. */
-export const placeboClaimId = (id: string): string => `placebo-${id}`;
+const placeboClaimId = (id: string): string => `placebo-${id}`;
 
 /** The placebo's claims for a cell's mix: plb's premium p95 change against ref in mark-1 and mark-2. */
 export function placeboClaims(cell: string, mix: string, groups: readonly RunGroup[]): MapClaimCell[] {
