@@ -56,6 +56,8 @@ interface Mechanism {
   /** The two phases that stand for down-1 and down-2. */
   phases: [string, string];
   args: string[];
+  /** T, when not --clients. */
+  clients?: number;
   /** Metric (f): computed from another mechanism's runs, not run itself. */
   from?: string;
   metric?: 'failed' | 'connect';
@@ -119,8 +121,8 @@ const MECHANISMS: Mechanism[] = [
     from: 'baseline',
     metric: 'connect',
   },
-  { key: 't30', what: 'T=30 (the map)', plan: rq3, phases: DOWN, args: ['--clients', '30'] },
-  { key: 't1000', what: 'T=1000', plan: rq3, phases: DOWN, args: ['--clients', '1000'] },
+  { key: 't30', what: 'T=30 (the map)', plan: rq3, phases: DOWN, args: [], clients: 30 },
+  { key: 't1000', what: 'T=1000', plan: rq3, phases: DOWN, args: [], clients: 1000 },
 ];
 
 const only = option('only')?.split(',');
@@ -143,7 +145,7 @@ function runSeries(m: Mechanism): { dir: string; cpuS: number } {
   const cpu0 = childrenCpuS();
   if (!(keep && existsSync(dir))) {
     const args = ['bin/run.js', 'bench', 'run', '--driver', 'sim', '--plan', plan];
-    args.push('--strategy', 'plb', '--mix', MIXES.join(','), '--clients', String(clients));
+    args.push('--strategy', 'plb', '--mix', MIXES.join(','), '--clients', String(m.clients ?? clients));
     args.push('--think-time', 'auto', '--seed', String(seed), '--repeat', String(seeds));
     args.push('--progress', '0', '--out', dir, ...m.args);
     const r = spawnSync('node', args, { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 * 1024 * 1024 });
