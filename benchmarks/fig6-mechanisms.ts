@@ -6,7 +6,7 @@
 // phases at all three mixes. Prints figures, asserts nothing.
 //
 // Run: npm run build && flock /work/notes/heavy.lock node --import tsx benchmarks/fig6-mechanisms.ts
-//   [--seeds 3] [--seed 1] [--clients 600] [--plans full|quick] [--only baseline,placebo] [--keep DIR]
+//   [--seeds 8] [--seed 1] [--clients 600] [--plans full|quick] [--only baseline,placebo] [--keep DIR]
 import { spawnSync } from 'node:child_process';
 import {
   existsSync,
@@ -27,7 +27,7 @@ import { failureCountedP95, type PhaseP95s } from './lib/fig6-metrics.js';
 import { option } from './lib/args.js';
 
 const MIXES = ['25:75', '50:50', '75:25'] as const;
-const seeds = Number(option('seeds') ?? '3');
+const seeds = Number(option('seeds') ?? '8');
 const seed = Number(option('seed') ?? '1');
 const clients = Number(option('clients') ?? '600');
 const plans = option('plans') ?? 'full';
@@ -94,6 +94,13 @@ const MECHANISMS: Mechanism[] = [
     plan: rq3,
     phases: DOWN,
     args: ['--sim-cpu', 'pooled'],
+  },
+  {
+    key: 'ab-leave-pooled',
+    what: '(a) + (b): clients leave (kill) on a pooled host',
+    plan: rq3,
+    phases: DOWN,
+    args: ['--on-failure', 'leave', '--sim-cpu', 'pooled'],
   },
   {
     key: 'c-placebo',
