@@ -65,6 +65,8 @@ export async function leaseCluster(opts: {
   log: (line: string) => void;
   /** --driver sim: the calibration file (default: the shipped one). */
   calibration?: string;
+  /** --driver sim, --sim-cpu pooled: a down replica's quota goes to those up. */
+  simCpu?: 'pooled';
   /** --driver external: the cluster file, read (and checked against the plan) by the caller. */
   external?: ExternalCluster;
 }): Promise<ClusterLease> {
@@ -142,6 +144,7 @@ function leaseSimCluster(opts: {
   stateDir: string;
   log: (line: string) => void;
   calibration?: string;
+  simCpu?: 'pooled';
 }): Promise<ClusterLease> {
   const { driver, clock, calibration } = createSimCluster({
     name: opts.name,
@@ -150,9 +153,11 @@ function leaseSimCluster(opts: {
     over: opts.over,
     stateDir: opts.stateDir,
     ...(opts.calibration !== undefined ? { calibrationPath: opts.calibration } : {}),
+    ...(opts.simCpu !== undefined ? { cpuPool: opts.simCpu } : {}),
   });
+  const pooled = opts.simCpu === 'pooled' ? " (pooled: a down replica's quota goes to those up)" : '';
   opts.log(
-    `simulated cluster ${driver.spec.name}: ${driver.spec.replicas} replicas of ${driver.spec.cpus} CPU, max_connections ${driver.spec.maxConnections}; calibration ${calibration.path}`,
+    `simulated cluster ${driver.spec.name}: ${driver.spec.replicas} replicas of ${driver.spec.cpus} CPU${pooled}, max_connections ${driver.spec.maxConnections}; calibration ${calibration.path}`,
   );
   return Promise.resolve({
     driver,
@@ -160,6 +165,7 @@ function leaseSimCluster(opts: {
     owned: true,
     release: () => Promise.resolve(),
     sim: { clock, calibration },
+    ...(opts.simCpu !== undefined ? { config: { simCpu: opts.simCpu } } : {}),
   });
 }
 

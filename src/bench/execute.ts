@@ -81,6 +81,7 @@ export async function executeBenchSettings(
         keep: cluster.keep,
         log: io.warn,
         ...(cluster.calibration !== undefined ? { calibration: cluster.calibration } : {}),
+        ...(cluster.simCpu !== undefined ? { simCpu: cluster.simCpu } : {}),
         ...(cluster.external ? { external: cluster.external } : {}),
       });
       const simClock = lease.sim?.clock;

@@ -44,6 +44,8 @@ export function faultsByOperation(d: FaultOperations) {
     throttle: (id: ServerId, a: FaultArgs) => d.setCpus(id, a.cpus),
     'pause-replay': (id: ServerId) => d.setReplayPaused(id, true),
     'resume-replay': (id: ServerId) => d.setReplayPaused(id, false),
+    // A phase boundary, no fault: nothing to do on any cluster.
+    mark: () => Promise.resolve(),
   } satisfies Partial<FaultMethods>;
 }
 

@@ -27,12 +27,18 @@ export const SETTING_NAMES = [
   'slow start',
   'oracle',
   'shutdown sessions',
+  'on failure',
+  'sim cpu',
   'plan',
 ] as const;
 export type SettingName = (typeof SETTING_NAMES)[number];
 
 /** A value every group shares that is not said (a default older runs had too, without the setting). */
-export const UNSAID_SHARED: Partial<Record<SettingName, string>> = { 'shutdown sessions': 'off' };
+export const UNSAID_SHARED: Partial<Record<SettingName, string>> = {
+  'shutdown sessions': 'off',
+  'on failure': 'retry',
+  'sim cpu': 'quota',
+};
 
 const UNKNOWN = 'unknown';
 /** Canonical value of a missing field: no written value can equal it. */
@@ -130,6 +136,9 @@ export function runSettings(cfg: RunConfig | undefined, planName: string): Recor
     oracle: c.oracle !== undefined ? of(c.oracle ? 'on' : 'off') : missing,
     // Off unless asked: runs from before the flag are runs without it.
     'shutdown sessions': of(c.shutdownSessions === true ? 'on' : 'off'),
+    // Models chosen to test a mechanism (model-options.ts): today's unless config.json says so.
+    'on failure': of(w?.onFailure ?? 'retry'),
+    'sim cpu': of(c.simCpu ?? 'quota'),
     // The name alone is not the plan: its events and duration are.
     plan: plan
       ? of(plan.name, {

@@ -56,6 +56,10 @@ const workloadSpecSchema = z.object({
     .number()
     .optional()
     .describe('--max-session-lifetime: a session ends after this long (absent: none)'),
+  onFailure: z
+    .literal('leave')
+    .optional()
+    .describe('--on-failure leave: a client leaves after a failed session or connect (absent: it retries)'),
   templates: templateSetSchema.optional(),
 });
 
@@ -144,6 +148,12 @@ const configFields = z.object({
     .looseObject({ path: z.string(), contents: z.looseObject({ version: z.literal(1) }) })
     .optional()
     .describe('--driver sim: the calibration the simulated replicas used'),
+  simCpu: z
+    .literal('pooled')
+    .optional()
+    .describe(
+      "--sim-cpu pooled: a down or paused replica's quota went to those up (absent: each its own quota)",
+    ),
   strategy: z.string().optional(),
   seed: z.number().optional(),
   plan: faultPlanSchema.extend({ path: z.string().optional() }).optional(),

@@ -12,9 +12,10 @@ export type PlanReplicaState = 'up' | 'down' | 'stopped' | 'paused' | 'cut';
 /**
  * The kind of phase an action opens: `down` a replica left (K+ falls); `recovery` one restarted and
  * catches up (its recovery tail is measured); `restored` a fault lifted without a restart;
- * `degraded` a replica is slower or staler but still counts.
+ * `degraded` a replica is slower or staler but still counts; `mark` nothing changed (a boundary the
+ * plan asked for, as a placebo's).
  */
-type FaultPhaseKind = 'down' | 'recovery' | 'restored' | 'degraded';
+type FaultPhaseKind = 'down' | 'recovery' | 'restored' | 'degraded' | 'mark';
 /** A phase's kind: the run's own (`ref`, `steady`), or the one its opening action's spec names. */
 export type PhaseKind = 'ref' | 'steady' | FaultPhaseKind;
 
@@ -107,6 +108,12 @@ const UP = { states: ['up'], need: 'up and not paused' } as const;
 const REACHABLE = { states: ['up', 'cut'], need: 'up (or only cut off by the network)' } as const;
 /** Rules on loopback (cluster/net/), the simulator's model (sim/net-model.ts) or the cluster file's hooks. */
 const NETWORK_DRIVERS = ['local', 'docker', 'sim', 'external'] as const;
+
+/** Any state: a mark changes nothing, whatever the replica is. */
+const ANY = {
+  states: ['up', 'down', 'stopped', 'paused', 'cut'],
+  need: 'in any state',
+} as const satisfies FaultActionSpec['from'];
 
 /** A network fault that slows a replica's link but leaves it healthy (K+ holds); heal ends it. */
 const SLOW_LINK = {
@@ -294,6 +301,19 @@ const SPECS = {
     check: null,
     hook: true,
     drivers: NETWORK_DRIVERS,
+  },
+  // No fault at all: a phase boundary (`mark-N`) at the plan's time, so a plan without faults (a
+  // placebo) is cut into the same phases as the plan it stands in for. Every driver takes it.
+  mark: {
+    summary: 'nothing (a phase boundary)',
+    fields: {},
+    from: ANY,
+    after: 'unchanged',
+    survivors: 0,
+    phase: 'mark',
+    undoneBy: null,
+    check: null,
+    hook: false,
   },
 } as const satisfies Record<string, FaultActionSpec>;
 

@@ -22,6 +22,21 @@ const mapSettingsSchema = z
     model: z.enum(['closed', 'open']).describe('arrival model (--model)'),
     rate: z.number().positive().max(100_000).optional().describe('open model: sessions per second (--rate)'),
     borrow: z.string().min(1).optional().describe('borrowing thresholds or off (--borrow)'),
+    clients: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .optional()
+      .describe("T, the closed model's clients (--clients); absent: the grid's clients"),
+    onFailure: z
+      .enum(['retry', 'leave'])
+      .optional()
+      .describe('what a client does after a failure (--on-failure); absent: retry'),
+    simCpu: z
+      .enum(['quota', 'pooled'])
+      .optional()
+      .describe("the simulated host's CPU (--sim-cpu); absent: quota, each replica its own"),
   })
   .strict();
 export type MapSettings = z.infer<typeof mapSettingsSchema>;
@@ -37,6 +52,11 @@ export const mapGridSchema = z
     clients: z.number().int().min(1).max(10_000),
     seed: z.number().int().min(0).max(4_294_967_295).default(1),
     repeat: z.number().int().min(1).max(20).default(1),
+    /**
+     * Each cell also runs plb on RQ3's placebo (plans/paper/placebo.yaml: RQ3's timing, no fault),
+     * and Fig. 6's premium claims are judged on its mark-1 and mark-2 as on down-1 and down-2.
+     */
+    placebo: z.boolean().default(false),
     /** The point the one-factor sweeps and ablations start from. */
     centre: mapSettingsSchema,
     /** Two heatmap axes faceted by mix; every other setting is the centre's. */
@@ -54,6 +74,9 @@ export const mapGridSchema = z
         readings: sweepList(mapSettingsSchema.shape.readings),
         model: sweepList(mapSettingsSchema.shape.model),
         borrow: sweepList(z.string().min(1)),
+        clients: sweepList(z.number().int().min(1).max(100_000)),
+        onFailure: sweepList(z.enum(['retry', 'leave'])),
+        simCpu: sweepList(z.enum(['quota', 'pooled'])),
       })
       .strict()
       .default({}),

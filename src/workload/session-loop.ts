@@ -183,6 +183,9 @@ export async function runClient(
       backoffMs = 0;
       continue;
     }
+    // --on-failure leave: a user who gave up after an error does not come back (the population
+    // shrinks at a fault instead of being conserved by retries).
+    if (ctx.spec.onFailure === 'leave') return;
     // Back off after a failure, doubling up to a cap with jitter, as a pooled client would: a
     // tight retry loop against a busy replica forks backends whose clients already gave up, and
     // that storm, not the workload, would then set the replica's load.

@@ -21,6 +21,9 @@ describe('fault-action specs', () => {
       if (s.phase === 'down') expect(s.survivors, a).toBe(-1);
       if (s.phase === 'recovery') expect([s.survivors, s.after], a).toEqual([1, 'up']);
       if (s.phase === 'degraded') expect(s.survivors, a).toBe(0);
+      // A mark changes nothing: no replica's state, no K+, nothing to undo or check.
+      if (s.phase === 'mark')
+        expect([s.survivors, s.after, s.undoneBy, s.check], a).toEqual([0, 'unchanged', null, null]);
       if (s.after === 'unchanged') expect(s.survivors, a).toBe(0);
       if (s.undoneBy === null) continue;
       // The undo can be taken right after the action, and leaves the replica where it could take it again.

@@ -9,7 +9,7 @@ const H = 'name: t\nduration: 90\nwarmup: 10\nreference: 20\n';
 const ev = (...lines: string[]) => H + 'events:\n' + lines.map((l) => `  - { ${l} }\n`).join('');
 
 const ACTIONS =
-  'down, rejoin, stop, pause, unpause, throttle, pause-replay, resume-replay, partition, reset, loss, delay, bandwidth, heal, zone-down, zone-up';
+  'down, rejoin, stop, pause, unpause, throttle, pause-replay, resume-replay, partition, reset, loss, delay, bandwidth, heal, mark, zone-down, zone-up';
 const DURATION_LIKE = 'must be a duration like 90, "90s", "2m", "1m30s" or "500ms"';
 
 // [what, plan text, exact message]

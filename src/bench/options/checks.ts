@@ -17,6 +17,7 @@ import { durationMsFlag } from '../../cli/flags.js';
 import { parseStrategies } from '../../cli/strategy-flags.js';
 import { ADMISSION_CHECKS } from './admission-options.js';
 import { BALANCE_CHECKS } from './balance.js';
+import { MODEL_CHECKS } from './model-options.js';
 import { parseVia, parseViaLabel } from '../via.js';
 
 /** Upper bounds of the flags: past them a run cannot work here, and would only exhaust the machine. */
@@ -89,6 +90,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   'via-label': (v) => parseViaLabel(String(v)),
   ...BALANCE_CHECKS,
   ...ADMISSION_CHECKS,
+  ...MODEL_CHECKS,
 };
 
 /** Checks one bench value (as the command line gave it, or a caller passed it). */

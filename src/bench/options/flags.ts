@@ -22,6 +22,7 @@ import {
   type AdmissionSettings,
 } from './admission-options.js';
 import { balanceFlags, parseBalanceFlags, type BalanceFlagValues, type BalanceSettings } from './balance.js';
+import { modelFlags, parseModelFlags, type ModelFlagValues, type ModelSettings } from './model-options.js';
 import {
   checkBenchValue,
   LIMITS,
@@ -267,11 +268,13 @@ export const benchFlags = {
   }),
   ...balanceFlags,
   ...admissionFlags,
+  ...modelFlags,
 };
 
 export interface BenchFlagValues
   extends BalanceFlagValues,
     AdmissionFlagValues,
+    ModelFlagValues,
     RouterFlagValues,
     HealthFlagValues,
     WorkloadFlagValues {
@@ -302,7 +305,6 @@ export interface BenchFlagValues
   'via-label'?: string | undefined;
 }
 
-/** The cluster group parsed. */
 interface ClusterSettings {
   name: string;
   driver: DriverChoice;
@@ -313,7 +315,6 @@ interface ClusterSettings {
   clusterFile?: string;
 }
 
-/** Where the output goes and how it looks. */
 interface OutputSettings {
   out: string;
   progress: number;
@@ -340,12 +341,11 @@ export interface BenchSettings {
   output: OutputSettings;
   /** `--via` and `--via-label`: checked against the strategies by resolveBench. */
   via: { endpoints?: ViaEndpoints; label?: string };
+  /** `--on-failure`, `--sim-cpu`: only what differs from today's models. */
+  models: ModelSettings;
 }
 
-/**
- * The flags' text (the command line's, or a direct caller's) parsed by each group's parser; a flag
- * left out takes its default. `names`: the list flags as the caller named them, for the errors.
- */
+/** The flags' text parsed by each group's parser (a flag left out: its default); `names`: the list flags' names, for errors. */
 export function parseBenchFlags(
   flags: BenchFlagValues,
   names: { strategies: string; mixes: string } = { strategies: 'strategy', mixes: 'mix' },
@@ -393,5 +393,6 @@ export function parseBenchFlags(
       wide: flags.wide ?? false,
     },
     via: { ...(endpoints ? { endpoints } : {}), ...(label === undefined ? {} : { label }) },
+    models: parseModelFlags(flags),
   };
 }

@@ -27,6 +27,7 @@ import { DEFAULT_WORKLOAD } from '../../workload/spec.js';
 import { refuseLagWithSim } from '../../workload/writer.js';
 import { VIA } from '../../core/strategies.js';
 import { resolveAdmission } from './admission-options.js';
+import { checkModelSettings } from './model-options.js';
 import { balanceOptions } from './balance.js';
 import { parseClassFlags, type WorkloadSettings } from './checks.js';
 import { parseBenchFlags, type BenchFlagValues, type BenchSettings } from './flags.js';
@@ -50,6 +51,8 @@ export interface ResolvedBench {
     keep: boolean;
     /** --driver sim: the calibration file. */
     calibration?: string;
+    /** --sim-cpu pooled: a down replica's quota goes to those up. */
+    simCpu?: 'pooled';
     external?: ExternalCluster;
   };
 }
@@ -67,6 +70,7 @@ export function resolveBench(
   if (templates) checkTemplateSet(templates, w.datasetRows);
   const planPath = flags.plan ?? defaultPlanPath();
   const sim = c.driver === 'sim';
+  checkModelSettings(flags.models, { model: w.model, sim });
   if (c.calibration !== undefined && !sim)
     throw new PlbError('BAD_INPUT', '--calibration: only with --driver sim');
   const via = resolveVia(strategies, flags.via, names.strategies, sim);
@@ -98,6 +102,7 @@ export function resolveBench(
     datasetRows: w.datasetRows,
     ...(writeRate > 0 ? { writeRate } : {}),
     ...(lifetimeMs !== undefined ? { maxSessionLifetimeMs: lifetimeMs } : {}),
+    ...(flags.models.onFailure !== undefined ? { onFailure: flags.models.onFailure } : {}),
     classes,
     ...(templates ? { templates } : {}),
   };
@@ -128,6 +133,7 @@ export function resolveBench(
       ...(c.cpus !== undefined ? { cpus: c.cpus } : {}),
       keep: c.keep,
       ...(c.calibration !== undefined ? { calibration: c.calibration } : {}),
+      ...(flags.models.simCpu !== undefined ? { simCpu: flags.models.simCpu } : {}),
       ...(external ? { external } : {}),
     },
   };

@@ -19,6 +19,9 @@ const SETTING_FLAGS: Readonly<Record<keyof MapSettings, string>> = {
   model: 'model',
   rate: 'rate',
   borrow: 'borrow',
+  clients: 'clients',
+  onFailure: 'on-failure',
+  simCpu: 'sim-cpu',
 };
 
 /** Parses a grid's text; `source` names it in errors. */
@@ -49,7 +52,7 @@ export function parseMapGrid(text: string, source: string): MapGrid {
     check(['heatmap', 'queriesPerSession', i], 'queriesPerSession', String(v)),
   );
   grid.heatmap.mix.forEach((v, i) => check(['heatmap', 'mix', i], 'mix', v));
-  for (const key of ['reference', 'readings', 'borrow'] as const)
+  for (const key of ['reference', 'readings', 'borrow', 'clients'] as const)
     grid.sweeps[key]?.forEach((v, i) => check(['sweeps', key, i], key, v));
   grid.ablations.forEach((a, i) => checkSettings(['ablations', i], a));
   // The open model needs sessions per second: the cell's own, or the centre's.
@@ -99,14 +102,32 @@ export function cellId(s: MapSettings): string {
     s.model,
     ...(s.model === 'open' && s.rate !== undefined ? [`rate${s.rate}`] : []),
     ...(s.borrow !== undefined ? [`borrow-${slug(s.borrow)}`] : []),
+    ...(s.clients !== undefined ? [`t${s.clients}`] : []),
+    ...(s.onFailure === 'leave' ? ['leave'] : []),
+    ...(s.simCpu === 'pooled' ? ['pooled'] : []),
   ];
   return parts.join('_');
+}
+
+/**
+ * A cell's settings without what says the default (T the grid's, clients that retry, per-replica
+ * quotas): such a cell is the same cell as without it, and keeps its folder name.
+ */
+function withoutDefaults(s: MapSettings, clients: number): MapSettings {
+  const { clients: t, onFailure, simCpu, ...rest } = s;
+  return {
+    ...rest,
+    ...(t !== undefined && t !== clients ? { clients: t } : {}),
+    ...(onFailure === 'leave' ? { onFailure } : {}),
+    ...(simCpu === 'pooled' ? { simCpu } : {}),
+  };
 }
 
 /** Every cell of the grid, each once (the centre is usually a heatmap cell too), heatmap first. */
 export function expandGrid(grid: MapGrid): { cells: MapCell[]; centre: string } {
   const cells = new Map<string, MapCell>();
-  const add = (kind: MapCell['kind'], label: string, settings: MapSettings): string => {
+  const add = (kind: MapCell['kind'], label: string, given: MapSettings): string => {
+    const settings = withoutDefaults(given, grid.clients);
     const id = cellId(settings);
     if (!cells.has(id)) cells.set(id, { id, kind, label, settings });
     return id;
@@ -121,6 +142,9 @@ export function expandGrid(grid: MapGrid): { cells: MapCell[]; centre: string } 
   for (const v of grid.sweeps.readings ?? []) add('sweep', `readings=${v}`, { ...c, readings: v });
   for (const v of grid.sweeps.model ?? []) add('sweep', `model=${v}`, { ...c, model: v });
   for (const v of grid.sweeps.borrow ?? []) add('sweep', `borrow=${v}`, { ...c, borrow: v });
+  for (const v of grid.sweeps.clients ?? []) add('sweep', `clients=${v}`, { ...c, clients: v });
+  for (const v of grid.sweeps.onFailure ?? []) add('sweep', `onFailure=${v}`, { ...c, onFailure: v });
+  for (const v of grid.sweeps.simCpu ?? []) add('sweep', `simCpu=${v}`, { ...c, simCpu: v });
   for (const { name, ...change } of grid.ablations) add('ablation', name, { ...c, ...change });
   return { cells: [...cells.values()], centre };
 }

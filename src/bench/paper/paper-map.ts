@@ -1,8 +1,11 @@
 // The sweep of `plb paper map`: every cell of the grid runs RQ2 (plb and rr) and RQ3 (plb) on the
-// simulator at its settings, into <out>/<cell>/rq2 and <out>/<cell>/rq3. A cell is done when its
-// cell.json is written after both series; a done cell is not run again, so a stopped map resumes.
+// simulator at its settings, into <out>/<cell>/rq2 and <out>/<cell>/rq3, and with `placebo` RQ3's
+// placebo (plb, no fault) into <out>/<cell>/placebo. A cell is done when its cell.json is written
+// after every series; a done cell is not run again, so a stopped map resumes.
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { PlbError } from '../../core/errors.js';
+import { packageRoot } from '../../core/package-info.js';
 import { writeFileSafe } from '../../core/safe-write.js';
 import type { MapCell, MapGrid } from '../../run-format/paper-map.js';
 import { PAPER_EXPERIMENTS, paperPlanPath } from './paper-experiments.js';
@@ -23,6 +26,8 @@ export interface CellBenchFlags {
   model: string;
   rate?: string;
   borrow?: string;
+  'on-failure'?: string;
+  'sim-cpu'?: string;
   seed: number;
   repeat: number;
   driver: string;
@@ -41,13 +46,20 @@ export interface SweepOutcome {
   wallS: number;
 }
 
-/** The two series of a cell: RQ2 (plb, rr) and RQ3 (plb). */
+/** RQ3's placebo plan (its timing, `mark`s in place of the faults), quick or full. */
+function placeboPlanPath(quick: boolean): string {
+  const p = join(packageRoot(), 'plans', 'paper', ...(quick ? ['quick'] : []), 'placebo.yaml');
+  if (!existsSync(p)) throw new PlbError('INTERNAL', `the placebo plan is missing: ${p}`);
+  return p;
+}
+
+/** The series of a cell: RQ2 (plb, rr), RQ3 (plb) and, with `placebo`, RQ3's placebo (plb). */
 export function cellSeries(grid: MapGrid, cell: MapCell, dir: string): CellBenchFlags[] {
   const quick = grid.plans === 'quick';
   const s = cell.settings;
   const common = {
     mix: [s.mix],
-    clients: grid.clients,
+    clients: s.clients ?? grid.clients,
     'think-time': 'auto',
     'target-cpu': String(s.targetCpu),
     'queries-per-session': String(s.queriesPerSession),
@@ -56,6 +68,8 @@ export function cellSeries(grid: MapGrid, cell: MapCell, dir: string): CellBench
     model: s.model,
     ...(s.model === 'open' && s.rate !== undefined ? { rate: String(s.rate) } : {}),
     ...(s.borrow !== undefined ? { borrow: s.borrow } : {}),
+    ...(s.onFailure !== undefined ? { 'on-failure': s.onFailure } : {}),
+    ...(s.simCpu !== undefined ? { 'sim-cpu': s.simCpu } : {}),
     seed: grid.seed,
     repeat: grid.repeat,
     driver: 'sim',
@@ -74,6 +88,16 @@ export function cellSeries(grid: MapGrid, cell: MapCell, dir: string): CellBench
       strategy: [...PAPER_EXPERIMENTS.rq3.strategies],
       out: join(dir, 'rq3'),
     },
+    ...(grid.placebo
+      ? [
+          {
+            ...common,
+            plan: placeboPlanPath(quick),
+            strategy: [...PAPER_EXPERIMENTS.rq3.strategies],
+            out: join(dir, 'placebo'),
+          },
+        ]
+      : []),
   ];
 }
 

@@ -38,6 +38,12 @@ export class SimDriver implements ClusterDriver {
     /** Where the calibration came from (config.json records it). */
     readonly calibrationPath = '(given)',
     seed = 0,
+    /**
+     * quota: each replica its own CFS quota, whatever the others do. pooled: the replicas' quotas
+     * are one budget shared by those up (a host without per-replica quotas, where a dead
+     * replica's CPU goes to the survivors); a down, restarting or paused replica has none.
+     */
+    readonly cpuPool: 'quota' | 'pooled' = 'quota',
   ) {
     this.build(seed);
   }
@@ -126,6 +132,7 @@ export class SimDriver implements ClusterDriver {
   kill(id: ServerId): Promise<void> {
     const s = this.server(id);
     if (s.state !== 'down') s.die(() => socketError('ECONNRESET', s.port));
+    this.pool();
     return Promise.resolve();
   }
 
@@ -133,7 +140,21 @@ export class SimDriver implements ClusterDriver {
   stop(id: ServerId): Promise<void> {
     const s = this.server(id);
     if (s.state !== 'down') s.die(adminShutdown);
+    this.pool();
     return Promise.resolve();
+  }
+
+  /**
+   * --sim-cpu pooled: the replicas' quotas summed, shared by the replicas up and not paused in
+   * proportion to their own quotas. Nothing with per-replica quotas (the default).
+   */
+  private pool(): void {
+    if (this.cpuPool !== 'pooled') return;
+    const replicas = [...this.servers.values()].filter((s) => s.kind === 'replica');
+    const live = replicas.filter((s) => s.state === 'up' && !s.paused);
+    const total = replicas.reduce((a, s) => a + s.cpus, 0);
+    const held = live.reduce((a, s) => a + s.cpus, 0);
+    for (const s of live) s.setShare(held > 0 ? total / held : 1);
   }
 
   /** Accepts connections after calibration.restartMs, streams again catchUpMs later. */
@@ -150,6 +171,7 @@ export class SimDriver implements ClusterDriver {
       if (s.epoch !== epoch || s.state !== 'starting') return;
       s.state = 'up';
       s.upAtMs = this.clock.now();
+      this.pool();
     });
     this.starting.set(id, p);
     return p;
@@ -157,17 +179,20 @@ export class SimDriver implements ClusterDriver {
 
   pause(id: ServerId): Promise<void> {
     this.server(id).setPaused(true);
+    this.pool();
     return Promise.resolve();
   }
 
   unpause(id: ServerId): Promise<void> {
     this.server(id).setPaused(false);
+    this.pool();
     return Promise.resolve();
   }
 
   setCpus(id: ServerId, cpus: number): Promise<void> {
     if (!(cpus > 0)) throw new PlbError('BAD_INPUT', `cpus: must be > 0, got ${cpus}`);
     this.server(id).setCpus(cpus);
+    this.pool();
     return Promise.resolve();
   }
 

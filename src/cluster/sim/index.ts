@@ -24,6 +24,8 @@ export function createSimCluster(opts: {
   over: Partial<ClusterSpec>;
   stateDir: string;
   calibrationPath?: string;
+  /** --sim-cpu (default quota: each replica its own). */
+  cpuPool?: 'quota' | 'pooled';
 }): { driver: SimDriver; clock: VirtualClock; calibration: { path: string; contents: SimCalibration } } {
   if (!Number.isInteger(opts.replicas) || opts.replicas < 1 || opts.replicas > MAX_SIM_REPLICAS)
     throw new PlbError(
@@ -49,7 +51,7 @@ export function createSimCluster(opts: {
   const clock = new VirtualClock();
   // The driver charges the costs at load; config.json records the file as it is.
   return {
-    driver: new SimDriver(spec, clock, chargedCosts(contents), path),
+    driver: new SimDriver(spec, clock, chargedCosts(contents), path, 0, opts.cpuPool ?? 'quota'),
     clock,
     calibration: { path, contents },
   };

@@ -64,6 +64,8 @@ export class SimServer {
   /** Bumped when the server dies: work of an earlier life is dropped. */
   epoch = 0;
   cpus: number;
+  /** --sim-cpu pooled: the factor its quota is scaled by while others are down (SimDriver.pool). */
+  private share = 1;
   readonly cpu: SimCpu;
   readonly conns = new Set<SimConnection>();
   /** Faults on its client port (they outlive a restart: they are the network's). */
@@ -198,6 +200,13 @@ export class SimServer {
 
   setCpus(cpus: number): void {
     this.cpus = cpus;
-    this.cpu.setCores(deliveredCores(cpus, this.world.cal));
+    this.cpu.setCores(deliveredCores(cpus, this.world.cal) * this.share);
+  }
+
+  /** Its quota times `share` from now on (the pooled host's redistribution). */
+  setShare(share: number): void {
+    if (share === this.share) return;
+    this.share = share;
+    this.cpu.setCores(deliveredCores(this.cpus, this.world.cal) * share);
   }
 }

@@ -8,6 +8,7 @@ import type { RunGroup } from '../../run-format/report.js';
 import { aggregateRuns } from '../aggregate.js';
 import { attachEvidence } from '../evidence/evidence.js';
 import { paperFigures, paperQuestionOf } from './figures.js';
+import { placeboClaims } from './placebo.js';
 import { REPRODUCE_RULE } from './published.js';
 import { loadRuns } from '../run-dir.js';
 import { renderTable, type TableModel } from '../tables/table-model.js';
@@ -73,7 +74,7 @@ export function evaluateMap(input: MapInput): MapJson {
   for (const cell of input.cells) {
     const { groups, runs } = cellGroups(join(input.dir, cell.id));
     cells.push({ ...cell, runs, sessionPhaseRatio: sessionPhaseRatio(groups) });
-    claims.push(...cellClaims(cell, groups));
+    claims.push(...cellClaims(cell, groups), ...placeboClaims(cell.id, cell.settings.mix, groups));
   }
   return {
     kind: 'plb-paper-map',
