@@ -12,7 +12,6 @@ import { describe, expect, it } from 'vitest';
 import {
   createRouter,
   fullReference,
-  READING_CHOICES,
   repairTarget,
   resolveReadings,
   type BorrowingOptions,
@@ -21,6 +20,7 @@ import {
   type RoleVector,
   type ServiceClass,
 } from '../../src/router/index.js';
+import { readingArbs } from '../helpers/readings-arb.js';
 
 type Op =
   | { t: 'admit'; cls: ServiceClass; n: number }
@@ -69,16 +69,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
     { freemium: { minLoad: 1, pressureRatio: 1.1, returnRatio: 1 } },
     { premium: { enabled: false }, freemium: { minLoad: 0, pressureRatio: 1.1, returnRatio: 5 } },
   ),
-  readings: fc.record({
-    donors: fc.constantFrom(...READING_CHOICES.donors),
-    canonicalize: fc.constantFrom(...READING_CHOICES.canonicalize),
-    reference: fc.constantFrom(...READING_CHOICES.reference),
-    repair: fc.constantFrom<PlbReadings['repair']>('target', 'shared'),
-    hold: fc.constantFrom(...READING_CHOICES.hold),
-    floors: fc.constantFrom(...READING_CHOICES.floors),
-    lend: fc.constantFrom(...READING_CHOICES.lend),
-    reclaim: fc.constantFrom(...READING_CHOICES.reclaim),
-  }),
+  readings: fc.record({ ...readingArbs, repair: fc.constantFrom<PlbReadings['repair']>('target', 'shared') }),
   reference: fc.constantFrom<RoleVector>(
     { premium: 2, mixed: 1, freemium: 2 },
     { premium: 3, mixed: 0, freemium: 2 },

@@ -23,6 +23,7 @@ import {
   type ServiceClass,
   type StrategyName,
 } from '../../src/router/index.js';
+import { readingsArb } from '../helpers/readings-arb.js';
 
 type Op =
   | { t: 'admit'; cls: ServiceClass }
@@ -59,16 +60,6 @@ const referenceArb = fc.constantFrom<RoleVector>(
   { premium: 0, mixed: 3, freemium: 1 },
   { premium: 4, mixed: 1, freemium: 1 },
 );
-const readingsArb: fc.Arbitrary<PlbReadings> = fc.record({
-  donors: fc.constantFrom(...READING_CHOICES.donors),
-  canonicalize: fc.constantFrom(...READING_CHOICES.canonicalize),
-  reference: fc.constantFrom(...READING_CHOICES.reference),
-  repair: fc.constantFrom(...READING_CHOICES.repair),
-  hold: fc.constantFrom(...READING_CHOICES.hold),
-  floors: fc.constantFrom(...READING_CHOICES.floors),
-  lend: fc.constantFrom(...READING_CHOICES.lend),
-  reclaim: fc.constantFrom(...READING_CHOICES.reclaim),
-});
 
 const EAGER = {
   premium: { minLoad: 1, pressureRatio: 1.2, returnRatio: 1 },

@@ -25,6 +25,7 @@ import {
   specTarget,
   type SpecReplica,
 } from '../helpers/plb-spec.js';
+import { readingArbs } from '../helpers/readings-arb.js';
 
 type Op =
   | { t: 'admit'; cls: ServiceClass; n: number }
@@ -91,17 +92,6 @@ const borrowingArb = fc.constantFrom<BorrowingOptions | false | undefined>(
   STICKY,
 );
 
-const readingsArb = {
-  donors: fc.constantFrom(...READING_CHOICES.donors),
-  canonicalize: fc.constantFrom(...READING_CHOICES.canonicalize),
-  reference: fc.constantFrom(...READING_CHOICES.reference),
-  repair: fc.constantFrom(...READING_CHOICES.repair),
-  hold: fc.constantFrom(...READING_CHOICES.hold),
-  floors: fc.constantFrom(...READING_CHOICES.floors),
-  lend: fc.constantFrom(...READING_CHOICES.lend),
-  reclaim: fc.constantFrom(...READING_CHOICES.reclaim),
-};
-
 const referenceArb = fc.constantFrom<RoleVector>(
   { premium: 2, mixed: 1, freemium: 2 },
   { premium: 3, mixed: 0, freemium: 2 },
@@ -132,7 +122,7 @@ function scenarioArb(
     weights: fc.array(fc.constantFrom(1, 1, 2, 3), { minLength: k, maxLength: k }),
     slowStartMs: fc.constantFrom(0, 5000, 30_000),
     borrowing,
-    readings: fc.record({ ...readingsArb, repair: fc.constantFrom(...repair) }),
+    readings: fc.record({ ...readingArbs, repair: fc.constantFrom(...repair) }),
     reference: referenceArb,
     ops,
   });
