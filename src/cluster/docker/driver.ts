@@ -81,9 +81,9 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
   private readonly upTimeoutMs: number;
   /** Container id per server, filled on create and on lookup. */
   private readonly ids = new Map<ServerId, string>();
-  /** Per server: last raw cgroup reading and the sum of readings before restarts. */
   /** Whether this instance ran `up` (then no create of its own can still be in flight). */
   private upRan = false;
+  /** Per server: last raw cgroup reading and the sum of readings before restarts. */
   private readonly cpuBase = new Map<ServerId, { last: number; base: number }>();
   /** The plan's fault actions, through this driver's operations. */
   readonly faults: FaultMethods = { ...faultsByOperation(this), ...this.networkFaults() };
