@@ -1,8 +1,9 @@
-// Random readings for the router's property tests: every key of READING_CHOICES, so a reading added
-// to the router is drawn by every property test without touching them.
+// For the router's property tests: random readings (every key of READING_CHOICES, so a reading
+// added to the router is drawn by every property test) and the router a scenario runs against.
 import fc from 'fast-check';
 import { READING_CHOICES } from '../../src/router/readings.js';
-import type { PlbReadings } from '../../src/router/types.js';
+import { createRouter } from '../../src/router/index.js';
+import type { BorrowingOptions, PlbReadings, RoleVector, Router } from '../../src/router/types.js';
 
 type ReadingArbs = { [K in keyof PlbReadings]: fc.Arbitrary<PlbReadings[K]> };
 
@@ -15,3 +16,27 @@ export const readingArbs = Object.fromEntries(
 ) as unknown as ReadingArbs;
 
 export const readingsArb: fc.Arbitrary<PlbReadings> = fc.record(readingArbs);
+
+/** What a property scenario says of the router it runs against. */
+export interface PlbSetup {
+  k: number;
+  weights: readonly number[];
+  slowStartMs: number;
+  borrowing: BorrowingOptions | false | undefined;
+  readings: Partial<PlbReadings>;
+  reference: RoleVector;
+}
+
+/** The plb router of a scenario, its replicas named r1..rK; the ids with it. */
+export function plbRouterOf(sc: PlbSetup): { router: Router; ids: string[] } {
+  const ids = Array.from({ length: sc.k }, (_, i) => `r${i + 1}`);
+  const router = createRouter({
+    strategy: 'plb',
+    replicas: ids.map((id, i) => ({ id, weight: sc.weights[i]! })),
+    slowStartMs: sc.slowStartMs,
+    borrowing: sc.borrowing,
+    readings: sc.readings,
+    reference: sc.reference,
+  });
+  return { router, ids };
+}

@@ -10,7 +10,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  createRouter,
   fullReference,
   repairTarget,
   resolveReadings,
@@ -20,7 +19,7 @@ import {
   type RoleVector,
   type ServiceClass,
 } from '../../src/router/index.js';
-import { readingArbs } from '../helpers/readings-arb.js';
+import { plbRouterOf, readingArbs } from '../helpers/readings-arb.js';
 
 type Op =
   | { t: 'admit'; cls: ServiceClass; n: number }
@@ -85,15 +84,7 @@ function premiumUsable(snap: readonly ReplicaSnapshot[]): number {
 }
 
 function g1(sc: Scenario): void {
-  const ids = Array.from({ length: sc.k }, (_, i) => `r${i + 1}`);
-  const router = createRouter({
-    strategy: 'plb',
-    replicas: ids.map((id, i) => ({ id, weight: sc.weights[i]! })),
-    slowStartMs: sc.slowStartMs,
-    borrowing: sc.borrowing,
-    readings: sc.readings,
-    reference: sc.reference,
-  });
+  const { router, ids } = plbRouterOf(sc);
   const readings = resolveReadings(sc.readings);
   const full = fullReference(sc.k, sc.reference, readings.reference, readings.floors);
   const holds = (after: string) => {

@@ -6,7 +6,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   BORROW_DWELL_MS,
-  createRouter,
   READING_CHOICES,
   resolveBorrowing,
   resolveReadings,
@@ -25,7 +24,7 @@ import {
   specTarget,
   type SpecReplica,
 } from '../helpers/plb-spec.js';
-import { readingArbs } from '../helpers/readings-arb.js';
+import { plbRouterOf, readingArbs } from '../helpers/readings-arb.js';
 
 type Op =
   | { t: 'admit'; cls: ServiceClass; n: number }
@@ -155,15 +154,7 @@ type Seen = { reclaimed: number; refused: number };
 
 function check(sc: Scenario): Seen {
   const seen: Seen = { reclaimed: 0, refused: 0 };
-  const ids = Array.from({ length: sc.k }, (_, i) => `r${i + 1}`);
-  const router = createRouter({
-    strategy: 'plb',
-    replicas: ids.map((id, i) => ({ id, weight: sc.weights[i]! })),
-    slowStartMs: sc.slowStartMs,
-    borrowing: sc.borrowing,
-    readings: sc.readings,
-    reference: sc.reference,
-  });
+  const { router, ids } = plbRouterOf(sc);
   const readings = resolveReadings(sc.readings);
   const thresholds = resolveBorrowing(sc.borrowing);
   const dwell = readings.hold === 'dwell' ? new SpecDwell(BORROW_DWELL_MS) : undefined;
