@@ -82,12 +82,16 @@ describe('bench --admission-*', () => {
         }[];
         recoveryTail?: { phase: string; premiumS: number | null; freemiumS: number | null }[];
       };
-      // 30 clients for 25 slots: sessions wait, and the wait is reported apart from query latency
+      // 30 clients for 20 slots while r1 is down: sessions wait, and the wait is reported apart
+      // from query latency, for each class (premium, served first by plb-admit, may wait none).
       const down = summary.phases.find((p) => p.name === 'down-1')!;
       for (const cls of ['premium', 'freemium']) {
-        expect(down.classes[cls]!.queueP95Ms).toBeGreaterThan(0);
+        expect(down.classes[cls]!.queueP95Ms).toBeGreaterThanOrEqual(0);
         expect(down.classes[cls]!.queueTimeouts).toBeGreaterThanOrEqual(0);
       }
+      expect(Math.max(down.classes.premium!.queueP95Ms!, down.classes.freemium!.queueP95Ms!)).toBeGreaterThan(
+        0,
+      );
       expect(summary.recoveryTail?.map((t) => t.phase)).toEqual(['rejoin-1']);
     }
   }, 90_000);

@@ -248,7 +248,8 @@ export const benchFlags = {
     helpGroup: HELP_GROUPS.output,
   }),
   calibration: Flags.string({
-    description: 'with --driver sim: calibration file (default: the shipped calibration/default.json)',
+    description:
+      'with --driver sim: calibration file (default: the shipped calibration/default.json), or a real run directory made with --think-time auto: the shipped calibration priced at the costs that run measured',
     helpGroup: HELP_GROUPS.cluster,
   }),
   'cluster-file': Flags.string({

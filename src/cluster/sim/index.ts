@@ -6,6 +6,7 @@ import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import { DEFAULT_CLUSTER } from '../driver.js';
 import { connectionsFor } from '../sizing.js';
 import { chargedCosts, defaultCalibrationPath, loadCalibration, type SimCalibration } from './calibration.js';
+import { calibrationFromRun, isRunCalibration } from './calibration-from-run.js';
 import { SimDriver } from './driver.js';
 
 /** The simulated cluster a driver runs, or undefined for a real one. */
@@ -47,7 +48,9 @@ export function createSimCluster(opts: {
     id: `sim-${opts.name}`,
   };
   const path = opts.calibrationPath ?? defaultCalibrationPath();
-  const contents = loadCalibration(path);
+  const contents = isRunCalibration(path)
+    ? calibrationFromRun(path, loadCalibration())
+    : loadCalibration(path);
   const clock = new VirtualClock();
   // The driver charges the costs at load; config.json records the file as it is.
   return {
