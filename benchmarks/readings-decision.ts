@@ -76,11 +76,14 @@ function thinkTimeOf(cell: Cell): string {
         : undefined;
       if (!sub) continue;
       const c = JSON.parse(readFileSync(join(dir, sub, 'config.json'), 'utf8')) as {
-        calibration?: { thinkTimeMs: number };
+        workload?: { classes: { premium: { thinkTimeMs: number } } };
       };
-      if (c.calibration) {
-        thinkTime.set(cell.name, `${c.calibration.thinkTimeMs}ms`);
-        return `${c.calibration.thinkTimeMs}ms`;
+      // The think time the cell's runs used (measured by the first, given to the others): a run
+      // done again after the first was removed keeps the load of the rest.
+      const ms = c.workload?.classes.premium.thinkTimeMs;
+      if (ms !== undefined) {
+        thinkTime.set(cell.name, `${ms}ms`);
+        return `${ms}ms`;
       }
     }
   }
