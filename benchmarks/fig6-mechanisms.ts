@@ -5,7 +5,7 @@
 // Fig. 6 "appears" when premium is below its ref with an interval that excludes 0 in both down
 // phases at all three mixes. Prints figures, asserts nothing.
 //
-// Run: npm run build && flock /work/notes/heavy.lock node --import tsx benchmarks/fig6-mechanisms.ts
+// Run (alone on the machine): npm run build && node --import tsx benchmarks/fig6-mechanisms.ts
 //   [--seeds 8] [--seed 1] [--clients 600] [--plans full|quick] [--only baseline,placebo] [--keep DIR]
 import { spawnSync } from 'node:child_process';
 import {
@@ -110,6 +110,13 @@ const MECHANISMS: Mechanism[] = [
     plan: join(planDir, 'placebo.yaml'),
     phases: ['mark-1', 'mark-2'],
     args: [],
+  },
+  {
+    key: 'd-premium-only',
+    what: '(d) premium replicas kept exclusive: premium-only borrowing',
+    plan: rq3,
+    phases: DOWN,
+    args: ['--borrow', '1.5:off'],
   },
   { key: 'e-admit', what: '(e) plb-admit', plan: rq3, phases: DOWN, args: ['--strategy', 'plb-admit'] },
   {

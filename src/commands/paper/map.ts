@@ -41,6 +41,8 @@ const CELL_DEFAULTS = { rate: String(_rate.default), borrow: String(_borrow.defa
  * run of each (their simulation is about twice as long).
  */
 const CELL_WALL_S = { quick: 9, full: 20 } as const;
+/** Those were three runs a cell (RQ2 plb and rr, RQ3 plb); the placebo adds a fourth, RQ3-long. */
+const PLACEBO_SHARE = 1 / 3;
 
 export default class PaperMap extends PlbCommand {
   static override description =
@@ -104,7 +106,7 @@ export default class PaperMap extends PlbCommand {
       `paper map ${grid.name}: ${cells.length} cells (${cells.filter((c) => c.kind === 'heatmap').length} heatmap, ${cells.filter((c) => c.kind === 'sweep').length} sweep, ${cells.filter((c) => c.kind === 'ablation').length} ablation), ${todo} to run; T=${grid.clients}, ${grid.plans} plans, seed ${grid.seed}, ${grid.repeat} repeat(s); into ${out}`,
     );
     say(
-      `  expected wall time: about ${Math.ceil((todo * CELL_WALL_S[grid.plans] * grid.repeat) / 60)} min (simulated)`,
+      `  expected wall time: about ${Math.ceil((todo * CELL_WALL_S[grid.plans] * (grid.placebo ? 1 + PLACEBO_SHARE : 1) * grid.repeat) / 60)} min (simulated, at T=30; more clients take longer)`,
     );
     if (dryRun) {
       for (const c of cells) say(`  ${c.id} (${c.kind}${c.kind === 'heatmap' ? '' : `: ${c.label}`})`);
