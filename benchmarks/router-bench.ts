@@ -1,6 +1,6 @@
-// Router microbenchmark: admit+release pairs per second for each strategy at K=5 and K=1000, under a
+// Router microbenchmark: admit+release pairs per second for each strategy at K=5, 100 and 1000, under a
 // steady number of open sessions (20 per replica, oldest released first, class mix P25:F75).
-// Run: npm run bench (builds, then node --import tsx benchmarks/router-bench.ts [--ms 400])
+// Run: npm run bench (builds, then node --import tsx benchmarks/router-bench.ts [--ms 400] [--sizes 5,1000])
 import Table from 'cli-table3';
 import { performance } from 'node:perf_hooks';
 import type { ServiceClass, StrategyName } from '../src/router/index.js';
@@ -9,10 +9,13 @@ import type { ServiceClass, StrategyName } from '../src/router/index.js';
 const lib = (await import('../dist/router/index.js' as string)) as typeof import('../src/router/index.js');
 const { createRouter, STRATEGY_NAMES } = lib;
 
-const SIZES = [5, 1000];
+const argOf = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : undefined;
+};
+const SIZES = (argOf('--sizes') ?? '5,100,1000').split(',').map(Number);
 const OPEN_PER_REPLICA = 20;
-const msArg = process.argv.indexOf('--ms');
-const MEASURE_MS = msArg > 0 ? Number(process.argv[msArg + 1]) : 700;
+const MEASURE_MS = Number(argOf('--ms') ?? 700);
 
 interface Result {
   strategy: StrategyName;
@@ -105,7 +108,16 @@ const get = (s: StrategyName, k: number): Result => {
   if (r === undefined) throw new Error(`missing result ${s} K=${k}`);
   return r;
 };
-const plbVsRr = get('plb', 5).nsPerOp / get('rr', 5).nsPerOp;
-const scale = get('plb', 1000).nsPerOp / get('plb', 5).nsPerOp;
-console.log(`plb/rr cost at K=5: ${plbVsRr.toFixed(2)}x (aim <= 3x) ${plbVsRr <= 3 ? 'ok' : 'MISSED'}`);
-console.log(`plb cost K=1000 vs K=5: ${scale.toFixed(2)}x (aim <= 10x) ${scale <= 10 ? 'ok' : 'MISSED'}`);
+const smallest = Math.min(...SIZES);
+const largest = Math.max(...SIZES);
+const plbVsRr = get('plb', smallest).nsPerOp / get('rr', smallest).nsPerOp;
+console.log(
+  `plb/rr cost at K=${smallest}: ${plbVsRr.toFixed(2)}x (aim <= 3x) ${plbVsRr <= 3 ? 'ok' : 'MISSED'}`,
+);
+// Growth with K: the per-session path must not scan the replicas (aim: K=1000 within 3x K=5).
+for (const s of STRATEGY_NAMES) {
+  const scale = get(s, largest).nsPerOp / get(s, smallest).nsPerOp;
+  console.log(
+    `${s} cost K=${largest} vs K=${smallest}: ${scale.toFixed(2)}x (aim <= 3x) ${scale <= 3 ? 'ok' : 'MISSED'}`,
+  );
+}
