@@ -1,5 +1,6 @@
 import { PlbError } from '../core/errors.js';
 import { AdmissionQueue } from './admission-queue.js';
+import { FreeSlots, type ReplicaView } from './admission-slots.js';
 import { BaseRouter } from './base-router.js';
 import type { AdmissionOptions } from './admission-types.js';
 import { SessionLimits } from './session-limits.js';
@@ -32,16 +33,6 @@ interface Waiting<T> {
   cls: ServiceClass;
 }
 
-/** What admission reads of a replica: a snapshot's entry, or the inner router's live state. */
-export interface ReplicaView {
-  readonly id: string;
-  readonly healthy: boolean;
-  readonly role: ReplicaSnapshot['role'];
-  readonly borrowedBy?: ServiceClass | undefined;
-  readonly weight: number;
-  readonly sessions: { readonly premium: number; readonly freemium: number };
-}
-
 /** The state admission exposes (metrics, tests). */
 export interface AdmissionStats {
   queued: Record<ServiceClass, number>;
@@ -64,6 +55,8 @@ export class AdmittingRouter<T = unknown> implements Router {
    * replica it needs instead of a snapshot of all K (O(1) rather than O(K) an admission).
    */
   private readonly live: BaseRouter | undefined;
+  /** With live state: the replicas with a slot at full ramp, where the fallback search looks. */
+  private readonly free: FreeSlots | undefined;
   private anyDown = false;
 
   constructor(
@@ -85,6 +78,7 @@ export class AdmittingRouter<T = unknown> implements Router {
     this.queue = new AdmissionQueue(opts.queue);
     this.guard = opts.guard ? new SloGuard(opts.guard) : undefined;
     this.live = inner instanceof BaseRouter ? inner : undefined;
+    this.free = this.live ? new FreeSlots(this.live, this.limits) : undefined;
   }
 
   /** Admits now or throws (callers that cannot wait): NO_REPLICA, or ADMISSION_FULL when every slot is taken. */
@@ -179,7 +173,9 @@ export class AdmittingRouter<T = unknown> implements Router {
   }
 
   release(replica: string, cls: ServiceClass, nowMs: number): boolean {
-    return this.inner.release(replica, cls, nowMs);
+    const done = this.inner.release(replica, cls, nowMs);
+    this.touch(replica);
+    return done;
   }
 
   markDown(replica: string, nowMs: number): void {
@@ -202,6 +198,7 @@ export class AdmittingRouter<T = unknown> implements Router {
   }
   setWeight(replica: string, weight: number): void {
     this.inner.setWeight(replica, weight);
+    this.touch(replica);
   }
 
   stats(nowMs: number): AdmissionStats {
@@ -267,7 +264,7 @@ export class AdmittingRouter<T = unknown> implements Router {
     if (this.opts.limits.mode === 'gradient') {
       // Read only when an interval has passed: the counts are the same at any point of this call.
       let totals: Map<string, number> | undefined;
-      this.limits.update(nowMs, (id) => {
+      const moved = this.limits.update(nowMs, (id) => {
         if (this.live) {
           const r = this.view(id);
           return r ? r.sessions.premium + r.sessions.freemium : 0;
@@ -277,7 +274,15 @@ export class AdmittingRouter<T = unknown> implements Router {
         );
         return totals.get(id) ?? 0;
       });
+      if (moved) this.free?.touchAll();
     }
+  }
+
+  /** Replica's count, weight or limit changed: keep the free-slot set in step. */
+  private touch(replica: string): void {
+    if (!this.free || !this.live) return;
+    const i = this.live.indexOf(replica);
+    if (i !== undefined) this.free.touch(i);
   }
 
   /** One replica as the inner router has it now (its live state, or a snapshot's entry). */
@@ -304,6 +309,7 @@ export class AdmittingRouter<T = unknown> implements Router {
     const live = this.live;
     const snap: readonly ReplicaView[] = live ? live.liveReplicas() : this.inner.snapshot();
     const at = live ? (live.indexOf(first.replica) as number) : snap.findIndex((r) => r.id === first.replica);
+    this.free?.touch(at);
     const chosen = snap[at] as ReplicaView;
     // Judge the choice as it was before this session was counted.
     const premium = chosen.sessions.premium - (cls === 'premium' ? 1 : 0);
@@ -311,12 +317,15 @@ export class AdmittingRouter<T = unknown> implements Router {
     if (this.fitsWith(chosen, premium, freemium, cls, nowMs, false)) return first;
     // Only the chosen replica's count moves here, and the scans below skip it.
     this.inner.release(first.replica, cls, nowMs);
+    this.free?.touch(at);
     // The replicas cls may use first; then, with all of them full, the other role's replicas
     // with room (a full replica is the strongest pressure there is: borrowing by limits).
     const best =
       this.leastLoaded(snap, at, cls, nowMs, false) ?? this.leastLoaded(snap, at, cls, nowMs, true);
     if (!best || !this.inner.assign) return undefined;
-    return this.inner.assign(best.id, cls, nowMs);
+    const a = this.inner.assign(best.id, cls, nowMs);
+    this.touch(best.id);
+    return a;
   }
 
   private leastLoaded(
@@ -326,19 +335,24 @@ export class AdmittingRouter<T = unknown> implements Router {
     nowMs: number,
     overflow: boolean,
   ): ReplicaView | undefined {
-    let best: ReplicaView | undefined;
+    // Only a replica with a slot at full ramp can fit: with live state, look at those alone.
+    const among = this.free?.members();
+    const n = among ? among.length : snap.length;
+    let best = -1;
     let bestKey = Infinity;
-    for (let i = 0; i < snap.length; i++) {
+    for (let k = 0; k < n; k++) {
+      const i = among ? (among[k] as number) : k;
       const r = snap[i] as ReplicaView;
       if (i === skip || !this.fits(r, cls, nowMs, overflow)) continue;
       const ramp = slowStartRamp(nowMs, this.upSince.get(r.id), this.opts.slowStartMs);
       const key = admissionKey(r.sessions.premium + r.sessions.freemium, r.weight, ramp);
-      if (key < bestKey) {
-        best = r;
+      // Ties go to the lowest index, whatever order the candidates come in.
+      if (key < bestKey || (key === bestKey && i < best)) {
+        best = i;
         bestKey = key;
       }
     }
-    return best;
+    return best < 0 ? undefined : snap[best];
   }
 }
 

@@ -249,7 +249,7 @@ describe('admission: the live-state path decides as the snapshot-and-scan refere
   it('agrees on every admission, queueing, handout and state over random event sequences', () => {
     fc.assert(
       fc.property(setupArb, fc.array(opArb, { minLength: 20, maxLength: 160 }), (s, ops) => run(s, ops)),
-      { numRuns: 300 },
+      { numRuns: 150 },
     );
   });
 
@@ -273,7 +273,31 @@ describe('admission: the live-state path decides as the snapshot-and-scan refere
           ops,
         ),
       ),
-      { numRuns: 150 },
+      { numRuns: 80 },
+    );
+  });
+
+  it('agrees while gradient limits move under a busy fleet (the free-slot set follows the limits)', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom<Variant>('plb-admit', 'lc-queue'),
+        fc.array(opArb, { minLength: 80, maxLength: 250 }),
+        (variant, ops) =>
+          run(
+            {
+              variant,
+              k: 4,
+              weights: [1, 1, 1, 1],
+              slowStartMs: 0,
+              admission: {
+                limits: { mode: 'gradient', limit: 2, intervalMs: 100, smoothing: 1 },
+                queue: { capacity: 8, timeoutMs: 10_000 },
+              },
+            },
+            ops,
+          ),
+      ),
+      { numRuns: 80 },
     );
   });
 });
