@@ -1,5 +1,7 @@
 import { PlbError } from '../core/errors.js';
 import { AdmissionQueue } from './admission-queue.js';
+import { FreeSlots, type ReplicaView } from './admission-slots.js';
+import { BaseRouter } from './base-router.js';
 import type { AdmissionOptions } from './admission-types.js';
 import { SessionLimits } from './session-limits.js';
 import { DEFAULT_MIN_SHARE, SloGuard, type Place } from './slo-guard.js';
@@ -46,6 +48,15 @@ export class AdmittingRouter<T = unknown> implements Router {
   private readonly queue: AdmissionQueue<Waiting<T>>;
   private readonly byTicket = new Map<T, Waiting<T>>();
   private readonly upSince = new Map<string, number>();
+  /** Waiting sessions per class as byTicket holds them (queued(cls) without a scan when class-blind). */
+  private readonly waitingOf: Record<ServiceClass, number> = { premium: 0, freemium: 0 };
+  /**
+   * The inner router's live replica state when it offers it: the per-session path then reads the one
+   * replica it needs instead of a snapshot of all K (O(1) rather than O(K) an admission).
+   */
+  private readonly live: BaseRouter | undefined;
+  /** With live state: the replicas with a slot at full ramp, where the fallback search looks. */
+  private readonly free: FreeSlots | undefined;
   private anyDown = false;
 
   constructor(
@@ -66,6 +77,8 @@ export class AdmittingRouter<T = unknown> implements Router {
     }
     this.queue = new AdmissionQueue(opts.queue);
     this.guard = opts.guard ? new SloGuard(opts.guard) : undefined;
+    this.live = inner instanceof BaseRouter ? inner : undefined;
+    this.free = this.live ? new FreeSlots(this.live, this.limits) : undefined;
   }
 
   /** Admits now or throws (callers that cannot wait): NO_REPLICA, or ADMISSION_FULL when every slot is taken. */
@@ -92,16 +105,26 @@ export class AdmittingRouter<T = unknown> implements Router {
     }
     const w: Waiting<T> = { ticket, cls };
     if (!this.queue.push(qcls, w, nowMs)) return 'full';
+    this.forget(ticket);
     this.byTicket.set(ticket, w);
+    this.waitingOf[cls]++;
     return 'queued';
   }
 
   /** A waiting session left; false when it was not waiting. */
   cancel(ticket: T): boolean {
-    const w = this.byTicket.get(ticket);
+    const w = this.forget(ticket);
     if (!w) return false;
-    this.byTicket.delete(ticket);
     return this.queue.remove(w);
+  }
+
+  /** Drops ticket from byTicket (and its class count); the entry it had, if any. */
+  private forget(ticket: T): Waiting<T> | undefined {
+    const w = this.byTicket.get(ticket);
+    if (!w) return undefined;
+    this.byTicket.delete(ticket);
+    this.waitingOf[w.cls]--;
+    return w;
   }
 
   /**
@@ -112,7 +135,7 @@ export class AdmittingRouter<T = unknown> implements Router {
     this.tick(nowMs);
     const out: Handout<T>[] = [];
     for (const e of this.queue.expire(nowMs)) {
-      this.byTicket.delete(e.item.ticket);
+      this.forget(e.item.ticket);
       out.push({ ticket: e.item.ticket, cls: e.item.cls, waitMs: e.waitMs });
     }
     const placed = new Map<Waiting<T>, string>();
@@ -121,7 +144,7 @@ export class AdmittingRouter<T = unknown> implements Router {
       if (a) placed.set(w, a.replica);
       return a !== undefined;
     })) {
-      this.byTicket.delete(e.item.ticket);
+      this.forget(e.item.ticket);
       const replica = placed.get(e.item) as string;
       out.push({ ticket: e.item.ticket, cls: e.item.cls, waitMs: e.waitMs, replica });
     }
@@ -140,9 +163,7 @@ export class AdmittingRouter<T = unknown> implements Router {
 
   queued(cls?: ServiceClass): number {
     if (cls === undefined || !this.opts.classBlind) return this.queue.size(cls);
-    let n = 0;
-    for (const w of this.byTicket.values()) if (w.cls === cls) n++;
-    return n;
+    return this.waitingOf[cls];
   }
 
   /** A completed query's latency: the guard's premium window and the gradient limits. */
@@ -152,7 +173,9 @@ export class AdmittingRouter<T = unknown> implements Router {
   }
 
   release(replica: string, cls: ServiceClass, nowMs: number): boolean {
-    return this.inner.release(replica, cls, nowMs);
+    const done = this.inner.release(replica, cls, nowMs);
+    this.touch(replica);
+    return done;
   }
 
   markDown(replica: string, nowMs: number): void {
@@ -162,7 +185,7 @@ export class AdmittingRouter<T = unknown> implements Router {
   }
 
   markUp(replica: string, nowMs: number): void {
-    const was = this.inner.snapshot().find((r) => r.id === replica)?.healthy;
+    const was = this.view(replica)?.healthy;
     this.inner.markUp(replica, nowMs);
     if (was === false) this.upSince.set(replica, nowMs);
   }
@@ -175,6 +198,7 @@ export class AdmittingRouter<T = unknown> implements Router {
   }
   setWeight(replica: string, weight: number): void {
     this.inner.setWeight(replica, weight);
+    this.touch(replica);
   }
 
   stats(nowMs: number): AdmissionStats {
@@ -190,7 +214,7 @@ export class AdmittingRouter<T = unknown> implements Router {
   }
 
   /** The sessions replica r may hold now (its limit x weight x slow-start ramp). */
-  limitOf(r: ReplicaSnapshot, nowMs: number): number {
+  limitOf(r: Pick<ReplicaView, 'id' | 'weight'>, nowMs: number): number {
     const ramp = slowStartRamp(nowMs, this.upSince.get(r.id), this.opts.slowStartMs);
     return this.limits.effective(r.id, r.weight, ramp);
   }
@@ -199,19 +223,31 @@ export class AdmittingRouter<T = unknown> implements Router {
    * May a cls session go to r now? overflow: r may also be a replica of the other class's role
    * that cls has not borrowed (the caller found every replica of its own full), as borrowed.
    */
-  fits(r: ReplicaSnapshot, cls: ServiceClass, nowMs: number, overflow = false): boolean {
+  fits(r: ReplicaView, cls: ServiceClass, nowMs: number, overflow = false): boolean {
+    return this.fitsWith(r, r.sessions.premium, r.sessions.freemium, cls, nowMs, overflow);
+  }
+
+  /** fits, judging r as if it held premium and freemium sessions (its count before an admission). */
+  private fitsWith(
+    r: ReplicaView,
+    premium: number,
+    freemium: number,
+    cls: ServiceClass,
+    nowMs: number,
+    overflow: boolean,
+  ): boolean {
     if (!r.healthy) return false;
     const place = placeOf(r, cls) ?? (overflow && r.borrowedBy === undefined ? 'borrowed' : undefined);
     if (place === undefined) return false;
     const limit = this.limitOf(r, nowMs);
-    const total = r.sessions.premium + r.sessions.freemium;
+    const total = premium + freemium;
     if (total >= limit) return false;
     if (this.opts.classBlind) return true;
     // The other class's own replica: leave it the slots it keeps for itself.
     const other: ServiceClass = cls === 'premium' ? 'freemium' : 'premium';
     if (r.role === other && total >= limit - Math.ceil(this.reserveShare(other) * limit)) return false;
     if (cls === 'premium' || !this.guard) return true;
-    return r.sessions.freemium < this.guard.freemiumCap(place, limit);
+    return freemium < this.guard.freemiumCap(place, limit);
   }
 
   /** The share of a cls replica's limit the other class may not take. */
@@ -226,12 +262,35 @@ export class AdmittingRouter<T = unknown> implements Router {
   private tick(nowMs: number): void {
     this.guard?.update(nowMs);
     if (this.opts.limits.mode === 'gradient') {
-      const snap = this.inner.snapshot();
-      this.limits.update(nowMs, (id) => {
-        const r = snap.find((x) => x.id === id);
-        return r ? r.sessions.premium + r.sessions.freemium : 0;
+      // Read only when an interval has passed: the counts are the same at any point of this call.
+      let totals: Map<string, number> | undefined;
+      const moved = this.limits.update(nowMs, (id) => {
+        if (this.live) {
+          const r = this.view(id);
+          return r ? r.sessions.premium + r.sessions.freemium : 0;
+        }
+        totals ??= new Map(
+          this.inner.snapshot().map((r) => [r.id, r.sessions.premium + r.sessions.freemium]),
+        );
+        return totals.get(id) ?? 0;
       });
+      if (moved) this.free?.touchAll();
     }
+  }
+
+  /** Replica's count, weight or limit changed: keep the free-slot set in step. */
+  private touch(replica: string): void {
+    if (!this.free || !this.live) return;
+    const i = this.live.indexOf(replica);
+    if (i !== undefined) this.free.touch(i);
+  }
+
+  /** One replica as the inner router has it now (its live state, or a snapshot's entry). */
+  private view(replica: string): ReplicaView | undefined {
+    const live = this.live;
+    if (!live) return this.inner.snapshot().find((r) => r.id === replica);
+    const i = live.indexOf(replica);
+    return i === undefined ? undefined : live.liveReplicas()[i];
   }
 
   /**
@@ -246,39 +305,54 @@ export class AdmittingRouter<T = unknown> implements Router {
       if (!throwNoReplica && err instanceof PlbError && err.code === 'NO_REPLICA') return undefined;
       throw err;
     }
-    const snap = this.inner.snapshot();
-    const chosen = snap.find((r) => r.id === first.replica) as ReplicaSnapshot;
+    // The replicas as they are after the inner admission: live (nothing copied) or a snapshot.
+    const live = this.live;
+    const snap: readonly ReplicaView[] = live ? live.liveReplicas() : this.inner.snapshot();
+    const at = live ? (live.indexOf(first.replica) as number) : snap.findIndex((r) => r.id === first.replica);
+    this.free?.touch(at);
+    const chosen = snap[at] as ReplicaView;
     // Judge the choice as it was before this session was counted.
-    chosen.sessions[cls] -= 1;
-    if (this.fits(chosen, cls, nowMs)) return first;
+    const premium = chosen.sessions.premium - (cls === 'premium' ? 1 : 0);
+    const freemium = chosen.sessions.freemium - (cls === 'freemium' ? 1 : 0);
+    if (this.fitsWith(chosen, premium, freemium, cls, nowMs, false)) return first;
+    // Only the chosen replica's count moves here, and the scans below skip it.
     this.inner.release(first.replica, cls, nowMs);
+    this.free?.touch(at);
     // The replicas cls may use first; then, with all of them full, the other role's replicas
     // with room (a full replica is the strongest pressure there is: borrowing by limits).
     const best =
-      this.leastLoaded(snap, chosen, cls, nowMs, false) ?? this.leastLoaded(snap, chosen, cls, nowMs, true);
+      this.leastLoaded(snap, at, cls, nowMs, false) ?? this.leastLoaded(snap, at, cls, nowMs, true);
     if (!best || !this.inner.assign) return undefined;
-    return this.inner.assign(best.id, cls, nowMs);
+    const a = this.inner.assign(best.id, cls, nowMs);
+    this.touch(best.id);
+    return a;
   }
 
   private leastLoaded(
-    snap: readonly ReplicaSnapshot[],
-    skip: ReplicaSnapshot,
+    snap: readonly ReplicaView[],
+    skip: number,
     cls: ServiceClass,
     nowMs: number,
     overflow: boolean,
-  ): ReplicaSnapshot | undefined {
-    let best: ReplicaSnapshot | undefined;
+  ): ReplicaView | undefined {
+    // Only a replica with a slot at full ramp can fit: with live state, look at those alone.
+    const among = this.free?.members();
+    const n = among ? among.length : snap.length;
+    let best = -1;
     let bestKey = Infinity;
-    for (const r of snap) {
-      if (r === skip || !this.fits(r, cls, nowMs, overflow)) continue;
+    for (let k = 0; k < n; k++) {
+      const i = among ? (among[k] as number) : k;
+      const r = snap[i] as ReplicaView;
+      if (i === skip || !this.fits(r, cls, nowMs, overflow)) continue;
       const ramp = slowStartRamp(nowMs, this.upSince.get(r.id), this.opts.slowStartMs);
       const key = admissionKey(r.sessions.premium + r.sessions.freemium, r.weight, ramp);
-      if (key < bestKey) {
-        best = r;
+      // Ties go to the lowest index, whatever order the candidates come in.
+      if (key < bestKey || (key === bestKey && i < best)) {
+        best = i;
         bestKey = key;
       }
     }
-    return best;
+    return best < 0 ? undefined : snap[best];
   }
 }
 

@@ -156,6 +156,19 @@ export abstract class BaseRouter implements Router {
     });
   }
 
+  /**
+   * The live state of every replica, in index order, for readers that must not pay a snapshot's copy
+   * of all K per session (admission.ts). Read only: the router alone changes it.
+   */
+  liveReplicas(): readonly Readonly<ReplicaState>[] {
+    return this.replicas;
+  }
+
+  /** A replica's index in liveReplicas(), or undefined for an unknown id. */
+  indexOf(replica: string): number | undefined {
+    return this.byId.get(replica);
+  }
+
   drainChanges(): RoleChange[] {
     const out = this.changes;
     this.changes = [];

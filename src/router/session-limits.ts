@@ -81,11 +81,14 @@ export class SessionLimits {
     s.n++;
   }
 
-  /** Moves the gradient limits once per interval; sessionsOf gives a replica's open sessions. */
-  update(nowMs: number, sessionsOf: (replica: string) => number): void {
-    if (this.opts.mode !== 'gradient') return;
+  /**
+   * Moves the gradient limits once per interval; sessionsOf gives a replica's open sessions. Whether
+   * this call moved them (an interval had passed), so callers that cache a limit know to refresh.
+   */
+  update(nowMs: number, sessionsOf: (replica: string) => number): boolean {
+    if (this.opts.mode !== 'gradient') return false;
     if (this.nextMs === undefined) this.nextMs = nowMs + this.intervalMs;
-    if (nowMs < this.nextMs) return;
+    if (nowMs < this.nextMs) return false;
     this.nextMs = nowMs + this.intervalMs;
     for (const [id, s] of this.state) {
       if (s.n === 0) continue;
@@ -101,6 +104,7 @@ export class SessionLimits {
       const next = gradient < 1 || busy ? s.limit + this.smoothing * (target - s.limit) : s.limit;
       s.limit = Math.min(this.max, Math.max(this.min, next));
     }
+    return true;
   }
 }
 
