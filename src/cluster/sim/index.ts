@@ -21,6 +21,8 @@ export function createSimCluster(opts: {
   name: string;
   replicas: number;
   sessions: number;
+  /** Many routers: connections of plb's own beyond the reserve (sizing.ts routerConnections). */
+  plbConnections?: number;
   over: Partial<ClusterSpec>;
   stateDir: string;
   calibrationPath?: string;
@@ -42,7 +44,7 @@ export function createSimCluster(opts: {
     cpus,
     primaryCpus,
     memoryMb: 0,
-    maxConnections: opts.over.maxConnections ?? connectionsFor(opts.sessions),
+    maxConnections: opts.over.maxConnections ?? connectionsFor(opts.sessions, opts.plbConnections),
     stateDir: opts.stateDir,
     id: `sim-${opts.name}`,
   };
