@@ -138,7 +138,10 @@ export abstract class BaseRouter implements Router {
     for (const cls of ['premium', 'freemium'] as const) {
       const n = counts[cls];
       if (!(n >= 0) || !Number.isInteger(n))
-        throw new PlbError('BAD_INPUT', `${cls} sessions of ${replica} must be an integer >= 0, got ${String(n)}`);
+        throw new PlbError(
+          'BAD_INPUT',
+          `${cls} sessions of ${replica} must be an integer >= 0, got ${String(n)}`,
+        );
     }
     if (r.sessions.premium === counts.premium && r.sessions.freemium === counts.freemium) return;
     r.sessions.premium = counts.premium;

@@ -154,7 +154,9 @@ export const routersSchema = z
       .describe(
         'closed model: client i of the seeded client order belongs to instance i mod count; open model: session n to n mod count',
       ),
-    viewIntervalMs: z.number().describe("--view-interval: ms between reads of the replicas' counts (replica view)"),
+    viewIntervalMs: z
+      .number()
+      .describe("--view-interval: ms between reads of the replicas' counts (replica view)"),
   })
   .describe('absent in older runs: one router that sees every session (count 1, view local)');
 export type RoutersConfig = z.infer<typeof routersSchema>;

@@ -152,7 +152,7 @@ const routersSummarySchema = z
         'per phase: replicas on which two routers differed, sampled each second (role, borrowed or down)',
       ),
   })
-  .describe('--routers N > 1: each application instance\'s router and its clients; absent with one router');
+  .describe("--routers N > 1: each application instance's router and its clients; absent with one router");
 
 const detectionRecordSchema = z.object({
   replica: z.string(),

@@ -41,7 +41,9 @@ export function startClients(
   /** Share of clients per zone (--client-zones): each client draws its zone. */
   clientZones?: Readonly<Record<string, number>>,
 ): Arrivals {
-  const ctxs = Array.isArray(contexts) ? (contexts as readonly SessionContext[]) : [contexts as SessionContext];
+  const ctxs = Array.isArray(contexts)
+    ? (contexts as readonly SessionContext[])
+    : [contexts as SessionContext];
   const ctxOf = (i: number): SessionContext => ctxs[instanceOf(i, ctxs.length)] as SessionContext;
   const tasks: Promise<unknown>[] = [];
   let lags: number[] = [];

@@ -8,7 +8,12 @@ import { Flags } from '@oclif/core';
 import { parseDuration } from '../../core/duration.js';
 import { PlbError } from '../../core/errors.js';
 import { strategyQueues } from '../../core/strategies.js';
-import { ROUTER_ASSIGNMENT, ROUTER_VIEWS, type RouterView, type RoutersConfig } from '../../run-format/config.js';
+import {
+  ROUTER_ASSIGNMENT,
+  ROUTER_VIEWS,
+  type RouterView,
+  type RoutersConfig,
+} from '../../run-format/config.js';
 
 /** Most routers a run takes (a simulated fleet of 1000 clients has at most that many instances). */
 export const MAX_ROUTERS = 1000;
@@ -104,7 +109,10 @@ export function checkRoutersSettings(
   run: { via: boolean; strategies: readonly string[]; zones: boolean },
 ): void {
   if (run.via && r.given.routers)
-    throw new PlbError('BAD_INPUT', '--routers: not with --strategy via (the external balancer is the router)');
+    throw new PlbError(
+      'BAD_INPUT',
+      '--routers: not with --strategy via (the external balancer is the router)',
+    );
   if (run.via && r.given.view)
     throw new PlbError(
       'BAD_INPUT',
@@ -120,5 +128,8 @@ export function checkRoutersSettings(
       `--router-view replica: not with --strategy ${queueing} (its admission limits count only its own sessions)`,
     );
   if (run.zones)
-    throw new PlbError('BAD_INPUT', '--router-view replica: not with --zones (each zone has a router of its own)');
+    throw new PlbError(
+      'BAD_INPUT',
+      '--router-view replica: not with --zones (each zone has a router of its own)',
+    );
 }

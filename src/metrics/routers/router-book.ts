@@ -164,12 +164,24 @@ class InstanceRecorder implements Recorder {
     this.base.queryFailed(cls, replica, endMs, reason);
   }
 
-  sessionOpened(cls: ServiceClass, replica: string, atMs: number, connectMs: number, crossZone?: boolean): void {
+  sessionOpened(
+    cls: ServiceClass,
+    replica: string,
+    atMs: number,
+    connectMs: number,
+    crossZone?: boolean,
+  ): void {
     this.cols[cls].opened++;
     this.base.sessionOpened(cls, replica, atMs, connectMs, crossZone);
   }
 
-  sessionClosed(cls: ServiceClass, replica: string, openedMs: number, closedMs: number, e: SessionEnding): void {
+  sessionClosed(
+    cls: ServiceClass,
+    replica: string,
+    openedMs: number,
+    closedMs: number,
+    e: SessionEnding,
+  ): void {
     this.base.sessionClosed(cls, replica, openedMs, closedMs, e);
   }
 
