@@ -21,7 +21,7 @@ export interface SessionCountReader {
 }
 
 /** The application_name of the reader's own connections (never counted as a class). */
-export const VIEW_APPLICATION_NAME = 'plb-view';
+const VIEW_APPLICATION_NAME = 'plb-view';
 
 const COUNT_SQL =
   'SELECT application_name, count(*)::int AS n FROM pg_stat_activity WHERE application_name = ANY($1) GROUP BY 1';

@@ -141,7 +141,7 @@ export type RouterView = (typeof ROUTER_VIEWS)[number];
 /** How sessions are given to instances: round robin over the seeded client (open: session) order. */
 export const ROUTER_ASSIGNMENT = 'round-robin';
 
-export const routersSchema = z
+const routersSchema = z
   .object({
     count: z.number().describe('--routers: application instances, each with its own router'),
     view: z

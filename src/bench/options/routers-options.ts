@@ -16,7 +16,7 @@ import {
 } from '../../run-format/config.js';
 
 /** Most routers a run takes (a simulated fleet of 1000 clients has at most that many instances). */
-export const MAX_ROUTERS = 1000;
+const MAX_ROUTERS = 1000;
 export const DEFAULT_VIEW_INTERVAL_MS = 1000;
 const MIN_VIEW_INTERVAL_MS = 10;
 const MAX_VIEW_INTERVAL_MS = 60_000;
