@@ -180,6 +180,10 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   stopping = true;
   for (const p of parts.instances) p.admission?.stop();
   await poller?.stop();
+  if (poller)
+    log(
+      `replica view: ${poller.reads} reads of the replicas' sessions by class, ${poller.failedReads} failed`,
+    );
   await ending.guard('stopping the injector', () => parts.injector.stop());
   // Sessions finish their current query; a hung one is bounded by the query timeout.
   await within(runClock, workload.queryTimeoutMs + 2000, Promise.allSettled(clients.tasks));
