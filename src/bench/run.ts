@@ -26,7 +26,7 @@ import {
   type RunParts,
 } from './run-parts.js';
 import { RouterFleet } from './router-fleet.js';
-import { viewPoller } from './view-poller.js';
+import { openViewReader, ViewPoller } from './view-poller.js';
 import { routerFor, type RouterFactory } from './options/router-settings.js';
 import { templateRunParts } from './templates-run.js';
 import { viaConnector, viaOptionsOf } from './via.js';
@@ -69,6 +69,8 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   const { plan, workload } = config;
   const { primary, replicas, creds } = await prepareCluster(driver, benchNeeds(plan, workload), log);
   const ids = replicas.map((r) => r.id);
+  // The replica view: every replica read once before anything is written (a view it cannot give: one line).
+  const reader = await openViewReader(driver, creds, ids, config);
   const writer = deps.createWriter(ids);
   const fleet = new RouterFleet(config, ids, deps.createRouter ?? routerFor(config), writer);
   // config.json: the configuration as it was resolved, and what only the run knows.
@@ -130,9 +132,9 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
       ...(fleet.book ? { recorder: fleet.book.recorderFor(i, writer.recorder) } : {}),
     }),
   );
-  const poller = viewPoller(driver, creds, fleet, runClock, config);
-  // The replica view: every replica read once before any client starts (a view it cannot give: one line).
-  await poller?.check();
+  const poller = reader
+    ? new ViewPoller(reader, ids, fleet.observers(), runClock, fleet.spec.viewIntervalMs)
+    : undefined;
   await setReplicaCpus(driver, config.balance?.cpus, quota, log);
   for (const p of parts.instances) p.health.start();
   parts.injector.start();

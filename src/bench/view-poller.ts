@@ -8,7 +8,6 @@ import type { ClusterDriver } from '../cluster/driver.js';
 import type { SessionCountReader } from '../cluster/session-counts.js';
 import type { Credentials } from '../core/endpoint.js';
 import type { BenchConfig } from '../run-format/config.js';
-import type { RouterFleet } from './router-fleet.js';
 import { errorText, PlbError } from '../core/errors.js';
 import type { SessionRouter } from '../router/types.js';
 
@@ -29,20 +28,6 @@ export class ViewPoller {
     private readonly clock: Clock,
     private readonly intervalMs: number,
   ) {}
-
-  /** Every replica read once, before the clients start: a view the cluster cannot give is one line. */
-  async check(): Promise<void> {
-    for (const id of this.ids) {
-      try {
-        await this.reader.read(id);
-      } catch (err) {
-        throw new PlbError(
-          'BAD_INPUT',
-          `--router-view replica: cannot read the sessions of ${id} from pg_stat_activity: ${errorText(err)}`,
-        );
-      }
-    }
-  }
 
   start(): void {
     const tick = (): void => {
@@ -80,23 +65,32 @@ export class ViewPoller {
 }
 
 /**
- * The replica view's poller of a run, or none (other views). A driver with no reader cannot give
- * the view: one line, before any client starts.
+ * The replica view's reader of a run, every replica read once (or none: other views). Before the
+ * run directory is made: a driver with no reader, or a replica it cannot read, is one line.
  */
-export function viewPoller(
+export async function openViewReader(
   driver: Pick<ClusterDriver, 'kind' | 'sessionCounts'>,
   creds: Credentials,
-  fleet: RouterFleet,
-  clock: Clock,
-  config: Pick<BenchConfig, 'health'>,
-): ViewPoller | undefined {
-  const { view, viewIntervalMs } = fleet.spec;
-  if (view !== 'replica') return undefined;
+  ids: readonly string[],
+  config: Pick<BenchConfig, 'health' | 'routers'>,
+): Promise<SessionCountReader | undefined> {
+  if (config.routers?.view !== 'replica') return undefined;
   if (driver.sessionCounts === undefined)
     throw new PlbError(
       'BAD_INPUT',
       `--router-view replica: the ${driver.kind} driver cannot read the replicas' sessions`,
     );
   const reader = driver.sessionCounts(creds, config.health.timeoutMs);
-  return new ViewPoller(reader, fleet.ids, fleet.observers(), clock, viewIntervalMs);
+  for (const id of ids) {
+    try {
+      await reader.read(id);
+    } catch (err) {
+      await reader.close();
+      throw new PlbError(
+        'BAD_INPUT',
+        `--router-view replica: cannot read the sessions of ${id} from pg_stat_activity: ${errorText(err)}`,
+      );
+    }
+  }
+  return reader;
 }

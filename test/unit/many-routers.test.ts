@@ -11,7 +11,7 @@ import { routerFor } from '../../src/bench/options/router-settings.js';
 import { fleetConnections, RouterFleet, routersOf } from '../../src/bench/router-fleet.js';
 import { runBench } from '../../src/bench/run.js';
 import { runConfig } from '../../src/bench/series.js';
-import { viewPoller, ViewPoller } from '../../src/bench/view-poller.js';
+import { openViewReader, ViewPoller } from '../../src/bench/view-poller.js';
 import { VirtualClock } from '../../src/clock/virtual.js';
 import { DEFAULT_HEALTH } from '../../src/cluster/health.js';
 import type { ClassCounts, SessionCountReader } from '../../src/cluster/session-counts.js';
@@ -306,26 +306,33 @@ describe('bad input: one line naming the flag, before anything starts', () => {
   });
 
   it('refuses the replica view on a driver that cannot read the replicas, and a replica it cannot read', async () => {
-    const { writer } = eventsWriter();
     const config = plbConfig(routers(2, 'replica'));
-    const fleet = new RouterFleet(config, IDS, routerFor(config), writer);
     const creds = { user: 'u', password: 'p', database: 'd' };
-    expect(() => viewPoller({ kind: 'external' }, creds, fleet, new VirtualClock(), config)).toThrow(
+    await expect(openViewReader({ kind: 'external' }, creds, IDS, config)).rejects.toThrow(
       /^--router-view replica: the external driver cannot read/,
     );
+    let closed = false;
     const refusing: SessionCountReader = {
       connectionsPerReplica: 1,
-      read: (id) => Promise.reject(new Error(`permission denied on ${id}`)),
-      close: () => Promise.resolve(),
+      read: (id) =>
+        id === 'r1'
+          ? Promise.resolve({ premium: 0, freemium: 0 })
+          : Promise.reject(new Error('permission denied')),
+      close: () => {
+        closed = true;
+        return Promise.resolve();
+      },
     };
-    const poller = viewPoller(
-      { kind: 'external', sessionCounts: () => refusing },
-      creds,
-      fleet,
-      new VirtualClock(),
-      config,
+    await expect(
+      openViewReader({ kind: 'external', sessionCounts: () => refusing }, creds, IDS, config),
+    ).rejects.toThrow(
+      /^--router-view replica: cannot read the sessions of r2 from pg_stat_activity: permission denied/,
     );
-    await expect(poller?.check()).rejects.toThrow(/^--router-view replica: cannot read the sessions of r1/);
+    expect(closed).toBe(true);
+    // Other views need no reader.
+    expect(
+      await openViewReader({ kind: 'external' }, creds, IDS, plbConfig(routers(2, 'local'))),
+    ).toBeUndefined();
   });
 });
 
