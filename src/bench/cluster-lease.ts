@@ -60,6 +60,8 @@ export async function leaseCluster(opts: {
   sessions: number;
   /** The flag that sets `sessions`, for the error when an existing cluster is too small. */
   sessionsField: string;
+  /** Many routers: their further checkers' and readers' connections (sizing.ts routerConnections). */
+  plbConnections?: number;
   over: Partial<ClusterSpec>;
   keep: boolean;
   log: (line: string) => void;
@@ -90,6 +92,7 @@ export async function leaseCluster(opts: {
       const driver = await openCluster(opts.name, stateDir);
       checkCapacity({
         sessions: opts.sessions,
+        plbConnections: opts.plbConnections ?? 0,
         cluster: opts.name,
         maxConnections: driver.spec.maxConnections,
         field: opts.sessionsField,
@@ -100,7 +103,7 @@ export async function leaseCluster(opts: {
       return { driver, spec: driver.spec, owned: false, release: async () => lock.release() };
     }
     const spec = clusterSpec({
-      maxConnections: Math.max(DEFAULT_MAX_CONNECTIONS, connectionsFor(opts.sessions)),
+      maxConnections: Math.max(DEFAULT_MAX_CONNECTIONS, connectionsFor(opts.sessions, opts.plbConnections)),
       ...opts.over,
       name: opts.name,
       replicas: opts.replicas,
@@ -140,6 +143,7 @@ function leaseSimCluster(opts: {
   name: string;
   replicas: number;
   sessions: number;
+  plbConnections?: number;
   over: Partial<ClusterSpec>;
   stateDir: string;
   log: (line: string) => void;
@@ -150,6 +154,7 @@ function leaseSimCluster(opts: {
     name: opts.name,
     replicas: opts.replicas,
     sessions: opts.sessions,
+    ...(opts.plbConnections ? { plbConnections: opts.plbConnections } : {}),
     over: opts.over,
     stateDir: opts.stateDir,
     ...(opts.calibration !== undefined ? { calibrationPath: opts.calibration } : {}),
@@ -177,6 +182,7 @@ async function leaseExternalCluster(opts: {
   external: ExternalCluster;
   sessions: number;
   sessionsField: string;
+  plbConnections?: number;
   stateDir: string;
   log: (line: string) => void;
 }): Promise<ClusterLease> {
@@ -184,7 +190,7 @@ async function leaseExternalCluster(opts: {
   const lock = acquireClusterLock(opts.stateDir, c.name);
   try {
     const maxConnections = await primaryMaxConnections(c);
-    const need = connectionsFor(opts.sessions);
+    const need = connectionsFor(opts.sessions, opts.plbConnections);
     if (maxConnections !== null && need > maxConnections)
       throw new PlbError(
         'BAD_INPUT',

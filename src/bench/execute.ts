@@ -15,6 +15,7 @@ import { resolveBench } from './options/resolve.js';
 import { renderOutcome } from './results.js';
 import { trackSeries } from './series-progress.js';
 import { runSeries } from './series.js';
+import { fleetConnections, routersOf } from './router-fleet.js';
 
 type BenchIo = {
   log: (line: string) => void;
@@ -77,6 +78,7 @@ export async function executeBenchSettings(
         replicas: plan.replicas,
         sessions: workload.model === 'closed' ? workload.clients : workload.maxOpenSessions,
         sessionsField: workload.model === 'closed' ? '--clients' : '--model open (max open sessions)',
+        plbConnections: fleetConnections(routersOf(bench.config)),
         over: { basePort: cluster.basePort, ...(cluster.cpus !== undefined ? { cpus: cluster.cpus } : {}) },
         keep: cluster.keep,
         log: io.warn,

@@ -24,43 +24,69 @@ export interface PartsInputs {
   ids: readonly string[];
   connector: Connector;
   clock: Clock;
-  router: SessionRouter;
+  /** One per application instance with a router of its own (the global view: one for all). */
+  routers: readonly SessionRouter[];
   writer: RunWriter;
   log: (line: string) => void;
-  /** A replica's health changed (detected, or told by the oracle). */
-  setHealth: (replica: string, state: 'up' | 'down', via: string, cause: string) => void;
+  /** Router i's view of a replica's health changed (its checker saw it, or the oracle told every router). */
+  setHealth: (router: number, replica: string, state: 'up' | 'down', via: string, cause: string) => void;
   /** A throttle changed a replica's quota (CPU fractions are of the current quota). */
   setQuota: (replica: string, cpus: number) => void;
   /** A throttle's `weight:` changed a replica's static weight. */
   setWeight?: (replica: string, weight: number) => void;
 }
 
-export interface RunParts {
+/** What each router has of its own: its health checker, the data source its sessions use. */
+export interface InstanceParts {
   health: HealthChecker;
   ds: DataSource;
-  injector: Injector;
   /** plb-admit / lc-queue: where sessions wait for a slot. */
   admission?: AdmissionWaiter;
 }
 
-/** The real parts: health checks and sessions over the connector, faults through the driver. */
+export interface RunParts {
+  /** One per router (PartsInputs.routers). */
+  instances: InstanceParts[];
+  injector: Injector;
+}
+
+/** The real parts: per router, health checks and sessions over the connector; faults through the driver. */
 export function runParts(x: PartsInputs): RunParts {
+  const built = x.routers.map((router, i) => instanceParts(x, router, i));
+  const oracle: SetHealth = (replica, state, via, cause) => {
+    for (const b of built) b.setHealth(replica, state, via, cause);
+  };
+  return { instances: built.map((b) => b.parts), injector: faultInjector(x, oracle) };
+}
+
+type SetHealth = (replica: string, state: 'up' | 'down', via: string, cause: string) => void;
+
+/**
+ * Router i's own parts: its checker (each router its own, as each application instance runs its
+ * own health checks), its data source and, with --shutdown-sessions, the shutdown of its sessions.
+ */
+function instanceParts(
+  x: PartsInputs,
+  router: SessionRouter,
+  i: number,
+): { parts: InstanceParts; setHealth: SetHealth } {
   const { config, clock, writer } = x;
   const shutdown = config.shutdownSessions ? new SessionShutdown(x.connector) : undefined;
-  const inputs = shutdown ? { ...x, setHealth: shuttingDown(x, shutdown) } : x;
+  const told: SetHealth = (replica, state, via, cause) => x.setHealth(i, replica, state, via, cause);
+  const setHealth = shutdown ? shuttingDown(x, told, shutdown) : told;
   const health = new HealthChecker(
     x.ids,
     x.connector,
     { ...config.health, clock },
     (replica, state, via, cause) => {
-      if (!config.oracle) inputs.setHealth(replica, state, via, cause);
+      if (!config.oracle) setHealth(replica, state, via, cause);
     },
     (f) => writer.recorder.replicaFailure(f.replica, clock.now(), f.cause, f.via),
   );
-  const admission = isQueueingRouter(x.router) ? new AdmissionWaiter(x.router, clock) : undefined;
+  const admission = isQueueingRouter(router) ? new AdmissionWaiter(router, clock) : undefined;
   const ds = new DataSource({
     ...(admission ? { admission } : {}),
-    router: x.router,
+    router,
     connector: shutdown?.connector ?? x.connector,
     connectTimeoutMs: config.workload.connectTimeoutMs,
     queryTimeoutMs: config.workload.queryTimeoutMs,
@@ -75,13 +101,19 @@ export function runParts(x: PartsInputs): RunParts {
       if (!(err instanceof SessionShutdownError)) health.reportFailure(replica, err, 'session');
     },
   });
-  const injector = new Injector({
+  return { parts: { health, ds, ...(admission ? { admission } : {}) }, setHealth };
+}
+
+/** The plan's faults through the driver; `oracle` tells every router (--oracle). */
+function faultInjector(x: PartsInputs, oracle: SetHealth): Injector {
+  const { config, clock, writer } = x;
+  return new Injector({
     driver: x.driver,
     events: config.plan.events,
     clock,
     defaultCpus: config.replicaCpus,
     log: x.log,
-    onInjected: (f) => onInjected(inputs, f),
+    onInjected: (f) => onInjected(x, oracle, f),
     // Recorded next to the fault; the summary marks its phases invalid and the run incomplete.
     onNotTaken: (f, reason) =>
       writer.event({
@@ -93,16 +125,15 @@ export function runParts(x: PartsInputs): RunParts {
         error: reason,
       }),
   });
-  return { health, ds, injector, ...(admission ? { admission } : {}) };
 }
 
 /**
  * --shutdown-sessions: the replica marked down (by the checker, a session's failure or the
  * oracle) has its sessions ended at once, and how many is recorded next to the detection.
  */
-function shuttingDown(x: PartsInputs, shutdown: SessionShutdown): PartsInputs['setHealth'] {
+function shuttingDown(x: PartsInputs, setHealth: SetHealth, shutdown: SessionShutdown): SetHealth {
   return (replica, state, via, cause) => {
-    x.setHealth(replica, state, via, cause);
+    setHealth(replica, state, via, cause);
     if (state !== 'down') return;
     const { sessions, connects } = shutdown.shutDown(replica);
     x.writer.event({
@@ -117,7 +148,7 @@ function shuttingDown(x: PartsInputs, shutdown: SessionShutdown): PartsInputs['s
 }
 
 /** A fault was applied: recorded, logged, told to the router in oracle mode, quota tracked. */
-function onInjected(x: PartsInputs, f: InjectedFault): void {
+function onInjected(x: PartsInputs, oracle: SetHealth, f: InjectedFault): void {
   x.writer.event({
     type: 'fault',
     tMs: f.tMs,
@@ -138,7 +169,7 @@ function onInjected(x: PartsInputs, f: InjectedFault): void {
   );
   const a = f.event.action;
   const state = replicaStateAfter(a);
-  if (x.config.oracle && state !== null) x.setHealth(f.event.replica, state, 'oracle', `injected ${a}`);
+  if (x.config.oracle && state !== null) oracle(f.event.replica, state, 'oracle', `injected ${a}`);
   if (a === 'throttle' && f.event.cpus !== undefined) x.setQuota(f.event.replica, f.event.cpus);
   if (a === 'throttle' && f.event.weight !== undefined) x.setWeight?.(f.event.replica, f.event.weight);
 }

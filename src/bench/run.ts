@@ -18,7 +18,15 @@ import { logScheduleLag, startClients } from '../workload/arrivals.js';
 import type { SessionContext } from '../workload/session-loop.js';
 import { benchNeeds, prepareCluster } from './prepare-cluster.js';
 import { RunEnding } from './run-ending.js';
-import { runParts, setReplicaCpus, type PartsInputs, type RunParts } from './run-parts.js';
+import {
+  runParts,
+  setReplicaCpus,
+  type InstanceParts,
+  type PartsInputs,
+  type RunParts,
+} from './run-parts.js';
+import { RouterFleet } from './router-fleet.js';
+import { openViewReader, ViewPoller } from './view-poller.js';
 import { routerFor, type RouterFactory } from './options/router-settings.js';
 import { templateRunParts } from './templates-run.js';
 import { viaConnector, viaOptionsOf } from './via.js';
@@ -61,17 +69,10 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   const { plan, workload } = config;
   const { primary, replicas, creds } = await prepareCluster(driver, benchNeeds(plan, workload), log);
   const ids = replicas.map((r) => r.id);
+  // The replica view: every replica read once before anything is written (a view it cannot give: one line).
+  const reader = await openViewReader(driver, creds, ids, config);
   const writer = deps.createWriter(ids);
-  const router = (deps.createRouter ?? routerFor(config))(ids, (c) =>
-    writer.event({
-      type: 'role',
-      tMs: c.nowMs,
-      replica: c.replica,
-      from: c.from,
-      to: c.to,
-      reason: c.reason,
-    }),
-  );
+  const fleet = new RouterFleet(config, ids, deps.createRouter ?? routerFor(config), writer);
   // config.json: the configuration as it was resolved, and what only the run knows.
   writer.writeConfig({
     ...config,
@@ -80,7 +81,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     replicas: ids,
     driver: driver.kind,
   });
-  const weights = new ReplicaWeights(router, config.balance?.weights);
+  const weights = new ReplicaWeights(fleet, config.balance?.weights);
 
   // Run time starts here: the clock's origin may be earlier (a virtual clock shared by a series).
   const t0 = clock.now();
@@ -100,23 +101,20 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     ids,
     connector: config.via ? viaConnector(connector, viaOptionsOf(config.via), creds, replicas) : connector,
     clock: runClock,
-    router,
+    routers: fleet.routers,
     writer,
     log,
-    setHealth: (replica, state, via, cause) => {
-      const t = runClock.now();
-      if (state === 'down') router.markDown(replica, t);
-      else router.markUp(replica, t);
-      writer.event({ type: 'detect', tMs: t, replica, state, via, cause });
-    },
+    setHealth: (j, replica, state, via, cause) =>
+      fleet.setHealth(j, replica, state, via, cause, runClock.now()),
     setQuota: (replica, cpus) => quota.set(replica, cpus),
     setWeight: (replica, weight) => weights.setBase(replica, weight),
   });
   let stopping = false;
   const zones = config.balance?.clientZones ? config.balance.zones : undefined;
   const tpl = templateRunParts(connector, workload, runClock);
+  const first = parts.instances[0] as InstanceParts;
   const ctx: SessionContext = {
-    ds: parts.ds,
+    ds: first.ds,
     recorder: writer.recorder,
     spec: workload,
     clock: runClock,
@@ -125,11 +123,24 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     ...(tpl.primary ? { primary: tpl.primary } : {}),
     ...(zones ? { zoneOf: (replica: string) => zones[replica] } : {}),
   };
+  // Instance i: its router's data source, and (several instances) a recorder that also books it.
+  const contexts = Array.from(
+    { length: fleet.spec.count },
+    (_, i): SessionContext => ({
+      ...ctx,
+      ds: (parts.instances[fleet.routerOf(i)] ?? first).ds,
+      ...(fleet.book ? { recorder: fleet.book.recorderFor(i, writer.recorder) } : {}),
+    }),
+  );
+  const poller = reader
+    ? new ViewPoller(reader, ids, fleet.observers(), runClock, fleet.spec.viewIntervalMs)
+    : undefined;
   await setReplicaCpus(driver, config.balance?.cpus, quota, log);
-  parts.health.start();
+  for (const p of parts.instances) p.health.start();
   parts.injector.start();
+  poller?.start();
   const clients = startClients(
-    ctx,
+    contexts,
     workload,
     { warmupS: plan.warmup, durationS: plan.duration },
     new Rng(config.seed),
@@ -147,7 +158,8 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   });
   const sampler = new Sampler({
     driver,
-    router,
+    router: fleet.sampled,
+    perSecond: (t) => fleet.perSecond(t),
     writer,
     clock: runClock,
     quota,
@@ -162,18 +174,23 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   const lagRule =
     config.lagWeights ??
     (maxLagMs !== undefined ? (lagMs: number | null) => maxLagFactor(lagMs, maxLagMs) : undefined);
-  if (writes && lagRule) writes.onLag(lagWeighting(router, writer, lagRule, weights));
+  if (writes && lagRule) writes.onLag(lagWeighting(fleet, writer, lagRule, weights));
 
   const ending = new RunEnding(writer, runClock, log);
   const interrupted = await ending.guard('run', () => sampler.untilEnd(deps.signal));
   const endMs = sampler.stop();
   stopping = true;
-  parts.admission?.stop();
+  for (const p of parts.instances) p.admission?.stop();
+  await poller?.stop();
+  if (poller)
+    log(
+      `replica view: ${poller.reads} reads of the replicas' sessions by class, ${poller.failedReads} failed`,
+    );
   await ending.guard('stopping the injector', () => parts.injector.stop());
   // Sessions finish their current query; a hung one is bounded by the query timeout.
   await within(runClock, workload.queryTimeoutMs + 2000, Promise.allSettled(clients.tasks));
   await ending.guard('stopping the writer', () => writes?.stop(endMs));
-  parts.health.stop();
+  for (const p of parts.instances) p.health.stop();
   logScheduleLag(clients.scheduleLags(), writer, endMs, log);
   await ending.guard('restoring replicas', async () => {
     const restored = await parts.injector.restore();
@@ -181,6 +198,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     if (restored.length > 0) log(`restored: ${restored.join(', ')}`);
   });
   const summary = await ending.finish(endMs, interrupted === true);
+  fleet.finish(summary, join(writer.dir, RUN_FILES.summary));
   await tpl.finish(summary, join(writer.dir, RUN_FILES.summary)).catch((err: unknown) => {
     log(`per-template figures not written: ${errorText(err)}`);
   });

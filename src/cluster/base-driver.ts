@@ -11,6 +11,7 @@ import { type Credentials, type Endpoint } from '../core/endpoint.js';
 import { PlbError } from '../core/errors.js';
 import { ensureDataset } from './dataset.js';
 import { pgConnector, type Connector } from './connector.js';
+import { pgSessionCounts, type SessionCountReader } from './session-counts.js';
 import { checkBasePort, portFree } from './ports.js';
 import { currentWalLsn, replicaReplication, setWalReplayPaused, waitServerReady } from './pg-util.js';
 import { MAX_MAX_CONNECTIONS, MIN_MAX_CONNECTIONS } from './sizing.js';
@@ -164,6 +165,10 @@ export abstract class BaseDriver {
 
   connector(credentials: Credentials): Connector {
     return pgConnector(this.endpoints(), credentials);
+  }
+
+  sessionCounts(credentials: Credentials, timeoutMs: number): SessionCountReader {
+    return pgSessionCounts(this.endpoints(), credentials, timeoutMs);
   }
 
   async prepareDataset(rows: number, log: (line: string) => void): Promise<{ loaded: boolean; ms: number }> {

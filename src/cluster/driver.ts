@@ -1,4 +1,5 @@
 import type { Connector } from './connector.js';
+import type { SessionCountReader } from './session-counts.js';
 import type { ServerId } from '../core/replica-ids.js';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import type { ClusterSpec } from '../run-format/cluster-record.js';
@@ -147,6 +148,12 @@ export interface ClusterDriver {
   cpuSeconds(): Promise<Record<ServerId, number>>;
   /** How the bench opens connections to the servers (pg over loopback for real clusters). */
   connector(credentials: Credentials): Connector;
+  /**
+   * The `replica` router view's reader of per-class session counts on each replica
+   * (pg_stat_activity; the simulator's own servers). `timeoutMs` bounds a connect and a read.
+   * Absent: the driver cannot give that view.
+   */
+  sessionCounts?(credentials: Credentials, timeoutMs: number): SessionCountReader;
   /** Loads the bench's dataset unless it is there already, and waits until every replica has it. */
   prepareDataset(rows: number, log: (line: string) => void): Promise<{ loaded: boolean; ms: number }>;
   /** Waits until the server accepts connections (and, for a replica, streams). */

@@ -19,9 +19,21 @@ const BASE_MEMORY_MB = 256;
 /** A backend's private memory after a few queries (catalog caches, work_mem headroom). */
 const MEMORY_PER_CONNECTION_MB = 3;
 
-/** max_connections that lets one replica hold `sessions` concurrent sessions. */
-export function connectionsFor(sessions: number): number {
-  return Math.max(MIN_MAX_CONNECTIONS, Math.ceil(sessions) + CONNECTION_RESERVE);
+/**
+ * max_connections that lets one replica hold `sessions` concurrent sessions, and `plb` more
+ * connections of plb's own beyond the reserve's (routerConnections).
+ */
+export function connectionsFor(sessions: number, plb = 0): number {
+  return Math.max(MIN_MAX_CONNECTIONS, Math.ceil(sessions) + CONNECTION_RESERVE + plb);
+}
+
+/**
+ * What many routers hold on every replica beyond the reserve's one health checker: a checker per
+ * further router (each application instance checks on its own) and each process's reader of the
+ * `replica` view.
+ */
+export function routerConnections(checkers: number, readers: number): number {
+  return Math.max(0, checkers - 1) + readers;
 }
 
 /** Memory limit per server for that many connections; never below the old 512 MiB default. */
@@ -38,8 +50,10 @@ export function checkCapacity(opts: {
   cluster: string;
   maxConnections: number;
   field: string;
+  /** routerConnections (default 0). */
+  plbConnections?: number;
 }): void {
-  const need = connectionsFor(opts.sessions);
+  const need = connectionsFor(opts.sessions, opts.plbConnections);
   if (need <= opts.maxConnections) return;
   throw new PlbError(
     'BAD_INPUT',

@@ -29,6 +29,7 @@ export const SETTING_NAMES = [
   'shutdown sessions',
   'on failure',
   'sim cpu',
+  'routers',
   'plan',
 ] as const;
 export type SettingName = (typeof SETTING_NAMES)[number];
@@ -38,6 +39,7 @@ export const UNSAID_SHARED: Partial<Record<SettingName, string>> = {
   'shutdown sessions': 'off',
   'on failure': 'retry',
   'sim cpu': 'quota',
+  routers: '1',
 };
 
 const UNKNOWN = 'unknown';
@@ -95,6 +97,12 @@ function weightsLabel(c: ClassWorkload): string {
   return [w.point, w.range, w.scan].map((v) => num(v / sum)).join(':');
 }
 
+/** `1` (one router sees every session), `4 local`, `4 replica 1s`. */
+function routersLabel(r: RunConfig['routers']): string {
+  if (r === undefined || (r.count === 1 && r.view !== 'replica')) return '1';
+  return `${r.count} ${r.view}${r.view === 'replica' ? ` ${fmtMs(r.viewIntervalMs)}` : ''}`;
+}
+
 /** A run's settings from its config.json (all unknown without one). */
 export function runSettings(cfg: RunConfig | undefined, planName: string): Record<SettingName, SettingValue> {
   const c = cfg ?? {};
@@ -139,6 +147,8 @@ export function runSettings(cfg: RunConfig | undefined, planName: string): Recor
     // Models chosen to test a mechanism (model-options.ts): today's unless config.json says so.
     'on failure': of(w?.onFailure ?? 'retry'),
     'sim cpu': of(c.simCpu ?? 'quota'),
+    // One router that sees every session unless config.json says more (older runs: one).
+    routers: of(routersLabel(c.routers)),
     // The name alone is not the plan: its events and duration are.
     plan: plan
       ? of(plan.name, {

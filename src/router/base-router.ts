@@ -129,6 +129,26 @@ export abstract class BaseRouter implements Router {
     this.onUp(r, nowMs);
   }
 
+  /**
+   * The `replica` view: a replica's session counts as read from the replica itself (every router's
+   * sessions); this router's own admissions and releases count on from there until the next read.
+   */
+  observeSessions(replica: string, counts: { premium: number; freemium: number }, _nowMs: number): void {
+    const r = this.replica(replica);
+    for (const cls of ['premium', 'freemium'] as const) {
+      const n = counts[cls];
+      if (!(n >= 0) || !Number.isInteger(n))
+        throw new PlbError(
+          'BAD_INPUT',
+          `${cls} sessions of ${replica} must be an integer >= 0, got ${String(n)}`,
+        );
+    }
+    if (r.sessions.premium === counts.premium && r.sessions.freemium === counts.freemium) return;
+    r.sessions.premium = counts.premium;
+    r.sessions.freemium = counts.freemium;
+    this.sessionsChanged(r.index);
+  }
+
   setWeight(replica: string, weight: number): void {
     if (!(weight > 0) || !Number.isFinite(weight))
       throw new PlbError(

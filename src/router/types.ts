@@ -141,6 +141,12 @@ export interface SessionRouter {
   landed?(target: string, replica: string, cls: ServiceClass, nowMs: number): void;
   markDown(replica: string, nowMs: number): void;
   markUp(replica: string, nowMs: number): void;
+  /**
+   * The `replica` view: sets a replica's per-class session counts to what the replica itself
+   * reported; the router's own admissions and releases count on from there. Absent: the router
+   * only knows its own sessions (a wrapping router: admission limits, zones).
+   */
+  observeSessions?(replica: string, counts: { premium: number; freemium: number }, nowMs: number): void;
   /** Lag-derived weights (lag-weight.ts); absent in routers made for tests. */
   setWeight?(replica: string, weight: number): void;
   snapshot(): ReadonlyArray<{

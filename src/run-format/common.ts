@@ -13,3 +13,13 @@ export function serviceClassRecord<T extends z.ZodType>(value: T) {
 
 /** Share of clients (or sessions) per class: percents (25:75) or fractions. */
 export const mixSchema = z.object({ premium: z.number(), freemium: z.number() });
+
+export const statSchema = z
+  .object({
+    median: z.number().nullable(),
+    q1: z.number().nullable(),
+    q3: z.number().nullable(),
+    n: z.number().describe('non-null values the stat is made of'),
+  })
+  // An id: the JSON Schema defines it once and refers to it (it is used ~60 times).
+  .meta({ id: 'Stat', description: 'Median and interquartile range over the repeats' });

@@ -135,6 +135,32 @@ const viaSchema = z
   })
   .describe('--strategy via: the external balancer (strategy via:<label>) and its host:port per class');
 
+/** What each application instance's router knows of the sessions (--router-view). */
+export const ROUTER_VIEWS = ['local', 'global', 'replica'] as const;
+export type RouterView = (typeof ROUTER_VIEWS)[number];
+/** How sessions are given to instances: round robin over the seeded client (open: session) order. */
+export const ROUTER_ASSIGNMENT = 'round-robin';
+
+const routersSchema = z
+  .object({
+    count: z.number().describe('--routers: application instances, each with its own router'),
+    view: z
+      .enum(ROUTER_VIEWS)
+      .describe(
+        "--router-view: local (a router counts its own sessions), global (one router state all instances share), replica (every --view-interval each router reads the replicas' per-class session counts)",
+      ),
+    assignment: z
+      .literal(ROUTER_ASSIGNMENT)
+      .describe(
+        'closed model: client i of the seeded client order belongs to instance i mod count; open model: session n to n mod count',
+      ),
+    viewIntervalMs: z
+      .number()
+      .describe("--view-interval: ms between reads of the replicas' counts (replica view)"),
+  })
+  .describe('absent in older runs: one router that sees every session (count 1, view local)');
+export type RoutersConfig = z.infer<typeof routersSchema>;
+
 // Every field of config.json; configSchema below keeps whatever else a writer recorded.
 const configFields = z.object({
   schemaVersion: z.literal(CONFIG_SCHEMA_VERSION).optional().describe('absent in older runs'),
@@ -202,6 +228,7 @@ const configFields = z.object({
     ),
   via: viaSchema.optional(),
   admission: admissionSchema.optional(),
+  routers: routersSchema.optional(),
 });
 
 // Loose: a run keeps whatever else its writer recorded (calibration, fixture marks...).

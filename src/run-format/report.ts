@@ -2,7 +2,8 @@
 import { z } from 'zod';
 
 import type { Assignable } from './type-check.js';
-import { mixSchema, serviceClassRecord, serviceClassSchema } from './common.js';
+import { mixSchema, serviceClassRecord, serviceClassSchema, statSchema } from './common.js';
+import { aggregatedRoutersSchema } from './routers-report.js';
 import { groupEvidenceSchema, intervalSchema, templateIntervalsSchema } from './evidence.js';
 import type { ClassPhaseStats } from './summary.js';
 
@@ -35,16 +36,6 @@ export type Fig4Metric = (typeof FIG4_METRICS)[number];
  * other way). /3: groups carry `evidence` (95 % intervals and verdicts) and the report a `headline`.
  */
 export const REPORT_SCHEMA_ID = 'plb-report/3';
-
-export const statSchema = z
-  .object({
-    median: z.number().nullable(),
-    q1: z.number().nullable(),
-    q3: z.number().nullable(),
-    n: z.number().describe('non-null values the stat is made of'),
-  })
-  // An id: the JSON Schema defines it once and refers to it (it is used ~60 times).
-  .meta({ id: 'Stat', description: 'Median and interquartile range over the repeats' });
 
 // The metrics the report aggregates, one Stat each (the list is the report's own).
 const classMetricsSchema = z.object(
@@ -204,6 +195,7 @@ const runGroupSchema = z.object({
     )
     .optional()
     .describe('per phase, class and SQL template: p50/p95 ms, queries/s, errors over the runs'),
+  routers: aggregatedRoutersSchema.optional(),
   evidence: groupEvidenceSchema.optional().describe('95 % intervals and verdicts from the per-second data'),
 });
 

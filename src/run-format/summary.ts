@@ -115,6 +115,45 @@ const phaseSummarySchema = z
   // An id: defined once, referred to by phases and faultInterval.
   .meta({ id: 'PhaseSummary' });
 
+const routerClassSchema = z.object({
+  p95: ms,
+  goodput: z.number().describe('completed queries per second of the phase'),
+  queries: z.number(),
+  errors: z.number(),
+});
+const routerPhaseSchema = z.object({
+  phase: z.string().describe("a phase's name, or fault (the summary's faultInterval)"),
+  premium: routerClassSchema,
+  freemium: routerClassSchema,
+});
+const routersSummarySchema = z
+  .object({
+    count: z.number(),
+    view: z.string(),
+    perRouter: z.array(
+      z.object({
+        router: z.number().describe('the instance, 0..count-1'),
+        sessions: serviceClassRecord(z.number()).describe('sessions opened by its clients'),
+        borrowFlips: z.number().describe('its borrows, returns and reclaims over the run'),
+        phases: z.array(routerPhaseSchema),
+      }),
+    ),
+    disagreement: z
+      .array(
+        z.object({
+          phase: z.string(),
+          seconds: z.number(),
+          meanReplicas: z.number().nullable(),
+          maxReplicas: z.number().nullable(),
+          borrowFlips: z.number().describe("every router's borrows, returns and reclaims in the phase"),
+        }),
+      )
+      .describe(
+        'per phase: replicas on which two routers differed, sampled each second (role, borrowed or down)',
+      ),
+  })
+  .describe("--routers N > 1: each application instance's router and its clients; absent with one router");
+
 const detectionRecordSchema = z.object({
   replica: z.string(),
   action: z.string(),
@@ -245,6 +284,7 @@ export const summarySchema = z
       .describe(
         'per phase, class and SQL template: queries, errors, p50/p95 ms; absent in older and rebuilt runs',
       ),
+    routers: routersSummarySchema.optional(),
   })
   .meta({ title: 'plb summary.json', description: 'The phase tables of one run (runs/<id>/summary.json).' });
 
@@ -262,3 +302,4 @@ export type PhaseSignals = z.infer<typeof phaseSignalsSchema>;
 export type HangFault = z.infer<typeof hangFaultSchema>;
 export type HangPath = NonNullable<RunSummary['hangPath']>;
 export type SessionShare = z.infer<typeof sessionShareSchema>;
+export type RoutersSummary = z.infer<typeof routersSummarySchema>;

@@ -19,15 +19,32 @@ export interface Arrivals {
   scheduleLags: () => number[];
 }
 
-/** Starts the clients of `workload`; rng forks 1-4, 100+i and 1000+n are theirs. */
+/**
+ * The application instance of client i (closed model, i in the seeded client order) or session i
+ * (open model), of n: round robin (config.json routers.assignment). It draws nothing, so one
+ * instance is exactly the run without instances, and which classes an instance gets is the
+ * seeded shuffle's.
+ */
+export function instanceOf(i: number, n: number): number {
+  return i % n;
+}
+
+/**
+ * Starts the clients of `workload`; rng forks 1-4, 100+i and 1000+n are theirs. Several contexts:
+ * one per application instance, each client (or open-model session) in instanceOf's.
+ */
 export function startClients(
-  ctx: SessionContext,
+  contexts: SessionContext | readonly SessionContext[],
   workload: WorkloadSpec,
   plan: { warmupS: number; durationS: number },
   rng: Rng,
   /** Share of clients per zone (--client-zones): each client draws its zone. */
   clientZones?: Readonly<Record<string, number>>,
 ): Arrivals {
+  const ctxs = Array.isArray(contexts)
+    ? (contexts as readonly SessionContext[])
+    : [contexts as SessionContext];
+  const ctxOf = (i: number): SessionContext => ctxs[instanceOf(i, ctxs.length)] as SessionContext;
   const tasks: Promise<unknown>[] = [];
   let lags: number[] = [];
   if (workload.model === 'closed') {
@@ -45,11 +62,11 @@ export function startClients(
     classes.forEach((cls, i) => {
       at += arrivals.exp(rampMs / Math.max(1, classes.length));
       const zone = clientZones ? clientZone(clientZones, zoneDraws.next()) : undefined;
-      tasks.push(runClient(ctx, cls, rng.fork(100 + i), Math.min(at, rampMs), zone));
+      tasks.push(runClient(ctxOf(i), cls, rng.fork(100 + i), Math.min(at, rampMs), zone));
     });
   } else {
     tasks.push(
-      openArrivals(ctx, workload, rng.fork(3), plan.durationS * 1000, clientZones).then((l) => {
+      openArrivals(ctxOf, workload, rng.fork(3), plan.durationS * 1000, clientZones).then((l) => {
         lags = l;
       }),
     );
@@ -59,12 +76,13 @@ export function startClients(
 
 /** Open model: sessions arrive as a Poisson process at `rate` per second, whatever happens to them. */
 async function openArrivals(
-  ctx: SessionContext,
+  ctxOf: (n: number) => SessionContext,
   spec: WorkloadSpec,
   rng: Rng,
   durationMs: number,
   zoneShares?: Readonly<Record<string, number>>,
 ): Promise<number[]> {
+  const ctx = ctxOf(0);
   const lags: number[] = [];
   const zoneDraws = rng.fork(4);
   const running = new Set<Promise<unknown>>();
@@ -80,11 +98,12 @@ async function openArrivals(
     lags.push(lag);
     const cls: ServiceClass = rng.next() < premiumShare ? 'premium' : 'freemium';
     if (running.size >= spec.maxOpenSessions) {
-      ctx.recorder.admissionFailed(cls, ctx.clock.now(), 'overload');
+      ctxOf(n).recorder.admissionFailed(cls, ctx.clock.now(), 'overload');
       continue;
     }
     const zone = zoneShares ? clientZone(zoneShares, zoneDraws.next()) : undefined;
-    const p = runSession(ctx, cls, rng.fork(1000 + n++), next, zone);
+    const own = ctxOf(n);
+    const p = runSession(own, cls, rng.fork(1000 + n++), next, zone);
     running.add(p);
     void p.finally(() => running.delete(p));
   }

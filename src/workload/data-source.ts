@@ -1,5 +1,5 @@
 import { asError, PlbError } from '../core/errors.js';
-import type { ServiceClass } from '../core/service-class.js';
+import { classApplicationName, type ServiceClass } from '../core/service-class.js';
 import {
   isStatementError,
   type Connector,
@@ -90,7 +90,7 @@ export class PinnedConnection {
     this.conn = await this.opts.connector.open(this.at, {
       connectTimeoutMs: this.opts.connectTimeoutMs,
       queryTimeoutMs: this.opts.queryTimeoutMs,
-      applicationName: `plb-${this.cls}`,
+      applicationName: classApplicationName(this.cls),
       onError: (err) => {
         if (this.broken || this.closed) return;
         this.broken = true;

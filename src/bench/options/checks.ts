@@ -18,6 +18,7 @@ import { parseStrategies } from '../../cli/strategy-flags.js';
 import { ADMISSION_CHECKS } from './admission-options.js';
 import { BALANCE_CHECKS } from './balance.js';
 import { MODEL_CHECKS } from './model-options.js';
+import { ROUTERS_CHECKS } from './routers-options.js';
 import { parseVia, parseViaLabel } from '../via.js';
 
 /** Upper bounds of the flags: past them a run cannot work here, and would only exhaust the machine. */
@@ -91,6 +92,7 @@ const BENCH_CHECKS: Record<string, (v: string | number) => unknown> = {
   ...BALANCE_CHECKS,
   ...ADMISSION_CHECKS,
   ...MODEL_CHECKS,
+  ...ROUTERS_CHECKS,
 };
 
 /** Checks one bench value (as the command line gave it, or a caller passed it). */

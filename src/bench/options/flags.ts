@@ -24,6 +24,12 @@ import {
 import { balanceFlags, parseBalanceFlags, type BalanceFlagValues, type BalanceSettings } from './balance.js';
 import { modelFlags, parseModelFlags, type ModelFlagValues, type ModelSettings } from './model-options.js';
 import {
+  parseRoutersFlags,
+  routersFlags,
+  type RoutersFlagValues,
+  type RoutersSettings,
+} from './routers-options.js';
+import {
   checkBenchValue,
   LIMITS,
   nonNegativeInteger,
@@ -34,35 +40,7 @@ import {
 import { BENCH_STRATEGY_LIST, parseStrategies } from '../../cli/strategy-flags.js';
 import { resolveRouterSettings, type RouterFlagValues, type RouterSettings } from './router-settings.js';
 import { parseVia, parseViaLabel, type ViaEndpoints } from '../via.js';
-
-/**
- * A flag whose value is checked when the command line is read, by the same function executeBench
- * uses for a caller that passes values directly: one validation layer, one error line naming the
- * flag, exit 1, and nothing started. The value keeps the type executeBench takes.
- */
-const checkedString = Flags.custom<string>({
-  parse: async (input, _ctx, opts) => {
-    checkBenchValue(opts.name, input);
-    return input;
-  },
-});
-const checkedNumber = Flags.custom<number>({
-  parse: async (input, _ctx, opts) => {
-    const n = input.trim() === '' ? NaN : Number(input);
-    checkBenchValue(opts.name, n);
-    return n;
-  },
-});
-
-/** The list flags: a comma list, or the flag given several times. */
-const listFlag = Flags.custom<string>({
-  multiple: true,
-  delimiter: ',',
-  parse: async (input, _ctx, opts) => {
-    checkBenchValue(opts.name, input);
-    return input;
-  },
-});
+import { checkedNumber, checkedString, listFlag } from './flag-kinds.js';
 
 /** `--strategy` and `--mix` of both bench commands (the old matrix names are deprecated aliases). */
 export function seriesFlags(defaults: { strategy: string[]; repeat: number; repeatHelp: string }) {
@@ -183,6 +161,7 @@ export const benchFlags = {
     helpGroup: HELP_GROUPS.workload,
   }),
   ...routerFlags,
+  ...routersFlags,
   readings: checkedString({
     description:
       "plb readings of the paper's repair rules: a preset (plb, paper) and/or key=value over it: donors=above-target|mixed-first, canonicalize=borrowed|all, reference=literal|floored, repair=target|none|shared (none and shared: ablations), hold=none|dwell (borrow and return only after the condition held 2 s), floors=mixed|classes (K+=4: 2:1:1 or 2:0:2), lend=always|normal (borrowing in every phase or only with every replica up), reclaim=none|premium (premium under pressure takes back what it lent); borrowing thresholds are --borrow",
@@ -276,6 +255,7 @@ export interface BenchFlagValues
   extends BalanceFlagValues,
     AdmissionFlagValues,
     ModelFlagValues,
+    RoutersFlagValues,
     RouterFlagValues,
     HealthFlagValues,
     WorkloadFlagValues {
@@ -344,6 +324,7 @@ export interface BenchSettings {
   via: { endpoints?: ViaEndpoints; label?: string };
   /** `--on-failure`, `--sim-cpu`: only what differs from today's models. */
   models: ModelSettings;
+  routers: RoutersSettings;
 }
 
 /** The flags' text parsed by each group's parser (a flag left out: its default); `names`: the list flags' names, for errors. */
@@ -395,5 +376,6 @@ export function parseBenchFlags(
     },
     via: { ...(endpoints ? { endpoints } : {}), ...(label === undefined ? {} : { label }) },
     models: parseModelFlags(flags),
+    routers: parseRoutersFlags(flags),
   };
 }

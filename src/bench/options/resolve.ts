@@ -28,6 +28,7 @@ import { refuseLagWithSim } from '../../workload/writer.js';
 import { VIA } from '../../core/strategies.js';
 import { resolveAdmission } from './admission-options.js';
 import { checkModelSettings } from './model-options.js';
+import { checkRoutersSettings } from './routers-options.js';
 import { balanceOptions } from './balance.js';
 import { parseClassFlags, type WorkloadSettings } from './checks.js';
 import { parseBenchFlags, type BenchFlagValues, type BenchSettings } from './flags.js';
@@ -86,6 +87,11 @@ export function resolveBench(
       '--lag-weights: needs --write-rate (lag is measured only with writes on)',
     );
   const balance = balanceOptions(flags.balance, { plan, writeRate, lagWeights: lagWeights !== undefined });
+  checkRoutersSettings(flags.routers, {
+    via: via !== undefined,
+    strategies,
+    zones: balance.zones !== undefined,
+  });
   const lifetimeMs = flags.balance.sessionLifetimeMs;
   const seed = w.seed ?? newSeed();
   const admission = resolveAdmission(flags.admission, {
@@ -121,6 +127,7 @@ export function resolveBench(
       admission,
       ...(via ? { via: viaRecord(via) } : {}),
       ...(w.workload !== undefined ? { workloadFile: w.workload.path } : {}),
+      routers: flags.routers.config,
     },
     runs: expandSeries(named, flags.mixes, flags.repeat, seed),
     seed,

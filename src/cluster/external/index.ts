@@ -13,6 +13,7 @@ import {
   waitServerReady,
 } from '../pg-util.js';
 import { pgConnector, type Connector } from '../connector.js';
+import { pgSessionCounts, type SessionCountReader } from '../session-counts.js';
 import { ensureDataset } from '../dataset.js';
 import { defaultStateDir } from '../state.js';
 import type { HookName } from '../../run-format/cluster-file.js';
@@ -103,6 +104,10 @@ export class ExternalDriver implements ClusterDriver {
 
   connector(credentials: Credentials): Connector {
     return pgConnector(this.endpoints(), credentials);
+  }
+
+  sessionCounts(credentials: Credentials, timeoutMs: number): SessionCountReader {
+    return pgSessionCounts(this.endpoints(), credentials, timeoutMs);
   }
 
   /** Replay pause and resume are SQL on the standby: no hook needed. */

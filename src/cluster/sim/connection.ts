@@ -93,6 +93,10 @@ export class SimConnection implements DbConnection, CpuTask, TimerTask, Expiring
   state: 'connecting' | 'open' | 'lost' | 'closed' = 'connecting';
   hasBackend = false;
   readonly cancelled = false;
+  /** What pg_stat_activity would show as its application_name (the session's class). */
+  get applicationName(): string {
+    return this.opts.applicationName;
+  }
   /** Statements the server is still running (a timed-out one runs on, as in PostgreSQL). */
   private running = 0;
   private pending: QueryCall | undefined;

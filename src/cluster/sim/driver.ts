@@ -1,6 +1,7 @@
 import type { VirtualClock } from '../../clock/virtual.js';
 import { PlbError } from '../../core/errors.js';
 import type { Connector } from '../connector.js';
+import { countsOfRows, type SessionCountReader } from '../session-counts.js';
 import {
   faultsByOperation,
   networkFaultMethods,
@@ -220,6 +221,24 @@ export class SimDriver implements ClusterDriver {
         if (s === undefined) return Promise.reject(new Error(`no endpoint for ${server}`));
         return s.open(opts);
       },
+    };
+  }
+
+  /**
+   * The `replica` view's reads: each server's backends by class at the moment of the read (no
+   * connection of its own, no time taken); a server a real reader could not reach rejects.
+   */
+  sessionCounts(): SessionCountReader {
+    return {
+      connectionsPerReplica: 1,
+      read: (replica) => {
+        const byName = this.servers.get(replica)?.backendsByName();
+        if (byName === undefined) return Promise.reject(new Error(`${replica} does not answer`));
+        return Promise.resolve(
+          countsOfRows([...byName].map(([application_name, n]) => ({ application_name, n }))),
+        );
+      },
+      close: () => Promise.resolve(),
     };
   }
 

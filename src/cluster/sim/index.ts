@@ -22,6 +22,8 @@ export function createSimCluster(opts: {
   name: string;
   replicas: number;
   sessions: number;
+  /** Many routers: connections of plb's own beyond the reserve (sizing.ts routerConnections). */
+  plbConnections?: number;
   over: Partial<ClusterSpec>;
   stateDir: string;
   calibrationPath?: string;
@@ -43,7 +45,7 @@ export function createSimCluster(opts: {
     cpus,
     primaryCpus,
     memoryMb: 0,
-    maxConnections: opts.over.maxConnections ?? connectionsFor(opts.sessions),
+    maxConnections: opts.over.maxConnections ?? connectionsFor(opts.sessions, opts.plbConnections),
     stateDir: opts.stateDir,
     id: `sim-${opts.name}`,
   };

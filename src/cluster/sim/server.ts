@@ -75,6 +75,19 @@ export class SimServer {
   /** With `connect.postmasterCpuMs`, connects are forked one at a time (postmaster.ts). */
   private readonly postmaster: Postmaster<SimConnection> | undefined;
 
+  /**
+   * Its backends by application_name, as pg_stat_activity would count them; undefined when a
+   * reader could not get an answer (down, starting, paused, refusing or cut off).
+   */
+  backendsByName(): Map<string, number> | undefined {
+    if (this.state !== 'up' || this.paused || this.net.refusing) return undefined;
+    if (this.net.blocks('request') || this.net.blocks('response')) return undefined;
+    const out = new Map<string, number>();
+    for (const c of this.conns)
+      if (c.hasBackend) out.set(c.applicationName, (out.get(c.applicationName) ?? 0) + 1);
+    return out;
+  }
+
   constructor(
     readonly world: SimWorld,
     readonly id: string,

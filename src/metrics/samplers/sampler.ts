@@ -25,6 +25,8 @@ export interface SamplerInputs {
   durationS: number;
   /** With the write workload on: replication lag, sampled alongside CPU. */
   sampleLag?: (tMs: number) => Promise<void>;
+  /** Each second, after the router's view (many routers: how far they disagree). */
+  perSecond?: (tMs: number) => void;
 }
 
 export class Sampler {
@@ -85,6 +87,7 @@ export class Sampler {
         ...(s.weight !== undefined ? { weight: s.weight } : {}),
       };
     writer.recorder.replicaState(t, state);
+    this.x.perSecond?.(t);
     writer.tick(t);
     this.progress(t);
   }

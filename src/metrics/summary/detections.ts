@@ -6,6 +6,14 @@ import type { RunEvent } from '../types.js';
 import type { DetectionCounts, DetectionRecord, PhaseSummary } from '../../run-format/summary.js';
 
 /**
+ * A detection of the first router (the run's only one, or instance 0 of --routers N): the tables
+ * speak of one router's detection; the others' carry `router` and count in summary.routers.
+ */
+export function firstRouterDetect(e: RunEvent): boolean {
+  return e.type === 'detect' && e['router'] === undefined;
+}
+
+/**
  * One record per fault that the router should notice (throttle is not one): the first 'detect'
  * of the expected state for that replica at or after the fault and before the next such fault on
  * the same replica (so a missed detection is not credited with a later one).
@@ -21,7 +29,7 @@ export function detectionRecords(events: readonly RunEvent[]): DetectionRecord[]
     state.set(e.replica, after);
     return after !== before;
   });
-  const detects = events.filter((e) => e.type === 'detect' && e.replica !== undefined);
+  const detects = events.filter((e) => firstRouterDetect(e) && e.replica !== undefined);
   return faults.map((f, i) => {
     const expected = replicaStateAfter(String(f.action));
     const next = faults.slice(i + 1).find((g) => g.replica === f.replica);
@@ -45,7 +53,7 @@ export function detectionRecords(events: readonly RunEvent[]): DetectionRecord[]
  * detection is false (an overload taken for a death, a flap, the up that ends a false down).
  */
 export function detectionCounts(events: readonly RunEvent[]): DetectionCounts {
-  const detects = events.filter((e) => e.type === 'detect');
+  const detects = events.filter(firstRouterDetect);
   const down = detects.filter((e) => e['state'] === 'down').length;
   const up = detects.filter((e) => e['state'] === 'up').length;
   const explained = detectionRecords(events).filter((r) => r.detectedMs !== null).length;
@@ -63,7 +71,7 @@ export function falseDownDetections(events: readonly RunEvent[]): { replica: str
       .map((r) => `${r.replica}@${r.detectedMs}`),
   );
   return events
-    .filter((e) => e.type === 'detect' && e.replica !== undefined && e['state'] === 'down')
+    .filter((e) => firstRouterDetect(e) && e.replica !== undefined && e['state'] === 'down')
     .filter((e) => !credited.has(`${e.replica}@${e.tMs}`))
     .map((e) => ({ replica: e.replica as string, tMs: e.tMs }));
 }

@@ -7,7 +7,7 @@ import type { HangFault, HangPath } from '../../run-format/summary.js';
 import { nearestRank, round } from '../math.js';
 import { ENDING_CODE, FAILURE_CODE, VIA_CODE, type MetricsStore } from '../store/store.js';
 import type { RunEvent, SessionEnding } from '../types.js';
-import { falseDownDetections } from './detections.js';
+import { falseDownDetections, firstRouterDetect } from './detections.js';
 
 /** What the run recorded of one replica that the hang path reads (times in ms since the start). */
 export interface ReplicaRecords {
@@ -60,7 +60,7 @@ const delay = (t: number | undefined, s: UnreachableSpan): number | null =>
 export function hangFault(s: UnreachableSpan, events: readonly RunEvent[], r: ReplicaRecords): HangFault {
   const downs = events
     .filter(
-      (e) => e.type === 'detect' && e.replica === s.replica && e['state'] === 'down' && within(e.tMs, s),
+      (e) => firstRouterDetect(e) && e.replica === s.replica && e['state'] === 'down' && within(e.tMs, s),
     )
     .sort((a, b) => a.tMs - b.tMs);
   const first = downs[0];

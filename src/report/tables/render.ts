@@ -35,6 +35,7 @@ import { detectionTable, failureTable, groupTitle, replicaTable } from './run-ta
 import { hangTable, shareTable } from './hang-tables.js';
 
 import { templateTable } from './templates-table.js';
+import { routersTable } from './routers-table.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -210,6 +211,7 @@ function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
   const lat = replicaLatencyTable(g, opts.wide ?? true, parts);
   const sig = signalsTable(g, opts.wide ?? true, parts);
   const tpl = templateTable(g, opts.wide ?? true, parts);
+  const routers = routersTable(g, opts.wide ?? true, groupTitle);
   const hang = hangTable(g, opts);
   const share = shareTable(g, opts);
   return [
@@ -218,6 +220,7 @@ function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
     ...(lat ? [lat] : []),
     ...(sig ? [sig] : []),
     ...(tpl ? [tpl] : []),
+    ...(routers ? [routers] : []),
     ...(f ? [f] : []),
     ...(d ? [d] : []),
     ...(hang ? [hang] : []),

@@ -1,0 +1,135 @@
+/**
+ * Many routers (DESIGN.md, "Many routers"): `--routers N` application instances, each with its own
+ * router and health checker, and what each router knows of the sessions (`--router-view`). The
+ * flags, their checks and their parse live here; flags.ts spreads them in. No oclif defaults: a
+ * flag left out is told apart from one given (`--routers` with `--via` is refused even at 1).
+ */
+import { Flags } from '@oclif/core';
+import { parseDuration } from '../../core/duration.js';
+import { PlbError } from '../../core/errors.js';
+import { strategyQueues } from '../../core/strategies.js';
+import {
+  ROUTER_ASSIGNMENT,
+  ROUTER_VIEWS,
+  type RouterView,
+  type RoutersConfig,
+} from '../../run-format/config.js';
+
+/** Most routers a run takes (a simulated fleet of 1000 clients has at most that many instances). */
+const MAX_ROUTERS = 1000;
+export const DEFAULT_VIEW_INTERVAL_MS = 1000;
+const MIN_VIEW_INTERVAL_MS = 10;
+const MAX_VIEW_INTERVAL_MS = 60_000;
+
+export const routersFlags = {
+  routers: Flags.string({
+    description: `application instances N (1..${MAX_ROUTERS}), each with its own router and health checker; sessions go to them round robin over the seeded client order (default 1: one router sees every session)`,
+    helpGroup: 'PLB ROUTER',
+  }),
+  'router-view': Flags.string({
+    description:
+      "what each router knows of the sessions: local (its own), global (one router state every instance shares: the reference), replica (every --view-interval it reads each replica's per-class session counts from pg_stat_activity, plus its own since); default local",
+    options: [...ROUTER_VIEWS],
+    helpGroup: 'PLB ROUTER',
+  }),
+  'view-interval': Flags.string({
+    description: `with --router-view replica: how often the replicas' counts are read, e.g. 500ms, 2s (default ${DEFAULT_VIEW_INTERVAL_MS / 1000}s)`,
+    helpGroup: 'PLB ROUTER',
+  }),
+};
+
+export interface RoutersFlagValues {
+  routers?: string | number | undefined;
+  'router-view'?: string | undefined;
+  'view-interval'?: string | undefined;
+}
+
+function routerCount(v: string | number): number {
+  const n = typeof v === 'number' ? v : v.trim() === '' ? NaN : Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_ROUTERS)
+    throw new PlbError('BAD_INPUT', `--routers: must be an integer 1..${MAX_ROUTERS} (got "${String(v)}")`);
+  return n;
+}
+
+function routerView(v: string): RouterView {
+  if (!(ROUTER_VIEWS as readonly string[]).includes(v))
+    throw new PlbError('BAD_INPUT', `--router-view: must be ${ROUTER_VIEWS.join(', ')} (got "${v}")`);
+  return v as RouterView;
+}
+
+function viewIntervalMs(v: string): number {
+  const s = parseDuration(v);
+  const ms = s === undefined ? NaN : Math.round(s * 1000);
+  if (!(ms >= MIN_VIEW_INTERVAL_MS && ms <= MAX_VIEW_INTERVAL_MS))
+    throw new PlbError(
+      'BAD_INPUT',
+      `--view-interval: must be a duration from ${MIN_VIEW_INTERVAL_MS}ms to ${MAX_VIEW_INTERVAL_MS / 1000}s, e.g. 1s (got "${v}")`,
+    );
+  return ms;
+}
+
+/** The checks by flag name (checks.ts BENCH_CHECKS). */
+export const ROUTERS_CHECKS: Record<string, (v: string | number) => unknown> = {
+  routers: routerCount,
+  'router-view': (v) => routerView(String(v)),
+  'view-interval': (v) => viewIntervalMs(String(v)),
+};
+
+/** The group parsed: config.json's `routers`, and which flags were given (for the checks across flags). */
+export interface RoutersSettings {
+  config: RoutersConfig;
+  given: { routers: boolean; view: boolean; interval: boolean };
+}
+
+export function parseRoutersFlags(flags: RoutersFlagValues): RoutersSettings {
+  const view = flags['router-view'];
+  const interval = flags['view-interval'];
+  return {
+    config: {
+      count: flags.routers === undefined ? 1 : routerCount(flags.routers),
+      view: view === undefined ? 'local' : routerView(view),
+      assignment: ROUTER_ASSIGNMENT,
+      viewIntervalMs: interval === undefined ? DEFAULT_VIEW_INTERVAL_MS : viewIntervalMs(interval),
+    },
+    given: {
+      routers: flags.routers !== undefined,
+      view: view !== undefined,
+      interval: interval !== undefined,
+    },
+  };
+}
+
+/**
+ * The combinations a bench refuses, each one line naming its flag: the external balancer is the
+ * router (`--via`); the replica view needs routers that take counts read elsewhere (not the
+ * admission-limited strategies, whose limits count only their own sessions, nor zones).
+ */
+export function checkRoutersSettings(
+  r: RoutersSettings,
+  run: { via: boolean; strategies: readonly string[]; zones: boolean },
+): void {
+  if (run.via && r.given.routers)
+    throw new PlbError(
+      'BAD_INPUT',
+      '--routers: not with --strategy via (the external balancer is the router)',
+    );
+  if (run.via && r.given.view)
+    throw new PlbError(
+      'BAD_INPUT',
+      '--router-view: not with --strategy via (the external balancer is the router)',
+    );
+  if (r.given.interval && r.config.view !== 'replica')
+    throw new PlbError('BAD_INPUT', '--view-interval: only with --router-view replica');
+  if (r.config.view !== 'replica') return;
+  const queueing = run.strategies.find((s) => strategyQueues(s));
+  if (queueing !== undefined)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--router-view replica: not with --strategy ${queueing} (its admission limits count only its own sessions)`,
+    );
+  if (run.zones)
+    throw new PlbError(
+      'BAD_INPUT',
+      '--router-view replica: not with --zones (each zone has a router of its own)',
+    );
+}
