@@ -53,6 +53,7 @@ describe('plb paper', () => {
     expect(() => readdirSync(out)).toThrow();
   });
 
+  // Two simulated runs of RQ2's quick plan: seconds alone, more beside other CPU-heavy work.
   it('runs RQ2 --quick on the simulator: the paper strategies, a fifth of T, the quick plan', async () => {
     const out = join(root, 'rq2');
     const { code, stderr } = await runCommand(PaperRun, [
@@ -77,7 +78,7 @@ describe('plb paper', () => {
       expect((c.plan as { name: string }).name).toBe('paper-rq2-quick');
       expect(c.mix).toEqual({ premium: 25, freemium: 75 });
     }
-  });
+  }, 120_000);
 
   it('a flag given on the command line wins over the experiment', async () => {
     const out = join(root, 'over');
