@@ -188,7 +188,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     router: fleet.sampled,
     // Workers: the routers live there (no disagreement sampled here); a second is written once their values are in.
     perSecond: (t) => (pool ? undefined : fleet.perSecond(t)),
-    writer: pool ? laggingTicks(writer) : writer,
+    writer: pool ? laggingTicks(writer, pool) : writer,
     clock: runClock,
     quota,
     ids,

@@ -29,7 +29,8 @@ export type RecordedCall = [instance: number, method: string, ...args: unknown[]
 
 export type WorkerMessage =
   | { type: 'ready' }
-  | { type: 'calls'; calls: RecordedCall[] }
+  /** throughMs: every call of a value at or before it is in this message or an earlier one. */
+  | { type: 'calls'; calls: RecordedCall[]; throughMs: number }
   | { type: 'event'; event: RunEvent }
   | { type: 'done'; error?: string };
 

@@ -56,9 +56,9 @@ async function run(m: StartMessage): Promise<void> {
   const real = realClock();
   const clock: Clock = { ...real, now: () => epochNow() - m.t0EpochMs };
   let calls: RecordedCall[] = [];
+  // Sent even when empty: the time it carries lets the parent write the seconds before it.
   const flush = (): void => {
-    if (calls.length === 0) return;
-    send({ type: 'calls', calls });
+    send({ type: 'calls', calls, throughMs: clock.now() });
     calls = [];
   };
   const timer = setInterval(flush, SEND_EVERY_MS);

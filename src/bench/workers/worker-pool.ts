@@ -32,8 +32,6 @@ const CALLS = new Set([
   'sessionQueued',
 ]);
 const READY_TIMEOUT_MS = 30_000;
-/** How long after a second ends it is written (workers send every 100 ms; IPC and a busy host). */
-const LATE_MS = 1000;
 
 export interface PoolInputs {
   config: BenchConfig;
@@ -54,6 +52,9 @@ interface Worker {
   figures: WorkerFigures;
   done: boolean;
   exited: Promise<void>;
+  /** Every value up to this time (plan ms) has arrived. */
+  throughMs: number;
+  gone: boolean;
 }
 
 export class WorkerPool {
@@ -74,9 +75,18 @@ export class WorkerPool {
       const child = fork(entry, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       const instances = Array.from({ length: n }, (_, i) => i).filter((i) => i % this.x.count === w);
       const figures = new WorkerFigures(w, instances, child.pid ?? null);
-      const worker: Worker = { child, figures, done: false, exited: Promise.resolve() };
+      const worker: Worker = {
+        child,
+        figures,
+        done: false,
+        exited: Promise.resolve(),
+        throughMs: 0,
+        gone: false,
+      };
+      this.x.log(`worker ${w}: pid ${child.pid ?? '?'}, instances ${instances.join(', ')}`);
       worker.exited = new Promise((resolve) => {
         child.on('exit', (code, signal) => {
+          worker.gone = true;
           figures.exit = worker.done ? 'done' : signal ? `signal ${signal}` : `exit ${code ?? '?'}`;
           if (!worker.done)
             this.x.onLost(
@@ -119,9 +129,11 @@ export class WorkerPool {
     clearTimeout(timer);
   }
 
-  /** The pids of the workers (for a test that kills one). */
-  pids(): (number | undefined)[] {
-    return this.workers.map((w) => w.child.pid);
+  /** The plan time up to which every live worker's values have arrived (a second is written after it). */
+  throughMs(): number {
+    let t = Infinity;
+    for (const w of this.workers) if (!w.gone) t = Math.min(t, w.throughMs);
+    return t;
   }
 
   summary(): WorkersSummary {
@@ -129,8 +141,10 @@ export class WorkerPool {
   }
 
   private receive(w: Worker, m: WorkerMessage): void {
-    if (m.type === 'calls') for (const c of m.calls) this.replay(w.figures, c);
-    else if (m.type === 'event') {
+    if (m.type === 'calls') {
+      for (const c of m.calls) this.replay(w.figures, c);
+      w.throughMs = Math.max(w.throughMs, m.throughMs);
+    } else if (m.type === 'event') {
       this.x.writer.event(m.event);
       const router = typeof m.event.router === 'number' ? m.event.router : 0;
       if (m.event.type === 'role' && isFlip(String(m.event.reason))) this.x.book?.flip(router, m.event.tMs);
@@ -194,17 +208,19 @@ export function t0Epoch(runNowMs: number): number {
 }
 
 /**
- * The writer the sampler ticks: a second is written LATE_MS after it ended, once every worker's
- * values of it have arrived (they send every SEND_EVERY_MS); the end of the run writes the rest.
+ * The writer the sampler ticks: a second is written once every live worker's values of it have
+ * arrived (each sends, every 100 ms, the time it has sent everything up to); a dead worker holds
+ * nothing back, and the end of the run writes the rest.
  */
-export function laggingTicks(writer: RunWriter): RunWriter {
+export function laggingTicks(writer: RunWriter, pool: WorkerPool): RunWriter {
+  const at = (nowMs: number): number => Math.min(nowMs, pool.throughMs());
   return {
     dir: writer.dir,
     recorder: writer.recorder,
     writeConfig: (c) => writer.writeConfig(c),
     event: (e) => writer.event(e),
-    tick: (nowMs) => writer.tick(nowMs - LATE_MS),
-    progress: (nowMs, windowS) => writer.progress(nowMs - LATE_MS, windowS),
+    tick: (nowMs) => writer.tick(at(nowMs)),
+    progress: (nowMs, windowS) => writer.progress(at(nowMs), windowS),
     finish: (endMs, complete, errors) => writer.finish(endMs, complete, errors),
   };
 }
