@@ -19,6 +19,7 @@ import { DEFAULT_VIEW_INTERVAL_MS } from './options/routers-options.js';
 
 /** Role changes that are borrowing decisions (how often a router changes its mind). */
 const FLIPS = new Set(['borrow', 'return', 'reclaim']);
+export const isFlip = (reason: string): boolean => FLIPS.has(reason);
 
 /** config.json's `routers` of a run, older runs' (absent) as one router. */
 export function routersOf(config: Pick<BenchConfig, 'routers'>): RoutersConfig {
@@ -128,14 +129,15 @@ export class RouterFleet {
 
   /**
    * With several instances: the per-router section added to the summary (each phase and the fault
-   * interval), and summary.json rewritten whole.
+   * interval), and summary.json rewritten whole (also with --workers' per-worker section).
    */
   finish(summary: RunSummary, summaryPath: string): void {
-    if (this.book === undefined) return;
-    summary.routers = this.book.summarize([
-      ...summary.phases,
-      ...(summary.faultInterval ? [summary.faultInterval] : []),
-    ]);
+    if (this.book === undefined && summary.workers === undefined) return;
+    if (this.book)
+      summary.routers = this.book.summarize([
+        ...summary.phases,
+        ...(summary.faultInterval ? [summary.faultInterval] : []),
+      ]);
     writeFileSync(`${summaryPath}.tmp`, `${JSON.stringify(summary, null, 2)}\n`);
     renameSync(`${summaryPath}.tmp`, summaryPath);
   }

@@ -36,6 +36,11 @@ export class RunEnding {
     }
   }
 
+  /** A part of the run was lost (a worker died): recorded as an error, the run incomplete, nothing thrown. */
+  lost(message: string): void {
+    this.errors.push(message);
+  }
+
   async finish(endMs: number, interrupted: boolean): Promise<RunSummary> {
     const state = interrupted ? 'interrupted' : this.errors.length > 0 ? 'failed' : 'finished';
     await this.guard('closing the run', () => {

@@ -65,8 +65,8 @@ type SetHealth = (replica: string, state: 'up' | 'down', via: string, cause: str
  * Router i's own parts: its checker (each router its own, as each application instance runs its
  * own health checks), its data source and, with --shutdown-sessions, the shutdown of its sessions.
  */
-function instanceParts(
-  x: PartsInputs,
+export function instanceParts(
+  x: Pick<PartsInputs, 'config' | 'ids' | 'connector' | 'clock' | 'writer' | 'setHealth'>,
   router: SessionRouter,
   i: number,
 ): { parts: InstanceParts; setHealth: SetHealth } {
@@ -131,7 +131,11 @@ function faultInjector(x: PartsInputs, oracle: SetHealth): Injector {
  * --shutdown-sessions: the replica marked down (by the checker, a session's failure or the
  * oracle) has its sessions ended at once, and how many is recorded next to the detection.
  */
-function shuttingDown(x: PartsInputs, setHealth: SetHealth, shutdown: SessionShutdown): SetHealth {
+function shuttingDown(
+  x: Pick<PartsInputs, 'writer' | 'clock'>,
+  setHealth: SetHealth,
+  shutdown: SessionShutdown,
+): SetHealth {
   return (replica, state, via, cause) => {
     setHealth(replica, state, via, cause);
     if (state !== 'down') return;

@@ -29,6 +29,7 @@ import { RouterFleet } from './router-fleet.js';
 import { openViewReader, ViewPoller } from './view-poller.js';
 import { routerFor, type RouterFactory } from './options/router-settings.js';
 import { templateRunParts } from './templates-run.js';
+import { laggingTicks, WorkerPool, t0Epoch } from './workers/worker-pool.js';
 import { viaConnector, viaOptionsOf } from './via.js';
 import { lagWeighting, ReplicaWeights, startWriteLoad } from './write-load.js';
 
@@ -82,6 +83,28 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     driver: driver.kind,
   });
   const weights = new ReplicaWeights(fleet, config.balance?.weights);
+  // --workers: the routers and sessions in W processes; here the plan, the faults, the recorder.
+  let nowMs = (): number => 0;
+  const lost: string[] = [];
+  const pool =
+    fleet.spec.workers === undefined
+      ? undefined
+      : new WorkerPool({
+          config,
+          count: fleet.spec.workers,
+          endpoints: driver.endpoints(),
+          creds,
+          ids,
+          writer,
+          book: fleet.book,
+          log,
+          onLost: (reason) => {
+            lost.push(reason);
+            log(`error: ${reason}`);
+            writer.event({ type: 'note', tMs: nowMs(), what: 'worker-lost', message: reason });
+          },
+        });
+  await pool?.fork();
 
   // Run time starts here: the clock's origin may be earlier (a virtual clock shared by a series).
   const t0 = clock.now();
@@ -92,6 +115,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     timer: (ms, fn) => clock.timer(ms, fn),
     after: (ms, fn) => clock.after(ms, fn),
   };
+  nowMs = runClock.now;
   writer.event({ type: 'run', tMs: 0, state: 'started' });
   const quota = new Map(ids.map((id) => [id, config.replicaCpus] as const));
   const connector = driver.connector(creds);
@@ -136,16 +160,19 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     ? new ViewPoller(reader, ids, fleet.observers(), runClock, fleet.spec.viewIntervalMs)
     : undefined;
   await setReplicaCpus(driver, config.balance?.cpus, quota, log);
-  for (const p of parts.instances) p.health.start();
+  if (!pool) for (const p of parts.instances) p.health.start();
   parts.injector.start();
   poller?.start();
-  const clients = startClients(
-    contexts,
-    workload,
-    { warmupS: plan.warmup, durationS: plan.duration },
-    new Rng(config.seed),
-    config.balance?.clientZones,
-  );
+  pool?.start(t0Epoch(runClock.now()));
+  const clients = pool
+    ? { tasks: [], scheduleLags: () => [] }
+    : startClients(
+        contexts,
+        workload,
+        { warmupS: plan.warmup, durationS: plan.duration },
+        new Rng(config.seed),
+        config.balance?.clientZones,
+      );
   const writes = startWriteLoad({
     rate: workload.writeRate ?? 0,
     primary,
@@ -159,8 +186,9 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   const sampler = new Sampler({
     driver,
     router: fleet.sampled,
-    perSecond: (t) => fleet.perSecond(t),
-    writer,
+    // Workers: the routers live there (no disagreement sampled here); a second is written once their values are in.
+    perSecond: (t) => (pool ? undefined : fleet.perSecond(t)),
+    writer: pool ? laggingTicks(writer, pool) : writer,
     clock: runClock,
     quota,
     ids,
@@ -180,6 +208,8 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   const interrupted = await ending.guard('run', () => sampler.untilEnd(deps.signal));
   const endMs = sampler.stop();
   stopping = true;
+  await pool?.stop(workload.queryTimeoutMs + 10_000);
+  for (const reason of lost) ending.lost(reason);
   for (const p of parts.instances) p.admission?.stop();
   await poller?.stop();
   if (poller)
@@ -198,6 +228,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     if (restored.length > 0) log(`restored: ${restored.join(', ')}`);
   });
   const summary = await ending.finish(endMs, interrupted === true);
+  if (pool) summary.workers = pool.summary();
   fleet.finish(summary, join(writer.dir, RUN_FILES.summary));
   await tpl.finish(summary, join(writer.dir, RUN_FILES.summary)).catch((err: unknown) => {
     log(`per-template figures not written: ${errorText(err)}`);

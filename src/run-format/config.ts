@@ -157,6 +157,12 @@ const routersSchema = z
     viewIntervalMs: z
       .number()
       .describe("--view-interval: ms between reads of the replicas' counts (replica view)"),
+    workers: z
+      .number()
+      .optional()
+      .describe(
+        '--workers: processes the routers and their sessions ran in (worker w: instances i with i mod workers = w); absent: one process',
+      ),
   })
   .describe('absent in older runs: one router that sees every session (count 1, view local)');
 export type RoutersConfig = z.infer<typeof routersSchema>;

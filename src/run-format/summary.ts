@@ -154,6 +154,29 @@ const routersSummarySchema = z
   })
   .describe("--routers N > 1: each application instance's router and its clients; absent with one router");
 
+const workersSummarySchema = z
+  .array(
+    z.object({
+      worker: z.number().describe('0..workers-1: it ran instances i with i mod workers = worker'),
+      pid: z.number().nullable(),
+      instances: z.array(z.number()),
+      queries: serviceClassRecord(z.number()).describe('queries it completed'),
+      errors: serviceClassRecord(z.number()).describe('queries that failed'),
+      sessions: serviceClassRecord(z.number()).describe('sessions its clients opened'),
+      p95Ms: serviceClassRecord(z.number().nullable()).describe('query latency p95 over the run'),
+      seconds: z.number().describe('seconds with at least one value from it'),
+      perSecond: serviceClassRecord(z.array(z.number())).describe(
+        'queries it completed in each second of the plan (index: the second)',
+      ),
+      exit: z
+        .string()
+        .describe("'done' (finished its share), or how it ended early: 'exit <code>', 'signal <name>'"),
+    }),
+  )
+  .describe(
+    '--workers W: the figures of each worker process, its values merged into the run (HDR add); absent with one process',
+  );
+
 const detectionRecordSchema = z.object({
   replica: z.string(),
   action: z.string(),
@@ -285,6 +308,7 @@ export const summarySchema = z
         'per phase, class and SQL template: queries, errors, p50/p95 ms; absent in older and rebuilt runs',
       ),
     routers: routersSummarySchema.optional(),
+    workers: workersSummarySchema.optional(),
   })
   .meta({ title: 'plb summary.json', description: 'The phase tables of one run (runs/<id>/summary.json).' });
 
@@ -303,3 +327,4 @@ export type HangFault = z.infer<typeof hangFaultSchema>;
 export type HangPath = NonNullable<RunSummary['hangPath']>;
 export type SessionShare = z.infer<typeof sessionShareSchema>;
 export type RoutersSummary = z.infer<typeof routersSummarySchema>;
+export type WorkersSummary = z.infer<typeof workersSummarySchema>;

@@ -40,6 +40,8 @@ export function startClients(
   rng: Rng,
   /** Share of clients per zone (--client-zones): each client draws its zone. */
   clientZones?: Readonly<Record<string, number>>,
+  /** --workers: the instances this process runs (the others' clients draw the same, and skip). */
+  owns: (instance: number) => boolean = () => true,
 ): Arrivals {
   const ctxs = Array.isArray(contexts)
     ? (contexts as readonly SessionContext[])
@@ -62,11 +64,16 @@ export function startClients(
     classes.forEach((cls, i) => {
       at += arrivals.exp(rampMs / Math.max(1, classes.length));
       const zone = clientZones ? clientZone(clientZones, zoneDraws.next()) : undefined;
-      tasks.push(runClient(ctxOf(i), cls, rng.fork(100 + i), Math.min(at, rampMs), zone));
+      // Drawn whether or not this process runs it: every process sees the same schedule.
+      const stream = rng.fork(100 + i);
+      if (!owns(instanceOf(i, ctxs.length))) return;
+      tasks.push(runClient(ctxOf(i), cls, stream, Math.min(at, rampMs), zone));
     });
   } else {
     tasks.push(
-      openArrivals(ctxOf, workload, rng.fork(3), plan.durationS * 1000, clientZones).then((l) => {
+      openArrivals(ctxOf, workload, rng.fork(3), plan.durationS * 1000, clientZones, (n) =>
+        owns(instanceOf(n, ctxs.length)),
+      ).then((l) => {
         lags = l;
       }),
     );
@@ -81,6 +88,7 @@ async function openArrivals(
   rng: Rng,
   durationMs: number,
   zoneShares?: Readonly<Record<string, number>>,
+  owns: (n: number) => boolean = () => true,
 ): Promise<number[]> {
   const ctx = ctxOf(0);
   const lags: number[] = [];
@@ -97,6 +105,11 @@ async function openArrivals(
     const lag = Math.max(0, ctx.clock.now() - next);
     lags.push(lag);
     const cls: ServiceClass = rng.next() < premiumShare ? 'premium' : 'freemium';
+    // Another process's session: its draws made (the same schedule everywhere), not run here.
+    if (!owns(n)) {
+      rng.fork(1000 + n++);
+      continue;
+    }
     if (running.size >= spec.maxOpenSessions) {
       ctxOf(n).recorder.admissionFailed(cls, ctx.clock.now(), 'overload');
       continue;

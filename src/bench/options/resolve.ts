@@ -91,6 +91,9 @@ export function resolveBench(
     via: via !== undefined,
     strategies,
     zones: balance.zones !== undefined,
+    sim,
+    oracle: flags.oracle === true,
+    templates: templates !== undefined,
   });
   const lifetimeMs = flags.balance.sessionLifetimeMs;
   const seed = w.seed ?? newSeed();

@@ -36,12 +36,18 @@ export const routersFlags = {
     description: `with --router-view replica: how often the replicas' counts are read, e.g. 500ms, 2s (default ${DEFAULT_VIEW_INTERVAL_MS / 1000}s)`,
     helpGroup: 'PLB ROUTER',
   }),
+  workers: Flags.string({
+    description:
+      'real drivers: run the routers and their sessions in W processes (1..--routers), worker w owning the instances i with i mod W = w; the parent keeps the plan, the faults and the recorder and merges every value (default: one process)',
+    helpGroup: 'PLB ROUTER',
+  }),
 };
 
 export interface RoutersFlagValues {
   routers?: string | number | undefined;
   'router-view'?: string | undefined;
   'view-interval'?: string | undefined;
+  workers?: string | number | undefined;
 }
 
 function routerCount(v: string | number): number {
@@ -68,11 +74,19 @@ function viewIntervalMs(v: string): number {
   return ms;
 }
 
+function workerCount(v: string | number): number {
+  const n = typeof v === 'number' ? v : v.trim() === '' ? NaN : Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_ROUTERS)
+    throw new PlbError('BAD_INPUT', `--workers: must be an integer 1..--routers (got "${String(v)}")`);
+  return n;
+}
+
 /** The checks by flag name (checks.ts BENCH_CHECKS). */
 export const ROUTERS_CHECKS: Record<string, (v: string | number) => unknown> = {
   routers: routerCount,
   'router-view': (v) => routerView(String(v)),
   'view-interval': (v) => viewIntervalMs(String(v)),
+  workers: workerCount,
 };
 
 /** The group parsed: config.json's `routers`, and which flags were given (for the checks across flags). */
@@ -90,6 +104,7 @@ export function parseRoutersFlags(flags: RoutersFlagValues): RoutersSettings {
       view: view === undefined ? 'local' : routerView(view),
       assignment: ROUTER_ASSIGNMENT,
       viewIntervalMs: interval === undefined ? DEFAULT_VIEW_INTERVAL_MS : viewIntervalMs(interval),
+      ...(flags.workers === undefined ? {} : { workers: workerCount(flags.workers) }),
     },
     given: {
       routers: flags.routers !== undefined,
@@ -106,8 +121,16 @@ export function parseRoutersFlags(flags: RoutersFlagValues): RoutersSettings {
  */
 export function checkRoutersSettings(
   r: RoutersSettings,
-  run: { via: boolean; strategies: readonly string[]; zones: boolean },
+  run: {
+    via: boolean;
+    strategies: readonly string[];
+    zones: boolean;
+    sim: boolean;
+    oracle?: boolean;
+    templates?: boolean;
+  },
 ): void {
+  checkWorkers(r.config, run);
   if (run.via && r.given.routers)
     throw new PlbError(
       'BAD_INPUT',
@@ -131,5 +154,36 @@ export function checkRoutersSettings(
     throw new PlbError(
       'BAD_INPUT',
       '--router-view replica: not with --zones (each zone has a router of its own)',
+    );
+}
+
+/** --workers: real drivers only, at most one per router, not with the external balancer. */
+function checkWorkers(
+  r: RoutersConfig,
+  run: { via: boolean; sim: boolean; zones: boolean; oracle?: boolean; templates?: boolean },
+): void {
+  const w = r.workers;
+  if (w === undefined) return;
+  if (run.sim)
+    throw new PlbError('BAD_INPUT', '--workers: not with --driver sim (one process on one virtual clock)');
+  if (run.via)
+    throw new PlbError(
+      'BAD_INPUT',
+      '--workers: not with --strategy via (the external balancer is the router)',
+    );
+  if (r.view !== 'local')
+    throw new PlbError('BAD_INPUT', `--workers: only with --router-view local (got ${r.view})`);
+  if (run.zones) throw new PlbError('BAD_INPUT', '--workers: not with --zones');
+  if (run.oracle === true)
+    throw new PlbError(
+      'BAD_INPUT',
+      '--workers: not with --oracle (the oracle tells routers in the parent process)',
+    );
+  if (run.templates === true)
+    throw new PlbError('BAD_INPUT', "--workers: not with a workload file's SQL templates");
+  if (w > r.count)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--workers: ${w} is more than --routers ${r.count} (a worker owns at least one router)`,
     );
 }
