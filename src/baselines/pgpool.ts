@@ -10,6 +10,7 @@
  * password pgpool also uses for the servers. Pure: text in, text out (`plb pgpool-config`).
  */
 import type { HostPort } from '../core/endpoint.js';
+import { PlbError } from '../core/errors.js';
 
 export interface PgpoolConfigOptions {
   /** The cluster's name (a comment). */
@@ -58,7 +59,9 @@ export function pgpoolHealth(h: PgpoolConfigOptions['health']): {
 }
 
 export function pgpoolConfig(o: PgpoolConfigOptions): PgpoolFiles {
-  if (o.replicas.length === 0) throw new Error('pgpoolConfig: no replicas');
+  if (o.replicas.length === 0) throw new PlbError('BAD_INPUT', 'pgpool: no replicas to balance over');
+  // pool_passwd is one user:password a line.
+  if (/[\r\n]/.test(o.password)) throw new PlbError('BAD_INPUT', 'pgpool: the password has a line break');
   const h = pgpoolHealth(o.health);
   // auto_failback finds a standby in the primary's pg_stat_replication by its application_name.
   const failback = o.primary !== undefined && o.replicas.every((r) => r.application !== undefined);
