@@ -38,7 +38,7 @@ import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
 import { overRuns } from '../src/report/evidence/evidence.js';
 import { formatInterval, pairwise, side } from './lib/paired.js';
 import { procCpuS, threadsCpuS, treeCpuS, type Threads } from './lib/proc-cpu.js';
-import { listening, startPgbouncer, startPgpool, which } from './lib/poolers.js';
+import { lastWords, listening, startPgbouncer, startPgpool, which } from './lib/poolers.js';
 import { option } from './lib/args.js';
 
 const argv = process.argv.slice(2);
@@ -116,6 +116,8 @@ let pipeServer: Server | undefined;
 /** Per path: the proxy's CPU seconds so far. */
 const cpuOf: Partial<Record<Via, () => number>> = {};
 const threadsOf: Partial<Record<Via, () => Threads>> = {};
+/** The poolers' processes, whose last words a failed pgbench run shows. */
+const procOf: Partial<Record<Via, ChildProcess>> = {};
 try {
   await driver.down();
   await driver.up((l) => process.stderr.write(`${l}\n`));
@@ -191,6 +193,7 @@ try {
   else if (want('pgbouncer') && pgbouncer !== undefined) {
     const child = await startPgbouncer(pgbouncer, { work, creds, listen: LISTEN + 2, clients }, replica);
     children.push(child);
+    procOf.pgbouncer = child;
     cpuOf.pgbouncer = () => procCpuS(child.pid as number);
     ports.pgbouncer = LISTEN + 2;
   }
@@ -202,6 +205,7 @@ try {
     const servers = { primary, replicas: [{ id: replica.id, host: '127.0.0.1', port: replica.port }] };
     const child = await startPgpool(pgpool, { work, creds, listen: LISTEN + 6, clients }, servers);
     children.push(child);
+    procOf.pgpool = child;
     // A process a session (its children): the whole tree's CPU.
     cpuOf.pgpool = () => treeCpuS(child.pid as number);
     ports.pgpool = LISTEN + 6;
@@ -218,7 +222,13 @@ try {
     const cpu = cpuOf[via];
     const c0 = cpu?.();
     const t0 = threadsOf[via]?.();
-    const out = await runTool(join(bin, 'pgbench'), [...all, '-p', String(ports[via]), creds.database], env);
+    const out = await runTool(
+      join(bin, 'pgbench'),
+      [...all, '-p', String(ports[via]), creds.database],
+      env,
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${via}'s log:\n${lastWords(procOf[via])}`);
+    });
     const { tps, latencyMs, connectMs, transactions } = parsePgbench(out);
     const f: Figures = { tps, latencyMs, connectMs, cpuUs: undefined };
     if (cpu && c0 !== undefined) f.cpuUs = ((cpu() - c0) * 1e6) / transactions;

@@ -35,10 +35,18 @@ export async function listening(port: number, timeoutMs = 10_000): Promise<void>
   }
 }
 
+const logs = new WeakMap<ChildProcess, () => string>();
+
+/** The end of what a pooler started here wrote to stderr (for an error that names it). */
+export function lastWords(child: ChildProcess | undefined): string {
+  return (child && logs.get(child)?.()) ?? '';
+}
+
 /** Waits for the listener; on failure the error carries the process's last words. */
 async function started(child: ChildProcess, name: string, port: number, timeoutMs?: number): Promise<void> {
   let log = '';
   child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+  logs.set(child, () => log);
   await listening(port, timeoutMs).catch((err: unknown) => {
     throw new Error(`${name}: ${String(err)}\n${log}`);
   });

@@ -22,7 +22,11 @@ export interface PgpoolConfigOptions {
   listen: HostPort;
   /** num_init_children: client sessions served at once; more wait in the listen backlog. */
   children: number;
-  health: { intervalMs: number; timeoutMs: number; fall: number };
+  /**
+   * plb's check interval and fall; its hang timeout is pgpool's check timeout: plb never marks a
+   * replica down for a slow check shorter than that, and pgpool detaches on a timed-out check.
+   */
+  health: { intervalMs: number; hangMs: number; fall: number };
   /** Logs in to the servers (checks) and is the one user in pool_passwd and pool_hba.conf. */
   user: string;
   password: string;
@@ -55,7 +59,7 @@ export function pgpoolHealth(h: PgpoolConfigOptions['health']): {
   timeoutS: number;
   retries: number;
 } {
-  return { periodS: seconds(h.intervalMs), timeoutS: seconds(h.timeoutMs), retries: Math.max(0, h.fall - 1) };
+  return { periodS: seconds(h.intervalMs), timeoutS: seconds(h.hangMs), retries: Math.max(0, h.fall - 1) };
 }
 
 export function pgpoolConfig(o: PgpoolConfigOptions): PgpoolFiles {
@@ -113,7 +117,8 @@ export function pgpoolConfig(o: PgpoolConfigOptions): PgpoolFiles {
     "pool_passwd = 'pool_passwd'",
     'allow_clear_text_frontend_auth = off',
     '',
-    // Health: plb's interval and timeout in whole seconds; fall = the first failure + retries.
+    // Health: plb's interval and hang timeout in whole seconds; fall = the first failure + retries.
+    // A timed-out check ends every session (pgpool's docs): a loaded server must not look dead.
     `health_check_period = ${h.periodS}`,
     `health_check_timeout = ${h.timeoutS}`,
     `health_check_max_retries = ${h.retries}`,
@@ -122,7 +127,7 @@ export function pgpoolConfig(o: PgpoolConfigOptions): PgpoolFiles {
     // Empty: the password is read from pool_passwd (kept out of this file).
     "health_check_password = ''",
     `health_check_database = ${q(o.database)}`,
-    `connect_timeout = ${Math.max(1000, Math.round(o.health.timeoutMs))}`,
+    `connect_timeout = ${h.timeoutS * 1000}`,
     // A session's error is the session's: only the checks (with their retries) detach a node, as
     // plb counts failures (pgpool's docs ask for this with health_check_max_retries).
     'failover_on_backend_error = off',

@@ -113,9 +113,10 @@ export default class PgpoolConfig extends PlbCommand {
       description: "health_check_period (whole seconds, at least 1); plb's default",
       default: `${DEFAULT_HEALTH.intervalMs}ms`,
     }),
-    'health-timeout': checkedText((v, flag) => durationMsFlag(flag, v, { positive: true }))({
-      description: "health_check_timeout (whole seconds) and connect_timeout; plb's default",
-      default: `${DEFAULT_HEALTH.timeoutMs}ms`,
+    'hang-timeout': checkedText((v, flag) => durationMsFlag(flag, v, { positive: true }))({
+      description:
+        "health_check_timeout and connect_timeout (whole seconds): a check slower than this detaches the server; plb's hang timeout",
+      default: `${DEFAULT_HEALTH.hangMs / 1000}s`,
     }),
     fall: Flags.integer({
       description: 'failed checks that detach a server (health_check_max_retries = fall - 1)',
@@ -142,7 +143,7 @@ export default class PgpoolConfig extends PlbCommand {
       children: checkChildren(flags.children, '--children'),
       health: {
         intervalMs: durationMsFlag('--health-interval', flags['health-interval'], { positive: true }),
-        timeoutMs: durationMsFlag('--health-timeout', flags['health-timeout'], { positive: true }),
+        hangMs: durationMsFlag('--hang-timeout', flags['hang-timeout'], { positive: true }),
         fall: flags.fall,
       },
       runDir: dir,

@@ -18,7 +18,7 @@ const base: PgpoolConfigOptions = {
   replicas,
   listen: { host: '127.0.0.1', port: 25510 },
   children: 64,
-  health: { intervalMs: 1000, timeoutMs: 1000, fall: 2 },
+  health: { intervalMs: 1000, hangMs: 5000, fall: 2 },
   user: 'plb',
   password: "it's secret",
   database: 'plb',
@@ -66,16 +66,16 @@ describe('pgpool-config', () => {
 
   it("plb's health options in pgpool's whole seconds; fall = the first failure + retries", () => {
     const s = settings(
-      pgpoolConfig({ ...base, health: { intervalMs: 500, timeoutMs: 2500, fall: 3 } })['pgpool.conf'],
+      pgpoolConfig({ ...base, health: { intervalMs: 500, hangMs: 2500, fall: 3 } })['pgpool.conf'],
     );
     expect(s.get('health_check_period')).toBe('1');
     expect(s.get('health_check_timeout')).toBe('3');
     expect(s.get('health_check_max_retries')).toBe('2');
     expect(s.get('health_check_retry_delay')).toBe('1');
-    expect(s.get('connect_timeout')).toBe('2500');
+    expect(s.get('connect_timeout')).toBe('3000');
     expect(s.get('failover_on_backend_error')).toBe('off');
     expect(s.get('health_check_password')).toBe("''");
-    expect(pgpoolHealth({ intervalMs: 2000, timeoutMs: 1, fall: 1 })).toEqual({
+    expect(pgpoolHealth({ intervalMs: 2000, hangMs: 1, fall: 1 })).toEqual({
       periodS: 2,
       timeoutS: 1,
       retries: 0,
@@ -146,6 +146,9 @@ describe('pgpool-config', () => {
       expect(await line(['--replica', '127.0.0.1:1', '--children', '0'])).toMatch(/^Error: --children: /);
       expect(await line(['--replica', '127.0.0.1:1', '--health-interval', 'x'])).toMatch(
         /^Error: --health-interval: /,
+      );
+      expect(await line(['--replica', '127.0.0.1:1', '--hang-timeout', '0s'])).toMatch(
+        /^Error: --hang-timeout: /,
       );
       expect(await line(['--replica', '127.0.0.1:1', '--user', 'a b'])).toMatch(/^Error: --user: /);
       expect(await line(['--replica', '127.0.0.1:1', '--primary', 'nope'])).toMatch(/^Error: --primary: /);
