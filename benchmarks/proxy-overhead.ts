@@ -1,14 +1,17 @@
 // What a proxy adds: pgbench against one replica directly, through `plb proxy`, through HAProxy
-// (the `plb haproxy-config` TCP configuration, leastconn) and through PgBouncer (session pooling),
-// in pgbench's own figures. Kept connections (`-f select1.sql`): added latency per query and tps;
-// `-C` (a new connection per transaction): added time per connection. A local cluster of one
-// replica (so every path has exactly one place to send a session) is brought up and removed at the
-// end. `plb proxy` runs as users run it: the built CLI (`npm run build` first) in its own process,
-// like HAProxy and PgBouncer, which are skipped, with a line saying so, when not installed. Every
-// proxy's CPU is read from /proc. `plb-late` is plb proxy with `--early-connect off` (the replica
-// connection opened only after the startup packet; the native front door never connects early, so
-// there `plb-late` is plb again in a second process: a like-for-like pair, the benchmark's noise
-// floor); `plb-js` with `--relay js` (its sessions on Node's sockets, not the native relay).
+// (the `plb haproxy-config` TCP configuration, leastconn), through PgBouncer (session pooling) and
+// through Pgpool-II (the `plb pgpool-config` setup: the primary at weight 0, the replica balanced,
+// so a pgpool session also holds a connection to the primary; its children keep their server
+// connections between client sessions), in pgbench's own figures. Kept connections
+// (`-f select1.sql`): added latency per query and tps; `-C` (a new connection per transaction):
+// added time per connection. A local cluster of one replica (so every path has exactly one place
+// to send a session) is brought up and removed at the end. `plb proxy` runs as users run it: the
+// built CLI (`npm run build` first) in its own process, like HAProxy, PgBouncer and Pgpool-II,
+// which are skipped, with a line saying so, when not installed. Every proxy's CPU is read from
+// /proc (Pgpool-II's: its whole process tree). `plb-late` is plb proxy with `--early-connect off`
+// (the replica connection opened only after the startup packet; the native front door never
+// connects early, so there `plb-late` is plb again in a second process: a like-for-like pair, the
+// benchmark's noise floor); `plb-js` with `--relay js` (its sessions on Node's sockets, not the native relay).
 // `node-pipe` is the floor of any relay written in Node: a bare net relay (socket.pipe both ways,
 // no delay), in this process. plb's `-C` CPU is also split by thread (Node's main thread, the relay
 // threads, the rest). To profile plb proxy, give its node flags:
@@ -16,10 +19,10 @@
 //
 // Run: node --import tsx benchmarks/proxy-overhead.ts [--seconds 8] [--clients 4] [--cpus 1]
 //        [--repeat 3] [--warmup 2] [--base-port 26200] [--listen-port 27200]
-//        [--only plb,plb-late,plb-js,haproxy,pgbouncer,node-pipe] [--relay-threads 2]
+//        [--only plb,plb-late,plb-js,haproxy,pgbouncer,pgpool,node-pipe] [--relay-threads 2]
 //        [--no-connect | --no-kept]
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,7 +37,8 @@ import { DEFAULT_RELAY_THREADS } from '../src/proxy/native/native-relay.js';
 import { initPgbench, parsePgbench, runTool } from './lib/pgbench.js';
 import { overRuns } from '../src/report/evidence/evidence.js';
 import { formatInterval, pairwise, side } from './lib/paired.js';
-import { procCpuS, threadsCpuS, type Threads } from './lib/proc-cpu.js';
+import { procCpuS, threadsCpuS, treeCpuS, type Threads } from './lib/proc-cpu.js';
+import { lastWords, listening, startPgbouncer, startPgpool, which } from './lib/poolers.js';
 import { option } from './lib/args.js';
 
 const argv = process.argv.slice(2);
@@ -59,7 +63,7 @@ const withConnect = !argv.includes('--no-connect');
 // -C only (the per-connection figures), e.g. to profile connection handling.
 const withKept = !argv.includes('--no-kept');
 
-type Via = 'direct' | 'haproxy' | 'pgbouncer' | 'node-pipe' | 'plb' | 'plb-late' | 'plb-js';
+type Via = 'direct' | 'haproxy' | 'pgbouncer' | 'pgpool' | 'node-pipe' | 'plb' | 'plb-late' | 'plb-js';
 interface Figures {
   tps: number;
   latencyMs: number;
@@ -68,32 +72,6 @@ interface Figures {
   cpuUs: number | undefined;
   /** plb's, by thread (µs per transaction). */
   threadsUs?: Threads;
-}
-
-function which(names: string[], versionFlag: string): string | undefined {
-  for (const n of names) {
-    try {
-      execFileSync(n, [versionFlag], { stdio: 'ignore' });
-      return n;
-    } catch {
-      // not this one
-    }
-  }
-  return undefined;
-}
-
-async function listening(port: number, timeoutMs = 10_000): Promise<void> {
-  const t0 = Date.now();
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createConnection({ host: '127.0.0.1', port });
-      s.once('connect', () => (s.destroy(), resolve(true)));
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`nothing listens on ${port} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** The bare relay: every client piped to a new connection to the replica and back. */
@@ -138,6 +116,8 @@ let pipeServer: Server | undefined;
 /** Per path: the proxy's CPU seconds so far. */
 const cpuOf: Partial<Record<Via, () => number>> = {};
 const threadsOf: Partial<Record<Via, () => Threads>> = {};
+/** The poolers' processes, whose last words a failed pgbench run shows. */
+const procOf: Partial<Record<Via, ChildProcess>> = {};
 try {
   await driver.down();
   await driver.up((l) => process.stderr.write(`${l}\n`));
@@ -211,46 +191,27 @@ try {
   const pgbouncer = which(['pgbouncer', '/usr/sbin/pgbouncer'], '-V');
   if (want('pgbouncer') && pgbouncer === undefined) console.log('pgbouncer: not installed, skipped');
   else if (want('pgbouncer') && pgbouncer !== undefined) {
-    // Session pooling, SCRAM with the client (the password in the userlist lets it log in to the server).
-    const ini = join(work, 'pgbouncer.ini');
-    const users = join(work, 'userlist.txt');
-    writeFileSync(users, `"${creds.user}" "${creds.password}"\n`);
-    writeFileSync(
-      ini,
-      [
-        '[databases]',
-        `${creds.database} = host=127.0.0.1 port=${replica.port} dbname=${creds.database}`,
-        '[pgbouncer]',
-        'listen_addr = 127.0.0.1',
-        `listen_port = ${LISTEN + 2}`,
-        'unix_socket_dir =',
-        'auth_type = scram-sha-256',
-        `auth_file = ${users}`,
-        'pool_mode = session',
-        `default_pool_size = ${clients * 2}`,
-        'max_client_conn = 1000',
-        '',
-      ].join('\n'),
-    );
-    // PgBouncer refuses to run as root: as the server's user, which can read these files.
-    const asRoot = process.getuid?.() === 0;
-    if (asRoot)
-      for (const f of [ini, users])
-        chownSync(f, Number(execFileSync('id', ['-u', 'postgres']).toString()), 0);
-    const child = spawn(pgbouncer, asRoot ? ['-u', 'postgres', ini] : [ini], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = await startPgbouncer(pgbouncer, { work, creds, listen: LISTEN + 2, clients }, replica);
     children.push(child);
+    procOf.pgbouncer = child;
     cpuOf.pgbouncer = () => procCpuS(child.pid as number);
-    let log = '';
-    child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
-    await listening(LISTEN + 2).catch((err: unknown) => {
-      throw new Error(`pgbouncer: ${String(err)}\n${log}`);
-    });
     ports.pgbouncer = LISTEN + 2;
   }
+  const pgpool = which(['pgpool', '/usr/sbin/pgpool'], '--version');
+  if (want('pgpool') && pgpool === undefined) console.log('pgpool: not installed, skipped');
+  else if (want('pgpool') && pgpool !== undefined) {
+    const primary = driver.endpoints().find((e) => e.kind === 'primary');
+    if (primary === undefined) throw new Error('the cluster has no primary');
+    const servers = { primary, replicas: [{ id: replica.id, host: '127.0.0.1', port: replica.port }] };
+    const child = await startPgpool(pgpool, { work, creds, listen: LISTEN + 6, clients }, servers);
+    children.push(child);
+    procOf.pgpool = child;
+    // A process a session (its children): the whole tree's CPU.
+    cpuOf.pgpool = () => treeCpuS(child.pid as number);
+    ports.pgpool = LISTEN + 6;
+  }
   const paths = (
-    ['direct', 'haproxy', 'pgbouncer', 'node-pipe', 'plb-js', 'plb-late', 'plb'] as const
+    ['direct', 'haproxy', 'pgbouncer', 'pgpool', 'node-pipe', 'plb-js', 'plb-late', 'plb'] as const
   ).filter((v) => ports[v] !== undefined);
   const modes = [
     ...(withKept ? [{ key: 'kept', args: ['-f', script] }] : []),
@@ -261,7 +222,13 @@ try {
     const cpu = cpuOf[via];
     const c0 = cpu?.();
     const t0 = threadsOf[via]?.();
-    const out = await runTool(join(bin, 'pgbench'), [...all, '-p', String(ports[via]), creds.database], env);
+    const out = await runTool(
+      join(bin, 'pgbench'),
+      [...all, '-p', String(ports[via]), creds.database],
+      env,
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${via}'s log:\n${lastWords(procOf[via])}`);
+    });
     const { tps, latencyMs, connectMs, transactions } = parsePgbench(out);
     const f: Figures = { tps, latencyMs, connectMs, cpuUs: undefined };
     if (cpu && c0 !== undefined) f.cpuUs = ((cpu() - c0) * 1e6) / transactions;
@@ -362,6 +329,7 @@ try {
   };
   versus('plb', 'haproxy', 'plb vs HAProxy');
   versus('plb', 'pgbouncer', 'plb vs PgBouncer');
+  versus('plb', 'pgpool', 'plb vs Pgpool-II');
   versus('node-pipe', 'haproxy', 'bare Node relay vs HAProxy');
   versus('plb', 'node-pipe', 'plb vs bare Node relay');
   const same = plbRelay.startsWith('native') ? ' (the same configuration: the noise floor)' : '';

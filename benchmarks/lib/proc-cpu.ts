@@ -1,6 +1,6 @@
 // A process's CPU from /proc, and plb proxy's by thread (the relay threads name themselves plb-relay-N).
 import { readdirSync, readFileSync } from 'node:fs';
-import { parseStat, readStat } from '../../src/cluster/local/procfs.js';
+import { parseStat, processTree, readStat, treeTicks } from '../../src/cluster/local/procfs.js';
 
 /** CPU seconds (user + system) a process has used so far, from /proc (ticks of 10 ms). */
 export const procCpuS = (pid: number): number => (readStat(pid)?.ticks ?? NaN) / 100;
@@ -18,3 +18,6 @@ export function threadsCpuS(pid: number): Threads {
   }
   return t;
 }
+
+/** CPU seconds of a process and every descendant (live, and reaped ones), from one /proc snapshot. */
+export const treeCpuS = (pid: number): number => treeTicks(processTree(pid)) / 100;

@@ -207,7 +207,9 @@ export function viaConnector(
         throw new PlbError(
           'CONNECT_FAILED',
           `${formatHostPort(at)} (via ${via.label}) answered from a server that is not a replica of this cluster (cluster_name "${who.name ?? ''}", port ${who.port ?? '?'})`,
-          { hint: 'point the balancer at the replicas of this cluster (plb haproxy-config)' },
+          {
+            hint: 'point the balancer at the replicas of this cluster (plb haproxy-config, plb pgpool-config)',
+          },
         );
       }
       return pgConnection(client, id);

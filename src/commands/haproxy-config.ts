@@ -21,7 +21,7 @@ function checkMaxconn(text: string, flag: string): number {
   return n;
 }
 
-function checkUser(text: string, flag: string): string {
+export function checkUser(text: string, flag: string): string {
   if (!/^[A-Za-z0-9_.-]{1,63}$/.test(text))
     throw new PlbError(
       'BAD_INPUT',

@@ -91,18 +91,27 @@ export function benchFlagValues(
   };
 }
 
-/** The haproxy binary (on PATH, or Debian's /usr/sbin when PATH lacks it), or null. */
-export const haproxyBin: string | null = (() => {
-  for (const bin of ['haproxy', '/usr/sbin/haproxy']) {
+/** The first of `bins` that runs (on PATH, or Debian's /usr/sbin when PATH lacks it), or null. */
+function installed(bins: string[], versionFlag: string): string | null {
+  for (const bin of bins) {
     try {
-      execFileSync(bin, ['-v'], { stdio: 'ignore' });
+      execFileSync(bin, [versionFlag], { stdio: 'ignore' });
       return bin;
     } catch {
       // not this one
     }
   }
   return null;
-})();
+}
+
+/** The haproxy binary, or null. */
+export const haproxyBin: string | null = installed(['haproxy', '/usr/sbin/haproxy'], '-v');
+
+/** Pgpool-II's binary, or null. */
+export const pgpoolBin: string | null = installed(['pgpool', '/usr/sbin/pgpool'], '--version');
+
+/** PgBouncer's binary, or null. */
+export const pgbouncerBin: string | null = installed(['pgbouncer', '/usr/sbin/pgbouncer'], '-V');
 
 /** A scratch folder removed after the test file, and a writer of named files into it. */
 export function scratchFolder(prefix: string): {
