@@ -52,6 +52,8 @@ interface Figures {
   disagreeMax: number | null;
   flipsPerRouter: number | null;
   wallS: number;
+  /** The child's CPU (user + system, every thread; benchmarks/rss-hook.mjs). */
+  cpuS: number;
 }
 
 interface Arm {
@@ -68,20 +70,40 @@ function run(cell: Cell, arm: Arm, n: number, seed: number): Figures {
   if (existsSync(cached)) return JSON.parse(readFileSync(cached, 'utf8')) as Figures;
   const dir = join(out, 'runs', k);
   rmSync(dir, { recursive: true, force: true });
+  const usage = join(out, 'figures', `${k}.usage.json`);
+  mkdirSync(dirname(usage), { recursive: true });
   const args = [
-    ...['bin/run.js', 'bench', 'run', '--driver', 'sim', '--plan', cell.plan, '--strategy', arm.strategy],
+    ...[
+      '--import',
+      './benchmarks/rss-hook.mjs',
+      'bin/run.js',
+      'bench',
+      'run',
+      '--driver',
+      'sim',
+      '--plan',
+      cell.plan,
+      '--strategy',
+      arm.strategy,
+    ],
     ...['--mix', '25:75', '--clients', String(cell.clients), '--think-time', 'auto'],
     ...['--seed', String(seed), '--routers', String(n), '--out', dir, '--progress', '0'],
     ...(n > 1 && arm.view !== '-' ? ['--router-view', arm.view] : []),
   ];
   const t0 = process.hrtime.bigint();
-  const r = spawnSync('node', args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  if (r.status !== 0) throw new Error(`plb ${args.slice(1).join(' ')} exited ${r.status}:\n${r.stderr}`);
+  const r = spawnSync('node', args, {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, PLB_RSS_FILE: usage },
+  });
+  if (r.status !== 0) throw new Error(`plb ${args.slice(3).join(' ')} exited ${r.status}:\n${r.stderr}`);
   const wallS = Number(process.hrtime.bigint() - t0) / 1e9;
   const sub = readdirSync(dir).find((d) => existsSync(join(dir, d, 'summary.json')));
   if (!sub) throw new Error(`${dir}: no summary.json`);
   const s = JSON.parse(readFileSync(join(dir, sub, 'summary.json'), 'utf8')) as Summary;
-  const f = figuresOf(s, wallS);
+  const u = JSON.parse(readFileSync(usage, 'utf8')) as { userUs: number; systemUs: number };
+  const f = figuresOf(s, wallS, (u.userUs + u.systemUs) / 1e6);
+  rmSync(usage);
   mkdirSync(dirname(cached), { recursive: true });
   writeFileSync(cached, `${JSON.stringify(f)}\n`);
   if (!keep) rmSync(dir, { recursive: true, force: true });
@@ -98,7 +120,7 @@ interface Summary {
   };
 }
 
-function figuresOf(s: Summary, wallS: number): Figures {
+function figuresOf(s: Summary, wallS: number, cpuS: number): Figures {
   const p95: Figures['p95'] = { premium: {}, freemium: {} };
   for (const p of s.phases)
     if (FAULT_PHASES.includes(p.name))
@@ -111,6 +133,7 @@ function figuresOf(s: Summary, wallS: number): Figures {
     disagreeMax: d.length ? Math.max(...d.map((x) => x.maxReplicas)) : null,
     flipsPerRouter: flips.length ? flips.reduce((a, b) => a + b, 0) / flips.length : null,
     wallS,
+    cpuS,
   };
 }
 
@@ -184,6 +207,7 @@ function main(): void {
     }
   }
   print(rows, ((Date.now() - t0) / 1000).toFixed(0));
+  printCpu(rows);
   chart(rows);
 }
 
@@ -220,6 +244,22 @@ function print(rows: Row[], wall: string): void {
         (fl === null ? '-' : fl.toFixed(1)).padStart(5),
         '  ' + vs,
       ].join(' '),
+    );
+  }
+}
+
+/** The simulator's CPU per run by N (the issue's speed target: N = 64 within 2x N = 1). */
+function printCpu(rows: Row[]): void {
+  console.log('simulator CPU per run, s (user + system of the child; median over seeds) and vs N = 1');
+  for (const r of rows) {
+    const one = rows.find((x) => x.cell === r.cell && x.strategy === r.strategy && x.n === 1);
+    const med = (f: Figures[]): number => {
+      const xs = f.map((x) => x.cpuS).sort((a, b) => a - b);
+      return xs[xs.length >> 1] as number;
+    };
+    const ratio = one ? (med(r.figures) / med(one.figures)).toFixed(2) : '?';
+    console.log(
+      `${r.cell.padEnd(4)} ${r.strategy.padEnd(10)} ${(r.n === 1 ? '(one)' : r.view).padEnd(8)} ${String(r.n).padStart(2)}  ${med(r.figures).toFixed(2).padStart(6)}  ${ratio}x`,
     );
   }
 }
