@@ -13,6 +13,7 @@ import { RouterBook } from '../metrics/routers/router-book.js';
 import { PlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { SessionRouter } from '../router/types.js';
+import { isQueueingRouter, type QueueingRouter } from '../workload/admission-wait.js';
 import { ROUTER_ASSIGNMENT, type BenchConfig, type RoutersConfig } from '../run-format/config.js';
 import type { RouterFactory } from './options/router-settings.js';
 import { DEFAULT_VIEW_INTERVAL_MS } from './options/routers-options.js';
@@ -177,5 +178,28 @@ function counted(inner: SessionRouter, open: Map<string, Record<ServiceClass, nu
     setWeight: (replica, weight) => inner.setWeight?.(replica, weight),
     ...(inner.observeSessions ? { observeSessions: inner.observeSessions.bind(inner) } : {}),
     snapshot: () => inner.snapshot(),
+    ...(isQueueingRouter(inner) ? queueCounted(inner, add) : {}),
+  };
+}
+
+/** A queueing router's requests and handouts counted as open too (its waiter stays in front of it). */
+function queueCounted(
+  inner: QueueingRouter,
+  add: (replica: string, cls: ServiceClass, d: number) => void,
+): Omit<QueueingRouter, 'release'> {
+  return {
+    request: (cls, ticket, nowMs) => {
+      const r = inner.request(cls, ticket, nowMs);
+      if (typeof r === 'object') add(r.replica, cls, 1);
+      return r;
+    },
+    pump: (nowMs) => {
+      const out = inner.pump(nowMs);
+      for (const h of out) if (h.replica !== undefined) add(h.replica, h.cls, 1);
+      return out;
+    },
+    cancel: (ticket) => inner.cancel(ticket),
+    nextWakeMs: (nowMs) => inner.nextWakeMs(nowMs),
+    observe: (cls, replica, latencyMs, nowMs) => inner.observe(cls, replica, latencyMs, nowMs),
   };
 }

@@ -50,10 +50,7 @@ export class AdmittingRouter<T = unknown> implements Router {
   private readonly upSince = new Map<string, number>();
   /** Waiting sessions per class as byTicket holds them (queued(cls) without a scan when class-blind). */
   private readonly waitingOf: Record<ServiceClass, number> = { premium: 0, freemium: 0 };
-  /**
-   * The inner router's live replica state when it offers it: the per-session path then reads the one
-   * replica it needs instead of a snapshot of all K (O(1) rather than O(K) an admission).
-   */
+  /** The inner router's live state when it offers it: an admission reads one replica, not a snapshot of K. */
   private readonly live: BaseRouter | undefined;
   /** With live state: the replicas with a slot at full ramp, where the fallback search looks. */
   private readonly free: FreeSlots | undefined;
@@ -176,6 +173,18 @@ export class AdmittingRouter<T = unknown> implements Router {
     const done = this.inner.release(replica, cls, nowMs);
     this.touch(replica);
     return done;
+  }
+
+  /**
+   * The `replica` view: the replica's per-class counts (every router's sessions) become the inner
+   * router's, so limits, reserves and the guard's caps judge its whole load; this router's own
+   * admissions and releases count on from there. Slots freed reach waiters at the next pump.
+   */
+  observeSessions(replica: string, counts: { premium: number; freemium: number }, nowMs: number): void {
+    if (!this.inner.observeSessions)
+      throw new PlbError('INTERNAL', `strategy ${this.inner.strategy} takes no counts read elsewhere`);
+    this.inner.observeSessions(replica, counts, nowMs);
+    this.touch(replica);
   }
 
   markDown(replica: string, nowMs: number): void {

@@ -7,7 +7,6 @@
 import { Flags } from '@oclif/core';
 import { parseDuration } from '../../core/duration.js';
 import { PlbError } from '../../core/errors.js';
-import { strategyQueues } from '../../core/strategies.js';
 import {
   ROUTER_ASSIGNMENT,
   ROUTER_VIEWS,
@@ -116,8 +115,8 @@ export function parseRoutersFlags(flags: RoutersFlagValues): RoutersSettings {
 
 /**
  * The combinations a bench refuses, each one line naming its flag: the external balancer is the
- * router (`--via`); the replica view needs routers that take counts read elsewhere (not the
- * admission-limited strategies, whose limits count only their own sessions, nor zones).
+ * router (`--via`); the replica view needs routers that take counts read elsewhere (not zones:
+ * each zone has a router of its own). The queueing strategies judge their limits by the counts read.
  */
 export function checkRoutersSettings(
   r: RoutersSettings,
@@ -144,12 +143,6 @@ export function checkRoutersSettings(
   if (r.given.interval && r.config.view !== 'replica')
     throw new PlbError('BAD_INPUT', '--view-interval: only with --router-view replica');
   if (r.config.view !== 'replica') return;
-  const queueing = run.strategies.find((s) => strategyQueues(s));
-  if (queueing !== undefined)
-    throw new PlbError(
-      'BAD_INPUT',
-      `--router-view replica: not with --strategy ${queueing} (its admission limits count only its own sessions)`,
-    );
   if (run.zones)
     throw new PlbError(
       'BAD_INPUT',
