@@ -2,6 +2,7 @@
 // command run in-process with its output captured.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, vi } from 'vitest';
@@ -138,4 +139,16 @@ export function thrownMessage(f: () => unknown): string {
     return (err as Error).message;
   }
   return 'no error';
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:port (a server or balancer the test started). */
+export function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
 }

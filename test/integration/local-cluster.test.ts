@@ -4,10 +4,10 @@
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
-import { createConnection, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { haveServerBinaries } from '../helpers/fixtures.js';
+import { haveServerBinaries, listening } from '../helpers/fixtures.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClusterSpec } from '../../src/run-format/cluster-record.js';
 import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
@@ -16,18 +16,6 @@ import { postmasterPid, processTree, readStat } from '../../src/cluster/local/pr
 import { connect, currentWalLsn, waitCaughtUp, withClient } from '../../src/cluster/pg-util.js';
 import { bringUp, clusterSpec, openCluster } from '../../src/cluster/select.js';
 import { readClusterRecord } from '../../src/cluster/state.js';
-
-/** Resolves true when something accepts TCP connections on 127.0.0.1:port. */
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 describe.skipIf(!haveServerBinaries)('local driver: 1 primary + 5 standbys', () => {
   let stateDir: string;

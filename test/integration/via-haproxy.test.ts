@@ -7,7 +7,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +15,13 @@ import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster } from '../../src/cluster/select.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import HaproxyConfigCommand from '../../src/commands/haproxy-config.js';
-import { benchFlagValues, haproxyBin, haveServerBinaries, runCommand } from '../helpers/fixtures.js';
+import {
+  benchFlagValues,
+  haproxyBin,
+  haveServerBinaries,
+  listening,
+  runCommand,
+} from '../helpers/fixtures.js';
 
 const ci = process.env.CI === 'true';
 const NAME = 'plbtest-via';
@@ -33,17 +38,6 @@ describe.runIf(ci && !(haveServerBinaries && haveHaproxy))('via haproxy (CI)', (
     );
   });
 });
-
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 describe.skipIf(!(haveServerBinaries && haveHaproxy))('via haproxy on a local cluster', () => {
   let work: string;

@@ -11,7 +11,6 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +18,7 @@ import { executeBench } from '../../src/bench/execute.js';
 import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster, openCluster } from '../../src/cluster/select.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
-import { benchFlagValues, haveServerBinaries, pgbouncerBin } from '../helpers/fixtures.js';
+import { benchFlagValues, haveServerBinaries, listening, pgbouncerBin } from '../helpers/fixtures.js';
 
 const ci = process.env.CI === 'true';
 const NAME = 'plbtest-via-pgbouncer';
@@ -36,17 +35,6 @@ describe.runIf(ci && !(haveServerBinaries && havePgbouncer))('via pgbouncer (CI)
     );
   });
 });
-
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 describe.skipIf(!(haveServerBinaries && havePgbouncer))('via pgbouncer on a local cluster', () => {
   let work: string;

@@ -10,7 +10,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -20,7 +19,13 @@ import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster, openCluster } from '../../src/cluster/select.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import PgpoolConfigCommand from '../../src/commands/pgpool-config.js';
-import { benchFlagValues, haveServerBinaries, pgpoolBin, runCommand } from '../helpers/fixtures.js';
+import {
+  benchFlagValues,
+  haveServerBinaries,
+  listening,
+  pgpoolBin,
+  runCommand,
+} from '../helpers/fixtures.js';
 
 const ci = process.env.CI === 'true';
 const NAME = 'plbtest-via-pgpool';
@@ -37,17 +42,6 @@ describe.runIf(ci && !(haveServerBinaries && havePgpool))('via pgpool (CI)', () 
     );
   });
 });
-
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 describe.skipIf(!(haveServerBinaries && havePgpool))('via pgpool on a local cluster', () => {
   let work: string;
