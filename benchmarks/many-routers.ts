@@ -6,10 +6,14 @@
 // phases' changes per seed), pooled over seeds with the report's t interval (overRuns); the routers'
 // role disagreement and borrow flips (summary.routers); for N > 1 the change minus N = 1's, paired
 // by seed, with a verdict. At N = 1 the views are one run (local), the reference for the others.
-// Figures are the model's: a claim from the simulator alone.
+// On the simulator, figures are the model's: a claim from the simulator alone.
 //
 //   npx tsx benchmarks/many-routers.ts [--seeds 3] [--ns 1,4,16,64] [--cells rq2,rq3]
 //     [--out runs/many-routers] [--chart runs/many-routers/protection.svg] [--keep]
+//     [--driver docker --name <cluster> --workers 2 --arms rr:-,plb:local]
+// On a real driver (an existing cluster --name), runs go seed by seed (every N and arm of a seed
+// before the next seed, so drift in the host hits every arm alike), N > 1 runs with --workers W,
+// and --arms narrows what runs (strategy:view; rr takes no view).
 // Each run's figures are kept in --out/figures (a run done is not done again); without --keep the
 // run directories are removed once read.
 import { spawnSync } from 'node:child_process';
@@ -39,6 +43,17 @@ const ns = (option('ns') ?? '1,4,16,64').split(',').map(Number);
 const out = option('out') ?? 'runs/many-routers';
 const chartPath = option('chart') ?? join(out, 'protection.svg');
 const keep = process.argv.includes('--keep');
+const driver = option('driver') ?? 'sim';
+const cluster = option('name');
+const workers = option('workers');
+const armsOption = option('arms')
+  ?.split(',')
+  .map((a) => {
+    const [strategy, view] = a.split(':');
+    if (!strategy || !view) throw new Error(`--arms: ${a} is not strategy:view (e.g. plb:local, rr:-)`);
+    return { strategy, view };
+  });
+if (driver !== 'sim' && !cluster) throw new Error('--name: a real driver runs on an existing cluster');
 const cells = (option('cells') ?? 'rq2,rq3').split(',').map((c) => {
   const cell = CELLS[c];
   if (!cell) throw new Error(`--cells: unknown cell ${c} (cells: ${Object.keys(CELLS).join(', ')})`);
@@ -80,7 +95,7 @@ function run(cell: Cell, arm: Arm, n: number, seed: number): Figures {
       'bench',
       'run',
       '--driver',
-      'sim',
+      driver,
       '--plan',
       cell.plan,
       '--strategy',
@@ -89,6 +104,8 @@ function run(cell: Cell, arm: Arm, n: number, seed: number): Figures {
     ...['--mix', '25:75', '--clients', String(cell.clients), '--think-time', 'auto'],
     ...['--seed', String(seed), '--routers', String(n), '--out', dir, '--progress', '0'],
     ...(n > 1 && arm.view !== '-' ? ['--router-view', arm.view] : []),
+    ...(cluster ? ['--name', cluster] : []),
+    ...(n > 1 && workers ? ['--workers', workers] : []),
   ];
   const t0 = process.hrtime.bigint();
   const r = spawnSync('node', args, {
@@ -173,6 +190,7 @@ interface Row {
 
 function arms(n: number): Arm[] {
   const views = n === 1 ? ['local'] : VIEWS;
+  if (armsOption) return armsOption.filter((a) => a.strategy === 'rr' || n > 1 || a.view === 'local');
   return [
     { strategy: 'rr', view: '-' },
     ...PRIORITY.flatMap((s) => views.map((view) => ({ strategy: s, view }))),
@@ -182,6 +200,10 @@ function arms(n: number): Arm[] {
 function main(): void {
   const t0 = Date.now();
   const rows: Row[] = [];
+  // A real cluster drifts: run seed-major first (the loop below then reads the kept figures).
+  if (driver !== 'sim')
+    for (let seed = 1; seed <= seeds; seed++)
+      for (const cell of cells) for (const n of ns) for (const arm of arms(n)) run(cell, arm, n, seed);
   for (const cell of cells) {
     for (const n of ns) {
       const bySeed = new Map<string, Figures[]>();
@@ -207,13 +229,13 @@ function main(): void {
     }
   }
   print(rows, ((Date.now() - t0) / 1000).toFixed(0));
-  printCpu(rows);
+  if (driver === 'sim') printCpu(rows);
   chart(rows);
 }
 
 function print(rows: Row[], wall: string): void {
   console.log(
-    `many routers on the simulator (the model's figures; 25:75, think time auto, ${seeds} seeds, wall ${wall} s). ` +
+    `many routers on ${driver === 'sim' ? "the simulator (the model's figures" : `${driver} (${cluster}${workers ? `, N > 1 in ${workers} workers` : ''}`}; 25:75, think time auto, ${seeds} seeds, wall ${wall} s). ` +
       `p95 change against rr at the same N and seed in down-1 and down-2 (mean of the two), mean over seeds ` +
       `[95 % t interval], in %; disagree = replicas two routers see differently (mean per second, max); ` +
       `flips = borrow/return/reclaim per router; vs N=1 = premium change minus one router's, paired by seed`,
@@ -286,7 +308,7 @@ function chart(rows: Row[]): void {
     chartPath,
     protectionChart(
       panels,
-      `simulator, ${seeds} seeds, mean [95 % t interval]; N = 1 is one router for every view`,
+      `${driver === 'sim' ? 'simulator' : driver}, ${seeds} seeds, mean [95 % t interval]; N = 1 is one router for every view`,
     ),
   );
   console.log(`chart: ${chartPath}`);
