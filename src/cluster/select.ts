@@ -32,7 +32,6 @@ import { memoryForConnections } from './sizing.js';
  */
 export type DriverChoice = 'auto' | DriverKind | 'sim' | 'external';
 
-// Names the commands import; the values live in DEFAULT_CLUSTER (driver.ts).
 /** @deprecated DEFAULT_CLUSTER.replicas */
 export const DEFAULT_REPLICAS = DEFAULT_CLUSTER.replicas;
 /** @deprecated DEFAULT_CLUSTER.basePort */
@@ -56,6 +55,7 @@ export function clusterSpec(over: Partial<ClusterSpec> = {}): ClusterSpec {
     memoryMb: over.memoryMb ?? Math.min(maxMemoryMb(), memoryForConnections(maxConnections)),
     stateDir: over.stateDir ?? defaultStateDir(),
     ...(over.image !== undefined ? { image: over.image } : {}),
+    ...(over.cpuPool === true ? { cpuPool: true } : {}),
   };
   validateSpec(spec, { cpus: maxCpus(), memoryMb: maxMemoryMb() });
   return spec;

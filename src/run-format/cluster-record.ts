@@ -12,6 +12,8 @@ export const clusterSpecSchema = z.object({
   image: z.string().optional(),
   stateDir: z.string(),
   id: z.string().optional(),
+  /** --cpu-pool (docker): the replicas share one quota of replicas x cpus (cluster/docker/cpu-pool.ts). */
+  cpuPool: z.boolean().optional(),
 });
 
 export const clusterRecordSchema = z

@@ -6,6 +6,7 @@ import { serverSettings } from '../base-driver.js';
 import type { ClusterSpec } from '../../run-format/cluster-record.js';
 import type { ServerId } from '../../core/replica-ids.js';
 import { packageVersion } from '../../core/package-info.js';
+import { poolParent } from './cpu-pool.js';
 import { makeTar } from './tar.js';
 
 export const LABEL_CLUSTER = 'plb.cluster';
@@ -42,6 +43,7 @@ export function containerOptions(
   const cpus = hostCpus().length;
   const memory = spec.memoryMb * 1024 * 1024;
   const conf = serverSettings(spec, SHARED_BUFFERS_MAX_MB);
+  const pool = primary ? undefined : poolParent(spec);
   const env = [
     `PLB_ROLE=${primary ? 'primary' : 'standby'}`,
     `PLB_ID=${id}`,
@@ -68,6 +70,8 @@ export function containerOptions(
     HostConfig: {
       NetworkMode: 'host',
       NanoCpus: Math.round(cpus * 1e9),
+      // --cpu-pool: the replicas share the pool's quota (cpu-pool.ts), and have none of their own.
+      ...(pool !== undefined ? { CgroupParent: pool } : {}),
       Memory: memory,
       MemorySwap: memory,
       RestartPolicy: { Name: 'no' },

@@ -5,10 +5,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import type Docker from 'dockerode';
+import { pooledCpuFiles } from './cpu-pool.js';
 
 /** cgroup files that may hold a container's CPU usage, with the unit of their number. */
-function candidates(id: string): { path: string; kind: 'ns' | 'stat' }[] {
+function candidates(id: string, pool: string | undefined): { path: string; kind: 'ns' | 'stat' }[] {
   return [
+    // the replicas of a --cpu-pool cluster (the primary stays under the engine's own parent)
+    ...(pool !== undefined ? pooledCpuFiles(pool, id) : []),
     // cgroup v1, cgroupfs and systemd drivers
     { path: `/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, kind: 'ns' },
     { path: `/sys/fs/cgroup/cpu,cpuacct/docker/${id}/cpuacct.usage`, kind: 'ns' },
@@ -43,6 +46,8 @@ export class CpuReader {
   constructor(
     private readonly docker: Docker,
     useCgroups = engineIsLocal(),
+    /** The --cpu-pool parent cgroup, when the cluster has one. */
+    private readonly pool?: string,
   ) {
     this.cgroups = useCgroups ? null : false;
   }
@@ -60,7 +65,7 @@ export class CpuReader {
           return null;
         }
       }
-      for (const c of candidates(containerId)) {
+      for (const c of candidates(containerId, this.pool)) {
         try {
           const v = await readCgroup(c.path, c.kind);
           this.paths.set(containerId, c);

@@ -23,6 +23,7 @@ import { errorText, PlbError } from '../../core/errors.js';
 import { createReplicationSlot } from '../pg-util.js';
 import { entryScript } from '../../core/package-info.js';
 import { CpuReader, engineIsLocal } from './cpu.js';
+import { createPool, poolParent, removePool } from './cpu-pool.js';
 import { ensureImage, withTimeout } from './image.js';
 import { logText } from './logs.js';
 import { containerOptions, LABEL_CLUSTER, LABEL_ID, LABEL_SERVER, serverFiles } from './container.js';
@@ -91,7 +92,7 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
   constructor(spec: ClusterSpec, opts: DockerDriverOptions = {}) {
     super(spec);
     this.docker = opts.docker ?? new Docker();
-    this.cpu = new CpuReader(this.docker);
+    this.cpu = new CpuReader(this.docker, engineIsLocal(), poolParent(spec));
     this.upTimeoutMs = opts.upTimeoutMs ?? 180_000;
   }
 
@@ -193,6 +194,7 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
     this.upRan = true;
     const image = await ensureImage({ image: this.spec.image, docker: this.docker, log });
     log(`image ${image}`);
+    if (this.spec.cpuPool) createPool(this.spec, (await this.docker.info()).CgroupDriver);
     const creds = await this.credentials();
     const script = entryScript();
     const deadline = Date.now() + this.upTimeoutMs;
@@ -211,11 +213,11 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
         }),
       );
       log(`${replicas.length} standbys streaming (${secs()} s)`);
-      // Boot ran unthrottled (initdb, base backups); now the quotas of the spec apply.
+      // Boot ran unthrottled (initdb, base backups); now the quotas of the spec apply (a pool's
+      // replicas have only the pool's).
+      const own = this.endpoints().filter((e) => e.kind === 'primary' || !this.spec.cpuPool);
       await Promise.all(
-        this.endpoints().map((e) =>
-          this.applyCpus(e.id, e.kind === 'primary' ? this.spec.primaryCpus : this.spec.cpus),
-        ),
+        own.map((e) => this.applyCpus(e.id, e.kind === 'primary' ? this.spec.primaryCpus : this.spec.cpus)),
       );
     } catch (err) {
       const reason = errorText(err);
@@ -262,6 +264,7 @@ export class DockerDriver extends BaseDriver implements ClusterDriver {
     if (id !== undefined)
       await removeNetFaults(id, record?.id === id ? record.extra : undefined).catch(() => undefined);
     await this.removeContainers();
+    removePool(this.spec);
     const vols = await this.docker.listVolumes({ filters: { label: this.ownFilter() } });
     await Promise.all(
       (vols.Volumes ?? []).map(async (v) => {

@@ -60,6 +60,9 @@ export class LocalDriver extends BaseDriver implements ClusterDriver {
 
   constructor(spec: ClusterSpec) {
     super(spec);
+    // Made before anything is written or started: the refusal leaves nothing behind.
+    if (spec.cpuPool)
+      throw new PlbError('BAD_INPUT', "--cpu-pool: only the docker driver pools the replicas' CPU");
     this.limiter = new CpuLimiter(spec.name);
     this.groups = new ServerGroups(spec.name);
   }

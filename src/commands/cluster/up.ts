@@ -33,6 +33,10 @@ export default class ClusterUp extends PlbCommand {
     'primary-cpus': checkedText((v, flag) => parseCpus(flag, v))({
       description: 'CPU quota of the primary, cores',
     }),
+    'cpu-pool': Flags.boolean({
+      description:
+        "docker: the replicas share one CPU quota of replicas x --cpus, so a dead replica's CPU goes to the survivors (the simulator's --sim-cpu pooled)",
+    }),
     memory: Flags.integer({
       description: 'memory limit per server, MiB (default: sized from --max-connections, at least 512)',
     }),
@@ -62,6 +66,7 @@ export default class ClusterUp extends PlbCommand {
       maxConnections: flags['max-connections'],
       ...(flags.memory !== undefined ? { memoryMb: flags.memory } : {}),
       ...(flags.image !== undefined ? { image: flags.image } : {}),
+      ...(flags['cpu-pool'] ? { cpuPool: true } : {}),
     });
     const t0 = Date.now();
     const { driver } = await upCluster({
@@ -75,6 +80,8 @@ export default class ClusterUp extends PlbCommand {
     this.log(
       `  max_connections ${driver.spec.maxConnections} per server, memory ${driver.spec.memoryMb} MiB per server`,
     );
+    if (spec.cpuPool)
+      this.log(`  CPU pool: the replicas share ${+(spec.replicas * spec.cpus).toFixed(2)} cores`);
     this.log(`  user plb, database plb; password in ${spec.stateDir}/${spec.name}/password`);
     if (driver.kind === 'local' && !(driver as { cpusEnforced?: boolean }).cpusEnforced)
       this.log('  note: no writable cgroups here: CPU quotas are recorded but not enforced');
