@@ -137,6 +137,9 @@ ${EXIT_CODES_HELP}`;
   async run(): Promise<object | void> {
     const { argv, flags } = await this.parse(Report);
     const json = this.jsonEnabled();
+    // The argument is optional for --history alone; otherwise missing, as oclif would say it.
+    if (argv.length === 0 && flags.history === undefined)
+      throw new PlbError('USAGE', 'missing argument runDir', { hint: 'see --help' });
     if (flags.history !== undefined) {
       if (argv.length > 0)
         throw new PlbError('BAD_INPUT', 'history: give a history file or run directories, not both');
