@@ -10,7 +10,7 @@ import { loadCalibration } from '../../src/cluster/sim/calibration.js';
 import type { GroupEvidence, Verdict } from '../../src/run-format/evidence.js';
 import { loadVerdictBaseline, type VerdictGroup } from '../../src/report/gate/verdict-baseline.js';
 import { runVerdictGate, verdictRule } from '../../src/report/gate/verdict-gate.js';
-import { verdictGateTable, trendText } from '../../src/report/gate/verdict-render.js';
+import { reportVerdictGate, verdictGateTable, trendText } from '../../src/report/gate/verdict-render.js';
 import { historyTable, readHistory } from '../../src/report/gate/history.js';
 import { writeReports } from '../../src/report/report.js';
 import { runCommand, thrownMessage } from '../helpers/fixtures.js';
@@ -36,16 +36,11 @@ describe('verdictRule', () => {
 
 /** A group with one fault phase (down-1) whose verdicts against rr are given per cell. */
 function group(strategy: string, verdicts: Partial<Record<string, Verdict>>, p95 = 100): VerdictGroup {
-  const change = (v: Verdict | undefined) =>
-    v === undefined
-      ? undefined
-      : {
-          delta: v === 'better' ? -0.3 : v === 'worse' ? 0.3 : 0,
-          lo: -0.4,
-          hi: 0.4,
-          verdict: v,
-          detectable: 0.1,
-        };
+  const change = (v: Verdict | undefined) => {
+    if (v === undefined) return undefined;
+    const delta = v === 'better' ? -0.3 : v === 'worse' ? 0.3 : 0;
+    return { delta, lo: delta - 0.1, hi: delta + 0.1, verdict: v, detectable: 0.1 };
+  };
   const cls = (c: string) => ({
     seconds: 30,
     block: 3,
@@ -99,6 +94,37 @@ describe('runVerdictGate', () => {
     expect(verdictGateTable(r).split('\n')[0]).toMatch(
       /^result +group +phase +class +metric +baseline vs rr +now vs rr +why +trend \(not gated\)$/,
     );
+  });
+
+  it('for GitHub: an annotation per failing cell and the markdown verdict in the step summary', () => {
+    const r = runVerdictGate(
+      [group('plb', { 'premium p95': 'worse', 'freemium p95': 'worse', 'premium goodput': ND })],
+      base,
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'plb-verdict-md-'));
+    const summary = join(dir, 'summary.md');
+    const lines: string[] = [];
+    const failed = reportVerdictGate(r, {
+      log: (l) => lines.push(l),
+      github: true,
+      env: { GITHUB_STEP_SUMMARY: summary },
+      images: ['postgres@sha256:abc'],
+    });
+    expect(failed).toBe(true);
+    expect(lines.filter((l) => l.startsWith('::error'))).toEqual([
+      '::error title=plb gate::demo|plb|25:75 down-1 premium p95: flipped: better -> worse (baseline better -30%25 [-40%25, -20%25]; now worse +30%25 [+20%25, +40%25])',
+    ]);
+    expect(lines).toContain('image: postgres@sha256:abc');
+    expect(lines.at(-1)).toMatch(
+      /^gate FAIL: 1 flipped, 0 premium worse, 0 missing, 2 held, 0 not gated, 0 new/,
+    );
+    const md = readFileSync(summary, 'utf8');
+    expect(md).toMatch(/^## plb nightly gate: ❌ FAIL\n/);
+    expect(md).toContain('PostgreSQL image: `postgres@sha256:abc`');
+    expect(md).toContain(
+      '| FAIL | demo\\|plb\\|25:75 | down-1 | premium | p95 | better -30% [-40%, -20%] | worse +30% [+20%, +40%] |',
+    );
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('does not gate a baseline cell without an interval, notes new groups, refuses a baseline with no verdicts', () => {

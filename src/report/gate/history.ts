@@ -9,7 +9,7 @@ import { checkWritableFile } from '../../core/safe-write.js';
 import { changeText } from '../evidence/verdicts.js';
 import type { VerdictGateResult } from './verdict-gate.js';
 
-export const HISTORY_SCHEMA = 'plb-nightly-history/1';
+const HISTORY_SCHEMA = 'plb-nightly-history/1';
 
 const num = z.number().nullable();
 const historyCellSchema = z.object({

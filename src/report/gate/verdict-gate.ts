@@ -10,7 +10,7 @@ import { faultPhases } from '../evidence/headline.js';
 import type { VerdictGroup } from './verdict-baseline.js';
 
 /** The headline metrics: the two a class's service is judged by. */
-export const HEADLINE_METRICS = ['p95', 'goodput'] as const;
+const HEADLINE_METRICS = ['p95', 'goodput'] as const;
 type HeadlineMetric = (typeof HEADLINE_METRICS)[number];
 
 /**

@@ -76,7 +76,7 @@ export function verdictGateTable(r: VerdictGateResult): string {
 }
 
 /** One line: PASS or FAIL with counts. */
-export function verdictGateSummary(r: VerdictGateResult): string {
+function verdictGateSummary(r: VerdictGateResult): string {
   const n = (s: CellStatus): number => r.cells.filter((c) => c.status === s).length;
   const flipped = r.cells.filter((c) => c.status === 'fail' && c.why.startsWith('flipped')).length;
   return `gate ${r.failed.length > 0 ? 'FAIL' : 'PASS'}: ${flipped} flipped, ${n('fail') - flipped} premium worse, ${n('missing')} missing, ${n('pass')} held, ${n('not gated')} not gated, ${n('new')} new (${r.cells.length} headline cells: each strategy against rr within its run, tonight and in the baseline; absolute figures are a trend, not gated)`;
@@ -90,7 +90,7 @@ function mdTable(cells: readonly VerdictCell[]): string {
 }
 
 /** The verdict for a GitHub step summary: headline, failing cells, every cell. */
-export function verdictGateMarkdown(r: VerdictGateResult, images: readonly string[] = []): string {
+function verdictGateMarkdown(r: VerdictGateResult, images: readonly string[] = []): string {
   const out = [
     `## plb nightly gate: ${r.failed.length > 0 ? '❌ FAIL' : '✅ PASS'}`,
     '',
@@ -105,7 +105,7 @@ export function verdictGateMarkdown(r: VerdictGateResult, images: readonly strin
 }
 
 /** `::error::` per failing cell and `::warning::` per note. */
-export function verdictGateAnnotations(r: VerdictGateResult): string[] {
+function verdictGateAnnotations(r: VerdictGateResult): string[] {
   const fails = r.failed.map((c) =>
     annotation(
       'error',
