@@ -14,6 +14,9 @@ import { escapeLines } from '../core/text.js';
 import { PlbError } from '../core/errors.js';
 
 const OUTPUT = 'OUTPUT';
+
+/** Named as oclif's own, so it exits and hints as a usage error does (core/fail.ts). */
+class RequiredArgsError extends Errors.CLIError {}
 const COMPARISON = 'COMPARISON';
 
 export default class Report extends PlbCommand {
@@ -139,7 +142,7 @@ ${EXIT_CODES_HELP}`;
     const json = this.jsonEnabled();
     // The argument is optional for --history alone; otherwise missing, as oclif would say it.
     if (argv.length === 0 && flags.history === undefined)
-      throw new PlbError('USAGE', 'missing argument runDir', { hint: 'see --help' });
+      throw new RequiredArgsError('missing argument runDir');
     if (flags.history !== undefined) {
       if (argv.length > 0)
         throw new PlbError('BAD_INPUT', 'history: give a history file or run directories, not both');
