@@ -9,6 +9,7 @@ import { TOLERANCE_EXIT_CODE } from '../core/fail.js';
 import { annotation, DEFAULT_GATE_FLOORS, GATE_K, reportGate } from '../report/gate/gate.js';
 import { reportVerdictGate } from '../report/gate/verdict-render.js';
 import { historyTable, readHistory } from '../report/gate/history.js';
+import { writeHistoryHtml } from '../report/gate/history-chart.js';
 import { writeReports } from '../report/report.js';
 import { escapeLines } from '../core/text.js';
 import { PlbError } from '../core/errors.js';
@@ -116,7 +117,8 @@ ${EXIT_CODES_HELP}`;
       helpGroup: COMPARISON,
     }),
     history: Flags.string({
-      description: "print premium's p95 change against rr per night from a --history-append file, then stop",
+      description:
+        "print premium's p95 change against rr per night from a --history-append file (with --html, a chart too), then stop",
       exclusive: ['compare-to', 'baseline-out', 'csv', 'markdown'],
       helpGroup: OUTPUT,
     }),
@@ -147,6 +149,10 @@ ${EXIT_CODES_HELP}`;
       if (argv.length > 0)
         throw new PlbError('BAD_INPUT', 'history: give a history file or run directories, not both');
       const nights = readHistory(flags.history);
+      if (flags.html !== undefined) {
+        await writeHistoryHtml(flags.html, nights);
+        process.stderr.write(`wrote ${escapeLines(flags.html)}\n`);
+      }
       if (json) return { nights };
       process.stdout.write(escapeLines(historyTable(nights)));
       return;

@@ -201,6 +201,14 @@ describe('two machines of different speed', () => {
     expect(nights).toHaveLength(1);
     expect(nights[0]).toMatchObject({ pass: true, images: [] });
     expect(historyTable(nights).split('\n')[1]).toMatch(/^night +gate +strategy +down-1 +down-2 +rejoin-1$/);
+    // A second night, then the history as the command prints and charts it.
+    await writeReports([B], { html: false, compareTo: baseline, gate: true, historyAppend: history });
+    const page = join(root, 'history.html');
+    const r2 = await runCommand(Report, ['--history', history, '--html', page]);
+    expect(r2.code).toBe(0);
+    expect(r2.stdout.split('\n').filter((l) => / PASS +plb +-\d+% \[.*\] better/.test(l))).toHaveLength(2);
+    expect(readFileSync(page, 'utf8')).toMatch(/<svg[\s\S]*premium p95 against rr/);
+    expect((await runCommand(Report, ['--history', history, B])).stderr).toMatch(/not both/);
   });
 
   it('fails, exit 3, when one verdict is flipped on purpose', async () => {
