@@ -101,7 +101,6 @@ ${EXIT_CODES_HELP}`;
       description:
         "with --compare-to: fail when a headline cell's verdict against --baseline flipped from the baseline's (figures: a trend, not gated)",
       dependsOn: ['compare-to'],
-      exclusive: ['gate-absolute', 'tolerance'],
       helpGroup: COMPARISON,
     }),
     'gate-absolute': Flags.boolean({
@@ -119,7 +118,6 @@ ${EXIT_CODES_HELP}`;
     history: Flags.string({
       description:
         "print premium's p95 change against rr per night from a --history-append file (with --html, a chart too), then stop",
-      exclusive: ['compare-to', 'baseline-out', 'csv', 'markdown'],
       helpGroup: OUTPUT,
     }),
     github: Flags.boolean({
