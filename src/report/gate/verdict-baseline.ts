@@ -49,7 +49,7 @@ const verdictBaselineSchema = z.object({
 });
 
 const REMEASURE =
-  're-measure the baseline with today’s plan (benchmarks/baseline/README.md), or compare figures on one machine with --gate-absolute';
+  "re-measure the baseline with today's plan (benchmarks/baseline/README.md), or compare figures on one machine with --gate-absolute";
 
 /**
  * The baseline groups from `path`: a plb-report/3 JSON, or a directory of runs. An older report
