@@ -33,7 +33,7 @@ history=nightly-history/history.jsonl
 build=1
 github=()
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --driver) driver=${2:?--driver needs a value}; shift 2 ;;
