@@ -72,7 +72,8 @@ plb report "$out/runs" --json --skip-html "${github[@]}" --baseline-out "$out/ca
 # The gate runs whatever happened above: a cell the baseline has and the night lacks fails.
 say "gate against $baseline"
 gate=0
-plb report "$out/runs" --json --skip-html "${github[@]}" --compare-to "$baseline" --gate \
+# Not --json: an input error then goes to stderr as one line; the verdict table goes there too.
+plb report "$out/runs" --skip-html "${github[@]}" --compare-to "$baseline" --gate \
   --history-append "$history" > /dev/null || gate=$?
 if [ "${#github[@]}" -gt 0 ] && [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   plb report "$out/runs" --markdown --skip-html >> "$GITHUB_STEP_SUMMARY" || true
