@@ -32,7 +32,7 @@ function points(entries: readonly HistoryEntry[]): Point[] {
   );
 }
 
-export function historyChartSpec(entries: readonly HistoryEntry[]): TopLevelSpec {
+function historyChartSpec(entries: readonly HistoryEntry[]): TopLevelSpec {
   const data = points(entries);
   const strategies = [...new Set(data.map((p) => p.strategy))];
   const color = {
