@@ -7,10 +7,17 @@ import { renderReport, reportJson, SIGN_CONVENTION } from '../report/tables/rend
 import { DEFAULT_TOLERANCE, TOLERANCE_FIELDS } from '../report/gate/tolerance.js';
 import { TOLERANCE_EXIT_CODE } from '../core/fail.js';
 import { annotation, DEFAULT_GATE_FLOORS, GATE_K, reportGate } from '../report/gate/gate.js';
+import { reportVerdictGate } from '../report/gate/verdict-render.js';
+import { historyTable, readHistory } from '../report/gate/history.js';
+import { writeHistoryHtml } from '../report/gate/history-chart.js';
 import { writeReports } from '../report/report.js';
 import { escapeLines } from '../core/text.js';
+import { PlbError } from '../core/errors.js';
 
 const OUTPUT = 'OUTPUT';
+
+/** Named as oclif's own, so it exits and hints as a usage error does (core/fail.ts). */
+class RequiredArgsError extends Errors.CLIError {}
 const COMPARISON = 'COMPARISON';
 
 export default class Report extends PlbCommand {
@@ -20,7 +27,9 @@ Several runs of one strategy+plan+mix are repeats: every metric is their median 
 
 Tolerance fields: ${Object.keys(TOLERANCE_FIELDS).join(', ')}; p50/p95/p99/goodput/lifetime are relative to the baseline, retention/inflation/cpu/cv/errors are absolute differences; 25% and 0.25 are the same.
 
---gate makes --compare-to one-sided and noise-aware: a cell (group, phase, class, metric) fails only when it got worse (latency or inflation up, goodput, retention or lifetime down) by more than max(${GATE_K} x the baseline's IQR, floor), the IQR relative to the baseline median for relative fields. Better never fails; a cell the baseline has and the runs lack fails. With --gate, --tolerance gives the fields to gate and their floors (default ${DEFAULT_GATE_FLOORS}). --github adds ::error:: annotations and appends the verdict to $GITHUB_STEP_SUMMARY.
+--gate holds verdicts, not figures: for the headline cells (premium and freemium p95 and goodput in the fault phases, each strategy against --baseline within its run) the runs' verdict is compared with the baseline's (a plb-report/3 JSON or run directories). A cell fails when its verdict flipped (better <-> worse), when premium's "no diff." became "worse", or when the baseline has a verdict and the runs none. The strategies' own figures are printed beside as a trend, never gated. --history-append FILE adds the verdict table as one JSON line; --history FILE (no run directories needed) tables premium's change against rr per night.
+
+--gate-absolute gates absolute figures, for two sides measured on one machine: a cell fails only when it got worse by more than max(${GATE_K} x the baseline's IQR, floor), the IQR relative to the baseline median for relative fields; --tolerance gives the fields and floors (default ${DEFAULT_GATE_FLOORS}). --github adds ::error:: annotations and appends the verdict to $GITHUB_STEP_SUMMARY.
 
 ${EXIT_CODES_HELP}`;
 
@@ -30,13 +39,17 @@ ${EXIT_CODES_HELP}`;
     '<%= config.bin %> report runs/ --csv --per-run > runs.csv',
     `<%= config.bin %> report runs/ --compare-to benchmarks/baseline/summary.json --tolerance ${DEFAULT_TOLERANCE}`,
     '<%= config.bin %> report runs/ --compare-to benchmarks/baseline/summary.json --gate --github',
+    '<%= config.bin %> report runs/ --compare-to runs-of-last-week/ --gate-absolute',
+    '<%= config.bin %> report --history nightly-history/history.jsonl',
     '<%= config.bin %> report runs/ --json --skip-html --baseline-out candidate/summary.json',
   ];
 
   static override strict = false;
 
   static override args = {
-    runDir: Args.string({ required: true, description: 'run directories (or directories holding them)' }),
+    runDir: Args.string({
+      description: 'run directories (or directories holding them); not needed with --history',
+    }),
   };
 
   static override flags = {
@@ -85,9 +98,27 @@ ${EXIT_CODES_HELP}`;
       helpGroup: COMPARISON,
     }),
     gate: Flags.boolean({
-      description: 'with --compare-to: fail only on cells worse than the baseline beyond its noise (IQR)',
+      description:
+        "with --compare-to: fail when a headline cell's verdict against --baseline flipped from the baseline's (figures: a trend, not gated)",
       dependsOn: ['compare-to'],
       helpGroup: COMPARISON,
+    }),
+    'gate-absolute': Flags.boolean({
+      description:
+        'with --compare-to, both sides from one machine: fail on absolute figures worse than the baseline beyond its noise (IQR)',
+      dependsOn: ['compare-to'],
+      helpGroup: COMPARISON,
+    }),
+    'history-append': Flags.string({
+      description:
+        "with --gate: append the verdict table as one JSON line to this file (the nightly's history)",
+      dependsOn: ['gate'],
+      helpGroup: COMPARISON,
+    }),
+    history: Flags.string({
+      description:
+        "print premium's p95 change against rr per night from a --history-append file (with --html, a chart too), then stop",
+      helpGroup: OUTPUT,
     }),
     github: Flags.boolean({
       description:
@@ -109,6 +140,21 @@ ${EXIT_CODES_HELP}`;
   async run(): Promise<object | void> {
     const { argv, flags } = await this.parse(Report);
     const json = this.jsonEnabled();
+    // The argument is optional for --history alone; otherwise missing, as oclif would say it.
+    if (argv.length === 0 && flags.history === undefined)
+      throw new RequiredArgsError('missing argument runDir');
+    if (flags.history !== undefined) {
+      if (argv.length > 0)
+        throw new PlbError('BAD_INPUT', 'history: give a history file or run directories, not both');
+      const nights = readHistory(flags.history);
+      if (flags.html !== undefined) {
+        await writeHistoryHtml(flags.html, nights);
+        process.stderr.write(`wrote ${escapeLines(flags.html)}\n`);
+      }
+      if (json) return { nights };
+      process.stdout.write(escapeLines(historyTable(nights)));
+      return;
+    }
     const format = json ? 'json' : flags.csv ? 'csv' : flags.markdown ? 'markdown' : 'table';
     const out = await writeReports(argv as string[], {
       format,
@@ -120,6 +166,8 @@ ${EXIT_CODES_HELP}`;
       tolerance: flags.tolerance,
       includeIncomplete: flags['include-incomplete'],
       gate: flags.gate,
+      gateAbsolute: flags['gate-absolute'],
+      historyAppend: flags['history-append'],
       baselineOut: flags['baseline-out'],
     });
     // stderr, not logToStderr: oclif silences that with --json, and these lines matter then too.
@@ -142,7 +190,12 @@ ${EXIT_CODES_HELP}`;
         note(flags.github ? annotation('warning', 'plb report', w) : `note: ${w}`);
     }
     // The gate's verdict table and annotations (stderr; the step summary with --github).
-    if (out.gate && reportGate(out.gate, { log: note, github: flags.github })) moved = true;
+    if (out.absoluteGate && reportGate(out.absoluteGate, { log: note, github: flags.github })) moved = true;
+    if (
+      out.verdictGate &&
+      reportVerdictGate(out.verdictGate, { log: note, github: flags.github, images: out.images })
+    )
+      moved = true;
     if (json) {
       const cmp = compareStrategies(out.groups, flags.baseline);
       // The plb-report document as schema'd (run-format/report.ts); verdicts went to stderr.

@@ -20,7 +20,7 @@ export const EXIT_CODES_HELP = `Exit codes:
 0    ok
 1    error: bad input (names the flag or field), unreadable run directory, ...
 2    usage: unknown flag, missing or unexpected argument
-${TOLERANCE_EXIT_CODE}    --compare-to: a metric beyond --tolerance; --gate: a cell got worse
+${TOLERANCE_EXIT_CODE}    --compare-to: a metric beyond --tolerance; --gate: a verdict flipped; --gate-absolute: a cell got worse
 127  unknown command
 With --json an error is {"error":{"code","message","hint"}} on stdout;
 without, one line on stderr.`;

@@ -19,6 +19,9 @@ import {
 } from './gate/tolerance.js';
 import { DEFAULT_GATE_FLOORS, parseGateFloors, runGate, type GateResult } from './gate/gate.js';
 import { candidateBaseline, candidateWarnings, writeCandidateBaseline } from './gate/candidate-baseline.js';
+import { loadVerdictBaseline } from './gate/verdict-baseline.js';
+import { runVerdictGate, type VerdictGateResult } from './gate/verdict-gate.js';
+import { appendHistory, historyEntry } from './gate/history.js';
 
 export interface ReportOptions {
   format?: ReportFormat;
@@ -35,8 +38,18 @@ export interface ReportOptions {
   tolerance?: string;
   /** Put incomplete runs into the medians of groups that have complete ones too (default false). */
   includeIncomplete?: boolean;
-  /** With compareTo: the one-sided, IQR-aware gate (tolerance = the floors) instead of the two-sided check. */
+  /**
+   * With compareTo: the verdict gate (each strategy's in-run verdicts against the baseline
+   * strategy, tonight against the baseline's; figures only as a trend).
+   */
   gate?: boolean;
+  /**
+   * With compareTo: the one-sided, IQR-aware gate on absolute figures (tolerance = the floors)
+   * instead of the two-sided check. Meaningful only when both sides ran on one machine.
+   */
+  gateAbsolute?: boolean;
+  /** With gate: append the verdict table as one line to this JSONL history. */
+  historyAppend?: string;
   /** Write a candidate baseline (the --json document plus provenance) made from these runs. */
   baselineOut?: string;
 }
@@ -50,8 +63,12 @@ export interface ReportOutcome {
   tolerance: ToleranceResult | null;
   /** One line per moved metric (for stderr), empty when nothing moved. */
   movedLines: string[];
-  /** With gate: the per-cell verdict. */
-  gate?: GateResult | null;
+  /** With gateAbsolute: the per-cell verdict on absolute figures. */
+  absoluteGate?: GateResult | null;
+  /** With gate: the per-cell verdict on verdicts. */
+  verdictGate?: VerdictGateResult | null;
+  /** The PostgreSQL images the runs used (config.json), `ref@digest` or `ref (id)`. */
+  images: string[];
   /** With baselineOut: the file written and why the candidate may not be fit to promote. */
   candidate?: { file: string; warnings: string[] } | null;
 }
@@ -63,10 +80,24 @@ export async function writeReports(
   if (paths.length === 0) throw new PlbError('BAD_INPUT', 'run-dir: give at least one run directory');
   const baseline = opts.baseline ?? 'rr';
   if (opts.gate && opts.compareTo === undefined) throw new PlbError('BAD_INPUT', 'gate: needs --compare-to');
+  if (opts.gateAbsolute && opts.compareTo === undefined)
+    throw new PlbError('BAD_INPUT', 'gate-absolute: needs --compare-to');
+  if (opts.gate && opts.gateAbsolute)
+    throw new PlbError('BAD_INPUT', 'gate: give --gate or --gate-absolute, not both');
+  if (opts.gate && opts.tolerance !== undefined)
+    throw new PlbError('BAD_INPUT', 'tolerance: --gate holds verdicts, not figures', {
+      hint: 'floors for absolute figures go with --gate-absolute (one machine only)',
+    });
+  if (opts.historyAppend !== undefined && !opts.gate)
+    throw new PlbError('BAD_INPUT', 'history-append: needs --gate');
+  const historyFile =
+    opts.historyAppend !== undefined ? checkWritableFile(opts.historyAppend, 'history-append') : undefined;
   // Parse the tolerance before any work so a bad spec fails fast.
-  const gateFloors = opts.gate ? parseGateFloors(opts.tolerance ?? DEFAULT_GATE_FLOORS) : null;
+  const gateFloors = opts.gateAbsolute ? parseGateFloors(opts.tolerance ?? DEFAULT_GATE_FLOORS) : null;
   const tol =
-    opts.compareTo !== undefined && !gateFloors ? parseTolerance(opts.tolerance ?? DEFAULT_TOLERANCE) : null;
+    opts.compareTo !== undefined && !gateFloors && !opts.gate
+      ? parseTolerance(opts.tolerance ?? DEFAULT_TOLERANCE)
+      : null;
   if (opts.compareTo === undefined && opts.tolerance !== undefined) {
     throw new PlbError('BAD_INPUT', 'tolerance: needs --compare-to');
   }
@@ -74,7 +105,9 @@ export async function writeReports(
     opts.baselineOut !== undefined ? checkWritableFile(opts.baselineOut, 'baseline-out') : undefined;
   const runs = loadRuns(paths);
   // Every input is checked before anything is written: the baseline, then every target.
-  const baselineGroups = opts.compareTo !== undefined ? loadBaseline(opts.compareTo) : null;
+  const baselineGroups = opts.compareTo !== undefined && !opts.gate ? loadBaseline(opts.compareTo) : null;
+  const verdictBaseline =
+    opts.compareTo !== undefined && opts.gate ? loadVerdictBaseline(opts.compareTo, baseline) : null;
   const groups = aggregateRuns(
     runs.map((r) => r.summary),
     {
@@ -124,7 +157,10 @@ export async function writeReports(
   if (baselineGroups && tol) {
     tolerance = checkTolerance(groups, baselineGroups, tol);
   }
-  const gate = baselineGroups && gateFloors ? runGate(groups, baselineGroups, gateFloors) : null;
+  const absoluteGate = baselineGroups && gateFloors ? runGate(groups, baselineGroups, gateFloors) : null;
+  const verdictGate = verdictBaseline ? runVerdictGate(groups, verdictBaseline) : null;
+  const images = imagesOf(runs);
+  if (verdictGate && historyFile !== undefined) appendHistory(historyFile, historyEntry(verdictGate, images));
   return {
     runs,
     groups,
@@ -132,9 +168,23 @@ export async function writeReports(
     htmlFiles,
     tolerance,
     movedLines: tolerance ? tolerance.moved.map(movedLine) : [],
-    gate,
+    absoluteGate,
+    verdictGate,
+    images,
     candidate,
   };
+}
+
+/** The images the runs' primaries ran on, each once: `ref@sha256:…` when pulled by digest. */
+function imagesOf(runs: readonly LoadedRun[]): string[] {
+  const out = new Set<string>();
+  for (const r of runs) {
+    const img = r.config.environment?.image;
+    if (!img) continue;
+    const digest = img.digests[0];
+    out.add(digest ?? (img.id ? `${img.ref} (${img.id.slice(0, 19)})` : img.ref));
+  }
+  return [...out];
 }
 
 function movedLine(m: Moved): string {

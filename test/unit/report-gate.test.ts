@@ -255,9 +255,13 @@ describe('plb report --gate and --baseline-out', () => {
       'demo-cascade|rr|25:75',
       'demo-cascade|static|25:75',
     ]);
-    const self = await writeReports([join(dir, 'runs')], { html: false, compareTo: file, gate: true });
-    expect(self.gate?.failed).toEqual([]);
-    expect(self.gate?.cells).toHaveLength(66);
+    const self = await writeReports([join(dir, 'runs')], {
+      html: false,
+      compareTo: file,
+      gateAbsolute: true,
+    });
+    expect(self.absoluteGate?.failed).toEqual([]);
+    expect(self.absoluteGate?.cells).toHaveLength(66);
   });
 
   it('warns when a candidate is too thin to promote', async () => {
@@ -272,8 +276,8 @@ describe('plb report --gate and --baseline-out', () => {
   });
 
   it('refuses --gate without --compare-to and a bad --baseline-out before writing anything', async () => {
-    await expect(writeReports([join(dir, 'runs')], { html: false, gate: true })).rejects.toThrow(
-      /^gate: needs --compare-to$/,
+    await expect(writeReports([join(dir, 'runs')], { html: false, gateAbsolute: true })).rejects.toThrow(
+      /^gate-absolute: needs --compare-to$/,
     );
     await expect(
       writeReports([join(dir, 'runs')], { html: true, baselineOut: join(dir, 'no', 'such', 'c.json') }),
@@ -298,7 +302,7 @@ describe('plb report --gate and --baseline-out', () => {
       stderr += String(l);
       return true;
     });
-    const args = [join(dir, 'runs'), '--skip-html', '--json', '--gate', '--github'];
+    const args = [join(dir, 'runs'), '--skip-html', '--json', '--gate-absolute', '--github'];
     const exit = await Report.run([...args, '--compare-to', bad], ROOT).then(
       () => 0,
       (e: unknown) => (e as { oclif?: { exit?: number } }).oclif?.exit,

@@ -8,9 +8,11 @@ import type { CellEvidence } from '../../run-format/evidence.js';
 import { changeText, verdictText } from './verdicts.js';
 
 /** The fault phases of a group: fewer survivors than ref (all but ref when the count is unknown). */
-function faultPhases(g: RunGroup): string[] {
-  const ref = g.phases.find((p) => p.name === 'ref')?.survivors.median ?? null;
-  const down = g.phases.filter((p) => p.name !== 'ref' && ref !== null && (p.survivors.median ?? ref) < ref);
+export function faultPhases(g: {
+  phases: ReadonlyArray<{ name: string; survivors?: { median: number | null } }>;
+}): string[] {
+  const ref = g.phases.find((p) => p.name === 'ref')?.survivors?.median ?? null;
+  const down = g.phases.filter((p) => p.name !== 'ref' && ref !== null && (p.survivors?.median ?? ref) < ref);
   return (down.length > 0 ? down : g.phases.filter((p) => p.name !== 'ref')).map((p) => p.name);
 }
 
