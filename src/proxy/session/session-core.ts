@@ -31,6 +31,8 @@ const EXPIRED = ['53300', 'sorry, too many clients already (plb proxy: freemium 
 /** A replica slot the session holds (from admission or an early connection) until released. */
 class Lease {
   private released = false;
+  /** Its session reached ReadyForQuery. */
+  established = false;
 
   constructor(
     private readonly host: SessionHost,
@@ -41,7 +43,7 @@ class Lease {
   release(): void {
     if (this.released) throw new Error(`session: its slot on ${this.replica} released twice`);
     this.released = true;
-    this.host.release(this.replica, this.cls);
+    this.host.release(this.replica, this.cls, this.established);
   }
 }
 
@@ -194,6 +196,10 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
     if (this.phase !== 'backend-startup') return false;
     this.enter('ready');
     this.host.stats.classes[this.cls].ready += 1;
+    if (this.lease) {
+      this.lease.established = true;
+      this.host.established?.(this.lease.replica, this.lease.cls);
+    }
     return true;
   }
 
