@@ -211,7 +211,9 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
   clientClosed(): void {
     this.gone = true;
     if (this.waiting) this.host.cancelWait(this);
-    this.releaseOnce();
+    // Attached: the slot is its backend's until that has gone (backendEnded, or finish): the
+    // replica still counts it until then, and a new session must not take its place before.
+    if (!this.attached || this.backendGone) this.releaseOnce();
     // Attached: the backend sees EOF and ends its session (a vanished replica: dropped after a
     // while). Still routing: the route ends it. Else nothing is left but to finish.
     if (this.attached && !this.backendGone) this.transport.close(undefined, 'end');
