@@ -166,19 +166,11 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       'BAD_INPUT',
       '--router-view replica needs admission limits (--admission-limit off given)',
     );
-  let limits: ReplicaLimits | undefined;
-  const gate = new AdmissionGate(
-    router,
-    admitting,
-    clock,
-    opts.view && {
-      admitted: (r, c) => limits?.admitted(r, c),
-      released: (r, c, e) => limits?.released(r, c, e),
-    },
-  );
-  limits =
+  // The limits hand freed slots to the gate's waiters; the gate tells them of this proxy's slots.
+  const limits: ReplicaLimits | undefined =
     admitting &&
     new ReplicaLimits(admitting, ids, initialLimit(opts.admission), clock, () => gate.pump(), opts.view);
+  const gate = new AdmissionGate(router, admitting, clock, opts.view && limits);
   const stats = new ProxyStats(ids);
   const sessions = new Set<ClientSession>();
   const ended = (s: ClientSession): void => void sessions.delete(s);
