@@ -22,6 +22,9 @@ import { parseLimitFlags } from '../../src/proxy/admission/limit-options.js';
 import { ReplicaLimits } from '../../src/proxy/admission/replica-limits.js';
 import { readStartupPacket, withApplicationName } from '../../src/proxy/protocol/startup-packet.js';
 import { realClock } from '../../src/clock/index.js';
+import pg from 'pg';
+import { alwaysUp, fake } from '../helpers/fake-replicas.js';
+import { startTestProxy } from '../helpers/proxy-setup.js';
 
 describe('the default admission limit', () => {
   it('is max_connections less the reserved slots and the reserve, at least 1', () => {
@@ -243,5 +246,61 @@ describe('the replica view: several proxies share a replica’s limit', () => {
     }
     for (const id of IDS) expect(sessions.filter((s) => s.replica === id).length).toBe(4);
     expect(limits.limits()).toEqual({ r1: 4, r2: 4 });
+  });
+});
+
+describe('the replica view in a proxy (a fake replica)', () => {
+  it('marks the class before the client’s name, and counts what the replica reports of the others', async () => {
+    const replica = await fake('good');
+    let others: ClassCounts = { premium: 0, freemium: 3 };
+    const reader: SessionCountReader = {
+      connectionsPerReplica: 1,
+      // The replica's own count: the others' sessions and this proxy's (the fake's connections).
+      read: () =>
+        Promise.resolve({ premium: others.premium, freemium: others.freemium + replica.sockets.size }),
+      close: () => Promise.resolve(),
+    };
+    const logs: string[] = [];
+    const proxy = await startTestProxy({
+      replicas: [{ id: 'r1', kind: 'replica', host: '127.0.0.1', port: replica.port }],
+      connector: alwaysUp,
+      strategy: 'lc',
+      ports: { freemium: 0 },
+      log: (l) => void logs.push(l),
+      admission: { limit: 4, queue: 10, timeoutMs: 300 },
+      view: { reader, intervalMs: 20 },
+    });
+    const clients: pg.Client[] = [];
+    const connect = async (name?: string): Promise<pg.Client> => {
+      const c = new pg.Client({
+        host: '127.0.0.1',
+        port: proxy.ports.freemium,
+        user: 'u',
+        database: 'd',
+        ...(name === undefined ? {} : { application_name: name }),
+      });
+      c.on('error', () => undefined);
+      clients.push(c);
+      await c.connect();
+      return c;
+    };
+    try {
+      expect(logs.join('\n')).toMatch(/native relay: not used \(--router-view replica marks the class/);
+      // 3 of the others' sessions seen: room for 1 of the limit of 4.
+      await connect('billing');
+      expect(replica.startups[0]?.application_name).toBe('plb-freemium:billing');
+      expect(proxy.limits()).toEqual({ r1: 4 });
+      await expect(connect()).rejects.toThrow(/no replica slot/);
+      // The others' sessions end: the next read gives their slots to this proxy (its own seen one,
+      // plus the unseen cap of 1).
+      others = { premium: 0, freemium: 0 };
+      while (proxy.limits()?.r1 !== 2) await new Promise((r) => setTimeout(r, 10));
+      await connect();
+      expect(replica.startups.at(-1)?.application_name).toBe('plb-freemium');
+    } finally {
+      for (const c of clients) await c.end().catch(() => undefined);
+      await proxy.stop(500);
+      replica.server.close();
+    }
   });
 });
