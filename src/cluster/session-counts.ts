@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
-import { PlbError } from '../core/errors.js';
+import { errorText, PlbError } from '../core/errors.js';
 import { classApplicationName, SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import { openPgClient, pgConnection } from './connector.js';
 
@@ -23,8 +23,12 @@ export interface SessionCountReader {
 /** The application_name of the reader's own connections (never counted as a class). */
 const VIEW_APPLICATION_NAME = 'plb-view';
 
+/**
+ * A session's class is its application_name up to the first `:` (`plb-premium`, as the bench's
+ * sessions connect, or `plb-premium:<client's name>`, as the proxy marks them: markApplicationName).
+ */
 const COUNT_SQL =
-  'SELECT application_name, count(*)::int AS n FROM pg_stat_activity WHERE application_name = ANY($1) GROUP BY 1';
+  "SELECT split_part(application_name, ':', 1) AS application_name, count(*)::int AS n FROM pg_stat_activity WHERE split_part(application_name, ':', 1) = ANY($1) GROUP BY 1";
 
 /** The counts of one pg_stat_activity answer (a class with no row has none). */
 export function countsOfRows(rows: readonly { application_name: string; n: number }[]): ClassCounts {
@@ -32,6 +36,28 @@ export function countsOfRows(rows: readonly { application_name: string; n: numbe
   for (const cls of SERVICE_CLASSES)
     out[cls] = rows.find((r) => r.application_name === classApplicationName(cls))?.n ?? 0;
   return out;
+}
+
+/**
+ * Reads every replica once, so a replica the reader cannot read is one line before anything
+ * starts (the reader closed then); `what` names the option that asked (`--router-view replica`).
+ */
+export async function readEveryReplica(
+  reader: SessionCountReader,
+  ids: readonly string[],
+  what: string,
+): Promise<void> {
+  for (const id of ids) {
+    try {
+      await reader.read(id);
+    } catch (err) {
+      await reader.close();
+      throw new PlbError(
+        'BAD_INPUT',
+        `${what}: cannot read the sessions of ${id} from pg_stat_activity: ${errorText(err)}`,
+      );
+    }
+  }
 }
 
 /** The reader of a real cluster: one pg connection per replica, reopened after a failure. */

@@ -47,8 +47,11 @@ export function nativeFrontBlocked(o: {
   serverTls: string;
   listenHost: string;
   replicaHosts: readonly string[];
+  /** The replica view marks the class in the startup packet (Node's sockets rewrite it). */
+  marks?: boolean;
 }): string | undefined {
   if (o.tls) return 'clients may ask for TLS (--tls-cert)';
+  if (o.marks) return '--router-view replica marks the class in application_name';
   if (o.serverTls !== 'disable') return `--server-tls ${o.serverTls}`;
   const named = [o.listenHost, ...o.replicaHosts].find((h) => isIP(h) === 0);
   return named === undefined ? undefined : `${named} is not a numeric address`;

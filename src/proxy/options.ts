@@ -32,6 +32,7 @@ import { DEFAULT_RELAY_THREADS, type RelayChoice } from './native/native-relay.j
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;
+const DEFAULT_PROXY_VIEW_INTERVAL_MS = 250;
 const PROXY_GROUP = 'PROXY';
 
 /**
@@ -109,6 +110,18 @@ export const proxyFlags = {
     helpGroup: HELP_GROUPS.health,
   }),
   ...limitFlags,
+  'router-view': Flags.string({
+    description:
+      "what this proxy knows of a replica's sessions: local (its own) or replica (every proxy's, read from pg_stat_activity every --view-interval, the class marked in application_name): several proxies in front of one cluster then share each replica's admission limit",
+    options: ['local', 'replica'],
+    default: 'local',
+    helpGroup: PROXY_GROUP,
+  }),
+  'view-interval': checkedText((v, flag) => durationMsFlag(flag, v))({
+    description: 'with --router-view replica: how often each replica is read (10ms..60s)',
+    default: `${DEFAULT_PROXY_VIEW_INTERVAL_MS}ms`,
+    helpGroup: PROXY_GROUP,
+  }),
   name: Flags.string({
     description: 'cluster name (brought up by `plb cluster up`)',
     default: DEFAULT_CLUSTER_NAME,
@@ -128,6 +141,8 @@ export interface ProxyFlagValues extends LimitFlagValues, RouterFlagValues, Heal
   'metrics-port'?: number | undefined;
   relay?: string | undefined;
   'relay-threads'?: number | undefined;
+  'router-view'?: string | undefined;
+  'view-interval'?: string | undefined;
 }
 
 export interface ProxyConfig extends LimitConfig, RouterFlagSettings {
@@ -143,6 +158,8 @@ export interface ProxyConfig extends LimitConfig, RouterFlagSettings {
   stopTimeoutMs: number;
   metricsPort?: number;
   relay: RelayChoice;
+  /** --router-view replica: how often each replica's sessions are read (absent: local view). */
+  viewIntervalMs?: number;
 }
 
 function port(flag: string, n: number): number | undefined {
@@ -191,6 +208,21 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
   const threads = f['relay-threads'] ?? DEFAULT_RELAY_THREADS;
   if (!Number.isInteger(threads) || threads < 1 || threads > 16)
     throw new PlbError('BAD_INPUT', `--relay-threads: must be a whole number from 1 to 16 (got ${threads})`);
+  const limits = parseLimitFlags(f, strategy);
+  const view = f['router-view'] ?? 'local';
+  if (view !== 'local' && view !== 'replica')
+    throw new PlbError('BAD_INPUT', `--router-view: must be local or replica (got "${view}")`);
+  const viewIntervalMs = durationMsFlag(
+    'view-interval',
+    f['view-interval'] ?? `${DEFAULT_PROXY_VIEW_INTERVAL_MS}ms`,
+  );
+  if (view === 'replica' && !(viewIntervalMs >= 10 && viewIntervalMs <= 60_000))
+    throw new PlbError('BAD_INPUT', `--view-interval: must be from 10ms to 60s (got ${viewIntervalMs} ms)`);
+  if (view === 'replica' && !limits.admission)
+    throw new PlbError(
+      'BAD_INPUT',
+      '--router-view replica: needs admission limits (not --admission-limit off)',
+    );
   return {
     name: f.name,
     host: f.host,
@@ -204,7 +236,8 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     health,
     serverHangMs,
     statsEveryS: f['stats-every'],
-    ...parseLimitFlags(f, strategy),
+    ...limits,
+    ...(view === 'replica' ? { viewIntervalMs } : {}),
     stopTimeoutMs: durationMsFlag('stop-timeout', f['stop-timeout']),
     relay: relay === 'js' ? { kind: 'js' } : { kind: 'native', threads },
     ...(f['metrics-port'] !== undefined ? { metricsPort: metricsPort(f['metrics-port']) } : {}),

@@ -11,6 +11,15 @@ import { type HealthOptions } from '../run-format/config.js';
 import { buildRouter } from '../router/index.js';
 import { AdmittingRouter, DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
 import { AdmissionGate } from './admission/admission-gate.js';
+import {
+  initialLimit,
+  readLimit,
+  ReplicaLimits,
+  type AdmissionSettings,
+  type ReplicaViewOptions,
+} from './admission/replica-limits.js';
+import type { ConnectionSettings } from '../cluster/server-limits.js';
+import { PlbError } from '../core/errors.js';
 import { clientLimiter } from './admission/client-limit.js';
 import { DEFAULT_PACER, type PacerCounters, type PacerOptions } from './admission/accept-pacer.js';
 import { PacedIntake } from './admission/paced-intake.js';
@@ -61,9 +70,18 @@ export interface ProxyOptions {
   /**
    * Per-replica session limit and the queue in front of it (router/admission.ts). Absent: no
    * limit, except for the plb-admit and lc-queue strategies, which bring their own defaults.
-   * premiumReserve: the share of a premium replica freemium may not take (default 0.1, as the flag).
+   * limit 'auto': each replica's from its max_connections less `reserve` (default-limit.ts), read
+   * with `settingsOf`. premiumReserve: the share of a premium replica freemium may not take
+   * (default 0.1, as the flag).
    */
-  admission?: { limit: number; queue: number; timeoutMs: number; premiumReserve?: number };
+  admission?: AdmissionSettings;
+  /** A replica's connection settings (for limit 'auto'); absent: PostgreSQL's defaults are assumed. */
+  settingsOf?: (replica: string) => Promise<ConnectionSettings>;
+  /**
+   * The replica view (replica-limits.ts): every replica's sessions of every proxy read every
+   * interval, limits enforced on them, and the class marked in each session's application_name.
+   */
+  view?: ReplicaViewOptions;
   /** Certificate and key for clients' TLS (tls-client.ts); absent: SSLRequest answered 'N'. */
   tls?: SecureContext;
   /** TLS to the replicas (tls-server.ts); default disable. */
@@ -93,6 +111,8 @@ export interface ProxyHandle {
   readonly stats: ProxyStats;
   readonly health: HealthChecker;
   readonly gate: AdmissionGate;
+  /** Per-replica limits in force (undefined: no admission limits). */
+  limits(): Record<string, number> | undefined;
   /** The client limit in force (--max-client-conn). */
   readonly maxClientConn: number;
   /** Who serves the clients: "native, N thread(s)" (the native front door) or "js". */
@@ -122,7 +142,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   // With --admission-limit any strategy gets the limits and the queue around it (no SLO guard).
   const admission = opts.admission
     ? {
-        limits: { mode: 'fixed' as const, limit: opts.admission.limit },
+        limits: { mode: 'fixed' as const, limit: initialLimit(opts.admission) },
         queue: { capacity: opts.admission.queue, timeoutMs: opts.admission.timeoutMs },
         premiumReserve: opts.admission.premiumReserve ?? DEFAULT_PREMIUM_RESERVE,
       }
@@ -140,11 +160,17 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       ),
     ...(admission ? { admission } : {}),
   });
-  const gate = new AdmissionGate(
-    router,
-    router instanceof AdmittingRouter ? (router as AdmittingRouter<object>) : undefined,
-    clock,
-  );
+  const admitting = router instanceof AdmittingRouter ? (router as AdmittingRouter<object>) : undefined;
+  if (opts.view && !admitting)
+    throw new PlbError(
+      'BAD_INPUT',
+      '--router-view replica needs admission limits (--admission-limit off given)',
+    );
+  // The limits hand freed slots to the gate's waiters; the gate tells them of this proxy's slots.
+  const limits: ReplicaLimits | undefined =
+    admitting &&
+    new ReplicaLimits(admitting, ids, initialLimit(opts.admission), clock, () => gate.pump(), opts.view);
+  const gate = new AdmissionGate(router, admitting, clock, opts.view && limits);
   const stats = new ProxyStats(ids);
   const sessions = new Set<ClientSession>();
   const ended = (s: ClientSession): void => void sessions.delete(s);
@@ -156,6 +182,8 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       if (state === 'down') router.markDown(replica, clock.now());
       else {
         router.markUp(replica, clock.now());
+        // A server back from a restart may have another max_connections.
+        if (limits) void readLimit(replica, limits, opts, log);
         gate.pump();
       }
       log(`${replica} ${state} (${via}: ${cause})`);
@@ -198,7 +226,9 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       return typeof r === 'string' ? targetOf(r) : r.then(targetOf);
     },
     cancelWait: (ticket) => gate.cancel(ticket),
-    release: (replica, cls) => gate.release(replica, cls),
+    release: (replica, cls, established) => gate.release(replica, cls, established),
+    established: opts.view && ((replica, cls) => limits?.established(replica, cls)),
+    markClass: opts.view !== undefined,
     reportFailure: (replica, err, via) => void health.reportFailure(replica, err, via),
     log,
     pace: intake && ((s) => intake.offer(s)),
@@ -236,6 +266,11 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     );
   };
   try {
+    // Limits and the view read before anyone is admitted.
+    if (limits) {
+      await Promise.all(ids.map((id) => readLimit(id, limits as ReplicaLimits, opts, log)));
+      await limits.readAll();
+    }
     for (const cls of ['premium', 'freemium'] as const) {
       const port = opts.ports[cls];
       if (port !== undefined) bound[cls] = await door.listen(cls, opts.host, port);
@@ -243,9 +278,11 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   } catch (err) {
     await door.stop();
     usage.stop();
+    await limits?.stop();
     throw err;
   }
   health.start();
+  limits?.start();
   const statsTimer =
     opts.statsEveryS > 0 ? setInterval(() => log(statsLine()), opts.statsEveryS * 1000) : undefined;
 
@@ -255,6 +292,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     stats,
     health,
     gate,
+    limits: () => limits?.limits(),
     maxClientConn,
     relay: door.relay,
     usage: () => usage.now(),
@@ -278,6 +316,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       await closed;
       stats.overLimit = door.overLimit();
       health.stop();
+      await limits?.stop();
       gate.close();
       usage.stop();
     },
@@ -315,6 +354,7 @@ function nativeRelay(opts: ProxyOptions, log: (l: string) => void): NativeRelay 
     serverTls: opts.serverTls ?? 'disable',
     listenHost: opts.host,
     replicaHosts: opts.replicas.map((r) => r.host),
+    marks: opts.view !== undefined,
   });
   let relay = blocked ?? NativeRelay.load(want.threads);
   // A relay keeps a front door a proxy, never freed: past its room (a process that started many

@@ -4,6 +4,12 @@ import { openCluster } from '../cluster/select.js';
 import { clientHost, psqlLine } from '../cluster/connect-info.js';
 import { passwordFile } from '../cluster/state.js';
 import type { ReplicaSnapshot } from '../router/types.js';
+import type { Credentials, Endpoint } from '../core/endpoint.js';
+import { PlbError } from '../core/errors.js';
+import { readEveryReplica, type SessionCountReader } from '../cluster/session-counts.js';
+import type { ClusterDriver } from '../cluster/driver.js';
+import type { ReplicaViewOptions } from './admission/replica-limits.js';
+import { readConnectionSettings } from '../cluster/server-limits.js';
 import { parseProxyFlags, type ProxyFlagValues } from './options.js';
 import { startProxy, type ProxyHandle } from './proxy-server.js';
 import { describeKeepalive, serverKeepalive } from './session/server-keepalive.js';
@@ -13,6 +19,32 @@ import type { ClassCounters, ReplicaCounters } from './stats.js';
 import type { GateCounters } from './admission/admission-gate.js';
 import type { ProcessUsage } from './process-usage.js';
 import type { PacerCounters } from './admission/accept-pacer.js';
+
+function endpointOf(replicas: readonly Endpoint[], id: string): Endpoint {
+  const e = replicas.find((r) => r.id === id);
+  if (!e) throw new PlbError('INTERNAL', `no endpoint for ${id}`);
+  return e;
+}
+
+async function openViewReader(
+  driver: Pick<ClusterDriver, 'kind' | 'sessionCounts'>,
+  replicas: readonly Endpoint[],
+  creds: Credentials,
+  timeoutMs: number,
+): Promise<SessionCountReader> {
+  if (!driver.sessionCounts)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--router-view replica: the ${driver.kind} driver cannot read the replicas' sessions`,
+    );
+  const reader = driver.sessionCounts(creds, timeoutMs);
+  await readEveryReplica(
+    reader,
+    replicas.map((r) => r.id),
+    '--router-view replica',
+  );
+  return reader;
+}
 
 export interface ProxyIo {
   log: (line: string) => void;
@@ -39,6 +71,8 @@ export interface ProxySummary {
   maxClientConn: number;
   /** Sessions that waited for a replica slot, per class: admitted, refused (queue full), timed out. */
   admission: Record<'premium' | 'freemium', GateCounters>;
+  /** Per-replica admission limits in force at the stop (none: --admission-limit off). */
+  limits: Record<string, number>;
   /** The process: RSS and descriptors at the stop and their peaks. */
   usage: ProcessUsage;
   /** Accept backpressure on the freemium listener (absent: no freemium listener). */
@@ -73,7 +107,14 @@ export async function executeProxy(
       ? await startMetricsServer(config.metricsPort, () => registry.metrics())
       : undefined;
   const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
+  let view: ReplicaViewOptions | undefined;
   try {
+    // The replica view's reader, every replica read once: one that cannot be read is one line.
+    if (config.viewIntervalMs !== undefined)
+      view = {
+        reader: await openViewReader(driver, replicas, creds, config.health.timeoutMs),
+        intervalMs: config.viewIntervalMs,
+      };
     const t0 = Date.now();
     const proxy = (handle = await startProxy({
       replicas,
@@ -93,6 +134,8 @@ export async function executeProxy(
       ...(config.startupPacing ? {} : { freemiumPacing: false as const }),
       earlyConnect: config.earlyConnect,
       ...(config.admission ? { admission: config.admission } : {}),
+      settingsOf: (id) => readConnectionSettings(endpointOf(replicas, id), creds, config.health.timeoutMs),
+      ...(view ? { view } : {}),
       ...(config.tls ? { tls: config.tls } : {}),
       serverTls: config.serverTls,
       relay: config.relay,
@@ -134,9 +177,13 @@ export async function executeProxy(
       earlyUnused: proxy.stats.earlyUnused,
       maxClientConn: proxy.maxClientConn,
       admission: proxy.gate.counters,
+      limits: proxy.limits() ?? {},
       usage: proxy.usage(),
       ...(paced ? { paced } : {}),
     };
+  } catch (err) {
+    await view?.reader.close();
+    throw err;
   } finally {
     stop.dispose();
     await metrics?.close();

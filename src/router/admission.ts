@@ -148,10 +148,7 @@ export class AdmittingRouter<T = unknown> implements Router {
     return out;
   }
 
-  /**
-   * When pump() should next run with nobody releasing: the next deadline, and while sessions wait
-   * every intervalMs (slow start and the guard change what fits as time passes).
-   */
+  /** When pump() should next run with nobody releasing: the next deadline, or intervalMs while sessions wait. */
   nextWakeMs(nowMs: number, intervalMs = 250): number | undefined {
     const d = this.queue.nextDeadline();
     if (d === undefined) return undefined;
@@ -184,6 +181,12 @@ export class AdmittingRouter<T = unknown> implements Router {
     if (!this.inner.observeSessions)
       throw new PlbError('INTERNAL', `strategy ${this.inner.strategy} takes no counts read elsewhere`);
     this.inner.observeSessions(replica, counts, nowMs);
+    this.touch(replica);
+  }
+
+  /** Replica's own session limit (before weight and slow start); waiters get new slots at the next pump. */
+  setLimit(replica: string, limit: number): void {
+    this.limits.setBase(replica, limit);
     this.touch(replica);
   }
 
@@ -378,11 +381,7 @@ export function placeOf(
 /** The share of a premium replica's limit kept from freemium unless told otherwise (--admission-premium-reserve). */
 export const DEFAULT_PREMIUM_RESERVE = 0.1;
 
-/**
- * Without options (a library user, `plb plan show`): a limit so high it rarely binds, a 10 s queue
- * timeout and the guard at 1.2 x the pre-failure premium p95. The bench sets the limit from its
- * clients (--admission-limit), since a useful limit depends on the load.
- */
+/** Without options (a library user, `plan show`): a limit that rarely binds, a 10 s queue timeout, the guard at 1.2 x p95. */
 const DEFAULT_ADMISSION: Omit<AdmissionOptions, 'slowStartMs'> = {
   limits: { mode: 'fixed', limit: 1000 },
   queue: { capacity: 10_000, timeoutMs: 10_000 },

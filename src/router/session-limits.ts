@@ -59,6 +59,16 @@ export class SessionLimits {
     for (const id of ids) this.state.set(id, { limit: opts.limit, sum: 0, n: 0, long: undefined });
   }
 
+  /**
+   * Sets one replica's limit (fixed mode): the proxy's limits read from each replica's own
+   * max_connections, and the replica view's bound on sessions not yet seen there.
+   */
+  setBase(replica: string, limit: number): void {
+    validateLimit(limit, `limit of ${replica}`);
+    const s = this.state.get(replica);
+    if (s) s.limit = limit;
+  }
+
   /** The limit of a replica before weight and slow start (fractional under gradient). */
   base(replica: string): number {
     return this.state.get(replica)?.limit ?? this.opts.limit;

@@ -26,6 +26,8 @@ export interface Fake {
   cancels: [number, number][];
   /** What the session does on its first Query: answer, close at a boundary, or cut a message. */
   onQuery: 'answer' | 'close' | 'cut';
+  /** The startup parameters of every session, in order. */
+  startups: Record<string, string>[];
 }
 
 export const SECRET = 0x1234abcd;
@@ -50,6 +52,7 @@ export async function fake(behaviour: Behaviour): Promise<Fake> {
     received: 0,
     cancels: [],
     onQuery: 'answer',
+    startups: [],
   };
   f.server.on('connection', (s) => {
     f.sockets.add(s);
@@ -71,6 +74,7 @@ export async function fake(behaviour: Behaviour): Promise<Fake> {
           return void s.end();
         }
         started = true;
+        if (p.kind === 'startup') f.startups.push(p.params);
         if (behaviour === 'silent') return;
         if (behaviour === 'auth') return void s.write(authSasl);
         if (behaviour === 'dying')

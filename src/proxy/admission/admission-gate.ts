@@ -12,6 +12,12 @@ import type { AdmittingRouter } from '../../router/admission.js';
 import type { Router } from '../../router/types.js';
 import type { ServiceClass } from '../../core/service-class.js';
 
+/** Who counts this proxy's own slots per replica (replica-limits.ts). */
+export interface OwnSlots {
+  admitted(replica: string, cls: ServiceClass): void;
+  released(replica: string, cls: ServiceClass, established: boolean): void;
+}
+
 interface Waiter {
   resolve: (replica: string) => void;
   reject: (err: unknown) => void;
@@ -45,6 +51,8 @@ export class AdmissionGate {
     private readonly router: Router,
     private readonly admitting: AdmittingRouter<object> | undefined,
     private readonly clock: Clock,
+    /** Told of every slot taken and given back (the replica view counts this proxy's own). */
+    private readonly own?: OwnSlots,
   ) {}
 
   /** Sessions waiting for a slot, per class. */
@@ -60,13 +68,13 @@ export class AdmissionGate {
    */
   acquire(cls: ServiceClass, ticket: object): string | Promise<string> {
     const now = this.clock.now();
-    if (!this.admitting) return this.router.admit(cls, now).replica;
+    if (!this.admitting) return this.took(this.router.admit(cls, now).replica, cls);
     const r = this.admitting.request(cls, ticket, now);
     if (r === 'full') {
       this.counters[cls].queueFull += 1;
       throw this.full[cls];
     }
-    if (r !== 'queued') return r.replica;
+    if (r !== 'queued') return this.took(r.replica, cls);
     return new Promise((resolve, reject) => {
       this.waiting.set(ticket, { resolve, reject });
       this.schedule();
@@ -80,8 +88,8 @@ export class AdmissionGate {
   tryAcquire(cls: ServiceClass): string | undefined {
     const now = this.clock.now();
     try {
-      if (!this.admitting) return this.router.admit(cls, now).replica;
-      return this.admitting.queued() > 0 ? undefined : this.admitting.admit(cls, now).replica;
+      if (!this.admitting) return this.took(this.router.admit(cls, now).replica, cls);
+      return this.admitting.queued() > 0 ? undefined : this.took(this.admitting.admit(cls, now).replica, cls);
     } catch (err) {
       if (isPlbError(err, 'NO_REPLICA') || isPlbError(err, 'ADMISSION_FULL')) return undefined;
       throw err;
@@ -98,9 +106,16 @@ export class AdmissionGate {
     this.schedule();
   }
 
-  release(replica: string, cls: ServiceClass): void {
+  /** A slot given back; established: its session had reached ReadyForQuery. */
+  release(replica: string, cls: ServiceClass, established = false): void {
     this.router.release(replica, cls, this.clock.now());
+    this.own?.released(replica, cls, established);
     this.pump();
+  }
+
+  private took(replica: string, cls: ServiceClass): string {
+    this.own?.admitted(replica, cls);
+    return replica;
   }
 
   /** Something freed capacity (a release, a replica up): hand slots to the waiters, premium first. */
@@ -114,6 +129,7 @@ export class AdmissionGate {
         if (h.replica !== undefined) this.router.release(h.replica, h.cls, now);
         continue;
       }
+      if (h.replica !== undefined) this.own?.admitted(h.replica, h.cls);
       this.waiting.delete(h.ticket);
       const c = this.counters[h.cls];
       if (h.replica === undefined) {

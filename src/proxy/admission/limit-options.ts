@@ -7,6 +7,7 @@ import { PlbError } from '../../core/errors.js';
 import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../core/strategies.js';
 import { durationMsFlag } from '../../cli/flags.js';
 import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
+import { DEFAULT_ADMISSION_RESERVE } from './default-limit.js';
 import { parseShare } from '../../cli/router-values.js';
 import type { SecureContext } from 'node:tls';
 import { defaultMaxClientConn } from '../process-usage.js';
@@ -22,9 +23,15 @@ export const limitFlags = {
     min: 1,
     helpGroup: GROUP,
   }),
-  'admission-limit': Flags.integer({
-    description: `sessions a replica holds at most; a session that finds its class full waits (premium first) (default: none, or 1000 with ${QUEUEING_STRATEGY_NAMES.join('/')})`,
-    min: 1,
+  'admission-limit': Flags.string({
+    description: `sessions a replica holds at most; a session that finds its class full waits (premium first): a number, auto (each replica's max_connections less its reserved slots and --admission-reserve), or off (no limit; ${QUEUEING_STRATEGY_NAMES.join('/')} keep 1000)`,
+    default: 'auto',
+    helpGroup: GROUP,
+  }),
+  'admission-reserve': Flags.integer({
+    description: `with --admission-limit auto: slots of each replica kept for connections that are not sessions (this proxy's checks and view reader, operators); with P proxies 3 + 3P`,
+    default: DEFAULT_ADMISSION_RESERVE,
+    min: 0,
     helpGroup: GROUP,
   }),
   'admission-queue': Flags.integer({
@@ -74,7 +81,8 @@ export const limitFlags = {
 
 export interface LimitFlagValues {
   'max-client-conn'?: number | undefined;
-  'admission-limit'?: number | undefined;
+  'admission-limit'?: number | string | undefined;
+  'admission-reserve'?: number | undefined;
   'admission-queue'?: number | undefined;
   'admission-timeout'?: string | undefined;
   'admission-premium-reserve'?: string | undefined;
@@ -91,7 +99,14 @@ export interface LimitConfig {
   startupPacing: boolean;
   /** Replica connections opened at the SSLRequest (early-connect.ts). */
   earlyConnect: boolean;
-  admission?: { limit: number; queue: number; timeoutMs: number; premiumReserve: number };
+  admission?: {
+    /** auto: from each replica's max_connections less `reserve` (default-limit.ts). */
+    limit: number | 'auto';
+    reserve: number;
+    queue: number;
+    timeoutMs: number;
+    premiumReserve: number;
+  };
   tls?: SecureContext;
   serverTls: ServerTlsMode;
 }
@@ -110,10 +125,28 @@ function onOff(f: LimitFlagValues, flag: 'startup-pacing' | 'early-connect'): bo
   return v === 'on';
 }
 
-/** The limits, checked; admission only when a limit is given or the strategy queues by itself. */
+/** --admission-limit: a number, auto (the default) or off. */
+function admissionLimit(v: number | string | undefined): number | 'auto' | 'off' {
+  if (v === undefined || v === 'auto' || v === 'off') return v ?? 'auto';
+  const n = typeof v === 'number' ? v : /^\d+$/.test(v.trim()) ? Number(v) : NaN;
+  if (!Number.isInteger(n) || n < 1)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--admission-limit: must be a whole number >= 1, auto or off (got "${String(v)}")`,
+    );
+  return n;
+}
+
+/**
+ * The limits, checked. Admission is on unless --admission-limit off (and then only for a strategy
+ * that queues by itself); auto, the default, sizes each replica from its max_connections.
+ */
 export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConfig {
   const maxClientConn = positiveInt('max-client-conn', f['max-client-conn']) ?? defaultMaxClientConn();
-  const limit = positiveInt('admission-limit', f['admission-limit']);
+  const given = admissionLimit(f['admission-limit']);
+  const reserve = f['admission-reserve'] ?? DEFAULT_ADMISSION_RESERVE;
+  if (!Number.isInteger(reserve) || reserve < 0)
+    throw new PlbError('BAD_INPUT', `--admission-reserve: must be a whole number >= 0 (got ${reserve})`);
   const queue = positiveInt('admission-queue', f['admission-queue']) ?? 1000;
   const timeoutMs = durationMsFlag('admission-timeout', f['admission-timeout'] ?? '10s', {
     positive: true,
@@ -131,9 +164,7 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
     serverTls,
     ...(tls ? { tls } : {}),
   };
-  if (limit === undefined && !strategyQueues(strategy)) return base;
-  return {
-    ...base,
-    admission: { limit: limit ?? 1000, queue, timeoutMs, premiumReserve },
-  };
+  if (given === 'off' && !strategyQueues(strategy)) return base;
+  const limit = given === 'off' ? 1000 : given;
+  return { ...base, admission: { limit, reserve, queue, timeoutMs, premiumReserve } };
 }

@@ -17,7 +17,8 @@ import { SessionLegs } from './session-legs.js';
 import type { BackendClose, ClientClose, SessionTransport } from '../session/session-transport.js';
 import { socketDialer, type SocketLeg } from './socket-dial.js';
 import { ANSWER_N, ANSWER_S, endOnce, ReadBuffer, writeAll } from './socket-io.js';
-import { MAX_STARTUP_PACKET, readStartupPacket } from '../protocol/startup-packet.js';
+import { MAX_STARTUP_PACKET, readStartupPacket, withApplicationName } from '../protocol/startup-packet.js';
+import { markApplicationName } from '../../core/service-class.js';
 import { upgradeClient } from '../protocol/tls-client.js';
 import { BackendFramer, ClientFramer } from '../protocol/wire.js';
 
@@ -28,6 +29,8 @@ export class ProxySession implements SessionTransport<SocketLeg> {
   private inbuf: Buffer = EMPTY;
   /** The startup packet, sent to each replica the route dials. */
   private packet: Buffer = EMPTY;
+  /** Its parameters (the replica view marks application_name with the class). */
+  private startupParams: { protocol: number; params: Record<string, string> } | undefined;
   private backend: Socket | undefined;
   private readonly framer = new BackendFramer();
   /** Message boundaries of what the client sends after its startup packet. */
@@ -121,6 +124,7 @@ export class ProxySession implements SessionTransport<SocketLeg> {
           return this.core.cancel(p.pid, p.secret);
         case 'startup':
           this.packet = Buffer.from(this.inbuf.subarray(0, p.length));
+          this.startupParams = p;
           this.inbuf = Buffer.from(this.inbuf.subarray(p.length));
           clearTimeout(this.startupTimer);
           return this.core.startup(p.params);
@@ -158,7 +162,12 @@ export class ProxySession implements SessionTransport<SocketLeg> {
         deliver: (chunk) => this.sink(chunk),
         setSink: (sink) => (this.sink = sink),
       },
-      this.packet,
+      this.startupParams && this.host.markClass
+        ? withApplicationName(
+            this.startupParams,
+            markApplicationName(this.core.cls, this.startupParams.params.application_name),
+          )
+        : this.packet,
       early,
     );
     return { dialer, first: early?.target };

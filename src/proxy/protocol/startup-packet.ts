@@ -80,6 +80,25 @@ export function readStartupPacket(buf: Buffer): StartupPacket {
   return { kind: 'startup', length, protocol: code, params };
 }
 
+/**
+ * The startup packet of `packet` (a StartupMessage as readStartupPacket read it) with its
+ * application_name set to `name` (added when it had none); the other parameters as they were.
+ */
+export function withApplicationName(
+  packet: { protocol: number; params: Readonly<Record<string, string>> },
+  name: string,
+): Buffer {
+  const params = { ...packet.params, application_name: name };
+  const body = Buffer.concat([
+    ...Object.entries(params).flatMap(([k, v]) => [Buffer.from(`${k}\0`), Buffer.from(`${v}\0`)]),
+    Buffer.from([0]),
+  ]);
+  const head = Buffer.alloc(8);
+  head.writeInt32BE(8 + body.length, 0);
+  head.writeInt32BE(packet.protocol, 4);
+  return Buffer.concat([head, body]);
+}
+
 function cString(buf: Buffer, start: number, end: number): { text: string; end: number } | undefined {
   const z = buf.indexOf(0, start);
   if (z < 0 || z >= end) return undefined;

@@ -31,6 +31,8 @@ const EXPIRED = ['53300', 'sorry, too many clients already (plb proxy: freemium 
 /** A replica slot the session holds (from admission or an early connection) until released. */
 class Lease {
   private released = false;
+  /** Its session reached ReadyForQuery. */
+  established = false;
 
   constructor(
     private readonly host: SessionHost,
@@ -41,7 +43,7 @@ class Lease {
   release(): void {
     if (this.released) throw new Error(`session: its slot on ${this.replica} released twice`);
     this.released = true;
-    this.host.release(this.replica, this.cls);
+    this.host.release(this.replica, this.cls, this.established);
   }
 }
 
@@ -194,6 +196,10 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
     if (this.phase !== 'backend-startup') return false;
     this.enter('ready');
     this.host.stats.classes[this.cls].ready += 1;
+    if (this.lease) {
+      this.lease.established = true;
+      this.host.established?.(this.lease.replica, this.lease.cls);
+    }
     return true;
   }
 
@@ -205,7 +211,9 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
   clientClosed(): void {
     this.gone = true;
     if (this.waiting) this.host.cancelWait(this);
-    this.releaseOnce();
+    // Attached: the slot is its backend's until that has gone (backendEnded, or finish): the
+    // replica still counts it until then, and a new session must not take its place before.
+    if (!this.attached || this.backendGone) this.releaseOnce();
     // Attached: the backend sees EOF and ends its session (a vanished replica: dropped after a
     // while). Still routing: the route ends it. Else nothing is left but to finish.
     if (this.attached && !this.backendGone) this.transport.close(undefined, 'end');

@@ -63,7 +63,15 @@ export interface SessionHost {
   earlyEnded?: (() => void) | undefined;
   /** The session's client left while it waited for a slot: stop waiting (acquire rejects). */
   cancelWait(ticket: object): void;
-  release(replica: string, cls: ServiceClass): void;
+  /** The slot given back; established: the session had reached ReadyForQuery. */
+  release(replica: string, cls: ServiceClass, established: boolean): void;
+  /** The session on replica reached ReadyForQuery (the replica view counts it as seen from then). */
+  established?: ((replica: string, cls: ServiceClass) => void) | undefined;
+  /**
+   * The application_name the replica is given (the client's, marked with the class:
+   * markApplicationName); absent: the client's startup packet goes on as it came.
+   */
+  markClass?: boolean | undefined;
   /** A passive failure signal for the health checker. */
   reportFailure(replica: string, err: unknown, via: 'connect' | 'session'): void;
   log(line: string): void;
