@@ -69,8 +69,9 @@ export function containerOptions(
     StopTimeout: 10,
     HostConfig: {
       NetworkMode: 'host',
-      NanoCpus: Math.round(cpus * 1e9),
-      // --cpu-pool: the replicas share the pool's quota (cpu-pool.ts), and have none of their own.
+      // --cpu-pool: the replicas share the pool's quota (cpu-pool.ts) and have none of their own
+      // (0: none; under cgroup v1 a child's quota may not exceed its parent's).
+      NanoCpus: pool !== undefined ? 0 : Math.round(cpus * 1e9),
       ...(pool !== undefined ? { CgroupParent: pool } : {}),
       Memory: memory,
       MemorySwap: memory,
