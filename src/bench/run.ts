@@ -78,7 +78,8 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     : await joinCluster(driver, plan.replicas);
   const ids = replicas.map((r) => r.id);
   if (share) checkStartAhead(share.startAtMs);
-  const releaseClaim = share?.index === 0 ? await claimInjector(primary, creds, config.health.timeoutMs) : undefined;
+  const releaseClaim =
+    share?.index === 0 ? await claimInjector(primary, creds, config.health.timeoutMs) : undefined;
   // The replica view: every replica read once before anything is written (a view it cannot give: one line).
   const reader = await openViewReader(driver, creds, ids, config);
   const base = deps.createWriter(ids);

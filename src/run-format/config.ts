@@ -169,10 +169,7 @@ const routersSchema = z
       .describe(
         '--worker-index: this run is the part of one node, worker workerIndex of workers (plb bench merge joins the parts); absent: every worker',
       ),
-    startAt: z
-      .string()
-      .optional()
-      .describe("--start-at: the plan's t0 the nodes shared (ISO time)"),
+    startAt: z.string().optional().describe("--start-at: the plan's t0 the nodes shared (ISO time)"),
   })
   .describe('absent in older runs: one router that sees every session (count 1, view local)');
 export type RoutersConfig = z.infer<typeof routersSchema>;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 import type { Assignable } from './type-check.js';
 import { mixSchema, serviceClassRecord, serviceClassSchema, statSchema } from './common.js';
-import { aggregatedRoutersSchema } from './routers-report.js';
+import { aggregatedRoutersSchema, workerRowsSchema } from './routers-report.js';
 import { groupEvidenceSchema, intervalSchema, templateIntervalsSchema } from './evidence.js';
 import type { ClassPhaseStats } from './summary.js';
 
@@ -196,23 +196,7 @@ const runGroupSchema = z.object({
     .optional()
     .describe('per phase, class and SQL template: p50/p95 ms, queries/s, errors over the runs'),
   routers: aggregatedRoutersSchema.optional(),
-  workers: z
-    .array(
-      z.object({
-        runId: z.string(),
-        worker: z.number(),
-        pid: z.number().nullable(),
-        instances: z.array(z.number()),
-        queries: serviceClassRecord(z.number()),
-        errors: serviceClassRecord(z.number()),
-        sessions: serviceClassRecord(z.number()),
-        p95Ms: serviceClassRecord(z.number().nullable()),
-        qps: z.number().describe('queries (both classes) per second with a value from it'),
-        exit: z.string(),
-      }),
-    )
-    .optional()
-    .describe('--workers: each run\'s worker processes (or merged nodes), as summary.json gives them; not aggregated'),
+  workers: workerRowsSchema.optional(),
   evidence: groupEvidenceSchema.optional().describe('95 % intervals and verdicts from the per-second data'),
 });
 

@@ -59,7 +59,10 @@ const configOf = (index: number | undefined, seed = 7): Record<string, unknown> 
 });
 
 /** The values of a run: instance k % 4's sessions and queries, a fault at 30 s (what node 0 injects). */
-function feed(rec: (instance: number) => Recorder | undefined, event: ((e: { type: 'fault'; tMs: number; replica: string; action: string }) => void) | undefined): void {
+function feed(
+  rec: (instance: number) => Recorder | undefined,
+  event: ((e: { type: 'fault'; tMs: number; replica: string; action: string }) => void) | undefined,
+): void {
   event?.({ type: 'fault', tMs: 30_000, replica: 'r1', action: 'down' });
   for (let k = 0; k * 3.7 < END_MS; k++) {
     const t = k * 3.7;
@@ -67,7 +70,7 @@ function feed(rec: (instance: number) => Recorder | undefined, event: ((e: { typ
     const r = rec(instance);
     if (!r) continue;
     const cls = (k >> 2) % 4 === 0 ? 'premium' : 'freemium';
-    const replica = IDS[(k >> 3) % (t >= 30_000 ? 4 : 5) + (t >= 30_000 ? 1 : 0)] as string;
+    const replica = IDS[((k >> 3) % (t >= 30_000 ? 4 : 5)) + (t >= 30_000 ? 1 : 0)] as string;
     if (k % 97 === 0) r.sessionOpened(cls, replica, t, 1 + (k % 5));
     if (k % 101 === 0) r.sessionClosed(cls, replica, Math.max(0, t - 900), t, 'finished');
     if (k % 211 === 0) r.queryFailed(cls, replica, t, 'boom');
@@ -77,7 +80,11 @@ function feed(rec: (instance: number) => Recorder | undefined, event: ((e: { typ
 
 /** Part `index` of the run, written as a node writes it; `finish: false` leaves it as a killed node does. */
 function part(index: number, opts: { seed?: number; finish?: boolean; label?: string } = {}): string {
-  const base = writerIn(scratch.root, opts.label ?? `part-${index}-${Math.random().toString(36).slice(2)}`, opts.seed);
+  const base = writerIn(
+    scratch.root,
+    opts.label ?? `part-${index}-${Math.random().toString(36).slice(2)}`,
+    opts.seed,
+  );
   const node = new NodeLog(base, { index, count: WORKERS, startAtMs: Date.parse(START_AT) }, ROUTERS);
   node.writer.writeConfig(configOf(index, opts.seed));
   feed(
@@ -96,7 +103,10 @@ function hlog(dir: string, cls: string): Map<number, string> {
 describe('plb bench merge', () => {
   const one = writerIn(scratch.root, 'one');
   one.writeConfig(configOf(undefined));
-  feed(() => one.recorder, (e) => one.event(e));
+  feed(
+    () => one.recorder,
+    (e) => one.event(e),
+  );
   const whole: RunSummary = one.finish(END_MS, true);
   const p0 = part(0);
   const p1 = part(1);
@@ -114,17 +124,25 @@ describe('plb bench merge', () => {
     expect(summary.phases.map((p) => p.name)).toEqual(['ref', 'down-1']);
     // Per worker, what its part measured; together, every query of the run.
     let premium = 0;
-    const counting = { queryDone: (cls: string) => (premium += cls === 'premium' ? 1 : 0) } as unknown as Recorder;
-    feed(() => new Proxy(counting, { get: (t, k) => (k === 'queryDone' ? t.queryDone : () => undefined) }), undefined);
+    const counting = {
+      queryDone: (cls: string) => (premium += cls === 'premium' ? 1 : 0),
+    } as unknown as Recorder;
+    feed(
+      () => new Proxy(counting, { get: (t, k) => (k === 'queryDone' ? t.queryDone : () => undefined) }),
+      undefined,
+    );
     expect(summary.workers?.map((w) => [w.worker, w.instances, w.exit])).toEqual([
       [0, [0, 2], 'done'],
       [1, [1, 3], 'done'],
     ]);
     expect(summary.workers!.reduce((n, w) => n + w.queries.premium, 0)).toBe(premium);
     expect(summary.routers?.perRouter).toHaveLength(ROUTERS);
-    const config = JSON.parse(readFileSync(join(dir, RUN_FILES.config), 'utf8')) as Record<string, any>;
+    const config = JSON.parse(readFileSync(join(dir, RUN_FILES.config), 'utf8')) as {
+      routers: { workerIndex?: number };
+      merged: { parts: { workerIndex: number }[]; missing: number[] };
+    };
     expect(config.routers.workerIndex).toBeUndefined();
-    expect(config.merged.parts.map((p: { workerIndex: number }) => p.workerIndex)).toEqual([0, 1]);
+    expect(config.merged.parts.map((p) => p.workerIndex)).toEqual([0, 1]);
     expect(config.merged.missing).toEqual([]);
     const events = readFileSync(join(dir, RUN_FILES.events), 'utf8');
     expect(events.match(/"type":"fault"/g)).toHaveLength(1);
@@ -133,7 +151,9 @@ describe('plb bench merge', () => {
   it('a missing index or an incomplete part makes the merged run incomplete, with the reason', () => {
     const alone = mergeRuns([p0], join(scratch.root, 'alone'));
     expect(alone.summary.complete).toBe(false);
-    expect(alone.summary.errors).toContain('worker index 1 of 2: no part given (its share is not in this run)');
+    expect(alone.summary.errors).toContain(
+      'worker index 1 of 2: no part given (its share is not in this run)',
+    );
     const killed = part(1, { finish: false });
     const cut = mergeRuns([p0, killed], join(scratch.root, 'cut'));
     expect(cut.summary.complete).toBe(false);
@@ -153,6 +173,8 @@ describe('plb bench merge', () => {
     );
     const noCalls = part(1);
     rmSync(join(noCalls, 'calls.jsonl'));
-    expect(thrownMessage(() => mergeRuns([p0, noCalls], join(scratch.root, 'x4')))).toMatch(/calls\.jsonl: missing/);
+    expect(thrownMessage(() => mergeRuns([p0, noCalls], join(scratch.root, 'x4')))).toMatch(
+      /calls\.jsonl: missing/,
+    );
   });
 });

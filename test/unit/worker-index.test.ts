@@ -31,13 +31,19 @@ describe('--worker-index and --start-at: bad input, one line naming the flag', (
       expect(fails({ routers: '2', workers: '2', 'worker-index': i, 'start-at': soon() })).toThrow(
         /^--worker-index: must be an integer/,
       );
-    expect(fails({ routers: '2', workers: '2', 'worker-index': '1' })).toThrow(/^--worker-index: needs --start-at/);
+    expect(fails({ routers: '2', workers: '2', 'worker-index': '1' })).toThrow(
+      /^--worker-index: needs --start-at/,
+    );
   });
 
   it('refuses a start time that passed, one that is not a time, and --start-at alone', () => {
     const node = { routers: '2', workers: '2', 'worker-index': '1' };
-    expect(fails({ ...node, 'start-at': '2020-01-01T00:00:00Z' })).toThrow(/^--start-at: 2020-01-01T00:00:00.000Z has passed/);
-    expect(fails({ ...node, 'start-at': 'noon' })).toThrow(/^--start-at: must be epoch milliseconds or an ISO time/);
+    expect(fails({ ...node, 'start-at': '2020-01-01T00:00:00Z' })).toThrow(
+      /^--start-at: 2020-01-01T00:00:00.000Z has passed/,
+    );
+    expect(fails({ ...node, 'start-at': 'noon' })).toThrow(
+      /^--start-at: must be epoch milliseconds or an ISO time/,
+    );
     expect(fails({ routers: '2', 'start-at': soon() })).toThrow(/^--start-at: only with --worker-index/);
   });
 
@@ -49,7 +55,12 @@ describe('--worker-index and --start-at: bad input, one line naming the flag', (
   it('records the index and the shared start (epoch ms given: as an ISO time)', () => {
     const at = Date.now() + 120_000;
     const bench = resolve({ routers: '4', workers: '2', 'worker-index': '1', 'start-at': String(at) });
-    expect(bench.config.routers).toMatchObject({ count: 4, workers: 2, workerIndex: 1, startAt: new Date(at).toISOString() });
+    expect(bench.config.routers).toMatchObject({
+      count: 4,
+      workers: 2,
+      workerIndex: 1,
+      startAt: new Date(at).toISOString(),
+    });
     expect(nodeShare(bench.config.routers)).toEqual({ index: 1, count: 2, startAtMs: at });
   });
 });
@@ -88,10 +99,23 @@ describe('the per-worker table', () => {
       perSecond: { premium: [], freemium: [] },
       exit,
     });
-    const summary = { runId: 'run-a', workers: [worker(0, 'done'), worker(1, 'signal SIGKILL')] } as RunSummary;
+    const summary = {
+      runId: 'run-a',
+      workers: [worker(0, 'done'), worker(1, 'signal SIGKILL')],
+    } as RunSummary;
     const workers = aggregateWorkers([summary]);
     const table = workersTable({ runIds: ['run-a'], workers } as RunGroup, () => 'g');
-    expect(table?.head).toEqual(['Worker', 'PID', 'Instances', 'Queries', 'Errors', 'Sessions', 'p95 ms', 'q/s', 'Ended']);
+    expect(table?.head).toEqual([
+      'Worker',
+      'PID',
+      'Instances',
+      'Queries',
+      'Errors',
+      'Sessions',
+      'p95 ms',
+      'q/s',
+      'Ended',
+    ]);
     expect(table?.rows).toEqual([
       ['0', '100', '0, 2', '50 / 150', '0 / 2', '5 / 15', '3.3 / -', '10.0', 'done'],
       ['1', '101', '1, 3', '50 / 150', '0 / 2', '5 / 15', '3.3 / -', '10.0', 'signal SIGKILL'],

@@ -61,11 +61,13 @@ export function mergeRuns(dirs: readonly string[], out: string): MergeResult {
     },
   });
 
-  const book = (routers?.count ?? 1) > 1 ? new RouterBook(routers?.count ?? 1, routers?.view ?? 'local') : undefined;
+  const book =
+    (routers?.count ?? 1) > 1 ? new RouterBook(routers?.count ?? 1, routers?.view ?? 'local') : undefined;
   writer.event({ type: 'run', tMs: 0, state: 'started' });
   for (const e of mergedEvents(parts)) {
     writer.event(e);
-    if (e.type === 'role' && isFlip(String(e['reason']))) book?.flip(typeof e['router'] === 'number' ? e['router'] : 0, e.tMs);
+    if (e.type === 'role' && isFlip(String(e['reason'])))
+      book?.flip(typeof e['router'] === 'number' ? e['router'] : 0, e.tMs);
   }
   const figures = parts.map((p) => {
     const f = new WorkerFigures(p.index, instancesOf(p.index, count, routers?.count ?? 1), p.pid);
@@ -87,13 +89,18 @@ export function mergeRuns(dirs: readonly string[], out: string): MergeResult {
   const endMs = Math.max(...parts.map((p) => p.endMs));
   const errors = [
     ...missing.map((i) => `worker index ${i} of ${count}: no part given (its share is not in this run)`),
-    ...parts.filter((p) => !p.complete).map((p) => `part ${p.dir} (worker index ${p.index}): ${p.reason ?? 'incomplete'}`),
+    ...parts
+      .filter((p) => !p.complete)
+      .map((p) => `part ${p.dir} (worker index ${p.index}): ${p.reason ?? 'incomplete'}`),
   ];
   writer.event({ type: 'run', tMs: endMs, state: errors.length > 0 ? 'failed' : 'finished' });
   const summary = writer.finish(endMs, true, errors);
   summary.workers = figures.map((f) => f.summary());
   if (book)
-    summary.routers = book.summarize([...summary.phases, ...(summary.faultInterval ? [summary.faultInterval] : [])]);
+    summary.routers = book.summarize([
+      ...summary.phases,
+      ...(summary.faultInterval ? [summary.faultInterval] : []),
+    ]);
   const path = join(writer.dir, RUN_FILES.summary);
   writeFileSync(`${path}.tmp`, `${JSON.stringify(summary, null, 2)}\n`);
   renameSync(`${path}.tmp`, path);
@@ -105,9 +112,7 @@ const instancesOf = (w: number, count: number, n: number): number[] =>
 
 /** Every part's events but its own run bookkeeping, in time order (by index where equal). */
 function mergedEvents(parts: readonly Part[]): RunEvent[] {
-  return parts
-    .flatMap((p) => p.events.filter((e) => !OWN_EVENTS.has(e.type)))
-    .sort((a, b) => a.tMs - b.tMs);
+  return parts.flatMap((p) => p.events.filter((e) => !OWN_EVENTS.has(e.type))).sort((a, b) => a.tMs - b.tMs);
 }
 
 /**
@@ -120,8 +125,7 @@ function mergedCalls(parts: readonly Part[]): { part: number; call: RecordedCall
   parts.forEach((p, part) => {
     for (const call of p.calls) {
       const m = call[1];
-      const keep =
-        CLIENT_CALLS.has(m) || HARNESS_CALLS.has(m) || (part === 0 && CLUSTER_CALLS.has(m));
+      const keep = CLIENT_CALLS.has(m) || HARNESS_CALLS.has(m) || (part === 0 && CLUSTER_CALLS.has(m));
       if (keep) out.push({ part, call, t: callTimeMs(call) });
     }
   });

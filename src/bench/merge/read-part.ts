@@ -52,7 +52,7 @@ function json(dir: string, file: string): unknown {
 }
 
 /** calls.jsonl: one call a line; a last line cut off by a killed node is skipped. */
-export function parseCalls(text: string, where: string): RecordedCall[] {
+function parseCalls(text: string, where: string): RecordedCall[] {
   const lines = text.split('\n');
   const out: RecordedCall[] = [];
   lines.forEach((line, i) => {
@@ -76,7 +76,11 @@ export function readPart(dir: string): Part {
   const config = parseOrThrow(configSchema, json(dir, RUN_FILES.config), join(dir, RUN_FILES.config));
   const r = config.routers;
   if (r?.workerIndex === undefined || r.workers === undefined)
-    throw bad(dir, RUN_FILES.config, 'routers.workerIndex: absent (not a run of plb bench run --worker-index)');
+    throw bad(
+      dir,
+      RUN_FILES.config,
+      'routers.workerIndex: absent (not a run of plb bench run --worker-index)',
+    );
   const events = parseEvents(read(dir, RUN_FILES.events));
   const calls = parseCalls(read(dir, CALLS_FILE), join(dir, CALLS_FILE));
   const hasSummary = existsSync(join(dir, RUN_FILES.summary));
@@ -140,7 +144,10 @@ export function checkParts(parts: readonly Part[]): void {
   for (const p of parts) {
     const other = seen.get(p.index);
     if (other !== undefined)
-      throw new PlbError('BAD_INPUT', `bench merge: routers.workerIndex ${p.index} twice (${other} and ${p.dir})`);
+      throw new PlbError(
+        'BAD_INPUT',
+        `bench merge: routers.workerIndex ${p.index} twice (${other} and ${p.dir})`,
+      );
     seen.set(p.index, p.dir);
   }
 }

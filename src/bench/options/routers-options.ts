@@ -95,7 +95,10 @@ function workerCount(v: string | number): number {
 function workerIndex(v: string | number): number {
   const n = typeof v === 'number' ? v : v.trim() === '' ? NaN : Number(v);
   if (!Number.isInteger(n) || n < 0 || n >= MAX_ROUTERS)
-    throw new PlbError('BAD_INPUT', `--worker-index: must be an integer 0..--workers minus 1 (got "${String(v)}")`);
+    throw new PlbError(
+      'BAD_INPUT',
+      `--worker-index: must be an integer 0..--workers minus 1 (got "${String(v)}")`,
+    );
   return n;
 }
 

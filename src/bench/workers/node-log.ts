@@ -42,7 +42,9 @@ export class NodeLog {
     share: NodeShare,
     routers: number,
   ) {
-    const instances = Array.from({ length: routers }, (_, i) => i).filter((i) => i % share.count === share.index);
+    const instances = Array.from({ length: routers }, (_, i) => i).filter(
+      (i) => i % share.count === share.index,
+    );
     this.figures = new WorkerFigures(share.index, instances, process.pid);
     this.file = appendFile(join(base.dir, CALLS_FILE));
     const recorder = this.recorder(-1, base.recorder);

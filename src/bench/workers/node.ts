@@ -23,7 +23,10 @@ export async function joinCluster(
   const reps = endpoints.filter((e) => e.kind === 'replica');
   if (!primary) throw new PlbError('CLUSTER_NOT_FOUND', 'the cluster has no primary endpoint');
   if (reps.length < replicas)
-    throw new PlbError('BAD_INPUT', `--worker-index: the plan needs ${replicas} replicas, the cluster has ${reps.length}`);
+    throw new PlbError(
+      'BAD_INPUT',
+      `--worker-index: the plan needs ${replicas} replicas, the cluster has ${reps.length}`,
+    );
   return { primary, replicas: reps, creds: await driver.credentials() };
 }
 
@@ -44,10 +47,15 @@ export async function claimInjector(
       onError: () => undefined,
     });
   } catch (err) {
-    throw new PlbError('BAD_INPUT', `--worker-index 0: cannot reach the primary to claim the faults: ${errorText(err)}`);
+    throw new PlbError(
+      'BAD_INPUT',
+      `--worker-index 0: cannot reach the primary to claim the faults: ${errorText(err)}`,
+    );
   }
   const conn = pgConnection(client);
-  const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [INJECTOR_LOCK_KEY]);
+  const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [
+    INJECTOR_LOCK_KEY,
+  ]);
   if (res.rows[0]?.ok !== true) {
     await conn.end(0);
     throw new PlbError(

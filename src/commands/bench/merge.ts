@@ -14,7 +14,10 @@ Every node's raw values (calls.jsonl) are replayed into one recorder: the per-se
   static override strict = false;
 
   static override args = {
-    runDir: Args.string({ required: true, description: 'run directories of the nodes (one per --worker-index)' }),
+    runDir: Args.string({
+      required: true,
+      description: 'run directories of the nodes (one per --worker-index)',
+    }),
   };
 
   static override flags = {
