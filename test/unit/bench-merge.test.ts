@@ -14,7 +14,8 @@ import { createRunWriter, RUN_FILES } from '../../src/metrics/store/run-writer.j
 import { intervalLogEntries } from '../../src/metrics/store/seconds.js';
 import type { Recorder, RunWriter } from '../../src/metrics/types.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
-import { scratchFolder, thrownMessage } from '../helpers/fixtures.js';
+import BenchMerge from '../../src/commands/bench/merge.js';
+import { runCommand, scratchFolder, thrownMessage } from '../helpers/fixtures.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const PLAN_PATH = join(ROOT, 'plans/demo-single.yaml');
@@ -176,5 +177,15 @@ describe('plb bench merge', () => {
     expect(thrownMessage(() => mergeRuns([p0, noCalls], join(scratch.root, 'x4')))).toMatch(
       /calls\.jsonl: missing/,
     );
+  });
+
+  it('plb bench merge: the merged directory (--json), bad input one line on stderr (exit 1)', async () => {
+    const ok = await runCommand(BenchMerge, [p0, p1, '--out', join(scratch.root, 'cli'), '--json']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout)).toEqual({ dir: join(scratch.root, 'cli'), complete: true, errors: [] });
+    const dup = await runCommand(BenchMerge, [p0, p0, '--out', join(scratch.root, 'cli2')]);
+    expect(dup.code).toBe(1);
+    expect(dup.stderr.trim().split('\n')).toHaveLength(1);
+    expect(dup.stderr).toMatch(/^Error: bench merge: routers\.workerIndex 0 twice/);
   });
 });

@@ -53,6 +53,8 @@ export async function claimInjector(
     );
   }
   const conn = pgConnection(client);
+  // The lock must not keep a failed run's process alive: it goes with the process either way.
+  (client as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
   const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [
     INJECTOR_LOCK_KEY,
   ]);
