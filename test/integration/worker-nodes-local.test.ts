@@ -13,7 +13,8 @@ import * as hdr from 'hdr-histogram-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/execute.js';
 import { mergeRuns } from '../../src/bench/merge/merge-runs.js';
-import { downCluster } from '../../src/cluster/select.js';
+import { downCluster, openCluster } from '../../src/cluster/select.js';
+import { claimInjector } from '../../src/bench/workers/node.js';
 import { intervalLogEntries } from '../../src/metrics/store/seconds.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
 import { benchFlagValues, haveServerBinaries } from '../helpers/fixtures.js';
@@ -141,6 +142,21 @@ describe.skipIf(!haveServerBinaries && !ci)(
         expect(Number(/(\d+) reads/.exec(line!)?.[1])).toBeGreaterThan(0);
       }
       for (const cls of CLASSES) expect(sessions(r.summary, cls), cls).toBeGreaterThan(0);
+    });
+
+    it('lets one node at a time claim the faults (the advisory lock on the primary)', async () => {
+      const driver = await openCluster(NAME, join(work, 'state'));
+      const primary = driver.endpoints().find((e) => e.kind === 'primary')!;
+      const creds = await driver.credentials();
+      const release = await claimInjector(primary, creds, 5000);
+      await expect(claimInjector(primary, creds, 5000)).rejects.toThrow(
+        /^--worker-index 0: another node with index 0 is injecting faults into this cluster/,
+      );
+      await release();
+      // Released with its run (or its process): the next run's index 0 claims it.
+      await (
+        await claimInjector(primary, creds, 5000)
+      )();
     });
   },
 );

@@ -172,6 +172,9 @@ describe('plb bench merge', () => {
     expect(thrownMessage(() => mergeRuns([one.dir], join(scratch.root, 'x3')))).toMatch(
       /config\.json: routers\.workerIndex: absent/,
     );
+    expect(thrownMessage(() => mergeRuns([p0, part(2)], join(scratch.root, 'x5')))).toMatch(
+      /routers\.workerIndex 2 of .* is out of range for routers\.workers 2/,
+    );
     const noCalls = part(1);
     rmSync(join(noCalls, 'calls.jsonl'));
     expect(thrownMessage(() => mergeRuns([p0, noCalls], join(scratch.root, 'x4')))).toMatch(

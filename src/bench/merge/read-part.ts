@@ -142,6 +142,11 @@ export function checkParts(parts: readonly Part[]): void {
   }
   const seen = new Map<number, string>();
   for (const p of parts) {
+    if (p.index >= p.workers)
+      throw new PlbError(
+        'BAD_INPUT',
+        `bench merge: routers.workerIndex ${p.index} of ${p.dir} is out of range for routers.workers ${p.workers}`,
+      );
     const other = seen.get(p.index);
     if (other !== undefined)
       throw new PlbError(
