@@ -5,6 +5,7 @@
  * can replay every node's values into one recorder: the merged run's per-second histograms and
  * summary are then made by the same code as any run's, from the same raw values.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { appendFile, type AppendFile } from '../../metrics/store/append-file.js';
 import type { Recorder, RunWriter } from '../../metrics/types.js';
@@ -46,6 +47,8 @@ export class NodeLog {
       (i) => i % share.count === share.index,
     );
     this.figures = new WorkerFigures(share.index, instances, process.pid);
+    // There from the start: a part without it is not a part (plb bench merge refuses it).
+    writeFileSync(join(base.dir, CALLS_FILE), '');
     this.file = appendFile(join(base.dir, CALLS_FILE));
     const recorder = this.recorder(-1, base.recorder);
     this.writer = {
