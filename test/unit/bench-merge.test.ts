@@ -175,6 +175,7 @@ describe('plb bench merge', () => {
     expect(thrownMessage(() => mergeRuns([p0, part(2)], join(scratch.root, 'x5')))).toMatch(
       /routers\.workerIndex 2 of .* is out of range for routers\.workers 2/,
     );
+    expect(thrownMessage(() => mergeRuns([p0, p1], p0))).toMatch(/^--out: .* already exists/);
     const noCalls = part(1);
     rmSync(join(noCalls, 'calls.jsonl'));
     expect(thrownMessage(() => mergeRuns([p0, noCalls], join(scratch.root, 'x4')))).toMatch(

@@ -5,7 +5,8 @@
  * the summary is made by the code that makes every summary (never from the parts' percentiles).
  * A missing index or an incomplete part makes the merged run incomplete, with the reason.
  */
-import { renameSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import { PlbError } from '../../core/errors.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { RouterBook } from '../../metrics/routers/router-book.js';
 import { createRunWriter, RUN_FILES } from '../../metrics/store/run-writer.js';
@@ -32,6 +33,8 @@ export interface MergeResult {
 export function mergeRuns(dirs: readonly string[], out: string): MergeResult {
   const parts = dirs.map((d) => readPart(d)).sort((a, b) => a.index - b.index);
   checkParts(parts);
+  if (existsSync(out))
+    throw new PlbError('BAD_INPUT', `--out: ${out} already exists (the merged run is a new directory)`);
   const ref = parts[0] as Part;
   const { config } = ref;
   const count = ref.workers;
