@@ -100,49 +100,58 @@ describe.skipIf(!haveServerBinaries && !ci)(
     const sessions = (s: RunSummary, cls: (typeof CLASSES)[number]): number =>
       s.workers!.reduce((n, w) => n + w.sessions[cls], 0);
 
-    it('two nodes merged open the sessions of one process with --workers 2 on the same seed', async () => {
-      const one = await run('one', {});
-      expect(one.code, one.lines.join('\n')).toBe(0);
-      // Both nodes start 6 s from now: time for index 0 to check the cluster and for both to be ready.
-      const startAt = new Date(Date.now() + 6000).toISOString();
-      const [n0, n1] = await Promise.all(
-        [0, 1].map((i) => run(`node${i}`, { 'worker-index': String(i), 'start-at': startAt })),
-      );
-      for (const n of [n0!, n1!]) {
-        expect(n.code, n.lines.join('\n')).toBe(0);
-        expect(n.summary.complete, n.lines.join('\n')).toBe(true);
-      }
-      const merged = mergeRuns([n0!.dir, n1!.dir], join(work, 'merged'));
-      expect(merged.summary.complete, (merged.summary.errors ?? []).join('\n')).toBe(true);
-      expect(merged.summary.workers?.map((w) => [w.worker, w.instances, w.exit])).toEqual([
-        [0, [0], 'done'],
-        [1, [1], 'done'],
-      ]);
-      for (const cls of CLASSES) {
-        // The same schedule: every node draws the seed's arrivals and runs its own share.
-        expect(sessions(merged.summary, cls), cls).toBe(sessions(one.summary, cls));
-        expect(sessions(merged.summary, cls), cls).toBeGreaterThan(0);
-        // Every second of the merged run is the sum of the nodes' seconds (HDR add of raw values).
-        const a = hlogCounts(n0!.dir, cls);
-        const b = hlogCounts(n1!.dir, cls);
-        const sum = hlogCounts(merged.dir, cls);
-        expect(sum, cls).toEqual(sum.map((_, s) => (a[s] ?? 0) + (b[s] ?? 0)));
-      }
-      // Only index 0 ran the plan's work on the cluster: node 1 joined it without its lock.
-      expect(n1!.lines.join('\n')).not.toMatch(/dataset loaded/);
-    });
+    // Three runs (the first brings the cluster up): past the default 30 s test timeout.
+    it(
+      'two nodes merged open the sessions of one process with --workers 2 on the same seed',
+      { timeout: 240_000 },
+      async () => {
+        const one = await run('one', {});
+        expect(one.code, one.lines.join('\n')).toBe(0);
+        // Both nodes start 6 s from now: time for index 0 to check the cluster and for both to be ready.
+        const startAt = new Date(Date.now() + 6000).toISOString();
+        const [n0, n1] = await Promise.all(
+          [0, 1].map((i) => run(`node${i}`, { 'worker-index': String(i), 'start-at': startAt })),
+        );
+        for (const n of [n0!, n1!]) {
+          expect(n.code, n.lines.join('\n')).toBe(0);
+          expect(n.summary.complete, n.lines.join('\n')).toBe(true);
+        }
+        const merged = mergeRuns([n0!.dir, n1!.dir], join(work, 'merged'));
+        expect(merged.summary.complete, (merged.summary.errors ?? []).join('\n')).toBe(true);
+        expect(merged.summary.workers?.map((w) => [w.worker, w.instances, w.exit])).toEqual([
+          [0, [0], 'done'],
+          [1, [1], 'done'],
+        ]);
+        for (const cls of CLASSES) {
+          // The same schedule: every node draws the seed's arrivals and runs its own share.
+          expect(sessions(merged.summary, cls), cls).toBe(sessions(one.summary, cls));
+          expect(sessions(merged.summary, cls), cls).toBeGreaterThan(0);
+          // Every second of the merged run is the sum of the nodes' seconds (HDR add of raw values).
+          const a = hlogCounts(n0!.dir, cls);
+          const b = hlogCounts(n1!.dir, cls);
+          const sum = hlogCounts(merged.dir, cls);
+          expect(sum, cls).toEqual(sum.map((_, s) => (a[s] ?? 0) + (b[s] ?? 0)));
+        }
+        // Only index 0 ran the plan's work on the cluster: node 1 joined it without its lock.
+        expect(n1!.lines.join('\n')).not.toMatch(/dataset loaded/);
+      },
+    );
 
-    it('runs the replica view with --workers 2: each worker polls the replicas for its routers', async () => {
-      const r = await run('replica', { 'router-view': 'replica' });
-      expect(r.code, r.lines.join('\n')).toBe(0);
-      expect(r.summary.complete, r.lines.join('\n')).toBe(true);
-      for (const w of [0, 1]) {
-        const line = r.lines.find((l) => l.startsWith(`worker ${w}: replica view:`));
-        expect(line, r.lines.join('\n')).toBeDefined();
-        expect(Number(/(\d+) reads/.exec(line!)?.[1])).toBeGreaterThan(0);
-      }
-      for (const cls of CLASSES) expect(sessions(r.summary, cls), cls).toBeGreaterThan(0);
-    });
+    it(
+      'runs the replica view with --workers 2: each worker polls the replicas for its routers',
+      { timeout: 120_000 },
+      async () => {
+        const r = await run('replica', { 'router-view': 'replica' });
+        expect(r.code, r.lines.join('\n')).toBe(0);
+        expect(r.summary.complete, r.lines.join('\n')).toBe(true);
+        for (const w of [0, 1]) {
+          const line = r.lines.find((l) => l.startsWith(`worker ${w}: replica view:`));
+          expect(line, r.lines.join('\n')).toBeDefined();
+          expect(Number(/(\d+) reads/.exec(line!)?.[1])).toBeGreaterThan(0);
+        }
+        for (const cls of CLASSES) expect(sessions(r.summary, cls), cls).toBeGreaterThan(0);
+      },
+    );
 
     it('lets one node at a time claim the faults (the advisory lock on the primary)', async () => {
       const driver = await openCluster(NAME, join(work, 'state'));
