@@ -71,12 +71,17 @@ export async function leaseCluster(opts: {
   simCpu?: 'pooled';
   /** --driver external: the cluster file, read (and checked against the plan) by the caller. */
   external?: ExternalCluster;
+  /**
+   * --worker-index past 0: a node that changes nothing (no faults, no reset) joins the cluster
+   * without its lock (index 0 holds it), and never brings one up.
+   */
+  join?: boolean;
 }): Promise<ClusterLease> {
   const stateDir = opts.over.stateDir ?? defaultStateDir();
   if (opts.driver === 'sim') return leaseSimCluster({ ...opts, stateDir });
   if (opts.driver === 'external') {
     if (!opts.external) throw new PlbError('BAD_INPUT', '--cluster-file: required with --driver external');
-    return leaseExternalCluster({ ...opts, external: opts.external, stateDir });
+    return leaseExternalCluster({ ...opts, external: opts.external, stateDir, join: opts.join === true });
   }
   const most = MAX_MAX_CONNECTIONS - CONNECTION_RESERVE;
   if (opts.sessions > most)
@@ -85,9 +90,14 @@ export async function leaseCluster(opts: {
       `${opts.sessionsField}: at most ${most} sessions on a docker or local cluster (max_connections up to ${MAX_MAX_CONNECTIONS}), got ${opts.sessions}`,
       { hint: '--driver sim simulates more' },
     );
-  const lock = acquireClusterLock(stateDir, opts.name);
+  const lock = opts.join ? { release: () => undefined } : acquireClusterLock(stateDir, opts.name);
   try {
     const record = readClusterRecord(stateDir, opts.name);
+    if (!record && opts.join)
+      throw new PlbError(
+        'BAD_INPUT',
+        `--worker-index: no cluster ${opts.name} to join (index 0 or plb cluster up brings it up first)`,
+      );
     if (record) {
       const driver = await openCluster(opts.name, stateDir);
       checkCapacity({
@@ -185,9 +195,10 @@ async function leaseExternalCluster(opts: {
   plbConnections?: number;
   stateDir: string;
   log: (line: string) => void;
+  join: boolean;
 }): Promise<ClusterLease> {
   const c = opts.external;
-  const lock = acquireClusterLock(opts.stateDir, c.name);
+  const lock = opts.join ? { release: () => undefined } : acquireClusterLock(opts.stateDir, c.name);
   try {
     const maxConnections = await primaryMaxConnections(c);
     const need = connectionsFor(opts.sessions, opts.plbConnections);

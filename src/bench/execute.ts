@@ -82,6 +82,7 @@ export async function executeBenchSettings(
         over: { basePort: cluster.basePort, ...(cluster.cpus !== undefined ? { cpus: cluster.cpus } : {}) },
         keep: cluster.keep,
         log: io.warn,
+        join: (bench.config.routers?.workerIndex ?? 0) > 0,
         ...(cluster.calibration !== undefined ? { calibration: cluster.calibration } : {}),
         ...(cluster.simCpu !== undefined ? { simCpu: cluster.simCpu } : {}),
         ...(cluster.external ? { external: cluster.external } : {}),

@@ -34,10 +34,13 @@ export function routersOf(config: Pick<BenchConfig, 'routers'>): RoutersConfig {
   );
 }
 
-/** The connections many routers hold on each replica beyond one checker (cluster sizing). */
+/**
+ * The connections many routers hold on each replica beyond one checker (cluster sizing): a checker
+ * per router, and the replica view's poller of every process (W workers or W nodes: W pollers).
+ */
 export function fleetConnections(r: RoutersConfig): number {
   const checkers = r.view === 'global' ? 1 : r.count;
-  return routerConnections(checkers, r.view === 'replica' ? 1 : 0);
+  return routerConnections(checkers, r.view === 'replica' ? (r.workers ?? 1) : 0);
 }
 
 export class RouterFleet {

@@ -26,10 +26,12 @@ import {
   type RunParts,
 } from './run-parts.js';
 import { RouterFleet } from './router-fleet.js';
-import { openViewReader, ViewPoller } from './view-poller.js';
+import { openViewReader, viewLine, ViewPoller } from './view-poller.js';
 import { routerFor, type RouterFactory } from './options/router-settings.js';
 import { templateRunParts } from './templates-run.js';
 import { laggingTicks, WorkerPool, t0Epoch } from './workers/worker-pool.js';
+import { NodeLog, nodeShare } from './workers/node-log.js';
+import { checkStartAhead, claimInjector, joinCluster, untilStart } from './workers/node.js';
 import { viaConnector, viaOptionsOf } from './via.js';
 import { lagWeighting, ReplicaWeights, startWriteLoad } from './write-load.js';
 
@@ -68,11 +70,21 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   const { driver, log } = deps;
   const clock = deps.clock ?? realClock();
   const { plan, workload } = config;
-  const { primary, replicas, creds } = await prepareCluster(driver, benchNeeds(plan, workload), log);
+  // --worker-index: one node of several; index 0 alone prepares the cluster and injects (node.ts).
+  const share = nodeShare(config.routers);
+  const injects = share === undefined || share.index === 0;
+  const { primary, replicas, creds } = injects
+    ? await prepareCluster(driver, benchNeeds(plan, workload), log)
+    : await joinCluster(driver, plan.replicas);
   const ids = replicas.map((r) => r.id);
+  if (share) checkStartAhead(share.startAtMs);
+  const releaseClaim =
+    share?.index === 0 ? await claimInjector(primary, creds, config.health.timeoutMs) : undefined;
   // The replica view: every replica read once before anything is written (a view it cannot give: one line).
   const reader = await openViewReader(driver, creds, ids, config);
-  const writer = deps.createWriter(ids);
+  const base = deps.createWriter(ids);
+  const node = share ? new NodeLog(base, share, config.routers?.count ?? 1) : undefined;
+  const writer = node?.writer ?? base;
   const fleet = new RouterFleet(config, ids, deps.createRouter ?? routerFor(config), writer);
   // config.json: the configuration as it was resolved, and what only the run knows.
   writer.writeConfig({
@@ -87,7 +99,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   let nowMs = (): number => 0;
   const lost: string[] = [];
   const pool =
-    fleet.spec.workers === undefined
+    fleet.spec.workers === undefined || share
       ? undefined
       : new WorkerPool({
           config,
@@ -106,8 +118,8 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
         });
   await pool?.fork();
 
-  // Run time starts here: the clock's origin may be earlier (a virtual clock shared by a series).
-  const t0 = clock.now();
+  // Run time starts here (a node: at the shared --start-at); the clock's origin may be earlier (a virtual clock shared by a series).
+  const t0 = share ? await untilStart(share.startAtMs, clock) : clock.now();
   const runClock: Clock = {
     kind: clock.kind,
     now: () => clock.now() - t0,
@@ -153,15 +165,22 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     (_, i): SessionContext => ({
       ...ctx,
       ds: (parts.instances[fleet.routerOf(i)] ?? first).ds,
-      ...(fleet.book ? { recorder: fleet.book.recorderFor(i, writer.recorder) } : {}),
+      ...(node
+        ? { recorder: node.recorder(i, fleet.book?.recorderFor(i, base.recorder) ?? base.recorder) }
+        : fleet.book
+          ? { recorder: fleet.book.recorderFor(i, writer.recorder) }
+          : {}),
     }),
   );
-  const poller = reader
-    ? new ViewPoller(reader, ids, fleet.observers(), runClock, fleet.spec.viewIntervalMs)
-    : undefined;
-  await setReplicaCpus(driver, config.balance?.cpus, quota, log);
-  if (!pool) for (const p of parts.instances) p.health.start();
-  parts.injector.start();
+  // --workers: each worker polls for its own routers; the parent's reader only checked the view (and the strategy).
+  const observers = reader ? fleet.observers() : [];
+  if (pool) await reader?.close();
+  const poller =
+    reader && !pool ? new ViewPoller(reader, ids, observers, runClock, fleet.spec.viewIntervalMs) : undefined;
+  const owns = (i: number): boolean => share === undefined || i % share.count === share.index;
+  if (injects) await setReplicaCpus(driver, config.balance?.cpus, quota, log);
+  if (!pool) parts.instances.forEach((p, j) => owns(j) && p.health.start());
+  if (injects) parts.injector.start();
   poller?.start();
   pool?.start(t0Epoch(runClock.now()));
   const clients = pool
@@ -172,9 +191,10 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
         { warmupS: plan.warmup, durationS: plan.duration },
         new Rng(config.seed),
         config.balance?.clientZones,
+        share ? owns : undefined,
       );
   const writes = startWriteLoad({
-    rate: workload.writeRate ?? 0,
+    rate: injects ? (workload.writeRate ?? 0) : 0,
     primary,
     replicas,
     creds,
@@ -187,7 +207,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
     driver,
     router: fleet.sampled,
     // Workers: the routers live there (no disagreement sampled here); a second is written once their values are in.
-    perSecond: (t) => (pool ? undefined : fleet.perSecond(t)),
+    perSecond: (t) => (pool || share ? undefined : fleet.perSecond(t)),
     writer: pool ? laggingTicks(writer, pool) : writer,
     clock: runClock,
     quota,
@@ -212,10 +232,7 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   for (const reason of lost) ending.lost(reason);
   for (const p of parts.instances) p.admission?.stop();
   await poller?.stop();
-  if (poller)
-    log(
-      `replica view: ${poller.reads} reads of the replicas' sessions by class, ${poller.failedReads} failed`,
-    );
+  if (poller) log(viewLine(poller));
   await ending.guard('stopping the injector', () => parts.injector.stop());
   // Sessions finish their current query; a hung one is bounded by the query timeout.
   await within(runClock, workload.queryTimeoutMs + 2000, Promise.allSettled(clients.tasks));
@@ -223,12 +240,15 @@ export async function runBench(config: BenchConfig, deps: BenchDeps): Promise<Be
   for (const p of parts.instances) p.health.stop();
   logScheduleLag(clients.scheduleLags(), writer, endMs, log);
   await ending.guard('restoring replicas', async () => {
+    if (!injects) return;
     const restored = await parts.injector.restore();
     await setReplicaCpus(driver, config.balance?.cpus, quota, log, config.replicaCpus);
     if (restored.length > 0) log(`restored: ${restored.join(', ')}`);
   });
+  await releaseClaim?.();
   const summary = await ending.finish(endMs, interrupted === true);
   if (pool) summary.workers = pool.summary();
+  if (node) summary.workers = node.summary(summary.complete);
   fleet.finish(summary, join(writer.dir, RUN_FILES.summary));
   await tpl.finish(summary, join(writer.dir, RUN_FILES.summary)).catch((err: unknown) => {
     log(`per-template figures not written: ${errorText(err)}`);

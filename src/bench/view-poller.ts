@@ -64,6 +64,11 @@ export class ViewPoller {
   }
 }
 
+/** What the poller did, for the run's log. */
+export function viewLine(p: Pick<ViewPoller, 'reads' | 'failedReads'>): string {
+  return `replica view: ${p.reads} reads of the replicas' sessions by class, ${p.failedReads} failed`;
+}
+
 /**
  * The replica view's reader of a run, every replica read once (or none: other views). Before the
  * run directory is made: a driver with no reader, or a replica it cannot read, is one line.

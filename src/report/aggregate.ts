@@ -3,6 +3,7 @@ import { SERVICE_CLASSES, type ServiceClass } from '../core/service-class.js';
 import type { PhaseSummary, RunSummary } from '../run-format/summary.js';
 import { aggregateTemplates } from './tables/templates-table.js';
 import { aggregateRouters } from './routers-aggregate.js';
+import { aggregateWorkers } from './tables/workers-table.js';
 import { aggregateHang } from './hang-aggregate.js';
 import { FAULT_INTERVAL } from '../metrics/summary/fault-interval.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
@@ -199,9 +200,11 @@ function aggregateGroup(runs: RunSummary[]): RunGroup {
 
   const templates = aggregateTemplates(runs);
   const routers = aggregateRouters(runs);
+  const workers = aggregateWorkers(runs);
   return {
     ...(templates ? { templates } : {}),
     ...(routers ? { routers } : {}),
+    ...(workers ? { workers } : {}),
     key: groupKey(first),
     settings: {},
     settingsKey: '',

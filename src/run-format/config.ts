@@ -163,9 +163,32 @@ const routersSchema = z
       .describe(
         '--workers: processes the routers and their sessions ran in (worker w: instances i with i mod workers = w); absent: one process',
       ),
+    workerIndex: z
+      .number()
+      .optional()
+      .describe(
+        '--worker-index: this run is the part of one node, worker workerIndex of workers (plb bench merge joins the parts); absent: every worker',
+      ),
+    startAt: z.string().optional().describe("--start-at: the plan's t0 the nodes shared (ISO time)"),
   })
   .describe('absent in older runs: one router that sees every session (count 1, view local)');
 export type RoutersConfig = z.infer<typeof routersSchema>;
+
+const mergedSchema = z
+  .object({
+    parts: z
+      .array(
+        z.object({
+          workerIndex: z.number(),
+          dir: z.string().describe('the part run directory as given to plb bench merge'),
+          runId: z.string(),
+          complete: z.boolean(),
+        }),
+      )
+      .describe('the nodes merged, by worker index'),
+    missing: z.array(z.number()).describe('worker indexes with no part (the merged run is incomplete)'),
+  })
+  .describe('plb bench merge: this run joins the run directories of --worker-index nodes (absent: one run)');
 
 // Every field of config.json; configSchema below keeps whatever else a writer recorded.
 const configFields = z.object({
@@ -235,6 +258,7 @@ const configFields = z.object({
   via: viaSchema.optional(),
   admission: admissionSchema.optional(),
   routers: routersSchema.optional(),
+  merged: mergedSchema.optional(),
 });
 
 // Loose: a run keeps whatever else its writer recorded (calibration, fixture marks...).

@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 import type { Assignable } from './type-check.js';
 import { mixSchema, serviceClassRecord, serviceClassSchema, statSchema } from './common.js';
-import { aggregatedRoutersSchema } from './routers-report.js';
+import { aggregatedRoutersSchema, workerRowsSchema } from './routers-report.js';
 import { groupEvidenceSchema, intervalSchema, templateIntervalsSchema } from './evidence.js';
 import type { ClassPhaseStats } from './summary.js';
 
@@ -196,6 +196,7 @@ const runGroupSchema = z.object({
     .optional()
     .describe('per phase, class and SQL template: p50/p95 ms, queries/s, errors over the runs'),
   routers: aggregatedRoutersSchema.optional(),
+  workers: workerRowsSchema.optional(),
   evidence: groupEvidenceSchema.optional().describe('95 % intervals and verdicts from the per-second data'),
 });
 

@@ -35,3 +35,22 @@ export const aggregatedRoutersSchema = z
     "--routers N > 1: each instance's router over the runs (sessions, borrow flips, per class p95 and goodput per phase) and the replicas two routers disagreed on, per phase",
   );
 export type AggregatedRouters = z.infer<typeof aggregatedRoutersSchema>;
+
+export const workerRowsSchema = z
+  .array(
+    z.object({
+      runId: z.string(),
+      worker: z.number(),
+      pid: z.number().nullable(),
+      instances: z.array(z.number()),
+      queries: serviceClassRecord(z.number()),
+      errors: serviceClassRecord(z.number()),
+      sessions: serviceClassRecord(z.number()),
+      p95Ms: serviceClassRecord(z.number().nullable()),
+      qps: z.number().describe('queries (both classes) per second with a value from it'),
+      exit: z.string(),
+    }),
+  )
+  .describe(
+    "--workers: each run's worker processes (or merged nodes), as summary.json gives them; not aggregated",
+  );

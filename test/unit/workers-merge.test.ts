@@ -89,7 +89,7 @@ describe('--workers: bad input, one line naming the flag', () => {
       expect(fails({ routers: '2', workers: w })).toThrow(/^--workers: must be an integer/);
   });
 
-  it('refuses W > N, the simulator, via, and views other than local', () => {
+  it('refuses W > N, the simulator, via, and the global view', () => {
     expect(fails({ routers: '2', workers: '3' })).toThrow(/^--workers: 3 is more than --routers 2/);
     expect(fails({ workers: '2' })).toThrow(/^--workers: 2 is more than --routers 1/);
     expect(fails({ routers: '2', workers: '2', driver: 'sim' })).toThrow(/^--workers: not with --driver sim/);
@@ -97,7 +97,7 @@ describe('--workers: bad input, one line naming the flag', () => {
       /^--workers: not with --strategy via/,
     );
     expect(fails({ routers: '2', workers: '2', 'router-view': 'global' })).toThrow(
-      /^--workers: only with --router-view local/,
+      /^--workers: not with --router-view global \(one router state cannot span processes/,
     );
   });
 

@@ -28,7 +28,7 @@ import { refuseLagWithSim } from '../../workload/writer.js';
 import { VIA } from '../../core/strategies.js';
 import { resolveAdmission } from './admission-options.js';
 import { checkModelSettings } from './model-options.js';
-import { checkRoutersSettings } from './routers-options.js';
+import { checkNodeSeries, checkRoutersSettings } from './routers-options.js';
 import { balanceOptions } from './balance.js';
 import { parseClassFlags, type WorkloadSettings } from './checks.js';
 import { parseBenchFlags, type BenchFlagValues, type BenchSettings } from './flags.js';
@@ -101,6 +101,7 @@ export function resolveBench(
     sessions: w.model === 'open' ? DEFAULT_WORKLOAD.maxOpenSessions : w.clients,
     replicas: plan.replicas,
   });
+  checkNodeSeries(flags.routers.config, strategies.length * flags.mixes.length * flags.repeat, autoThink);
   // Last check, the only one that creates something: the folder the run directories go into.
   ensureWritableDir(flags.output.out, '--out');
   const workload: WorkloadSpec = {

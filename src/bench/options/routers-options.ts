@@ -40,6 +40,16 @@ export const routersFlags = {
       'real drivers: run the routers and their sessions in W processes (1..--routers), worker w owning the instances i with i mod W = w; the parent keeps the plan, the faults and the recorder and merges every value (default: one process)',
     helpGroup: 'PLB ROUTER',
   }),
+  'worker-index': Flags.string({
+    description:
+      'several nodes: this process runs only worker i of --workers W (0..W-1), in-process, into its own run directory; index 0 alone prepares the cluster, injects the faults and runs the write load; needs --start-at; merge the nodes with plb bench merge',
+    helpGroup: 'PLB ROUTER',
+  }),
+  'start-at': Flags.string({
+    description:
+      "with --worker-index: the plan's t0 every node shares, as epoch milliseconds or an ISO time (e.g. 2026-12-07T12:00:00Z); the node prepares, then waits for it",
+    helpGroup: 'PLB ROUTER',
+  }),
 };
 
 export interface RoutersFlagValues {
@@ -47,6 +57,8 @@ export interface RoutersFlagValues {
   'router-view'?: string | undefined;
   'view-interval'?: string | undefined;
   workers?: string | number | undefined;
+  'worker-index'?: string | number | undefined;
+  'start-at'?: string | undefined;
 }
 
 function routerCount(v: string | number): number {
@@ -80,12 +92,40 @@ function workerCount(v: string | number): number {
   return n;
 }
 
+function workerIndex(v: string | number): number {
+  const n = typeof v === 'number' ? v : v.trim() === '' ? NaN : Number(v);
+  if (!Number.isInteger(n) || n < 0 || n >= MAX_ROUTERS)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--worker-index: must be an integer 0..--workers minus 1 (got "${String(v)}")`,
+    );
+  return n;
+}
+
+/** --start-at: epoch ms or an ISO time, as an ISO time; one not in the future is refused. */
+function startAt(v: string, nowMs = Date.now()): string {
+  const t = /^\d+$/.test(v.trim()) ? Number(v) : Date.parse(v);
+  if (!Number.isFinite(t))
+    throw new PlbError(
+      'BAD_INPUT',
+      `--start-at: must be epoch milliseconds or an ISO time such as 2026-12-07T12:00:00Z (got "${v}")`,
+    );
+  if (t <= nowMs)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--start-at: ${new Date(t).toISOString()} has passed (${((nowMs - t) / 1000).toFixed(1)} s ago); every node needs time to prepare before it`,
+    );
+  return new Date(t).toISOString();
+}
+
 /** The checks by flag name (checks.ts BENCH_CHECKS). */
 export const ROUTERS_CHECKS: Record<string, (v: string | number) => unknown> = {
   routers: routerCount,
   'router-view': (v) => routerView(String(v)),
   'view-interval': (v) => viewIntervalMs(String(v)),
   workers: workerCount,
+  'worker-index': workerIndex,
+  'start-at': (v) => startAt(String(v)),
 };
 
 /** The group parsed: config.json's `routers`, and which flags were given (for the checks across flags). */
@@ -104,6 +144,8 @@ export function parseRoutersFlags(flags: RoutersFlagValues): RoutersSettings {
       assignment: ROUTER_ASSIGNMENT,
       viewIntervalMs: interval === undefined ? DEFAULT_VIEW_INTERVAL_MS : viewIntervalMs(interval),
       ...(flags.workers === undefined ? {} : { workers: workerCount(flags.workers) }),
+      ...(flags['worker-index'] === undefined ? {} : { workerIndex: workerIndex(flags['worker-index']) }),
+      ...(flags['start-at'] === undefined ? {} : { startAt: startAt(flags['start-at']) }),
     },
     given: {
       routers: flags.routers !== undefined,
@@ -155,6 +197,7 @@ function checkWorkers(
   r: RoutersConfig,
   run: { via: boolean; sim: boolean; zones: boolean; oracle?: boolean; templates?: boolean },
 ): void {
+  checkNode(r);
   const w = r.workers;
   if (w === undefined) return;
   if (run.sim)
@@ -164,8 +207,11 @@ function checkWorkers(
       'BAD_INPUT',
       '--workers: not with --strategy via (the external balancer is the router)',
     );
-  if (r.view !== 'local')
-    throw new PlbError('BAD_INPUT', `--workers: only with --router-view local (got ${r.view})`);
+  if (r.view === 'global')
+    throw new PlbError(
+      'BAD_INPUT',
+      '--workers: not with --router-view global (one router state cannot span processes; use local or replica)',
+    );
   if (run.zones) throw new PlbError('BAD_INPUT', '--workers: not with --zones');
   if (run.oracle === true)
     throw new PlbError(
@@ -178,5 +224,36 @@ function checkWorkers(
     throw new PlbError(
       'BAD_INPUT',
       `--workers: ${w} is more than --routers ${r.count} (a worker owns at least one router)`,
+    );
+}
+
+/** --worker-index and --start-at: one node of a run over several nodes. */
+function checkNode(r: RoutersConfig): void {
+  if (r.startAt !== undefined && r.workerIndex === undefined)
+    throw new PlbError('BAD_INPUT', '--start-at: only with --worker-index');
+  if (r.workerIndex === undefined) return;
+  if (r.workers === undefined)
+    throw new PlbError('BAD_INPUT', '--worker-index: needs --workers W (the index is of W workers)');
+  if (r.workerIndex >= r.workers)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--worker-index: ${r.workerIndex} is out of range for --workers ${r.workers} (0..${r.workers - 1})`,
+    );
+  if (r.startAt === undefined)
+    throw new PlbError('BAD_INPUT', "--worker-index: needs --start-at (the plan's t0 the nodes share)");
+}
+
+/** A node of several runs one run: no series, no think-time calibration of its own. */
+export function checkNodeSeries(r: RoutersConfig, runs: number, autoThink: boolean): void {
+  if (r.workerIndex === undefined) return;
+  if (runs !== 1)
+    throw new PlbError(
+      'BAD_INPUT',
+      `--worker-index: one run per node (got ${runs}: one strategy, one mix, no --repeat)`,
+    );
+  if (autoThink)
+    throw new PlbError(
+      'BAD_INPUT',
+      '--worker-index: not with --think-time auto (each node would calibrate its own; give the think time)',
     );
 }

@@ -32,6 +32,8 @@ export type WorkerMessage =
   /** throughMs: every call of a value at or before it is in this message or an earlier one. */
   | { type: 'calls'; calls: RecordedCall[]; throughMs: number }
   | { type: 'event'; event: RunEvent }
+  /** A line for the run's log (the parent prefixes the worker). */
+  | { type: 'log'; line: string }
   | { type: 'done'; error?: string };
 
 /** The epoch time now, at sub-millisecond resolution. */

@@ -13,6 +13,8 @@ import { startClients } from '../../workload/arrivals.js';
 import type { SessionContext } from '../../workload/session-loop.js';
 import { routerFor } from '../options/router-settings.js';
 import { RouterFleet } from '../router-fleet.js';
+import { viewLine, ViewPoller } from '../view-poller.js';
+import { pgSessionCounts } from '../../cluster/session-counts.js';
 import { instanceParts } from '../run-parts.js';
 import {
   epochNow,
@@ -103,6 +105,22 @@ async function run(m: StartMessage): Promise<void> {
     }),
   );
   for (const p of instances) p?.health.start();
+  // The replica view: one poller for this process's routers (each keeps its own health view).
+  const poller =
+    config.routers?.view === 'replica'
+      ? new ViewPoller(
+          pgSessionCounts(
+            m.endpoints.filter((e) => e.kind === 'replica'),
+            m.creds,
+            config.health.timeoutMs,
+          ),
+          m.ids,
+          fleet.observers().filter((_, i) => owned(i)),
+          clock,
+          fleet.spec.viewIntervalMs,
+        )
+      : undefined;
+  poller?.start();
   const clients = startClients(
     contexts,
     config.workload,
@@ -115,6 +133,8 @@ async function run(m: StartMessage): Promise<void> {
   for (const p of instances) p?.admission?.stop();
   await within(clock, config.workload.queryTimeoutMs + 2000, Promise.allSettled(clients.tasks));
   for (const p of instances) p?.health.stop();
+  await poller?.stop();
+  if (poller) send({ type: 'log', line: viewLine(poller) });
   clearInterval(timer);
   flush();
 }

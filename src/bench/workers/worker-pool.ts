@@ -12,7 +12,6 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Credentials, Endpoint } from '../../core/endpoint.js';
 import { PlbError } from '../../core/errors.js';
-import type { ServiceClass } from '../../core/service-class.js';
 import type { RouterBook } from '../../metrics/routers/router-book.js';
 import type { Recorder, RunWriter } from '../../metrics/types.js';
 import { WorkerFigures } from '../../metrics/workers/worker-book.js';
@@ -20,17 +19,8 @@ import type { BenchConfig } from '../../run-format/config.js';
 import type { WorkersSummary } from '../../run-format/summary.js';
 import { isFlip } from '../router-fleet.js';
 import { epochNow, type RecordedCall, type StartMessage, type WorkerMessage } from './protocol.js';
+import { bookFigures, CLIENT_CALLS, replayInto } from './replay.js';
 
-/** The recorder calls a worker may send (anything else is ignored, not called). */
-const CALLS = new Set([
-  'queryDone',
-  'queryFailed',
-  'sessionOpened',
-  'sessionClosed',
-  'replicaFailure',
-  'admissionFailed',
-  'sessionQueued',
-]);
 const READY_TIMEOUT_MS = 30_000;
 
 export interface PoolInputs {
@@ -148,20 +138,18 @@ export class WorkerPool {
       this.x.writer.event(m.event);
       const router = typeof m.event.router === 'number' ? m.event.router : 0;
       if (m.event.type === 'role' && isFlip(String(m.event.reason))) this.x.book?.flip(router, m.event.tMs);
+    } else if (m.type === 'log') {
+      this.x.log(`worker ${w.figures.worker}: ${m.line}`);
     } else if (m.type === 'done') {
       w.done = m.error === undefined;
       if (m.error !== undefined) this.x.onLost(`worker ${w.figures.worker} failed: ${m.error}`);
     }
   }
 
-  private replay(figures: WorkerFigures, [instance, method, ...args]: RecordedCall): void {
-    if (!CALLS.has(method)) return;
-    const cls = args[0] as ServiceClass;
-    if (method === 'queryDone') figures.queryDone(cls, args[2] as number, args[3] as number);
-    else if (method === 'queryFailed') figures.queryFailed(cls);
-    else if (method === 'sessionOpened') figures.sessionOpened(cls);
-    const r = this.recorderOf(instance) as unknown as Record<string, ((...a: unknown[]) => void) | undefined>;
-    r[method]?.(...args);
+  private replay(figures: WorkerFigures, call: RecordedCall): void {
+    if (!CLIENT_CALLS.has(call[1])) return;
+    bookFigures(figures, call);
+    replayInto(this.recorderOf(call[0]), call);
   }
 
   private recorderOf(instance: number): Recorder {

@@ -36,6 +36,7 @@ import { hangTable, shareTable } from './hang-tables.js';
 
 import { templateTable } from './templates-table.js';
 import { routersTable } from './routers-table.js';
+import { workersTable } from './workers-table.js';
 
 export type ReportFormat = 'table' | 'json' | 'csv' | 'markdown';
 
@@ -212,6 +213,7 @@ function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
   const sig = signalsTable(g, opts.wide ?? true, parts);
   const tpl = templateTable(g, opts.wide ?? true, parts);
   const routers = routersTable(g, opts.wide ?? true, groupTitle);
+  const workers = workersTable(g, groupTitle);
   const hang = hangTable(g, opts);
   const share = shareTable(g, opts);
   return [
@@ -221,6 +223,7 @@ function tablesOf(g: RunGroup, opts: TableOptions): TableModel[] {
     ...(sig ? [sig] : []),
     ...(tpl ? [tpl] : []),
     ...(routers ? [routers] : []),
+    ...(workers ? [workers] : []),
     ...(f ? [f] : []),
     ...(d ? [d] : []),
     ...(hang ? [hang] : []),
