@@ -129,6 +129,7 @@ function run(cell: Cell, arm: Arm, n: number, seed: number): Figures {
 }
 
 interface Summary {
+  workers?: unknown[];
   phases: { name: string; classes: Record<'premium' | 'freemium', { p95: number }> }[];
   routers?: {
     count: number;
@@ -142,7 +143,8 @@ function figuresOf(s: Summary, wallS: number, cpuS: number): Figures {
   for (const p of s.phases)
     if (FAULT_PHASES.includes(p.name))
       for (const cls of ['premium', 'freemium'] as const) p95[cls][p.name] = p.classes[cls].p95;
-  const d = s.routers?.disagreement.filter((x) => FAULT_PHASES.includes(x.phase)) ?? [];
+  // Under --workers the routers' state lives in the workers: disagreement is not sampled there.
+  const d = s.workers ? [] : (s.routers?.disagreement.filter((x) => FAULT_PHASES.includes(x.phase)) ?? []);
   const flips = s.routers?.perRouter.map((p) => p.borrowFlips) ?? [];
   return {
     p95,

@@ -104,7 +104,7 @@ describe.skipIf(!haveServerBinaries && !ci)('two routers with the replica view o
       (e) => e['type'] === 'detect' && e['replica'] === 'r1' && e['state'] === 'down',
     );
     expect(downs.map((e) => e['router'] ?? 0).sort()).toEqual([0, 1]);
-  });
+  }, 180_000);
 
   it("counts a replica's sessions by the class in application_name, and nobody else's", async () => {
     const driver = await openCluster(NAME, join(work, 'state'));

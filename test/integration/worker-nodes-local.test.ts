@@ -6,14 +6,22 @@
  * replica and --workers 2 each worker's poller reads the replicas and the run completes. What is
  * asserted holds wherever races land (no timing). With CI=true missing binaries fail the suite.
  */
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as hdr from 'hdr-histogram-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeBench } from '../../src/bench/execute.js';
 import { mergeRuns } from '../../src/bench/merge/merge-runs.js';
-import { downCluster, openCluster } from '../../src/cluster/select.js';
+import { bringUp, clusterSpec, downCluster, openCluster } from '../../src/cluster/select.js';
 import { claimInjector } from '../../src/bench/workers/node.js';
 import { intervalLogEntries } from '../../src/metrics/store/seconds.js';
 import type { RunSummary } from '../../src/run-format/summary.js';
@@ -46,7 +54,7 @@ describe.skipIf(!haveServerBinaries && !ci)(
     let saved: string | undefined;
     let plan = '';
 
-    beforeAll(() => {
+    beforeAll(async () => {
       if (!haveServerBinaries)
         throw new Error('CI=true and no postgres server binaries: this test must run in CI');
       saved = process.env.PLB_STATE_DIR;
@@ -55,7 +63,15 @@ describe.skipIf(!haveServerBinaries && !ci)(
       process.env.PLB_STATE_DIR = join(work, 'state');
       plan = join(work, 'plan.yaml');
       writeFileSync(plan, PLAN);
-    });
+      // Sized for every test's runs (the replica view's pollers too), whichever runs first.
+      const spec = clusterSpec({
+        name: NAME,
+        basePort: BASE_PORT,
+        maxConnections: 460,
+        stateDir: join(work, 'state'),
+      });
+      await bringUp({ driver: 'local', spec });
+    }, 180_000);
 
     afterAll(async () => {
       await downCluster(NAME, join(work, 'state'), { explicit: true }).catch(() => undefined);
@@ -84,7 +100,10 @@ describe.skipIf(!haveServerBinaries && !ci)(
         }),
         { log: () => undefined, warn: (l) => lines.push(l) },
       );
-      const dir = join(out, readdirSync(out).find((d) => !d.startsWith('.'))!);
+      const sub = existsSync(out) ? readdirSync(out).find((d) => !d.startsWith('.')) : undefined;
+      if (sub === undefined)
+        throw new Error(`${label}: no run directory (exit ${code}):\n${lines.join('\n')}`);
+      const dir = join(out, sub);
       const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as RunSummary;
       return { code, lines, dir, summary };
     }

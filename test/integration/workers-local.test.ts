@@ -125,7 +125,7 @@ describe.skipIf(!haveServerBinaries && !ci)('--workers on a local cluster', () =
       const r = two.summary.routers!.perRouter[w.worker]!;
       expect(r.sessions).toEqual(w.sessions);
     }
-  });
+  }, 180_000);
 
   it('opens the same sessions per class in one worker process on the same seed', async () => {
     const one = await run('w1', '1');
@@ -141,7 +141,7 @@ describe.skipIf(!haveServerBinaries && !ci)('--workers on a local cluster', () =
       // that is timing: at most the sessions of the last second or so (RATE a second).
       expect(Math.abs(queries(two, cls) - queries(one, cls)), cls).toBeLessThanOrEqual(QUERIES * RATE);
     }
-  });
+  }, 180_000);
 
   it('detects a worker killed mid-run, marks the run incomplete and keeps the other worker', async () => {
     let killed = 0;
@@ -169,9 +169,14 @@ describe.skipIf(!haveServerBinaries && !ci)('--workers on a local cluster', () =
     // Nothing of the survivor lost: its every second is in the run's log.
     for (const cls of CLASSES) {
       const run = hlogCounts(r.dir, cls);
-      w0!.perSecond[cls].forEach((n, s) => expect(run[s]).toBeGreaterThanOrEqual(n));
+      // The run's seconds only: a query that ends in the drain after the plan's last second is
+      // in a worker's tally and in no run's log, with one process as with two.
+      expect(run.length).toBeGreaterThanOrEqual(12);
+      run.forEach((n, s) =>
+        expect(n, `${cls} second ${s}`).toBeGreaterThanOrEqual(w0!.perSecond[cls][s] ?? 0),
+      );
     }
     const events = readFileSync(join(r.dir, 'events.jsonl'), 'utf8');
     expect(events).toMatch(/"what":"worker-lost"/);
-  });
+  }, 180_000);
 });
