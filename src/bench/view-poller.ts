@@ -5,10 +5,10 @@
  */
 import type { Cancel, Clock } from '../clock/index.js';
 import type { ClusterDriver } from '../cluster/driver.js';
-import type { SessionCountReader } from '../cluster/session-counts.js';
+import { readEveryReplica, type SessionCountReader } from '../cluster/session-counts.js';
 import type { Credentials } from '../core/endpoint.js';
 import type { BenchConfig } from '../run-format/config.js';
-import { errorText, PlbError } from '../core/errors.js';
+import { PlbError } from '../core/errors.js';
 import type { SessionRouter } from '../router/types.js';
 
 type Observing = Required<Pick<SessionRouter, 'observeSessions'>>;
@@ -86,16 +86,6 @@ export async function openViewReader(
       `--router-view replica: the ${driver.kind} driver cannot read the replicas' sessions`,
     );
   const reader = driver.sessionCounts(creds, config.health.timeoutMs);
-  for (const id of ids) {
-    try {
-      await reader.read(id);
-    } catch (err) {
-      await reader.close();
-      throw new PlbError(
-        'BAD_INPUT',
-        `--router-view replica: cannot read the sessions of ${id} from pg_stat_activity: ${errorText(err)}`,
-      );
-    }
-  }
+  await readEveryReplica(reader, ids, '--router-view replica');
   return reader;
 }

@@ -308,6 +308,25 @@ export function gateMarkdown(r: GateResult): string {
 }
 
 /** A GitHub workflow command (`::error title=…::message`), escaped so the runner decodes it whole. */
+/** Appends a gate's markdown verdict to GitHub's step summary, or says why it could not. */
+export function appendStepSummary(
+  markdown: string,
+  opts: { log: (line: string) => void; env?: NodeJS.ProcessEnv | undefined },
+): void {
+  const file = (opts.env ?? process.env).GITHUB_STEP_SUMMARY;
+  if (!file) {
+    opts.log('note: GITHUB_STEP_SUMMARY is not set; the markdown verdict was not written');
+    return;
+  }
+  try {
+    appendFileSync(file, markdown);
+  } catch (err) {
+    opts.log(
+      annotation('warning', 'plb gate', `cannot append to GITHUB_STEP_SUMMARY (${(err as Error).message})`),
+    );
+  }
+}
+
 export function annotation(level: 'error' | 'warning' | 'notice', title: string, message: string): string {
   const data = (s: string): string => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
   const prop = (s: string): string => data(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
@@ -339,20 +358,7 @@ export function reportGate(
   opts.log(gateTable(r).trimEnd());
   if (opts.github) {
     for (const a of gateAnnotations(r)) opts.log(a);
-    const file = (opts.env ?? process.env).GITHUB_STEP_SUMMARY;
-    if (file) {
-      try {
-        appendFileSync(file, gateMarkdown(r));
-      } catch (err) {
-        opts.log(
-          annotation(
-            'warning',
-            'plb gate',
-            `cannot append to GITHUB_STEP_SUMMARY (${(err as Error).message})`,
-          ),
-        );
-      }
-    } else opts.log('note: GITHUB_STEP_SUMMARY is not set; the markdown verdict was not written');
+    appendStepSummary(gateMarkdown(r), opts);
   }
   opts.log(gateSummaryLine(r));
   return r.failed.length > 0;

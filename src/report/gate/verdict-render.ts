@@ -1,9 +1,8 @@
 // The verdict gate printed: a row per headline cell (baseline verdict, tonight's, PASS/FAIL, the
 // absolute trend), a summary line, the markdown for a GitHub step summary and the annotations.
-import { appendFileSync } from 'node:fs';
 import { changeText } from '../evidence/verdicts.js';
 import type { Change } from '../../run-format/evidence.js';
-import { annotation } from './gate.js';
+import { annotation, appendStepSummary } from './gate.js';
 import type { CellStatus, VerdictCell, VerdictGateResult } from './verdict-gate.js';
 
 function verdictCellText(c: Change | null): string {
@@ -134,20 +133,7 @@ export function reportVerdictGate(
   opts.log(verdictGateTable(r).trimEnd());
   if (opts.github) {
     for (const a of verdictGateAnnotations(r)) opts.log(a);
-    const file = (opts.env ?? process.env).GITHUB_STEP_SUMMARY;
-    if (file) {
-      try {
-        appendFileSync(file, verdictGateMarkdown(r, opts.images));
-      } catch (err) {
-        opts.log(
-          annotation(
-            'warning',
-            'plb gate',
-            `cannot append to GITHUB_STEP_SUMMARY (${(err as Error).message})`,
-          ),
-        );
-      }
-    } else opts.log('note: GITHUB_STEP_SUMMARY is not set; the markdown verdict was not written');
+    appendStepSummary(verdictGateMarkdown(r, opts.images), opts);
   }
   opts.log(verdictGateSummary(r));
   return r.failed.length > 0;
