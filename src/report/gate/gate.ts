@@ -266,8 +266,12 @@ function gateSummaryLine(r: GateResult): string {
 
 /** The per-cell verdict table as aligned plain text (CI logs, terminals). */
 export function gateTable(r: GateResult): string {
-  const all = [HEADER, ...rows(r.cells)];
-  const widths = HEADER.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
+  return alignedText([HEADER, ...rows(r.cells)]);
+}
+
+/** Rows as columns padded to their widest cell, two spaces apart (both gates' text tables). */
+export function alignedText(all: readonly (readonly string[])[]): string {
+  const widths = (all[0] ?? []).map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
   return (
     all
       .map((row) =>

@@ -2,7 +2,7 @@
 // absolute trend), a summary line, the markdown for a GitHub step summary and the annotations.
 import { changeText } from '../evidence/verdicts.js';
 import type { Change } from '../../run-format/evidence.js';
-import { annotation, appendStepSummary } from './gate.js';
+import { alignedText, annotation, appendStepSummary } from './gate.js';
 import type { CellStatus, VerdictCell, VerdictGateResult } from './verdict-gate.js';
 
 function verdictCellText(c: Change | null): string {
@@ -60,18 +60,7 @@ function rows(cells: readonly VerdictCell[]): string[][] {
 
 /** Every cell as aligned plain text (CI logs, terminals). */
 export function verdictGateTable(r: VerdictGateResult): string {
-  const all = [HEADER, ...rows(r.cells)];
-  const widths = HEADER.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
-  return (
-    all
-      .map((row) =>
-        row
-          .map((v, i) => v.padEnd(widths[i] ?? 0))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
+  return alignedText([HEADER, ...rows(r.cells)]);
 }
 
 /** One line: PASS or FAIL with counts. */
