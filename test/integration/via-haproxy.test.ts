@@ -10,18 +10,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeBench } from '../../src/bench/execute.js';
 import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster } from '../../src/cluster/select.js';
-import type { RunSummary } from '../../src/run-format/summary.js';
 import HaproxyConfigCommand from '../../src/commands/haproxy-config.js';
-import {
-  benchFlagValues,
-  haproxyBin,
-  haveServerBinaries,
-  listening,
-  runCommand,
-} from '../helpers/fixtures.js';
+import { haproxyBin, haveServerBinaries, listening, runCommand } from '../helpers/fixtures.js';
+import { runPlbThenVia } from '../helpers/via-run.js';
 
 const ci = process.env.CI === 'true';
 const NAME = 'plbtest-via';
@@ -92,64 +85,20 @@ describe.skipIf(!(haveServerBinaries && haveHaproxy))('via haproxy on a local cl
     for (let i = 0; i < 50 && !(await listening(LISTEN_PORT)); i++) await sleep(100);
     expect(await listening(LISTEN_PORT), haproxyErr).toBe(true);
 
-    const plan = join(work, 'plan.yaml');
-    writeFileSync(
-      plan,
-      [
-        'name: via-it',
-        'duration: 24s',
-        'warmup: 4s',
-        'reference: 6s',
-        'replicas: 5',
-        'events:',
-        '  - { at: 10s, replica: r2, action: down }',
-        '  - { at: 17s, replica: r2, action: rejoin }',
-        '',
-      ].join('\n'),
-    );
-    const out: string[] = [];
-    const warn: string[] = [];
-    const code = await executeBench(
-      benchFlagValues(join(work, 'runs'), NAME, BASE_PORT, {
-        plan,
-        strategies: 'plb,via',
-        via: `127.0.0.1:${LISTEN_PORT}`,
-        'via-label': 'haproxy',
-        seed: 7,
-        clients: 6,
-        'health-interval': '500ms',
-        'hang-timeout': '2s',
-      }),
-      { log: (l) => out.push(l), warn: (l) => warn.push(l) },
-    );
-    expect(code, warn.join('\n')).toBe(0);
-    const dirs = warn.flatMap((l) => /^run directory: (\S+)$/.exec(l)?.[1] ?? []);
-    expect(dirs).toHaveLength(2);
-    const summaries = dirs.map(
-      (d) => JSON.parse(readFileSync(join(d, 'summary.json'), 'utf8')) as RunSummary,
-    );
-    expect(summaries.map((s) => s.strategy)).toEqual(['plb', 'via:haproxy']);
-    expect(summaries.every((s) => s.complete)).toBe(true);
+    const { dirs, via, phase } = await runPlbThenVia({
+      work,
+      name: NAME,
+      basePort: BASE_PORT,
+      label: 'haproxy',
+      via: `127.0.0.1:${LISTEN_PORT}`,
+      context: () => haproxyErr,
+    });
     const config = JSON.parse(readFileSync(join(dirs[1]!, 'config.json'), 'utf8')) as Record<string, unknown>;
     expect(config['strategy']).toBe('via:haproxy');
     expect(config['via']).toEqual({
       label: 'haproxy',
       endpoints: { premium: `127.0.0.1:${LISTEN_PORT}`, freemium: `127.0.0.1:${LISTEN_PORT}` },
     });
-
-    const via = summaries[1]!;
-    for (const s of summaries)
-      console.log(
-        `${s.strategy} sessions opened per phase and replica: ${s.phases
-          .map(
-            (p) =>
-              `${p.name} ${Object.values(p.replicas)
-                .map((r) => r.sessionsOpened)
-                .join('/')}`,
-          )
-          .join(', ')}`,
-      );
-    const phase = (name: string) => via.phases.find((p) => p.name === name)!;
     const ref = phase('ref');
     const landed = Object.entries(ref.replicas).filter(([, r]) => r.sessionsOpened > 0);
     expect(landed.length, JSON.stringify(ref.replicas)).toBeGreaterThanOrEqual(3);
@@ -164,10 +113,5 @@ describe.skipIf(!(haveServerBinaries && haveHaproxy))('via haproxy on a local cl
     expect(via.detection.find((d) => d.replica === 'r2' && d.action === 'down')?.detectedMs).toBeGreaterThan(
       0,
     );
-
-    // Side by side: both strategies in the one table.
-    const text = out.join('\n');
-    expect(text).toContain('via:haproxy');
-    expect(text).toMatch(/plb/);
   }, 240_000);
 });

@@ -10,15 +10,14 @@
  * failure (.ci/run installs both).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeBench } from '../../src/bench/execute.js';
 import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster, openCluster } from '../../src/cluster/select.js';
-import type { RunSummary } from '../../src/run-format/summary.js';
-import { benchFlagValues, haveServerBinaries, listening, pgbouncerBin } from '../helpers/fixtures.js';
+import { haveServerBinaries, listening, pgbouncerBin } from '../helpers/fixtures.js';
+import { runPlbThenVia } from '../helpers/via-run.js';
 
 const ci = process.env.CI === 'true';
 const NAME = 'plbtest-via-pgbouncer';
@@ -114,58 +113,15 @@ describe.skipIf(!(haveServerBinaries && havePgbouncer))('via pgbouncer on a loca
   it('plb and via:pgbouncer side by side: each class on its replica, none on the dead one', async () => {
     await startBouncer('premium', LISTEN.premium, BASE_PORT + 1);
     await startBouncer('freemium', LISTEN.freemium, BASE_PORT + 2);
-    const plan = join(work, 'plan.yaml');
-    writeFileSync(
-      plan,
-      [
-        'name: via-pgbouncer-it',
-        'duration: 24s',
-        'warmup: 4s',
-        'reference: 6s',
-        'replicas: 5',
-        'events:',
-        '  - { at: 10s, replica: r2, action: down }',
-        '  - { at: 17s, replica: r2, action: rejoin }',
-        '',
-      ].join('\n'),
-    );
-    const out: string[] = [];
-    const warn: string[] = [];
-    const code = await executeBench(
-      benchFlagValues(join(work, 'runs'), NAME, BASE_PORT, {
-        plan,
-        strategies: 'plb,via',
-        via: `premium=127.0.0.1:${LISTEN.premium},freemium=127.0.0.1:${LISTEN.freemium}`,
-        'via-label': 'pgbouncer',
-        seed: 7,
-        clients: 6,
-        mixes: '50:50',
-        'health-interval': '500ms',
-        'hang-timeout': '2s',
-      }),
-      { log: (l) => out.push(l), warn: (l) => warn.push(l) },
-    );
-    expect(code, `${warn.join('\n')}\n${log.slice(-3000)}`).toBe(0);
-    const dirs = warn.flatMap((l) => /^run directory: (\S+)$/.exec(l)?.[1] ?? []);
-    expect(dirs).toHaveLength(2);
-    const summaries = dirs.map(
-      (d) => JSON.parse(readFileSync(join(d, 'summary.json'), 'utf8')) as RunSummary,
-    );
-    expect(summaries.map((s) => s.strategy)).toEqual(['plb', 'via:pgbouncer']);
-    expect(summaries.every((s) => s.complete)).toBe(true);
-
-    const via = summaries[1]!;
-    console.log(
-      `via:pgbouncer sessions opened per phase and replica: ${via.phases
-        .map(
-          (p) =>
-            `${p.name} ${Object.values(p.replicas)
-              .map((r) => r.sessionsOpened)
-              .join('/')}`,
-        )
-        .join(', ')}`,
-    );
-    const phase = (name: string) => via.phases.find((p) => p.name === name)!;
+    const { via, phase } = await runPlbThenVia({
+      work,
+      name: NAME,
+      basePort: BASE_PORT,
+      label: 'pgbouncer',
+      via: `premium=127.0.0.1:${LISTEN.premium},freemium=127.0.0.1:${LISTEN.freemium}`,
+      mixes: '50:50',
+      context: () => log.slice(-3000),
+    });
     // Each PgBouncer has one server: no session anywhere else, in any phase.
     for (const p of via.phases)
       for (const id of ['r3', 'r4', 'r5']) expect(p.replicas[id]!.sessionsOpened, `${p.name} ${id}`).toBe(0);
@@ -176,9 +132,5 @@ describe.skipIf(!(haveServerBinaries && havePgbouncer))('via pgbouncer on a loca
     const down = phase('down-1');
     expect(down.replicas['r2']!.sessionsOpened, JSON.stringify(down.replicas)).toBeLessThanOrEqual(1);
     expect(down.classes.premium.goodput).toBeGreaterThan(0);
-
-    const text = out.join('\n');
-    expect(text).toContain('via:pgbouncer');
-    expect(text).toMatch(/plb/);
   }, 300_000);
 });

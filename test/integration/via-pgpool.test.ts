@@ -9,23 +9,16 @@
  * where that is a failure (.ci/run installs both).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeBench } from '../../src/bench/execute.js';
 import { createLocalDriver } from '../../src/cluster/local/index.js';
 import { bringUp, clusterSpec, downCluster, openCluster } from '../../src/cluster/select.js';
-import type { RunSummary } from '../../src/run-format/summary.js';
 import PgpoolConfigCommand from '../../src/commands/pgpool-config.js';
-import {
-  benchFlagValues,
-  haveServerBinaries,
-  listening,
-  pgpoolBin,
-  runCommand,
-} from '../helpers/fixtures.js';
+import { haveServerBinaries, listening, pgpoolBin, runCommand } from '../helpers/fixtures.js';
+import { runPlbThenVia } from '../helpers/via-run.js';
 
 const ci = process.env.CI === 'true';
 const NAME = 'plbtest-via-pgpool';
@@ -128,57 +121,14 @@ describe.skipIf(!(haveServerBinaries && havePgpool))('via pgpool on a local clus
     for (let i = 0; i < 100 && !(await listening(LISTEN_PORT)); i++) await sleep(200);
     expect(await listening(LISTEN_PORT), pgpoolLog).toBe(true);
 
-    const plan = join(work, 'plan.yaml');
-    writeFileSync(
-      plan,
-      [
-        'name: via-pgpool-it',
-        'duration: 24s',
-        'warmup: 4s',
-        'reference: 6s',
-        'replicas: 5',
-        'events:',
-        '  - { at: 10s, replica: r2, action: down }',
-        '  - { at: 17s, replica: r2, action: rejoin }',
-        '',
-      ].join('\n'),
-    );
-    const out: string[] = [];
-    const warn: string[] = [];
-    const code = await executeBench(
-      benchFlagValues(join(work, 'runs'), NAME, BASE_PORT, {
-        plan,
-        strategies: 'plb,via',
-        via: `127.0.0.1:${LISTEN_PORT}`,
-        'via-label': 'pgpool',
-        seed: 7,
-        clients: 6,
-        'health-interval': '500ms',
-        'hang-timeout': '2s',
-      }),
-      { log: (l) => out.push(l), warn: (l) => warn.push(l) },
-    );
-    expect(code, `${warn.join('\n')}\n${pgpoolLog.slice(-3000)}`).toBe(0);
-    const dirs = warn.flatMap((l) => /^run directory: (\S+)$/.exec(l)?.[1] ?? []);
-    expect(dirs).toHaveLength(2);
-    const summaries = dirs.map(
-      (d) => JSON.parse(readFileSync(join(d, 'summary.json'), 'utf8')) as RunSummary,
-    );
-    expect(summaries.map((s) => s.strategy)).toEqual(['plb', 'via:pgpool']);
-    expect(summaries.every((s) => s.complete)).toBe(true);
-
-    const via = summaries[1]!;
-    console.log(
-      `via:pgpool sessions opened per phase and replica: ${via.phases
-        .map(
-          (p) =>
-            `${p.name} ${Object.values(p.replicas)
-              .map((r) => r.sessionsOpened)
-              .join('/')}`,
-        )
-        .join(', ')}`,
-    );
-    const phase = (name: string) => via.phases.find((p) => p.name === name)!;
+    const { phase } = await runPlbThenVia({
+      work,
+      name: NAME,
+      basePort: BASE_PORT,
+      label: 'pgpool',
+      via: `127.0.0.1:${LISTEN_PORT}`,
+      context: () => pgpoolLog.slice(-3000),
+    });
     const ref = phase('ref');
     // Balanced over the replicas: a session the primary answered would not be counted (and fail).
     const landed = Object.entries(ref.replicas).filter(([, r]) => r.sessionsOpened > 0);
@@ -199,10 +149,5 @@ describe.skipIf(!(haveServerBinaries && havePgpool))('via pgpool on a local clus
     }
     expect(nodes.get(BASE_PORT + 2), pgpoolLog.slice(-3000)).toBe('up');
     expect(failedBack, pgpoolLog.slice(-3000)).toBe(true);
-
-    // Side by side: both strategies in the one table.
-    const text = out.join('\n');
-    expect(text).toContain('via:pgpool');
-    expect(text).toMatch(/plb/);
   }, 300_000);
 });
