@@ -114,7 +114,7 @@ class Route<L> {
       return this.done({
         kind: 'refused',
         code: '57P03',
-        message: `no replica available for class ${steps.cls}`,
+        message: steps.host.noServer?.(steps.cls) ?? `no replica available for class ${steps.cls}`,
       });
     }
     this.failed();
