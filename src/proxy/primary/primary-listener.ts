@@ -149,6 +149,9 @@ export async function startPrimaryListener(opts: PrimaryListenerOptions): Promis
     tls: opts.tls,
     serverTls: opts.serverTls ?? 'disable',
     acquire: (cls, ticket) => {
+      // No primary (split brain, or it is down): refused at once (57P03), not queued for a slot.
+      const p = follower.primary();
+      if (p === undefined || !health.isHealthy(p)) throw new PlbError('NO_REPLICA', follower.refusal());
       const r = gate.acquire(cls, ticket);
       return typeof r === 'string' ? targetOf(r) : r.then(targetOf);
     },
