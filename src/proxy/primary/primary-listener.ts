@@ -129,11 +129,12 @@ export async function startPrimaryListener(opts: PrimaryListenerOptions): Promis
   follower.onChange = (prev: PrimaryChoice, next: PrimaryChoice): void => {
     log(`primary: ${describeChoice(next)}; was ${describeChoice(prev)}`);
     sync();
-    const before = prev.kind === 'primary' ? prev.id : undefined;
     if (next.kind !== 'primary') return;
     readOwnLimit(next.id);
-    // The old primary went (down, or in recovery): its sessions end; in a split brain they stay.
-    if (before !== undefined && before !== next.id) endSessions(before, `${next.id} is the primary now`);
+    // Another server took writes: sessions on any other (the old primary, down or in recovery) end;
+    // while there is none (split brain, a failover under way) they stay where they are.
+    for (const s of sessions)
+      if (s.replica !== undefined && s.replica !== next.id) s.replicaDown(`${next.id} is the primary now`);
   };
 
   const targets = new Map(opts.servers.map((s) => [s.id, { replica: s.id, host: s.host, port: s.port }]));
