@@ -58,6 +58,10 @@ export interface PrimaryListenerOptions {
   serverTls?: ServerTlsMode | undefined;
   serverHangMs?: number | undefined;
   maxClientConn?: number | undefined;
+  /** The client's startup packet within this (default 10 s, as on the replica listeners). */
+  startupTimeoutMs?: number | undefined;
+  /** A TCP connect to the primary within this (default 5 s). */
+  connectTimeoutMs?: number | undefined;
   statsEveryS: number;
   log: (line: string) => void;
   clock?: Clock;
@@ -141,8 +145,8 @@ export async function startPrimaryListener(opts: PrimaryListenerOptions): Promis
   const targetOf = (id: string): SessionTarget => targets.get(id) as SessionTarget;
   const host: SessionHost = {
     classFrom: opts.classFrom,
-    startupTimeoutMs: 10_000,
-    connectTimeoutMs: 5000,
+    startupTimeoutMs: opts.startupTimeoutMs ?? 10_000,
+    connectTimeoutMs: opts.connectTimeoutMs ?? 5000,
     connectAttempts: 3,
     serverKeepalive: serverKeepalive(opts.serverHangMs ?? opts.health.hangMs),
     cancelKeys: new CancelKeys(),
