@@ -163,6 +163,7 @@ export async function startPrimaryListener(opts: PrimaryListenerOptions): Promis
     cancelWait: (ticket) => gate.cancel(ticket),
     release: (server, cls, established) => gate.release(server, cls, established),
     noServer: () => follower.refusal(),
+    serverNoun: 'server',
     reportFailure: (server, err, via) => void health.reportFailure(server, err, via),
     log,
   };
