@@ -20,6 +20,7 @@ export default class Proxy extends PlbCommand {
     '<%= config.bin %> proxy',
     '<%= config.bin %> proxy --premium-port 6432 --freemium-port 6433 --strategy plb --stats-every 5',
     '<%= config.bin %> proxy --class-from option   # psql "options=-c plb.class=premium"',
+    '<%= config.bin %> proxy --primary-port 6434   # writers: to the server not in recovery, followed through a failover',
   ];
 
   static override flags = proxyFlags;

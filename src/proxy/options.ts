@@ -29,6 +29,12 @@ import {
   type LimitFlagValues,
 } from './admission/limit-options.js';
 import { DEFAULT_RELAY_THREADS, type RelayChoice } from './native/native-relay.js';
+import {
+  parsePrimaryFlags,
+  primaryFlags,
+  type PrimaryFlagValues,
+  type PrimaryPorts,
+} from './primary/primary-options.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;
@@ -59,6 +65,7 @@ export const proxyFlags = {
     max: 65535,
     helpGroup: PROXY_GROUP,
   }),
+  ...primaryFlags,
   'class-from': Flags.string({
     description:
       'also take the class from the startup packet: application_name (premium|freemium), option (options=-c plb.class=premium), or off (the port decides)',
@@ -129,7 +136,11 @@ export const proxyFlags = {
   }),
 };
 
-export interface ProxyFlagValues extends LimitFlagValues, RouterFlagValues, HealthFlagValues {
+export interface ProxyFlagValues
+  extends LimitFlagValues,
+    RouterFlagValues,
+    HealthFlagValues,
+    PrimaryFlagValues {
   name: string;
   host: string;
   'premium-port': number;
@@ -149,6 +160,8 @@ export interface ProxyConfig extends LimitConfig, RouterFlagSettings {
   name: string;
   host: string;
   ports: { premium?: number; freemium?: number };
+  /** The primary listener's ports (empty: none; primary/primary-listener.ts). */
+  primaryPorts: PrimaryPorts;
   classFrom: ClassFrom;
   strategy: StrategyName;
   health: HealthOptions;
@@ -230,6 +243,7 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
       ...(premium !== undefined ? { premium } : {}),
       ...(freemium !== undefined ? { freemium } : {}),
     },
+    primaryPorts: parsePrimaryFlags(f, { '--premium-port': premium, '--freemium-port': freemium }),
     classFrom: f['class-from'] as ClassFrom,
     strategy,
     ...parseRouterFlags(f),

@@ -19,6 +19,7 @@ import type { ClassCounters, ReplicaCounters } from './stats.js';
 import type { GateCounters } from './admission/admission-gate.js';
 import type { ProcessUsage } from './process-usage.js';
 import type { PacerCounters } from './admission/accept-pacer.js';
+import { startConfiguredPrimary, type PrimarySummary, type RunningPrimary } from './primary/run-primary.js';
 
 function endpointOf(replicas: readonly Endpoint[], id: string): Endpoint {
   const e = replicas.find((r) => r.id === id);
@@ -77,6 +78,8 @@ export interface ProxySummary {
   usage: ProcessUsage;
   /** Accept backpressure on the freemium listener (absent: no freemium listener). */
   paced?: PacerCounters & { heldNow: number };
+  /** The primary listener (absent: no --primary-port). */
+  primary?: PrimarySummary;
 }
 
 /**
@@ -108,7 +111,16 @@ export async function executeProxy(
       : undefined;
   const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
   let view: ReplicaViewOptions | undefined;
+  let primary: RunningPrimary | undefined;
   try {
+    primary = await startConfiguredPrimary(
+      config,
+      driver.endpoints(),
+      creds,
+      driver.connector(creds),
+      (port) => psqlLine(passwordFile(driver.spec.stateDir, config.name), clientHost(config.host), port),
+      io.log,
+    );
     // The replica view's reader, every replica read once: one that cannot be read is one line.
     if (config.viewIntervalMs !== undefined)
       view = {
@@ -160,7 +172,11 @@ export async function executeProxy(
     await new Promise<void>((resolve) =>
       stop.signal.addEventListener('abort', () => resolve(), { once: true }),
     );
-    await proxy.stop(config.stopTimeoutMs);
+    const [primaryEnd] = await Promise.all([
+      primary?.stop(config.stopTimeoutMs),
+      proxy.stop(config.stopTimeoutMs),
+    ]);
+    primary = undefined;
     io.log(proxy.statsLine());
     const paced = proxy.paced();
     return {
@@ -180,9 +196,11 @@ export async function executeProxy(
       limits: proxy.limits() ?? {},
       usage: proxy.usage(),
       ...(paced ? { paced } : {}),
+      ...(primaryEnd ? { primary: primaryEnd } : {}),
     };
   } catch (err) {
     await view?.reader.close();
+    await primary?.stop(0);
     throw err;
   } finally {
     stop.dispose();

@@ -43,7 +43,8 @@ export const authOk = msg('R', Buffer.from([0, 0, 0, 0]));
 const authSasl = msg('R', Buffer.concat([Buffer.from([0, 0, 0, 10]), Buffer.from('SCRAM-SHA-256\0\0')]));
 export const readyIdle = msg('Z', Buffer.from('I'));
 
-export async function fake(behaviour: Behaviour): Promise<Fake> {
+/** A fake server; `port` 0: any free one. */
+export async function fake(behaviour: Behaviour, port = 0): Promise<Fake> {
   const f: Fake = {
     server: createServer(),
     port: 0,
@@ -125,7 +126,7 @@ export async function fake(behaviour: Behaviour): Promise<Fake> {
       }
     });
   });
-  await new Promise<void>((r) => f.server.listen({ host: '127.0.0.1', port: 0 }, r));
+  await new Promise<void>((r) => f.server.listen({ host: '127.0.0.1', port }, r));
   const addr = f.server.address();
   f.port = typeof addr === 'object' && addr ? addr.port : 0;
   return f;
@@ -160,7 +161,7 @@ export class FakeRig {
     connectTimeoutMs = 2000,
     over: Partial<ProxyOptions> = {},
   ): Promise<Fake[]> {
-    const fs = await Promise.all(behaviours.map(fake));
+    const fs = await Promise.all(behaviours.map((b) => fake(b)));
     this.fakes.push(...fs);
     const replicas: Endpoint[] = fs.map((f, i) => ({
       id: `r${i + 1}`,

@@ -307,7 +307,7 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
     this.transport.close(
       'at-boundary',
       'destroy',
-      errorResponse('FATAL', '08006', `replica ${replica} went away: ${cause}`),
+      errorResponse('FATAL', '08006', `${this.host.serverNoun ?? 'replica'} ${replica} went away: ${cause}`),
     );
   }
 

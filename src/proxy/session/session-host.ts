@@ -72,6 +72,10 @@ export interface SessionHost {
    * markApplicationName); absent: the client's startup packet goes on as it came.
    */
   markClass?: boolean | undefined;
+  /** What a session is told (57P03) when no server may take it; absent: no replica available. */
+  noServer?: ((cls: ServiceClass) => string) | undefined;
+  /** What its clients are told the servers are ("replica" when absent; the primary listener's: "server"). */
+  serverNoun?: string | undefined;
   /** A passive failure signal for the health checker. */
   reportFailure(replica: string, err: unknown, via: 'connect' | 'session'): void;
   log(line: string): void;

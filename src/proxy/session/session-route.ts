@@ -114,7 +114,7 @@ class Route<L> {
       return this.done({
         kind: 'refused',
         code: '57P03',
-        message: `no replica available for class ${steps.cls}`,
+        message: steps.host.noServer?.(steps.cls) ?? `no replica available for class ${steps.cls}`,
       });
     }
     this.failed();
@@ -163,7 +163,7 @@ class Route<L> {
     this.done({
       kind: 'refused',
       code: '08006',
-      message: `could not connect to a replica for class ${steps.cls}: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+      message: `could not connect to a ${steps.host.serverNoun ?? 'replica'} for class ${steps.cls}: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
     });
   }
 }
