@@ -19,6 +19,7 @@ import type { ClassCounters, ReplicaCounters } from './stats.js';
 import type { GateCounters } from './admission/admission-gate.js';
 import type { ProcessUsage } from './process-usage.js';
 import type { PacerCounters } from './admission/accept-pacer.js';
+import { AdminRunner } from './admin/admin-runner.js';
 
 function endpointOf(replicas: readonly Endpoint[], id: string): Endpoint {
   const e = replicas.find((r) => r.id === id);
@@ -102,9 +103,14 @@ export async function executeProxy(
           const h = handle;
           return h && { snapshot: () => h.router.snapshot(), stats: h.stats };
         });
+  const admin = new AdminRunner({
+    drainTimeoutMs: config.drainTimeoutMs,
+    log: io.log,
+    signals: signalDeps.target ?? process,
+  });
   const metrics =
     registry && config.metricsPort !== undefined
-      ? await startMetricsServer(config.metricsPort, () => registry.metrics())
+      ? await startMetricsServer(config.metricsPort, () => registry.metrics(), '--metrics-port', admin.routes)
       : undefined;
   const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
   let view: ReplicaViewOptions | undefined;
@@ -138,10 +144,25 @@ export async function executeProxy(
       ...(view ? { view } : {}),
       ...(config.tls ? { tls: config.tls } : {}),
       serverTls: config.serverTls,
+      ...(config.serverCa ? { serverCa: config.serverCa } : {}),
       relay: config.relay,
       log: io.log,
     }));
-    if (metrics) io.log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);
+    admin.attach(proxy, {
+      strategy: config.strategy,
+      startedMs: t0,
+      admission: config.admission
+        ? {
+            queue: config.admission.queue,
+            timeoutMs: config.admission.timeoutMs,
+            premiumReserve: config.admission.premiumReserve,
+          }
+        : null,
+    });
+    if (metrics)
+      io.log(
+        `metrics: http://127.0.0.1:${metrics.port}/metrics; admin view: /admin; drain: POST /drain (or SIGUSR2)`,
+      );
     for (const cls of ['premium', 'freemium'] as const) {
       const port = proxy.ports[cls];
       if (port === undefined) continue;
@@ -157,10 +178,7 @@ export async function executeProxy(
         `strategy ${config.strategy}; class from ${config.classFrom === 'off' ? 'the port' : `the port or ${config.classFrom}`}; ` +
         `relay ${proxy.relay}; replica connections: ${describeKeepalive(serverKeepalive(config.serverHangMs))}`,
     );
-    await new Promise<void>((resolve) =>
-      stop.signal.addEventListener('abort', () => resolve(), { once: true }),
-    );
-    await proxy.stop(config.stopTimeoutMs);
+    await proxy.stop(await admin.until(stop.signal, config.stopTimeoutMs));
     io.log(proxy.statsLine());
     const paced = proxy.paced();
     return {
@@ -186,6 +204,7 @@ export async function executeProxy(
     throw err;
   } finally {
     stop.dispose();
+    admin.dispose();
     await metrics?.close();
     registry?.clear();
   }
