@@ -20,6 +20,7 @@ import type { GateCounters } from './admission/admission-gate.js';
 import type { ProcessUsage } from './process-usage.js';
 import type { PacerCounters } from './admission/accept-pacer.js';
 import { AdminRunner } from './admin/admin-runner.js';
+import { checkTls } from './protocol/server-verify.js';
 
 function endpointOf(replicas: readonly Endpoint[], id: string): Endpoint {
   const e = replicas.find((r) => r.id === id);
@@ -140,7 +141,15 @@ export async function executeProxy(
       ...(config.startupPacing ? {} : { freemiumPacing: false as const }),
       earlyConnect: config.earlyConnect,
       ...(config.admission ? { admission: config.admission } : {}),
-      settingsOf: (id) => readConnectionSettings(endpointOf(replicas, id), creds, config.health.timeoutMs),
+      settingsOf: (id) => {
+        const e = endpointOf(replicas, id);
+        return readConnectionSettings(
+          e,
+          creds,
+          config.health.timeoutMs,
+          checkTls(config.serverTls, config.serverCa, e.host),
+        );
+      },
       ...(view ? { view } : {}),
       ...(config.tls ? { tls: config.tls } : {}),
       serverTls: config.serverTls,

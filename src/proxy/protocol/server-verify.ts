@@ -81,6 +81,15 @@ export function serverTlsOptions(
   };
 }
 
+/** The TLS options of the proxy's own node-postgres connections to `host` (undefined: plain TCP, as before). */
+export function checkTls(
+  mode: ServerTlsMode,
+  ca: Buffer | undefined,
+  host: string,
+): ConnectionOptions | undefined {
+  return verifies(mode) ? serverTlsOptions(mode, ca, host) : undefined;
+}
+
 /** OpenSSL's chain errors and Node's name error: the certificate, not the connection, failed. */
 const VERIFY_CODES = /CERT|SIGNATURE|ALTNAME|INVALID_CA|HOSTNAME|PURPOSE|PATH_LENGTH|ISSUER/;
 
@@ -110,7 +119,7 @@ export function verifiedConnector(
     open: async (server, opts) => {
       const host = hosts.get(server) ?? server;
       try {
-        return await inner.open(server, { ...opts, ssl: serverTlsOptions(mode, ca, host) });
+        return await inner.open(server, { ...opts, ssl: checkTls(mode, ca, host) });
       } catch (err) {
         throw err instanceof Error ? verifyFailure(err, mode, host) : err;
       }
