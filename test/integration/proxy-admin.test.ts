@@ -104,6 +104,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy: admin view and drain on a local
     const v = await admin();
     expect(v.version).toBe(1);
     expect(v.proxy).toMatchObject({ state: 'running', strategy: 'plb', clients: 2 });
+    expect(v.proxy.relay).toMatch(/^(native, \d thread\(s\)|js)$/);
     expect(v.proxy.admission).toMatchObject({ queue: 1000 });
     expect(v.replicas.map((r) => r.id).sort()).toEqual(['r1', 'r2']);
     for (const r of v.replicas) {
@@ -165,8 +166,9 @@ describe.skipIf(!haveServerBinaries)('plb proxy: admin view and drain on a local
     expect(run.err()).toMatch(/drained: the last session ended/);
   }, 120_000);
 
-  it('SIGUSR2 drains; --drain-timeout closes what is left when it passes (57P01), then exit 0', async () => {
-    const run = await startCommand(['--drain-timeout', '1s']);
+  it("SIGUSR2 drains (on Node's front door); --drain-timeout closes what is left when it passes (57P01), then exit 0", async () => {
+    // Node's front door here (the first test's is the native one where it is built).
+    const run = await startCommand(['--drain-timeout', '1s', '--relay', 'js']);
     const idle = await connect(PREMIUM_PORT);
     const told = new Promise<Error & { code?: string }>((resolve) => idle.on('error', resolve));
     run.child.kill('SIGUSR2');

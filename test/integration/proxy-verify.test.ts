@@ -14,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataDir } from '../../src/cluster/state.js';
 import type { ProxyHandle, ProxyOptions } from '../../src/proxy/proxy-server.js';
 import { parseLimitFlags } from '../../src/proxy/admission/limit-options.js';
+import { readConnectionSettings } from '../../src/cluster/server-limits.js';
+import { checkTls } from '../../src/proxy/protocol/server-verify.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 import {
   failInCiWithout,
@@ -150,6 +152,29 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls verify-full on a lo
     expect(proxies.at(-1)!.router.snapshot()[0]!.healthy).toBe(true);
     expect(logs.filter((l) => /r1 down|verification/.test(l))).toEqual([]);
     expect(await sslOf(port)).toBe(true);
+    // The checks' own connection is on TLS, as the server sees it.
+    const r1 = cluster.replicas.find((r) => r.id === 'r1')!;
+    const direct = new pg.Client(cluster.pgConfig(r1.port));
+    await direct.connect();
+    try {
+      const r = await direct.query<{ n: number; ssl: boolean }>(
+        "select count(*)::int as n, bool_and(s.ssl) as ssl from pg_stat_activity a join pg_stat_ssl s using (pid) where a.application_name = 'plb-health'",
+      );
+      expect(r.rows[0]).toEqual({ n: 1, ssl: true });
+    } finally {
+      await direct.end();
+    }
+    // The read of max_connections (--admission-limit auto) verifies alike.
+    const settings = await readConnectionSettings(
+      r1,
+      cluster.creds,
+      5000,
+      checkTls('verify-full', ca, r1.host),
+    );
+    expect(settings.maxConnections).toBeGreaterThan(0);
+    await expect(
+      readConnectionSettings(r1, cluster.creds, 5000, checkTls('verify-full', otherCa, r1.host)),
+    ).rejects.toThrow();
   }, 60_000);
 
   it('verify-full with another CA: the health checks take r1 down, naming the failure; then a client is refused', async () => {

@@ -48,18 +48,18 @@ export class ProxyDrain {
     const { timeoutMs, log } = this.opts;
     log(
       `draining (${why}): listeners closed; waiting for ${clients.size} session(s) to end ` +
-        (timeoutMs > 0 ? `(at most ${fmtS(timeoutMs)} s, --drain-timeout)` : '(no time limit)'),
+        (timeoutMs > 0 ? `(at most ${fmt(timeoutMs)}, --drain-timeout)` : '(no time limit)'),
     );
     if (timeoutMs > 0)
       this.timer = setTimeout(() => {
         log(
-          `draining: --drain-timeout ${fmtS(timeoutMs)} s passed with ${clients.size} session(s) open; closing them`,
+          `draining: --drain-timeout ${fmt(timeoutMs)} passed with ${clients.size} session(s) open; closing them`,
         );
         this.finish('timeout');
       }, timeoutMs);
     void clients.whenEmpty().then(() => {
       if (this.end === undefined) return;
-      log(`drained: the last session ended ${fmtS(Date.now() - t0)} s after the drain began; exiting`);
+      log(`drained: the last session ended ${fmt(Date.now() - t0)} after the drain began; exiting`);
       this.finish('drained');
     });
     return true;
@@ -85,4 +85,4 @@ export function onDrainSignal(target: Pick<NodeJS.Process, 'on' | 'off'>, drain:
   return () => void target.off(DRAIN_SIGNAL, on);
 }
 
-const fmtS = (ms: number): string => String(Math.round(ms / 100) / 10);
+const fmt = (ms: number): string => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`);
