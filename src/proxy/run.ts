@@ -83,7 +83,8 @@ export interface ProxySummary {
 
 /**
  * Runs the proxy in front of the named cluster's replicas until SIGINT/SIGTERM/SIGHUP; then stops
- * gracefully (a second signal exits at once) and returns what it counted. Bad input, a missing
+ * gracefully (a second signal exits at once) and returns what it counted. Or until a drain
+ * (SIGUSR2, POST /drain; admin/drain.ts) has seen the last session end. Bad input, a missing
  * cluster or a port in use throw (PlbError, one line) before anything listens.
  */
 export async function executeProxy(
@@ -111,7 +112,15 @@ export async function executeProxy(
   });
   const metrics =
     registry && config.metricsPort !== undefined
-      ? await startMetricsServer(config.metricsPort, () => registry.metrics(), '--metrics-port', admin.routes)
+      ? await startMetricsServer(
+          config.metricsPort,
+          () => registry.metrics(),
+          '--metrics-port',
+          admin.routes,
+        ).catch((err: unknown) => {
+          admin.dispose();
+          throw err;
+        })
       : undefined;
   const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
   let view: ReplicaViewOptions | undefined;

@@ -1,5 +1,8 @@
 // The admin view's document, the drain's course and their HTTP routes, on a proxy's parts faked.
+import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { AdminRunner } from '../../src/proxy/admin/admin-runner.js';
+import type { ProxyHandle } from '../../src/proxy/proxy-server.js';
 import { ClientTable } from '../../src/proxy/admin/client-table.js';
 import { adminView, type AdminSource } from '../../src/proxy/admin/admin-view.js';
 import { ProxyDrain } from '../../src/proxy/admin/drain.js';
@@ -191,5 +194,52 @@ describe('the admin routes on the metrics port', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('the admin runner (the command around a running proxy)', () => {
+  it('a SIGUSR2 before the proxy listens drains it once it does; the run ends with no grace left', async () => {
+    const signals = new EventEmitter();
+    const log: string[] = [];
+    const runner = new AdminRunner({
+      drainTimeoutMs: 0,
+      log: (l) => log.push(l),
+      signals: signals as unknown as NodeJS.Process,
+    });
+    expect(signals.listenerCount('SIGUSR2')).toBe(1);
+    signals.emit('SIGUSR2');
+    const { src, clients } = source();
+    const s = session('premium', 'ready', 'r1');
+    clients.add(s);
+    let closed = 0;
+    const proxy = { ...src.proxy, closeListeners: () => void (closed += 1) } as unknown as ProxyHandle;
+    runner.attach(proxy, { strategy: 'plb', startedMs: 0, admission: null });
+    expect(closed).toBe(1);
+    expect(log[0]).toMatch(/^draining \(SIGUSR2, while starting\): listeners closed; waiting for 1 session/);
+    const until = runner.until(new AbortController().signal, 30_000);
+    clients.delete(s);
+    expect(await until).toBe(0);
+    runner.dispose();
+    expect(signals.listenerCount('SIGUSR2')).toBe(0);
+  });
+
+  it('a stop signal ends the run with the stop timeout', async () => {
+    const signals = new EventEmitter();
+    const runner = new AdminRunner({
+      drainTimeoutMs: 0,
+      log: () => undefined,
+      signals: signals as unknown as NodeJS.Process,
+    });
+    const { src } = source();
+    runner.attach({ ...src.proxy, closeListeners: () => undefined } as unknown as ProxyHandle, {
+      strategy: 'plb',
+      startedMs: 0,
+      admission: null,
+    });
+    const stop = new AbortController();
+    const until = runner.until(stop.signal, 30_000);
+    stop.abort();
+    expect(await until).toBe(30_000);
+    runner.dispose();
   });
 });

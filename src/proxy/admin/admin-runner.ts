@@ -6,11 +6,13 @@ import type { HttpRoute } from '../../metrics/metrics-server.js';
 import type { ProxyHandle } from '../proxy-server.js';
 import { adminRoutes } from './admin-routes.js';
 import type { AdminSource } from './admin-view.js';
-import { onDrainSignal, ProxyDrain } from './drain.js';
+import { DRAIN_SIGNAL, ProxyDrain } from './drain.js';
 
 export class AdminRunner {
   private state: { view: AdminSource; drain: ProxyDrain } | undefined;
-  private undrain: (() => void) | undefined;
+  /** A drain asked for before the proxy listened: started as soon as it does. */
+  private pending: string | undefined;
+  private readonly onSignal = (): void => this.drain(DRAIN_SIGNAL);
   /** For startMetricsServer; they answer 503 until attach(). */
   readonly routes: Record<string, HttpRoute> = adminRoutes(() => this.state);
 
@@ -20,7 +22,10 @@ export class AdminRunner {
       log: (line: string) => void;
       signals: Pick<NodeJS.Process, 'on' | 'off'>;
     },
-  ) {}
+  ) {
+    // From the start: SIGUSR2's default action would end the process.
+    o.signals.on(DRAIN_SIGNAL, this.onSignal);
+  }
 
   /** The proxy listens: the view reads it, SIGUSR2 drains it. */
   attach(proxy: ProxyHandle, info: Pick<AdminSource, 'strategy' | 'startedMs' | 'admission'>): void {
@@ -29,7 +34,12 @@ export class AdminRunner {
       drain,
       view: { proxy, ...info, now: () => Date.now(), draining: () => drain.draining },
     };
-    this.undrain = onDrainSignal(this.o.signals, drain);
+    if (this.pending !== undefined) drain.start(`${this.pending}, while starting`);
+  }
+
+  private drain(why: string): void {
+    if (this.state) this.state.drain.start(why);
+    else this.pending ??= why;
   }
 
   /**
@@ -47,7 +57,7 @@ export class AdminRunner {
   }
 
   dispose(): void {
-    this.undrain?.();
+    this.o.signals.off(DRAIN_SIGNAL, this.onSignal);
     this.state?.drain.dispose();
   }
 }

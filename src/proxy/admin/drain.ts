@@ -78,11 +78,4 @@ export class ProxyDrain {
   }
 }
 
-/** SIGUSR2 on `target` starts the drain; returns the remover. */
-export function onDrainSignal(target: Pick<NodeJS.Process, 'on' | 'off'>, drain: ProxyDrain): () => void {
-  const on = (): void => void drain.start(DRAIN_SIGNAL);
-  target.on(DRAIN_SIGNAL, on);
-  return () => void target.off(DRAIN_SIGNAL, on);
-}
-
 const fmt = (ms: number): string => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`);
