@@ -14,14 +14,14 @@ import type { PacerCounters } from '../admission/accept-pacer.js';
 import type { ProcessUsage } from '../process-usage.js';
 
 /** Raised when the document's shape changes in a way a reader must know. */
-export const ADMIN_VIEW_VERSION = 1;
+const ADMIN_VIEW_VERSION = 1;
 /** Clients listed when the request names no limit. */
 export const DEFAULT_CLIENTS_LISTED = 100;
 
-export type ReplicaState = 'up' | 'down' | 'draining';
+type ReplicaState = 'up' | 'down' | 'draining';
 
 /** SHOW SERVERS: one replica. */
-export interface AdminReplica {
+interface AdminReplica {
   id: string;
   /** The router's role (the last one while down). */
   role: Role;
@@ -38,7 +38,7 @@ export interface AdminReplica {
 }
 
 /** SHOW POOLS: one class. */
-export interface AdminPool {
+interface AdminPool {
   class: ServiceClass;
   /** Sessions of the class on a replica now. */
   sessions: number;
@@ -49,7 +49,7 @@ export interface AdminPool {
 }
 
 /** SHOW CLIENTS: one client connection. */
-export interface AdminClient {
+interface AdminClient {
   class: ServiceClass;
   /** Its replica (null: not routed yet). */
   replica: string | null;
@@ -59,7 +59,7 @@ export interface AdminClient {
   ageS: number;
 }
 
-export interface AdminClients {
+interface AdminClients {
   /** Open clients past their first packet (the front door's count, `proxy.clients`, also holds those before it). */
   total: number;
   byClass: Record<ServiceClass, number>;

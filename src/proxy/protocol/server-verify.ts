@@ -31,9 +31,9 @@ export function parseServerTls(value: string | undefined): ServerTlsMode {
   );
 }
 
-export type VerifyMode = 'verify-ca' | 'verify-full';
+type VerifyMode = 'verify-ca' | 'verify-full';
 
-export function verifies(mode: ServerTlsMode): mode is VerifyMode {
+function verifies(mode: ServerTlsMode): mode is VerifyMode {
   return mode === 'verify-ca' || mode === 'verify-full';
 }
 
