@@ -4,8 +4,9 @@
  * r2's only db.example. verify-full with the CA connects to r1 (TLS, as pg_stat_ssl says) and its
  * health checks keep it up; with another CA, or to r2 (a host name not in the certificate), the
  * client is refused with the reason and the log names the verification failure; verify-ca takes
- * r2. Skips without the server binaries, except with CI=true (a failure there).
+ * r2; the command with --server-ca reads max_connections over the same verification. Skips without the server binaries, except with CI=true (a failure there).
  */
+import { spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,7 +112,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls verify-full on a lo
   }
 
   beforeAll(async () => {
-    cluster = await upProxyCluster({ name: NAME, replicas: 2, basePort: BASE_PORT });
+    cluster = await upProxyCluster({ name: NAME, replicas: 2, basePort: BASE_PORT, record: true });
     const caFiles = testCa(cluster.stateDir, 'ca');
     ca = readFileSync(caFiles.cert);
     otherCa = readFileSync(testCa(cluster.stateDir, 'other-ca').cert);
@@ -201,4 +202,67 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls verify-full on a lo
     const ca2 = await proxyTo('r2', { serverTls: 'verify-ca', serverCa: ca });
     expect(await sslOf(ca2.port)).toBe(true);
   }, 60_000);
+
+  it('the command: --server-tls verify-full --server-ca reaches r1 over TLS (max_connections read so too), stops with 0', async () => {
+    const caFile = join(cluster.stateDir, 'ca.crt');
+    const port = nextPort++;
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'bin/dev.js',
+        'proxy',
+        '--name',
+        NAME,
+        '--premium-port',
+        String(port),
+        '--freemium-port',
+        '0',
+        '--server-tls',
+        'verify-full',
+        '--server-ca',
+        caFile,
+        '--stats-every',
+        '0',
+      ],
+      { env: { ...process.env, PLB_STATE_DIR: cluster.stateDir } },
+    );
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    try {
+      for (
+        let i = 0;
+        i < 600 && !out.includes(`premium: listening on 127.0.0.1:${port}`) && child.exitCode === null;
+        i++
+      )
+        await sleep(100);
+      expect(out).toContain(`premium: listening on 127.0.0.1:${port}`);
+      // Each replica's max_connections read over TLS, verified: r1's read, r2's refused for its name.
+      expect(out).toMatch(/^r1: admission limit \d+ \(max_connections 100 /m);
+      expect(out).toMatch(/^r2: max_connections not read \(.*127\.0\.0\.1 is not in the cert's list/m);
+      // r2's certificate does not name 127.0.0.1: whichever replica a session lands on, it is r1.
+      for (let i = 0; i < 3; i++) {
+        const c = new pg.Client(cluster.pgConfig(port));
+        c.on('error', () => undefined);
+        try {
+          await c.connect();
+          const r = await c.query<{ ssl: boolean; port: number }>(
+            'select ssl, inet_server_port() as port from pg_stat_ssl where pid = pg_backend_pid()',
+          );
+          expect(r.rows[0]).toEqual({ ssl: true, port: cluster.replicas.find((e) => e.id === 'r1')!.port });
+        } catch (err) {
+          // Refused only for r2's name, never r1's.
+          expect(String(err)).toMatch(/127\.0\.0\.1 is not in the cert's list/);
+        } finally {
+          await c.end().catch(() => undefined);
+        }
+      }
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  }, 120_000);
 });
