@@ -166,17 +166,7 @@ export async function executeProxy(
       relay: config.relay,
       log: io.log,
     }));
-    admin.attach(proxy, {
-      strategy: config.strategy,
-      startedMs: t0,
-      admission: config.admission
-        ? {
-            queue: config.admission.queue,
-            timeoutMs: config.admission.timeoutMs,
-            premiumReserve: config.admission.premiumReserve,
-          }
-        : null,
-    });
+    admin.attach(proxy, { strategy: config.strategy, startedMs: t0, admission: config.admission });
     if (metrics)
       io.log(
         `metrics: http://127.0.0.1:${metrics.port}/metrics; admin view: /admin; drain: POST /drain (or SIGUSR2)`,

@@ -28,11 +28,18 @@ export class AdminRunner {
   }
 
   /** The proxy listens: the view reads it, SIGUSR2 drains it. */
-  attach(proxy: ProxyHandle, info: Pick<AdminSource, 'strategy' | 'startedMs' | 'admission'>): void {
+  attach(
+    proxy: ProxyHandle,
+    info: Pick<AdminSource, 'strategy' | 'startedMs'> & {
+      admission: { queue: number; timeoutMs: number; premiumReserve: number } | undefined | null;
+    },
+  ): void {
     const drain = new ProxyDrain(proxy, { timeoutMs: this.o.drainTimeoutMs, log: this.o.log });
+    const a = info.admission;
+    const admission = a ? { queue: a.queue, timeoutMs: a.timeoutMs, premiumReserve: a.premiumReserve } : null;
     this.state = {
       drain,
-      view: { proxy, ...info, now: () => Date.now(), draining: () => drain.draining },
+      view: { proxy, ...info, admission, now: () => Date.now(), draining: () => drain.draining },
     };
     if (this.pending !== undefined) drain.start(`${this.pending}, while starting`);
   }
