@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { ConnectionOptions } from 'node:tls';
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { pgModule } from './pg-util.js';
 
@@ -10,6 +11,8 @@ export interface OpenOptions {
   applicationName: string;
   /** An idle connection failed (its server went away): without a listener that would crash the run. */
   onError: (err: Error) => void;
+  /** TLS to the server with these options (absent: plain TCP). */
+  ssl?: ConnectionOptions | undefined;
 }
 
 /** Hears a statement's end without a promise: `err` undefined when it succeeded. */
@@ -84,6 +87,7 @@ export async function openPgClient(
     connectionTimeoutMillis: opts.connectTimeoutMs,
     ...(opts.queryTimeoutMs !== undefined ? { query_timeout: opts.queryTimeoutMs } : {}),
     application_name: opts.applicationName,
+    ...(opts.ssl ? { ssl: opts.ssl } : {}),
   });
   client.on('error', opts.onError);
   try {

@@ -5,6 +5,7 @@
  */
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { PlbError } from '../core/errors.js';
+import type { ConnectionOptions } from 'node:tls';
 import { openPgClient, pgConnection } from './connector.js';
 
 export interface ConnectionSettings {
@@ -39,8 +40,10 @@ export async function readConnectionSettings(
   endpoint: Endpoint,
   creds: Credentials,
   timeoutMs: number,
+  ssl?: ConnectionOptions,
 ): Promise<ConnectionSettings> {
   const client = await openPgClient(endpoint, creds, {
+    ssl,
     connectTimeoutMs: timeoutMs,
     queryTimeoutMs: timeoutMs,
     applicationName: 'plb-health',

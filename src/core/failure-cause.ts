@@ -20,6 +20,8 @@ const UNREACHABLE_ERRNO = new Set([
   'EHOSTUNREACH',
   'ENETUNREACH',
   'ENOTCONN',
+  // A certificate that fails --server-tls verify-ca/verify-full (server-verify.ts): not to be used.
+  'ETLSVERIFY',
 ]);
 
 interface ErrorLike {

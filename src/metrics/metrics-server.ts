@@ -1,4 +1,5 @@
-// The HTTP side of `--metrics-port`: GET /metrics on 127.0.0.1 answers the live registry's text.
+// The HTTP side of `--metrics-port`: GET /metrics on 127.0.0.1 answers the live registry's text;
+// a caller may add routes of its own (the proxy's admin view and drain, proxy/admin/admin-routes.ts).
 import { createServer, type Server } from 'node:http';
 import { PlbError } from '../core/errors.js';
 
@@ -7,27 +8,48 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
+export interface HttpAnswer {
+  status: number;
+  type: string;
+  body: string;
+}
+
+/** A route, keyed "METHOD /path": the query and the peer's address in, an answer out. */
+export type HttpRoute = (query: URLSearchParams, peer: string) => HttpAnswer | Promise<HttpAnswer>;
+
 /** The content type of Prometheus text exposition format 0.0.4 (what prom-client writes). */
 const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /**
- * Listens on 127.0.0.1:`port` (0: any free port) and answers GET /metrics with `text()`.
- * A port in use (or not ours to bind) is one BAD_INPUT line naming the flag.
+ * Listens on 127.0.0.1:`port` (0: any free port) and answers GET /metrics with `text()`, and
+ * `routes`. A port in use (or not ours to bind) is one BAD_INPUT line naming the flag.
  */
 export async function startMetricsServer(
   port: number,
   text: () => Promise<string>,
   flag = '--metrics-port',
+  routes: Readonly<Record<string, HttpRoute>> = {},
 ): Promise<MetricsServer> {
+  const all: Record<string, HttpRoute> = {
+    'GET /metrics': async () => ({ status: 200, type: PROMETHEUS_CONTENT_TYPE, body: await text() }),
+    ...routes,
+  };
+  const known = Object.keys(all).join(', ');
   const server: Server = createServer((req, res) => {
-    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const route = all[`${req.method ?? 'GET'} ${url.pathname}`];
+    if (!route) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end(`not found: ${known}\n`);
       return;
     }
-    text().then(
-      (body) => res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE }).end(body),
-      (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(err)}\n`),
-    );
+    // A request body (none is read) is drained so the connection can be reused.
+    req.resume();
+    Promise.resolve()
+      .then(() => route(url.searchParams, req.socket.remoteAddress ?? ''))
+      .then(
+        (a) => res.writeHead(a.status, { 'content-type': a.type }).end(a.body),
+        (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(err)}\n`),
+      );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => {

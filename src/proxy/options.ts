@@ -35,6 +35,12 @@ import {
   type PrimaryFlagValues,
   type PrimaryPorts,
 } from './primary/primary-options.js';
+import {
+  adminFlags,
+  parseAdminFlags,
+  type AdminConfig,
+  type AdminFlagValues,
+} from './admin/admin-options.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;
@@ -74,7 +80,8 @@ export const proxyFlags = {
     helpGroup: PROXY_GROUP,
   }),
   'metrics-port': Flags.integer({
-    description: 'serve Prometheus metrics on 127.0.0.1:<port>/metrics',
+    description:
+      'serve Prometheus metrics on 127.0.0.1:<port>/metrics, the admin view (JSON) on /admin, and POST /drain',
     min: 1,
     max: 65535,
   }),
@@ -117,6 +124,7 @@ export const proxyFlags = {
     helpGroup: HELP_GROUPS.health,
   }),
   ...limitFlags,
+  ...adminFlags,
   'router-view': Flags.string({
     description:
       "what this proxy knows of a replica's sessions: local (its own) or replica (every proxy's, read from pg_stat_activity every --view-interval, the class marked in application_name): several proxies in front of one cluster then share each replica's admission limit",
@@ -140,7 +148,8 @@ export interface ProxyFlagValues
   extends LimitFlagValues,
     RouterFlagValues,
     HealthFlagValues,
-    PrimaryFlagValues {
+    PrimaryFlagValues,
+    AdminFlagValues {
   name: string;
   host: string;
   'premium-port': number;
@@ -156,7 +165,7 @@ export interface ProxyFlagValues
   'view-interval'?: string | undefined;
 }
 
-export interface ProxyConfig extends LimitConfig, RouterFlagSettings {
+export interface ProxyConfig extends LimitConfig, RouterFlagSettings, AdminConfig {
   name: string;
   host: string;
   ports: { premium?: number; freemium?: number };
@@ -253,6 +262,7 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     ...limits,
     ...(view === 'replica' ? { viewIntervalMs } : {}),
     stopTimeoutMs: durationMsFlag('stop-timeout', f['stop-timeout']),
+    ...parseAdminFlags(f),
     relay: relay === 'js' ? { kind: 'js' } : { kind: 'native', threads },
     ...(f['metrics-port'] !== undefined ? { metricsPort: metricsPort(f['metrics-port']) } : {}),
   };

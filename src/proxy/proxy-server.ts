@@ -35,6 +35,8 @@ import type { ClassFrom } from './protocol/startup-packet.js';
 import { formatStatsLine, ProxyStats } from './stats.js';
 import { serverKeepalive } from './session/server-keepalive.js';
 import { DEFAULT_RELAY_THREADS, NativeRelay, type RelayChoice } from './native/native-relay.js';
+import { ClientTable } from './admin/client-table.js';
+import { verifiedConnector } from './protocol/server-verify.js';
 
 export interface ProxyOptions {
   /** The read pool: every replica's loopback endpoint. */
@@ -86,6 +88,8 @@ export interface ProxyOptions {
   tls?: SecureContext;
   /** TLS to the replicas (tls-server.ts); default disable. */
   serverTls?: ServerTlsMode;
+  /** The CA of --server-tls verify-ca/verify-full (server-verify.ts); the health checks verify too. */
+  serverCa?: Buffer;
   /**
    * Startup backpressure for freemium sessions (paced-intake.ts, accept-pacer.ts; default
    * DEFAULT_PACER); false: each is routed as soon as its startup packet is in. Premium never waits.
@@ -124,6 +128,10 @@ export interface ProxyHandle {
   /** Freemium startups' pacing: held now, and its counters (undefined: not paced). */
   paced(): (PacerCounters & { heldNow: number }) | undefined;
   statsLine(): string;
+  /** Open client sessions (past their first packet), with their age (the admin view's clients). */
+  readonly clients: ClientTable;
+  /** Closes the listeners, once (a drain, admin/drain.ts; stop() closes them too). */
+  closeListeners(): void;
   /**
    * Stops: closes the listeners, lets sessions end by themselves for up to graceMs, then tells the
    * rest (FATAL 57P01 at a message boundary) and closes them; stops the health checks.
@@ -172,11 +180,11 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     new ReplicaLimits(admitting, ids, initialLimit(opts.admission), clock, () => gate.pump(), opts.view);
   const gate = new AdmissionGate(router, admitting, clock, opts.view && limits);
   const stats = new ProxyStats(ids);
-  const sessions = new Set<ClientSession>();
+  const sessions = new ClientTable(() => clock.now());
   const ended = (s: ClientSession): void => void sessions.delete(s);
   const health = new HealthChecker(
     ids,
-    opts.connector,
+    verifiedConnector(opts.connector, opts.replicas, opts.serverTls ?? 'disable', opts.serverCa),
     { ...opts.health, clock },
     (replica, state, via, cause) => {
       if (state === 'down') router.markDown(replica, clock.now());
@@ -221,6 +229,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     stats,
     tls: opts.tls,
     serverTls: opts.serverTls ?? 'disable',
+    serverCa: opts.serverCa,
     acquire: (cls, ticket) => {
       const r = gate.acquire(cls, ticket);
       return typeof r === 'string' ? targetOf(r) : r.then(targetOf);
@@ -283,6 +292,12 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   }
   health.start();
   limits?.start();
+  let closing: Promise<void> | undefined;
+  const closeListeners = (): Promise<void> => {
+    if (closing) return closing;
+    intake?.stop();
+    return (closing = door.stop());
+  };
   const statsTimer =
     opts.statsEveryS > 0 ? setInterval(() => log(statsLine()), opts.statsEveryS * 1000) : undefined;
 
@@ -299,10 +314,11 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     sessionCount: () => door.clients(),
     paced: () => intake && { ...intake.counters, heldNow: intake.held },
     statsLine,
+    clients: sessions,
+    closeListeners: () => void closeListeners(),
     async stop(graceMs: number) {
       if (statsTimer) clearInterval(statsTimer);
-      const closed = door.stop();
-      intake?.stop();
+      const closed = closeListeners();
       const all = (): Promise<unknown> => Promise.all([...sessions].map((s) => s.done));
       if (sessions.size > 0) {
         log(`stopping: waiting up to ${Math.round(graceMs / 1000)} s for ${describe(sessions)}`);

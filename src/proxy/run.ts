@@ -20,6 +20,8 @@ import type { GateCounters } from './admission/admission-gate.js';
 import type { ProcessUsage } from './process-usage.js';
 import type { PacerCounters } from './admission/accept-pacer.js';
 import { startConfiguredPrimary, type PrimarySummary, type RunningPrimary } from './primary/run-primary.js';
+import { AdminRunner } from './admin/admin-runner.js';
+import { checkTls } from './protocol/server-verify.js';
 
 function endpointOf(replicas: readonly Endpoint[], id: string): Endpoint {
   const e = replicas.find((r) => r.id === id);
@@ -84,7 +86,8 @@ export interface ProxySummary {
 
 /**
  * Runs the proxy in front of the named cluster's replicas until SIGINT/SIGTERM/SIGHUP; then stops
- * gracefully (a second signal exits at once) and returns what it counted. Bad input, a missing
+ * gracefully (a second signal exits at once) and returns what it counted. Or until a drain
+ * (SIGUSR2, POST /drain; admin/drain.ts) has seen the last session end. Bad input, a missing
  * cluster or a port in use throw (PlbError, one line) before anything listens.
  */
 export async function executeProxy(
@@ -105,9 +108,22 @@ export async function executeProxy(
           const h = handle;
           return h && { snapshot: () => h.router.snapshot(), stats: h.stats };
         });
+  const admin = new AdminRunner({
+    drainTimeoutMs: config.drainTimeoutMs,
+    log: io.log,
+    signals: signalDeps.target ?? process,
+  });
   const metrics =
     registry && config.metricsPort !== undefined
-      ? await startMetricsServer(config.metricsPort, () => registry.metrics())
+      ? await startMetricsServer(
+          config.metricsPort,
+          () => registry.metrics(),
+          '--metrics-port',
+          admin.routes,
+        ).catch((err: unknown) => {
+          admin.dispose();
+          throw err;
+        })
       : undefined;
   const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
   let view: ReplicaViewOptions | undefined;
@@ -146,14 +162,31 @@ export async function executeProxy(
       ...(config.startupPacing ? {} : { freemiumPacing: false as const }),
       earlyConnect: config.earlyConnect,
       ...(config.admission ? { admission: config.admission } : {}),
-      settingsOf: (id) => readConnectionSettings(endpointOf(replicas, id), creds, config.health.timeoutMs),
+      settingsOf: (id) => {
+        const e = endpointOf(replicas, id);
+        return readConnectionSettings(
+          e,
+          creds,
+          config.health.timeoutMs,
+          checkTls(config.serverTls, config.serverCa, e.host),
+        );
+      },
       ...(view ? { view } : {}),
       ...(config.tls ? { tls: config.tls } : {}),
       serverTls: config.serverTls,
+      ...(config.serverCa ? { serverCa: config.serverCa } : {}),
       relay: config.relay,
       log: io.log,
     }));
-    if (metrics) io.log(`metrics: http://127.0.0.1:${metrics.port}/metrics`);
+    admin.attach(
+      proxy,
+      { strategy: config.strategy, startedMs: t0, admission: config.admission },
+      primary ? [primary.handle] : [],
+    );
+    if (metrics)
+      io.log(
+        `metrics: http://127.0.0.1:${metrics.port}/metrics; admin view: /admin; drain: POST /drain (or SIGUSR2)`,
+      );
     for (const cls of ['premium', 'freemium'] as const) {
       const port = proxy.ports[cls];
       if (port === undefined) continue;
@@ -169,13 +202,8 @@ export async function executeProxy(
         `strategy ${config.strategy}; class from ${config.classFrom === 'off' ? 'the port' : `the port or ${config.classFrom}`}; ` +
         `relay ${proxy.relay}; replica connections: ${describeKeepalive(serverKeepalive(config.serverHangMs))}`,
     );
-    await new Promise<void>((resolve) =>
-      stop.signal.addEventListener('abort', () => resolve(), { once: true }),
-    );
-    const [primaryEnd] = await Promise.all([
-      primary?.stop(config.stopTimeoutMs),
-      proxy.stop(config.stopTimeoutMs),
-    ]);
+    const graceMs = await admin.until(stop.signal, config.stopTimeoutMs);
+    const [primaryEnd] = await Promise.all([primary?.stop(graceMs), proxy.stop(graceMs)]);
     primary = undefined;
     io.log(proxy.statsLine());
     const paced = proxy.paced();
@@ -204,6 +232,7 @@ export async function executeProxy(
     throw err;
   } finally {
     stop.dispose();
+    admin.dispose();
     await metrics?.close();
     registry?.clear();
   }

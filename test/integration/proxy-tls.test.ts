@@ -34,12 +34,15 @@ let nextPort = 22260;
 failInCiWithout(haveServerBinaries, 'the proxy TLS test (no PostgreSQL server binaries)');
 
 describe('--server-tls values', () => {
-  it('takes disable, prefer and require; anything else is one line naming the flag', () => {
+  it('takes disable, prefer, require, verify-ca and verify-full; anything else is one line naming the flag', () => {
     expect(parseServerTls(undefined)).toBe('disable');
     expect(parseServerTls('Require')).toBe('require');
     expect(parseServerTls('prefer')).toBe('prefer');
-    for (const bad of ['verify-full', 'yes', ''])
-      expect(() => parseServerTls(bad)).toThrow(/^--server-tls: must be disable, prefer or require/);
+    expect(parseServerTls('verify-full')).toBe('verify-full');
+    for (const bad of ['allow', 'yes', ''])
+      expect(() => parseServerTls(bad)).toThrow(
+        /^--server-tls: must be disable, prefer, require, verify-ca or verify-full/,
+      );
     expect(parseLimitFlags({ 'server-tls': 'prefer' }, 'plb').serverTls).toBe('prefer');
   });
 });

@@ -13,6 +13,7 @@ import type { SecureContext } from 'node:tls';
 import { defaultMaxClientConn } from '../process-usage.js';
 import { loadTls } from '../protocol/tls-client.js';
 import { parseServerTls, type ServerTlsMode } from '../protocol/tls-server.js';
+import { loadServerCa } from '../protocol/server-verify.js';
 
 const GROUP = 'PROXY LIMITS';
 
@@ -73,8 +74,13 @@ export const limitFlags = {
   'tls-key': Flags.string({ description: 'PEM private key of --tls-cert', helpGroup: GROUP }),
   'server-tls': Flags.string({
     description:
-      'TLS to the replicas, as libpq sslmode: disable (plain TCP), prefer (TLS when offered) or require (certificate not verified)',
+      'TLS to the replicas, as libpq sslmode: disable (plain TCP), prefer (TLS when offered), require (certificate not verified), verify-ca (certificate signed by --server-ca) or verify-full (verify-ca, and the replica’s host in the certificate); the health checks verify alike',
     default: 'disable',
+    helpGroup: GROUP,
+  }),
+  'server-ca': Flags.string({
+    description:
+      'PEM file of the CA(s) the replicas’ certificates must chain to (--server-tls verify-ca/verify-full)',
     helpGroup: GROUP,
   }),
 };
@@ -91,6 +97,7 @@ export interface LimitFlagValues {
   'tls-cert'?: string | undefined;
   'tls-key'?: string | undefined;
   'server-tls'?: string | undefined;
+  'server-ca'?: string | undefined;
 }
 
 export interface LimitConfig {
@@ -109,6 +116,8 @@ export interface LimitConfig {
   };
   tls?: SecureContext;
   serverTls: ServerTlsMode;
+  /** --server-ca, read (only with verify-ca/verify-full). */
+  serverCa?: Buffer;
 }
 
 function positiveInt(flag: string, n: number | undefined): number | undefined {
@@ -157,11 +166,13 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
   );
   const tls = loadTls(f['tls-cert'], f['tls-key']);
   const serverTls = parseServerTls(f['server-tls']);
+  const serverCa = loadServerCa(f['server-ca'], serverTls);
   const base = {
     maxClientConn,
     startupPacing: onOff(f, 'startup-pacing'),
     earlyConnect: onOff(f, 'early-connect'),
     serverTls,
+    ...(serverCa ? { serverCa } : {}),
     ...(tls ? { tls } : {}),
   };
   if (given === 'off' && !strategyQueues(strategy)) return base;

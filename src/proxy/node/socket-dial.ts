@@ -75,7 +75,7 @@ export function socketDialer(
 async function openTlsBackend(io: SocketDialIo, host: string, port: number): Promise<Socket> {
   const { connectTimeoutMs, serverTls } = io.host;
   const raw = await connectTcp(host, port, connectTimeoutMs, io.host);
-  const socket = await negotiateServerTls(raw, serverTls, connectTimeoutMs);
+  const socket = await negotiateServerTls(raw, serverTls, connectTimeoutMs, { ca: io.host.serverCa, host });
   socket.on('data', (d: Buffer) => {
     if (!io.deliver(d)) socket.pause();
   });

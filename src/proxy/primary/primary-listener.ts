@@ -33,7 +33,8 @@ import { CancelKeys } from '../protocol/cancel-keys.js';
 import type { ClassFrom } from '../protocol/startup-packet.js';
 import type { ServerTlsMode } from '../protocol/tls-server.js';
 import { serverKeepalive } from '../session/server-keepalive.js';
-import type { ClientSession, SessionHost, SessionTarget } from '../session/session-host.js';
+import type { SessionHost, SessionTarget } from '../session/session-host.js';
+import { ClientTable } from '../admin/client-table.js';
 import { formatStatsLine, ProxyStats } from '../stats.js';
 import { describeChoice, PrimaryFollower } from './primary-follower.js';
 import type { PrimaryChoice } from './follow.js';
@@ -73,6 +74,9 @@ export interface PrimaryListenerHandle {
   readonly router: Router;
   readonly gate: AdmissionGate;
   readonly follower: PrimaryFollower;
+  /** Open sessions, and closing the listeners once: what a drain needs (admin/drain.ts). */
+  readonly clients: ClientTable;
+  closeListeners(): void;
   /** The primary's limit in force (undefined: no admission limits). */
   limits(): Record<string, number> | undefined;
   statsLine(): string;
@@ -102,7 +106,7 @@ export async function startPrimaryListener(opts: PrimaryListenerOptions): Promis
     admitting && new ReplicaLimits(admitting, ids, initialLimit(opts.admission), clock, () => gate.pump());
   const gate = new AdmissionGate(router, admitting, clock);
   const stats = new ProxyStats(ids);
-  const sessions = new Set<ClientSession>();
+  const sessions = new ClientTable(() => clock.now());
   const follower = new PrimaryFollower(opts.primary, clock, opts.health.hangMs);
   const readOwnLimit = (id: string): void => {
     if (limits) void readLimit(id, limits, opts, log);
@@ -204,6 +208,8 @@ export async function startPrimaryListener(opts: PrimaryListenerOptions): Promis
     `queued ${gate.queued('premium')}p/${gate.queued('freemium')}f | primary ${describeChoice(follower.current)}`;
   const statsTimer =
     opts.statsEveryS > 0 ? setInterval(() => log(statsLine()), opts.statsEveryS * 1000) : undefined;
+  let closing: Promise<void> | undefined;
+  const closeListeners = (): Promise<void> => (closing ??= door.stop());
   return {
     ports: bound,
     stats,
@@ -212,9 +218,11 @@ export async function startPrimaryListener(opts: PrimaryListenerOptions): Promis
     follower,
     limits: () => limits?.limits(),
     statsLine,
+    clients: sessions,
+    closeListeners: () => void closeListeners(),
     async stop(graceMs: number) {
       if (statsTimer) clearInterval(statsTimer);
-      const closed = door.stop();
+      const closed = closeListeners();
       const all = (): Promise<unknown> => Promise.all([...sessions].map((s) => s.done));
       if (sessions.size > 0) await within(clock, graceMs, all());
       for (const s of sessions) s.shutdown();

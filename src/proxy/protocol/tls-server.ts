@@ -2,25 +2,22 @@
  * TLS between the proxy and a replica (--server-tls), as libpq's sslmode does it: an SSLRequest on
  * the fresh TCP connection; the server's one-byte answer says whether it speaks TLS ('S') or not
  * ('N'). disable: never asked (the default, as before). prefer: TLS when the server offers it,
- * plain otherwise. require: TLS or the session fails. Like libpq's require, the server's certificate
- * is not verified (no CA is configured); the point is an encrypted leg, not the replica's identity.
+ * plain otherwise. require: TLS or the session fails, the certificate not verified (an encrypted
+ * leg, not the replica's identity). verify-ca and verify-full: require, and the certificate checked
+ * against --server-ca (and the host name), server-verify.ts.
  */
 import type { Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { PlbError } from '../../core/errors.js';
 import { SSL_REQUEST_CODE } from './startup-packet.js';
+import { serverTlsOptions, verifyFailure, type ServerTlsMode } from './server-verify.js';
 
-export type ServerTlsMode = 'disable' | 'prefer' | 'require';
-const SERVER_TLS_MODES: readonly ServerTlsMode[] = ['disable', 'prefer', 'require'];
+// The mode's words live with their verification (server-verify.ts); said here too, as before.
+export { parseServerTls, type ServerTlsMode } from './server-verify.js';
 
-/** Checks --server-tls (libpq's sslmode words, those that need no CA). */
-export function parseServerTls(value: string | undefined): ServerTlsMode {
-  const v = (value ?? 'disable').trim().toLowerCase();
-  if ((SERVER_TLS_MODES as readonly string[]).includes(v)) return v as ServerTlsMode;
-  throw new PlbError(
-    'BAD_INPUT',
-    `--server-tls: must be disable, prefer or require (got "${value}"; verify-ca/verify-full are not supported)`,
-  );
+/** What verify-ca/verify-full check against: the CA and the host dialled. */
+export interface ServerVerify {
+  ca: Buffer | undefined;
+  host: string;
 }
 
 const SSL_REQUEST = ((): Buffer => {
@@ -35,7 +32,12 @@ const SSL_REQUEST = ((): Buffer => {
  * handle over). Resolves to the socket to speak the protocol on: a TLS one, or the plain one when
  * the server said 'N' and the mode is prefer. Rejects (code ETLSREFUSED / the TLS error) otherwise.
  */
-export function negotiateServerTls(raw: Socket, mode: ServerTlsMode, timeoutMs: number): Promise<Socket> {
+export function negotiateServerTls(
+  raw: Socket,
+  mode: ServerTlsMode,
+  timeoutMs: number,
+  verify: ServerVerify = { ca: undefined, host: '' },
+): Promise<Socket> {
   if (mode === 'disable') return Promise.resolve(raw);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(
@@ -69,12 +71,16 @@ export function negotiateServerTls(raw: Socket, mode: ServerTlsMode, timeoutMs: 
         if (mode === 'prefer') return resolve(raw);
         raw.destroy();
         return reject(
-          Object.assign(new Error('the replica does not accept TLS (--server-tls require)'), {
+          Object.assign(new Error(`the replica does not accept TLS (--server-tls ${mode})`), {
             code: 'ETLSREFUSED',
           }),
         );
       }
-      const tls = tlsConnect({ socket: raw, rejectUnauthorized: false, minVersion: 'TLSv1.2' });
+      const tls = tlsConnect({
+        socket: raw,
+        minVersion: 'TLSv1.2',
+        ...serverTlsOptions(mode, verify.ca, verify.host),
+      });
       const tlsTimer = setTimeout(() => tls.destroy(new Error('TLS handshake timed out')), timeoutMs);
       tls.once('secureConnect', () => {
         clearTimeout(tlsTimer);
@@ -85,7 +91,7 @@ export function negotiateServerTls(raw: Socket, mode: ServerTlsMode, timeoutMs: 
       const onTlsError = (err: Error): void => {
         clearTimeout(tlsTimer);
         tls.destroy();
-        reject(err);
+        reject(verifyFailure(err, mode, verify.host));
       };
       tls.once('error', onTlsError);
     };

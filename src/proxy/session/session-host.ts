@@ -14,6 +14,8 @@ import type { ServerKeepalive } from './server-keepalive.js';
  */
 export interface ClientSession {
   readonly phase: string;
+  /** The listener's class, or the one its startup packet named (--class-from). */
+  readonly cls: ServiceClass;
   readonly replica: string | undefined;
   /** Resolves when both sides are closed and the router released. */
   readonly done: Promise<void>;
@@ -49,6 +51,8 @@ export interface SessionHost {
   readonly tls?: SecureContext | undefined;
   /** TLS on the replica leg (--server-tls, tls-server.ts). */
   readonly serverTls: ServerTlsMode;
+  /** The CA of --server-tls verify-ca/verify-full (--server-ca, server-verify.ts). */
+  readonly serverCa?: Buffer | undefined;
   /**
    * A replica for a session of cls: at once when one has room, else a promise of one after a wait
    * for a slot (admission-gate.ts). Throws (or rejects) PlbError NO_REPLICA when none may take it,
