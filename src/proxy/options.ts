@@ -19,6 +19,8 @@ import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { DEFAULT_HEALTH } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';
 import { checkedText, durationMsFlag } from '../cli/flags.js';
+import { parseLagWeights, parseMaxLag } from '../cli/router-values.js';
+import type { LagWeightOptions } from '../router/lag-weight.js';
 import { PlbError } from '../core/errors.js';
 import type { StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './protocol/startup-packet.js';
@@ -29,6 +31,8 @@ import {
   type LimitFlagValues,
 } from './admission/limit-options.js';
 import { DEFAULT_RELAY_THREADS, type RelayChoice } from './native/native-relay.js';
+import { maxLagFactor } from '../router/max-lag.js';
+import { checkFleetChoice, type FleetChoice } from './fleet.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;
@@ -123,14 +127,69 @@ export const proxyFlags = {
     helpGroup: PROXY_GROUP,
   }),
   name: Flags.string({
-    description: 'cluster name (brought up by `plb cluster up`)',
-    default: DEFAULT_CLUSTER_NAME,
+    description: `cluster name (brought up by \`plb cluster up\`; default ${DEFAULT_CLUSTER_NAME} when neither --cluster-file nor --replica is given)`,
     helpGroup: HELP_GROUPS.cluster,
+  }),
+  'cluster-file': Flags.string({
+    description:
+      'servers plb did not make: the primary, replicas (optional zone: and weight: each) and credentials, as --driver external reads them; not with --name or --replica',
+    helpGroup: HELP_GROUPS.cluster,
+  }),
+  replica: Flags.string({
+    description:
+      'a replica by host:port (repeatable; r1..rK in the order given), credentials from PGUSER, PGPASSWORD, PGDATABASE, PGPASSFILE or ~/.pgpass as libpq reads them; not with --name or --cluster-file',
+    multiple: true,
+    helpGroup: HELP_GROUPS.cluster,
+  }),
+  zone: Flags.string({
+    description:
+      "this proxy's zone: with replicas in zones (the cluster file's zone:), sessions prefer this zone's replicas",
+    helpGroup: HELP_GROUPS.router,
+  }),
+  'lag-weights': checkedText((v, flag) => lagWeightsValue(v, flag))({
+    description:
+      "replica weights follow each standby's replication lag (its own replay position and timestamp), low:high:floor (full weight up to low, linear to floor% at high, drained above), or off",
+    default: 'off',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  'max-lag': checkedText((v, flag) => maxLagValue(v, flag))({
+    description:
+      'a replica whose replication lag exceeds this (e.g. 1s) takes no new sessions until back under it, or off; not with --lag-weights',
+    default: 'off',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  config: Flags.string({
+    description:
+      'a YAML file of these flags (keys are the flag names: premium-port: 6432, cluster-file: fleet.yaml...); flags on the command line override it; SIGHUP reloads it (replicas added, removed or reweighted, sessions kept)',
+    helpGroup: PROXY_GROUP,
+  }),
+  check: Flags.boolean({
+    description:
+      'check the flags and --config (and the cluster file it names), print a one-line summary and exit',
+    default: false,
+    helpGroup: PROXY_GROUP,
   }),
 };
 
+function lagWeightsValue(text: string, flag = '--lag-weights'): LagWeightOptions | undefined {
+  return text.trim() === 'off'
+    ? undefined
+    : parseLagWeights(text, flag.startsWith('--') ? flag : `--${flag}`);
+}
+
+function maxLagValue(text: string, flag = '--max-lag'): number | undefined {
+  return text.trim() === 'off' ? undefined : parseMaxLag(text, flag.startsWith('--') ? flag : `--${flag}`);
+}
+
 export interface ProxyFlagValues extends LimitFlagValues, RouterFlagValues, HealthFlagValues {
-  name: string;
+  name?: string | undefined;
+  'cluster-file'?: string | undefined;
+  replica?: string[] | undefined;
+  zone?: string | undefined;
+  'lag-weights'?: string | undefined;
+  'max-lag'?: string | undefined;
+  config?: string | undefined;
+  check?: boolean | undefined;
   host: string;
   'premium-port': number;
   'freemium-port': number;
@@ -146,7 +205,12 @@ export interface ProxyFlagValues extends LimitFlagValues, RouterFlagValues, Heal
 }
 
 export interface ProxyConfig extends LimitConfig, RouterFlagSettings {
-  name: string;
+  /** Where the servers come from (fleet.ts resolves it). */
+  fleet: FleetChoice;
+  /** --zone: this proxy's zone (sessions prefer its replicas when they have zones). */
+  zone?: string;
+  /** --lag-weights or --max-lag: a replica's lag -> its weight factor (absent: weights ignore lag). */
+  lagRule?: LagWeightOptions | ((lagMs: number | null) => number);
   host: string;
   ports: { premium?: number; freemium?: number };
   classFrom: ClassFrom;
@@ -179,6 +243,14 @@ function metricsPort(n: number): number {
 }
 
 export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
+  const fleet: FleetChoice = { name: f.name, 'cluster-file': f['cluster-file'], replica: f.replica };
+  checkFleetChoice(fleet);
+  const lagWeights = lagWeightsValue(f['lag-weights'] ?? 'off');
+  const maxLagMs = maxLagValue(f['max-lag'] ?? 'off');
+  if (lagWeights && maxLagMs !== undefined)
+    throw new PlbError('BAD_INPUT', '--max-lag: not with --lag-weights (eviction or weighting, pick one)');
+  if (f.zone !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(f.zone))
+    throw new PlbError('BAD_INPUT', `--zone: "${f.zone}" must be a zone name like eu-west-1a`);
   const strategy = parseRouterStrategy(f.strategy, '--strategy', 'proxy');
   if (!(CLASS_FROM as readonly string[]).includes(f['class-from']))
     throw new PlbError(
@@ -224,7 +296,13 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
       '--router-view replica: needs admission limits (not --admission-limit off)',
     );
   return {
-    name: f.name,
+    fleet,
+    ...(f.zone !== undefined ? { zone: f.zone } : {}),
+    ...(lagWeights
+      ? { lagRule: lagWeights }
+      : maxLagMs !== undefined
+        ? { lagRule: (lagMs: number | null) => maxLagFactor(lagMs, maxLagMs) }
+        : {}),
     host: f.host,
     ports: {
       ...(premium !== undefined ? { premium } : {}),

@@ -102,6 +102,11 @@ export interface ProxyOptions {
    * default true). Only on Node's sockets, with --class-from off and plain TCP to the replicas.
    */
   earlyConnect?: boolean;
+  /** Static weight per replica id (absent: 1): a cluster file's `weight:`. */
+  weights?: Readonly<Record<string, number>>;
+  /** Zone per replica id (every replica, or absent) and this proxy's own zone (--zone). */
+  zones?: Readonly<Record<string, string>>;
+  zone?: string;
 }
 
 export interface ProxyHandle {
@@ -124,6 +129,10 @@ export interface ProxyHandle {
   /** Freemium startups' pacing: held now, and its counters (undefined: not paced). */
   paced(): (PacerCounters & { heldNow: number }) | undefined;
   statsLine(): string;
+  /** Reload (fleet-reload.ts): no new sessions go to `replica`; its open ones go on until they end. */
+  retire(replica: string): void;
+  /** Reload: a retired replica takes new sessions again (once its health checks pass). */
+  restore(replica: string): void;
   /**
    * Stops: closes the listeners, lets sessions end by themselves for up to graceMs, then tells the
    * rest (FATAL 57P01 at a message boundary) and closes them; stops the health checks.
@@ -149,7 +158,8 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     : undefined;
   const router = buildRouter({
     strategy: opts.strategy,
-    replicas: ids,
+    replicas: opts.replicas.map((r) => ({ id: r.id, weight: opts.weights?.[r.id] ?? 1 })),
+    ...(opts.zones ? { zones: opts.zones, ...(opts.zone !== undefined ? { homeZone: opts.zone } : {}) } : {}),
     reference: opts.reference,
     partition: opts.partition,
     slowStartMs: opts.slowStartMs,
@@ -174,13 +184,15 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   const stats = new ProxyStats(ids);
   const sessions = new Set<ClientSession>();
   const ended = (s: ClientSession): void => void sessions.delete(s);
+  // Removed by a reload: kept down in the router (its sessions drain), whatever its checks say.
+  const retired = new Set<string>();
   const health = new HealthChecker(
     ids,
     opts.connector,
     { ...opts.health, clock },
     (replica, state, via, cause) => {
       if (state === 'down') router.markDown(replica, clock.now());
-      else {
+      else if (!retired.has(replica)) {
         router.markUp(replica, clock.now());
         // A server back from a restart may have another max_connections.
         if (limits) void readLimit(replica, limits, opts, log);
@@ -299,6 +311,15 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     sessionCount: () => door.clients(),
     paced: () => intake && { ...intake.counters, heldNow: intake.held },
     statsLine,
+    retire(replica) {
+      retired.add(replica);
+      router.markDown(replica, clock.now());
+    },
+    restore(replica) {
+      if (!retired.delete(replica) || !health.isHealthy(replica)) return;
+      router.markUp(replica, clock.now());
+      gate.pump();
+    },
     async stop(graceMs: number) {
       if (statsTimer) clearInterval(statsTimer);
       const closed = door.stop();
