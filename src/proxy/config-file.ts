@@ -148,13 +148,15 @@ export function atFileLine(
   explicit: ReadonlySet<string>,
 ): unknown {
   if (!file || !(err instanceof PlbError)) return err;
-  const m = /^--([a-z-]+)(?: and --[a-z-]+)*: /.exec(err.message);
-  const key = m?.[1];
-  if (key === undefined || explicit.has(key)) return err;
-  const line = file.lines.get(key);
-  if (line === undefined) return err;
-  const keys = m![0].replace(/--/g, '');
-  return new PlbError(err.code, `${file.path}:${line}: ${keys}${err.message.slice(m![0].length)}`, {
+  const m = /^(--[a-z-]+(?: and --[a-z-]+)*)(:? )/.exec(err.message);
+  if (!m) return err;
+  // The line of the first named flag that came from the file.
+  const keys = (m[1] as string).split(' and ').map((k) => k.slice(2));
+  const key = keys.find((k) => !explicit.has(k) && file.lines.has(k));
+  if (key === undefined) return err;
+  const line = file.lines.get(key) as number;
+  const rest = err.message.slice(m[0].length);
+  return new PlbError(err.code, `${file.path}:${line}: ${keys.join(' and ')}${m[2]}${rest}`, {
     ...(err.hint !== undefined ? { hint: err.hint } : {}),
   });
 }
