@@ -160,7 +160,7 @@ export const proxyFlags = {
   }),
   config: Flags.string({
     description:
-      'a YAML file of these flags (keys are the flag names: premium-port: 6432, cluster-file: fleet.yaml...); flags on the command line override it; SIGHUP reloads it (replicas added, removed or reweighted, sessions kept)',
+      'a YAML file of these flags (keys are the flag names: premium-port: 6432, cluster-file: fleet.yaml...); flags on the command line override it; SIGHUP reloads it and the cluster file (replicas removed drain, come back or are reweighted; sessions kept)',
     helpGroup: PROXY_GROUP,
   }),
   check: Flags.boolean({
