@@ -123,14 +123,11 @@ export function planReload(now: FleetNow, next: Fleet): ReloadPlan {
 /** The settings a reload cannot change in a running proxy, when they differ (listed, not applied). */
 export function unapplied(was: ProxyConfig, next: ProxyConfig): string[] {
   const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
-  const { fleet: _a, lagRule: la, ...a } = was;
-  const { fleet: _b, lagRule: lb, ...b } = next;
-  const out = Object.keys({ ...a, ...b }).filter(
+  const { fleet: _a, ...a } = was;
+  const { fleet: _b, ...b } = next;
+  return Object.keys({ ...a, ...b }).filter(
     (k) => !same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
   );
-  if (!same(la, lb) || typeof la === 'function' || typeof lb === 'function')
-    if (!(la === undefined && lb === undefined)) out.push('lag rule');
-  return out;
 }
 
 export interface ReloadDeps {

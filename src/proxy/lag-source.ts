@@ -6,7 +6,9 @@
  */
 import type { Credentials, Endpoint } from '../core/endpoint.js';
 import { ReplayLagProbe } from '../cluster/replay-lag.js';
-import { lagWeight, type LagWeightOptions, type ReplicaWeights } from '../router/lag-weight.js';
+import { lagWeight, type ReplicaWeights } from '../router/lag-weight.js';
+import { maxLagFactor } from '../router/max-lag.js';
+import type { LagRule } from './options.js';
 
 const SAMPLE_EVERY_MS = 1000;
 
@@ -18,15 +20,14 @@ export function startLagSource(o: {
   primary: Endpoint | undefined;
   replicas: readonly Endpoint[];
   creds: Credentials;
-  rule: LagWeightOptions | ((lagMs: number | null) => number);
+  rule: LagRule;
   weights: ReplicaWeights;
   log: (line: string) => void;
 }): LagSource {
   const probe = new ReplayLagProbe(o.primary, o.replicas, o.creds);
-  const factorOf =
-    typeof o.rule === 'function'
-      ? o.rule
-      : (lagMs: number | null) => lagWeight(lagMs, o.rule as LagWeightOptions);
+  const rule = o.rule;
+  const factorOf = (lagMs: number | null): number =>
+    'weights' in rule ? lagWeight(lagMs, rule.weights) : maxLagFactor(lagMs, rule.maxLagMs);
   let busy = false;
   const tick = async (): Promise<void> => {
     if (busy) return;

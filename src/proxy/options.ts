@@ -31,7 +31,6 @@ import {
   type LimitFlagValues,
 } from './admission/limit-options.js';
 import { DEFAULT_RELAY_THREADS, type RelayChoice } from './native/native-relay.js';
-import { maxLagFactor } from '../router/max-lag.js';
 import { checkFleetChoice, type FleetChoice } from './fleet.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
@@ -204,13 +203,16 @@ export interface ProxyFlagValues extends LimitFlagValues, RouterFlagValues, Heal
   'view-interval'?: string | undefined;
 }
 
+/** Lag-derived weights, or eviction over a budget (lag-source.ts applies either). */
+export type LagRule = { weights: LagWeightOptions } | { maxLagMs: number };
+
 export interface ProxyConfig extends LimitConfig, RouterFlagSettings {
   /** Where the servers come from (fleet.ts resolves it). */
   fleet: FleetChoice;
   /** --zone: this proxy's zone (sessions prefer its replicas when they have zones). */
   zone?: string;
-  /** --lag-weights or --max-lag: a replica's lag -> its weight factor (absent: weights ignore lag). */
-  lagRule?: LagWeightOptions | ((lagMs: number | null) => number);
+  /** --lag-weights or --max-lag: how a replica's lag sets its weight factor (absent: weights ignore lag). */
+  lagRule?: LagRule;
   host: string;
   ports: { premium?: number; freemium?: number };
   classFrom: ClassFrom;
@@ -299,9 +301,9 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
     fleet,
     ...(f.zone !== undefined ? { zone: f.zone } : {}),
     ...(lagWeights
-      ? { lagRule: lagWeights }
+      ? { lagRule: { weights: lagWeights } }
       : maxLagMs !== undefined
-        ? { lagRule: (lagMs: number | null) => maxLagFactor(lagMs, maxLagMs) }
+        ? { lagRule: { maxLagMs } }
         : {}),
     host: f.host,
     ports: {

@@ -2,7 +2,7 @@
 import { handleStopSignals, type StopSignalDeps } from '../cli/stop-signals.js';
 import { clientHost } from '../cluster/connect-info.js';
 import type { ReplicaSnapshot } from '../router/types.js';
-import type { Endpoint } from '../core/endpoint.js';
+import { formatHostPort, type Endpoint } from '../core/endpoint.js';
 import { PlbError } from '../core/errors.js';
 import { readEveryReplica, type SessionCountReader } from '../cluster/session-counts.js';
 import type { ReplicaViewOptions } from './admission/replica-limits.js';
@@ -193,7 +193,7 @@ export async function executeProxy(
       io.log(`${cls}: listening on ${config.host}:${port}; connect: ${connect}`);
     }
     io.log(
-      `${fleet.label}: ${replicas.map((r) => `${r.id}:${r.port}`).join(' ')}; ` +
+      `${fleet.label}: ${replicas.map((r) => (r.host === '127.0.0.1' ? `${r.id}:${r.port}` : `${r.id}:${formatHostPort(r)}`)).join(' ')}; ` +
         `strategy ${config.strategy}; class from ${config.classFrom === 'off' ? 'the port' : `the port or ${config.classFrom}`}; ` +
         `relay ${proxy.relay}; replica connections: ${describeKeepalive(serverKeepalive(config.serverHangMs))}`,
     );
