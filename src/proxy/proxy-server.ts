@@ -102,9 +102,8 @@ export interface ProxyOptions {
    * default true). Only on Node's sockets, with --class-from off and plain TCP to the replicas.
    */
   earlyConnect?: boolean;
-  /** Static weight per replica id (absent: 1): a cluster file's `weight:`. */
+  /** A cluster file's static weights (absent: 1) and zones (every replica, or none); --zone. */
   weights?: Readonly<Record<string, number>>;
-  /** Zone per replica id (every replica, or absent) and this proxy's own zone (--zone). */
   zones?: Readonly<Record<string, string>>;
   zone?: string;
 }
@@ -129,9 +128,8 @@ export interface ProxyHandle {
   /** Freemium startups' pacing: held now, and its counters (undefined: not paced). */
   paced(): (PacerCounters & { heldNow: number }) | undefined;
   statsLine(): string;
-  /** Reload (fleet-reload.ts): no new sessions go to `replica`; its open ones go on until they end. */
+  /** Reload (fleet-reload.ts): no new sessions to a replica, its open ones drain; and back (once healthy). */
   retire(replica: string): void;
-  /** Reload: a retired replica takes new sessions again (once its health checks pass). */
   restore(replica: string): void;
   /**
    * Stops: closes the listeners, lets sessions end by themselves for up to graceMs, then tells the
