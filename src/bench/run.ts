@@ -33,7 +33,8 @@ import { laggingTicks, WorkerPool, t0Epoch } from './workers/worker-pool.js';
 import { NodeLog, nodeShare } from './workers/node-log.js';
 import { checkStartAhead, claimInjector, joinCluster, untilStart } from './workers/node.js';
 import { viaConnector, viaOptionsOf } from './via.js';
-import { lagWeighting, ReplicaWeights, startWriteLoad } from './write-load.js';
+import { lagWeighting, startWriteLoad } from './write-load.js';
+import { ReplicaWeights } from '../router/lag-weight.js';
 
 export interface BenchDeps {
   driver: ClusterDriver;

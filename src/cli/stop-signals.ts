@@ -20,10 +20,12 @@ export interface StopSignalDeps {
   exit?: (code: number) => void;
   /** Default the process; tests pass an EventEmitter. */
   target?: Pick<NodeJS.Process, 'on' | 'off'>;
+  /** Given (`plb proxy`): SIGHUP calls it instead of stopping, as a daemon's reload. */
+  reload?: () => void;
 }
 
 /**
- * First SIGINT/SIGTERM/SIGHUP: abort (faults reverted, the partial summary kept). The second:
+ * First SIGINT/SIGTERM/SIGHUP (SIGHUP: unless `reload` is given): abort (faults reverted, the partial summary kept). The second:
  * exit at once, but first mark every run directory still open as incomplete (synchronous writes),
  * so even a hurried stop never leaves a run that looks whole.
  */
@@ -33,7 +35,9 @@ export function handleStopSignals(deps: StopSignalDeps): StopSignals {
   const exit = deps.exit ?? ((code: number) => process.exit(code));
   let first: number | undefined;
   const handlers = (Object.keys(STOP_SIGNALS) as StopSignal[]).map((sig) => {
+    const reload = sig === 'SIGHUP' ? deps.reload : undefined;
     const on = (): void => {
+      if (reload) return reload();
       if (first === undefined) {
         first = STOP_SIGNALS[sig];
         deps.warn(`${sig}: stopping gracefully (a second Ctrl-C or signal exits at once)`);

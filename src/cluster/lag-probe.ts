@@ -53,15 +53,15 @@ export class LagProbe {
   private closed = false;
 
   constructor(
-    private readonly primary: Endpoint,
-    private readonly replicas: readonly Endpoint[],
+    protected readonly primary: Endpoint | undefined,
+    protected readonly replicas: readonly Endpoint[],
     private readonly creds: Credentials,
   ) {}
 
   /** Every replica's lag now; fields are null where a server did not answer in time. */
   async sample(): Promise<Record<string, ReplicaLag>> {
     const [fromPrimary, ...fromStandbys] = await Promise.all([
-      this.ask(this.primary, PRIMARY_SQL),
+      this.primary ? this.ask(this.primary, PRIMARY_SQL) : null,
       ...this.replicas.map((r) => this.ask(r, STANDBY_SQL)),
     ]);
     const bySlot = new Map<string, { replay_ms?: unknown; bytes?: unknown }>();
@@ -87,14 +87,18 @@ export class LagProbe {
   }
 
   /** The rows of `sql` on `ep`, or null (and the connection dropped) when it failed or is not open yet. */
-  private async ask(ep: Endpoint, sql: string): Promise<Record<string, unknown>[] | null> {
+  protected async ask(
+    ep: Endpoint,
+    sql: string,
+    params: unknown[] = [],
+  ): Promise<Record<string, unknown>[] | null> {
     const c = this.conns.get(ep.id);
     if (!c) {
       this.open(ep);
       return null;
     }
     try {
-      return (await c.query<Record<string, unknown>>(sql)).rows;
+      return (await c.query<Record<string, unknown>>(sql, params)).rows;
     } catch {
       this.conns.delete(ep.id);
       void c.end().catch(() => undefined);

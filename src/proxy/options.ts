@@ -19,6 +19,8 @@ import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { DEFAULT_HEALTH } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';
 import { checkedText, durationMsFlag } from '../cli/flags.js';
+import { parseLagWeights, parseMaxLag } from '../cli/router-values.js';
+import type { LagWeightOptions } from '../router/lag-weight.js';
 import { PlbError } from '../core/errors.js';
 import type { StrategyName } from '../router/types.js';
 import { CLASS_FROM, type ClassFrom } from './protocol/startup-packet.js';
@@ -41,6 +43,7 @@ import {
   type AdminConfig,
   type AdminFlagValues,
 } from './admin/admin-options.js';
+import { checkFleetChoice, type FleetChoice } from './fleet.js';
 
 export const DEFAULT_PREMIUM_PORT = 6432;
 export const DEFAULT_FREEMIUM_PORT = 6433;
@@ -138,11 +141,59 @@ export const proxyFlags = {
     helpGroup: PROXY_GROUP,
   }),
   name: Flags.string({
-    description: 'cluster name (brought up by `plb cluster up`)',
-    default: DEFAULT_CLUSTER_NAME,
+    description: `cluster name (brought up by \`plb cluster up\`; default ${DEFAULT_CLUSTER_NAME} when neither --cluster-file nor --replica is given)`,
     helpGroup: HELP_GROUPS.cluster,
   }),
+  'cluster-file': Flags.string({
+    description:
+      'servers plb did not make: the primary, replicas (optional zone: and weight: each) and credentials, as --driver external reads them; not with --name or --replica',
+    helpGroup: HELP_GROUPS.cluster,
+  }),
+  replica: Flags.string({
+    description:
+      'a replica by host:port (repeatable; r1..rK in the order given), credentials from PGUSER, PGPASSWORD, PGDATABASE, PGPASSFILE or ~/.pgpass as libpq reads them; not with --name or --cluster-file',
+    multiple: true,
+    helpGroup: HELP_GROUPS.cluster,
+  }),
+  zone: Flags.string({
+    description:
+      "this proxy's zone: with replicas in zones (the cluster file's zone:), sessions prefer this zone's replicas",
+    helpGroup: HELP_GROUPS.router,
+  }),
+  'lag-weights': checkedText((v, flag) => lagWeightsValue(v, flag))({
+    description:
+      "replica weights follow each standby's replication lag (its own replay position and timestamp), low:high:floor (full weight up to low, linear to floor% at high, drained above), or off",
+    default: 'off',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  'max-lag': checkedText((v, flag) => maxLagValue(v, flag))({
+    description:
+      'a replica whose replication lag exceeds this (e.g. 1s) takes no new sessions until back under it, or off; not with --lag-weights',
+    default: 'off',
+    helpGroup: HELP_GROUPS.router,
+  }),
+  config: Flags.string({
+    description:
+      'a YAML file of these flags (keys are the flag names: premium-port: 6432, cluster-file: fleet.yaml...); flags on the command line override it; SIGHUP reloads it and the cluster file (replicas removed drain, come back or are reweighted; sessions kept)',
+    helpGroup: PROXY_GROUP,
+  }),
+  check: Flags.boolean({
+    description:
+      'check the flags and --config (and the cluster file it names), print a one-line summary and exit',
+    default: false,
+    helpGroup: PROXY_GROUP,
+  }),
 };
+
+function lagWeightsValue(text: string, flag = '--lag-weights'): LagWeightOptions | undefined {
+  return text.trim() === 'off'
+    ? undefined
+    : parseLagWeights(text, flag.startsWith('--') ? flag : `--${flag}`);
+}
+
+function maxLagValue(text: string, flag = '--max-lag'): number | undefined {
+  return text.trim() === 'off' ? undefined : parseMaxLag(text, flag.startsWith('--') ? flag : `--${flag}`);
+}
 
 export interface ProxyFlagValues
   extends LimitFlagValues,
@@ -150,7 +201,14 @@ export interface ProxyFlagValues
     HealthFlagValues,
     PrimaryFlagValues,
     AdminFlagValues {
-  name: string;
+  name?: string | undefined;
+  'cluster-file'?: string | undefined;
+  replica?: string[] | undefined;
+  zone?: string | undefined;
+  'lag-weights'?: string | undefined;
+  'max-lag'?: string | undefined;
+  config?: string | undefined;
+  check?: boolean | undefined;
   host: string;
   'premium-port': number;
   'freemium-port': number;
@@ -165,8 +223,16 @@ export interface ProxyFlagValues
   'view-interval'?: string | undefined;
 }
 
+/** Lag-derived weights, or eviction over a budget (lag-source.ts applies either). */
+export type LagRule = { weights: LagWeightOptions } | { maxLagMs: number };
+
 export interface ProxyConfig extends LimitConfig, RouterFlagSettings, AdminConfig {
-  name: string;
+  /** Where the servers come from (fleet.ts resolves it). */
+  fleet: FleetChoice;
+  /** --zone: this proxy's zone (sessions prefer its replicas when they have zones). */
+  zone?: string;
+  /** --lag-weights or --max-lag: how a replica's lag sets its weight factor (absent: weights ignore lag). */
+  lagRule?: LagRule;
   host: string;
   ports: { premium?: number; freemium?: number };
   /** The primary listener's ports (empty: none; primary/primary-listener.ts). */
@@ -201,6 +267,14 @@ function metricsPort(n: number): number {
 }
 
 export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
+  const fleet: FleetChoice = { name: f.name, 'cluster-file': f['cluster-file'], replica: f.replica };
+  checkFleetChoice(fleet);
+  const lagWeights = lagWeightsValue(f['lag-weights'] ?? 'off');
+  const maxLagMs = maxLagValue(f['max-lag'] ?? 'off');
+  if (lagWeights && maxLagMs !== undefined)
+    throw new PlbError('BAD_INPUT', '--max-lag: not with --lag-weights (eviction or weighting, pick one)');
+  if (f.zone !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(f.zone))
+    throw new PlbError('BAD_INPUT', `--zone: "${f.zone}" must be a zone name like eu-west-1a`);
   const strategy = parseRouterStrategy(f.strategy, '--strategy', 'proxy');
   if (!(CLASS_FROM as readonly string[]).includes(f['class-from']))
     throw new PlbError(
@@ -246,7 +320,13 @@ export function parseProxyFlags(f: ProxyFlagValues): ProxyConfig {
       '--router-view replica: needs admission limits (not --admission-limit off)',
     );
   return {
-    name: f.name,
+    fleet,
+    ...(f.zone !== undefined ? { zone: f.zone } : {}),
+    ...(lagWeights
+      ? { lagRule: { weights: lagWeights } }
+      : maxLagMs !== undefined
+        ? { lagRule: { maxLagMs } }
+        : {}),
     host: f.host,
     ports: {
       ...(premium !== undefined ? { premium } : {}),

@@ -106,6 +106,10 @@ export interface ProxyOptions {
    * default true). Only on Node's sockets, with --class-from off and plain TCP to the replicas.
    */
   earlyConnect?: boolean;
+  /** A cluster file's static weights (absent: 1) and zones (every replica, or none); --zone. */
+  weights?: Readonly<Record<string, number>>;
+  zones?: Readonly<Record<string, string>>;
+  zone?: string;
 }
 
 export interface ProxyHandle {
@@ -132,6 +136,11 @@ export interface ProxyHandle {
   readonly clients: ClientTable;
   /** Closes the listeners, once (a drain, admin/drain.ts; stop() closes them too). */
   closeListeners(): void;
+  /** Reload (fleet-reload.ts): no new sessions to a replica, its open ones drain; and back (once healthy). */
+  retire(replica: string): void;
+  restore(replica: string): void;
+  /** Replicas retired by a reload and not restored (the admin view's "draining"). */
+  readonly retired: ReadonlySet<string>;
   /**
    * Stops: closes the listeners, lets sessions end by themselves for up to graceMs, then tells the
    * rest (FATAL 57P01 at a message boundary) and closes them; stops the health checks.
@@ -157,7 +166,8 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     : undefined;
   const router = buildRouter({
     strategy: opts.strategy,
-    replicas: ids,
+    replicas: opts.replicas.map((r) => ({ id: r.id, weight: opts.weights?.[r.id] ?? 1 })),
+    ...(opts.zones ? { zones: opts.zones, ...(opts.zone !== undefined ? { homeZone: opts.zone } : {}) } : {}),
     reference: opts.reference,
     partition: opts.partition,
     slowStartMs: opts.slowStartMs,
@@ -182,13 +192,15 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   const stats = new ProxyStats(ids);
   const sessions = new ClientTable(() => clock.now());
   const ended = (s: ClientSession): void => void sessions.delete(s);
+  // Removed by a reload: kept down in the router (its sessions drain), whatever its checks say.
+  const retired = new Set<string>();
   const health = new HealthChecker(
     ids,
     verifiedConnector(opts.connector, opts.replicas, opts.serverTls ?? 'disable', opts.serverCa),
     { ...opts.health, clock },
     (replica, state, via, cause) => {
       if (state === 'down') router.markDown(replica, clock.now());
-      else {
+      else if (!retired.has(replica)) {
         router.markUp(replica, clock.now());
         // A server back from a restart may have another max_connections.
         if (limits) void readLimit(replica, limits, opts, log);
@@ -316,6 +328,16 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     statsLine,
     clients: sessions,
     closeListeners: () => void closeListeners(),
+    retired,
+    retire(replica) {
+      retired.add(replica);
+      router.markDown(replica, clock.now());
+    },
+    restore(replica) {
+      if (!retired.delete(replica) || !health.isHealthy(replica)) return;
+      router.markUp(replica, clock.now());
+      gate.pump();
+    },
     async stop(graceMs: number) {
       if (statsTimer) clearInterval(statsTimer);
       const closed = closeListeners();

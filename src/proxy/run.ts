@@ -1,16 +1,13 @@
 /** `plb proxy` as the command runs it: flags -> the cluster's replicas -> listeners, until a stop signal. */
 import { handleStopSignals, type StopSignalDeps } from '../cli/stop-signals.js';
-import { openCluster } from '../cluster/select.js';
-import { clientHost, psqlLine } from '../cluster/connect-info.js';
-import { passwordFile } from '../cluster/state.js';
+import { clientHost } from '../cluster/connect-info.js';
 import type { ReplicaSnapshot } from '../router/types.js';
-import type { Credentials, Endpoint } from '../core/endpoint.js';
+import { formatHostPort, type Endpoint } from '../core/endpoint.js';
 import { PlbError } from '../core/errors.js';
 import { readEveryReplica, type SessionCountReader } from '../cluster/session-counts.js';
-import type { ClusterDriver } from '../cluster/driver.js';
 import type { ReplicaViewOptions } from './admission/replica-limits.js';
 import { readConnectionSettings } from '../cluster/server-limits.js';
-import { parseProxyFlags, type ProxyFlagValues } from './options.js';
+import { type ProxyFlagValues } from './options.js';
 import { startProxy, type ProxyHandle } from './proxy-server.js';
 import { describeKeepalive, serverKeepalive } from './session/server-keepalive.js';
 import { proxyRegistry } from './proxy-metrics.js';
@@ -22,6 +19,11 @@ import type { PacerCounters } from './admission/accept-pacer.js';
 import { startConfiguredPrimary, type PrimarySummary, type RunningPrimary } from './primary/run-primary.js';
 import { AdminRunner } from './admin/admin-runner.js';
 import { checkTls } from './protocol/server-verify.js';
+import type { Fleet } from './fleet.js';
+import { flagsNotDefault } from './config-file.js';
+import { checkLine, fleetReloader, resolveSettings } from './fleet-reload.js';
+import { ReplicaWeights } from '../router/lag-weight.js';
+import { startLagSource, type LagSource } from './lag-source.js';
 
 function endpointOf(replicas: readonly Endpoint[], id: string): Endpoint {
   const e = replicas.find((r) => r.id === id);
@@ -29,24 +31,27 @@ function endpointOf(replicas: readonly Endpoint[], id: string): Endpoint {
   return e;
 }
 
-async function openViewReader(
-  driver: Pick<ClusterDriver, 'kind' | 'sessionCounts'>,
-  replicas: readonly Endpoint[],
-  creds: Credentials,
-  timeoutMs: number,
-): Promise<SessionCountReader> {
-  if (!driver.sessionCounts)
+async function openViewReader(fleet: Fleet, timeoutMs: number): Promise<SessionCountReader> {
+  if (!fleet.sessionCounts)
     throw new PlbError(
       'BAD_INPUT',
-      `--router-view replica: the ${driver.kind} driver cannot read the replicas' sessions`,
+      `--router-view replica: ${fleet.label} cannot give the replicas' sessions`,
     );
-  const reader = driver.sessionCounts(creds, timeoutMs);
+  const reader = fleet.sessionCounts(timeoutMs);
   await readEveryReplica(
     reader,
-    replicas.map((r) => r.id),
+    fleet.replicas.map((r) => r.id),
     '--router-view replica',
   );
   return reader;
+}
+
+/** `plb proxy --check`: the settings and the fleet they name checked, nothing started. */
+export async function checkProxy(
+  flags: ProxyFlagValues,
+  explicit: ReadonlySet<string> = flagsNotDefault(flags),
+): Promise<{ ok: true; summary: string }> {
+  return { ok: true, summary: checkLine(await resolveSettings(flags, explicit), flags.config) };
 }
 
 export interface ProxyIo {
@@ -85,20 +90,21 @@ export interface ProxySummary {
 }
 
 /**
- * Runs the proxy in front of the named cluster's replicas until SIGINT/SIGTERM/SIGHUP; then stops
- * gracefully (a second signal exits at once) and returns what it counted. Or until a drain
- * (SIGUSR2, POST /drain; admin/drain.ts) has seen the last session end. Bad input, a missing
+ * Runs the proxy in front of the fleet's replicas (fleet.ts) until SIGINT/SIGTERM; then stops
+ * gracefully (a second signal exits at once) and returns what it counted. SIGHUP reloads. Or until
+ * a drain (SIGUSR2, POST /drain; admin/drain.ts) has seen the last session end. Bad input, a missing
  * cluster or a port in use throw (PlbError, one line) before anything listens.
  */
 export async function executeProxy(
   flags: ProxyFlagValues,
   io: ProxyIo,
   signalDeps: Pick<StopSignalDeps, 'exit' | 'target'> = {},
+  explicit: ReadonlySet<string> = flagsNotDefault(flags),
 ): Promise<ProxySummary> {
-  const config = parseProxyFlags(flags);
-  const driver = await openCluster(config.name);
-  const replicas = driver.endpoints().filter((e) => e.kind === 'replica');
-  const creds = await driver.credentials();
+  const started = await resolveSettings(flags, explicit);
+  const { config, fleet } = started;
+  const replicas = fleet.replicas;
+  const creds = fleet.credentials;
   // Before the listeners: a metrics port in use is one line and nothing listens.
   let handle: ProxyHandle | undefined;
   const registry =
@@ -125,28 +131,41 @@ export async function executeProxy(
           throw err;
         })
       : undefined;
-  const stop = handleStopSignals({ warn: io.warn, ...signalDeps });
+  // SIGHUP: the config and cluster files read again (fleet-reload.ts), once the proxy is up.
+  let reload: (() => Promise<void>) | undefined;
+  const stop = handleStopSignals({
+    warn: io.warn,
+    ...signalDeps,
+    reload: () =>
+      reload
+        ? void reload()
+        : io.log('reload: the proxy is not serving (starting or stopping): nothing changed'),
+  });
   let view: ReplicaViewOptions | undefined;
   let primary: RunningPrimary | undefined;
+  let lag: LagSource | undefined;
   try {
     primary = await startConfiguredPrimary(
       config,
-      driver.endpoints(),
+      fleet.servers,
       creds,
-      driver.connector(creds),
-      (port) => psqlLine(passwordFile(driver.spec.stateDir, config.name), clientHost(config.host), port),
+      fleet.connector,
+      (port) => fleet.connectLine(clientHost(config.host), port),
       io.log,
     );
     // The replica view's reader, every replica read once: one that cannot be read is one line.
     if (config.viewIntervalMs !== undefined)
       view = {
-        reader: await openViewReader(driver, replicas, creds, config.health.timeoutMs),
+        reader: await openViewReader(fleet, config.health.timeoutMs),
         intervalMs: config.viewIntervalMs,
       };
     const t0 = Date.now();
     const proxy = (handle = await startProxy({
       replicas,
-      connector: driver.connector(creds),
+      connector: fleet.connector,
+      ...(fleet.weights ? { weights: fleet.weights } : {}),
+      ...(fleet.zones ? { zones: fleet.zones } : {}),
+      ...(config.zone !== undefined ? { zone: config.zone } : {}),
       host: config.host,
       ports: config.ports,
       classFrom: config.classFrom,
@@ -178,9 +197,39 @@ export async function executeProxy(
       relay: config.relay,
       log: io.log,
     }));
+    const weights = new ReplicaWeights(proxy.router, fleet.weights);
+    if (config.lagRule)
+      lag = startLagSource({
+        primary: fleet.primary,
+        replicas,
+        creds,
+        rule: config.lagRule,
+        weights,
+        log: io.log,
+      });
+    reload = fleetReloader({
+      cli: flags,
+      explicit,
+      started,
+      proxy: {
+        retire: (id) => proxy.retire(id),
+        restore: (id) => proxy.restore(id),
+        sessionsOn: (id) => {
+          const r = proxy.router.snapshot().find((x) => x.id === id);
+          return r ? r.sessions.premium + r.sessions.freemium : 0;
+        },
+      },
+      weights,
+      log: io.log,
+    });
     admin.attach(
       proxy,
-      { strategy: config.strategy, startedMs: t0, admission: config.admission },
+      {
+        strategy: config.strategy,
+        startedMs: t0,
+        admission: config.admission,
+        drainingReplicas: () => proxy.retired,
+      },
       primary ? [primary.handle] : [],
     );
     if (metrics)
@@ -190,19 +239,17 @@ export async function executeProxy(
     for (const cls of ['premium', 'freemium'] as const) {
       const port = proxy.ports[cls];
       if (port === undefined) continue;
-      const connect = psqlLine(
-        passwordFile(driver.spec.stateDir, config.name),
-        clientHost(config.host),
-        port,
-      );
+      const connect = fleet.connectLine(clientHost(config.host), port);
       io.log(`${cls}: listening on ${config.host}:${port}; connect: ${connect}`);
     }
     io.log(
-      `cluster ${config.name} (${driver.kind}): ${replicas.map((r) => `${r.id}:${r.port}`).join(' ')}; ` +
+      `${fleet.label}: ${replicas.map((r) => (r.host === '127.0.0.1' ? `${r.id}:${r.port}` : `${r.id}:${formatHostPort(r)}`)).join(' ')}; ` +
         `strategy ${config.strategy}; class from ${config.classFrom === 'off' ? 'the port' : `the port or ${config.classFrom}`}; ` +
         `relay ${proxy.relay}; replica connections: ${describeKeepalive(serverKeepalive(config.serverHangMs))}`,
     );
     const graceMs = await admin.until(stop.signal, config.stopTimeoutMs);
+    reload = undefined;
+    await lag?.stop();
     const [primaryEnd] = await Promise.all([primary?.stop(graceMs), proxy.stop(graceMs)]);
     primary = undefined;
     io.log(proxy.statsLine());
@@ -227,6 +274,7 @@ export async function executeProxy(
       ...(primaryEnd ? { primary: primaryEnd } : {}),
     };
   } catch (err) {
+    await lag?.stop();
     await view?.reader.close();
     await primary?.stop(0);
     throw err;

@@ -32,3 +32,44 @@ export function lagWeight(lagMs: number | null, o: LagWeightOptions = DEFAULT_LA
   const f = (o.highMs - lagMs) / (o.highMs - o.lowMs);
   return Math.max(o.floor, f);
 }
+
+/**
+ * A drained replica keeps this weight instead of 0 (the router takes weights > 0): it gets a
+ * session only when no other replica may take it, so draining never becomes an outage.
+ */
+export const DRAINED_WEIGHT = 0.001;
+
+/**
+ * A replica's router weight = its static weight (plan `weights:`, `--weights`, a throttle's
+ * `weight:`) x its lag factor (`--lag-weights` or `--max-lag`); a factor of 0 drains it.
+ */
+export class ReplicaWeights {
+  private readonly base = new Map<string, number>();
+  private readonly factor = new Map<string, number>();
+
+  constructor(
+    private readonly router: { setWeight?(replica: string, weight: number): void },
+    initial: Readonly<Record<string, number>> = {},
+  ) {
+    for (const [id, w] of Object.entries(initial)) this.base.set(id, w);
+  }
+
+  /** The weight the router has for `replica`. */
+  weightOf(replica: string): number {
+    const f = this.factor.get(replica) ?? 1;
+    return f > 0 ? (this.base.get(replica) ?? 1) * f : DRAINED_WEIGHT;
+  }
+
+  setBase(replica: string, weight: number): void {
+    this.base.set(replica, weight);
+    this.router.setWeight?.(replica, this.weightOf(replica));
+  }
+
+  /** False (and nothing told) when the factor is what it was. */
+  setFactor(replica: string, f: number): boolean {
+    if ((this.factor.get(replica) ?? 1) === f) return false;
+    this.factor.set(replica, f);
+    this.router.setWeight?.(replica, this.weightOf(replica));
+    return true;
+  }
+}

@@ -88,6 +88,8 @@ export interface RouterOptions {
   zones?: Readonly<Record<string, string>>;
   /** With zones: spill to another zone when its best key is this many times lower (default 2). */
   zoneSpill?: number;
+  /** With zones: the zone of an admission that names none (a proxy's own zone, `plb proxy --zone`). */
+  homeZone?: string;
 }
 
 export interface Admission {

@@ -82,6 +82,7 @@ export class ZonedRouter implements Router {
   private readonly zoneOfReplica = new Map<string, string>();
   private readonly order: string[];
   private readonly spill: number;
+  private readonly homeZone: string | undefined;
 
   constructor(
     options: RouterOptions,
@@ -90,6 +91,7 @@ export class ZonedRouter implements Router {
   ) {
     this.strategy = options.strategy;
     this.spill = options.zoneSpill ?? DEFAULT_ZONE_SPILL;
+    this.homeZone = options.homeZone;
     if (!(this.spill >= 1) || !Number.isFinite(this.spill))
       throw new PlbError('BAD_INPUT', `zoneSpill must be a finite number >= 1, got ${String(this.spill)}`);
     const byZone = new Map<string, Array<string | ReplicaSpec>>();
@@ -106,7 +108,7 @@ export class ZonedRouter implements Router {
       byZone.set(zone, list);
     }
     for (const [zone, replicas] of byZone) {
-      const { zones: _z, ...rest } = options;
+      const { zones: _z, homeZone: _h, ...rest } = options;
       this.inner.set(zone, make({ ...rest, replicas }));
     }
   }
@@ -116,7 +118,7 @@ export class ZonedRouter implements Router {
     return this.zoneOfReplica.get(replica);
   }
 
-  admit(cls: ServiceClass, nowMs: number, zone?: string): Admission {
+  admit(cls: ServiceClass, nowMs: number, zone = this.homeZone): Admission {
     const pressures = new Map<string, number>();
     for (const [z, r] of this.inner) pressures.set(z, poolPressure(r.snapshot(), cls));
     const own = zone !== undefined && this.inner.has(zone) ? zone : undefined;

@@ -42,6 +42,17 @@ const hooksSchema = z
 
 const replicaSchema = serverSchema.extend({
   hooks: hooksSchema.optional().describe("this replica's hooks (they override the shared ones)"),
+  zone: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/)
+    .optional()
+    .describe('`plb proxy`: the zone of this replica (give every replica one, or none)'),
+  weight: z
+    .number()
+    .positive()
+    .max(1000)
+    .optional()
+    .describe('`plb proxy`: relative capacity (default 1); wlc and plb weigh by it'),
 });
 
 const passwordSchema = z

@@ -6,7 +6,8 @@ import {
   weightedReplicas,
 } from '../../src/bench/options/balance.js';
 import { checkBenchValue } from '../../src/bench/options/checks.js';
-import { lagWeighting, ReplicaWeights } from '../../src/bench/write-load.js';
+import { lagWeighting } from '../../src/bench/write-load.js';
+import { ReplicaWeights } from '../../src/router/lag-weight.js';
 import { parsePlan } from '../../src/faults/plan.js';
 import type { RunWriter } from '../../src/metrics/types.js';
 import { maxLagFactor } from '../../src/router/max-lag.js';

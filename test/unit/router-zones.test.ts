@@ -136,6 +136,17 @@ describe('zoned router', () => {
     expect(landed[6]).toBe('b');
   });
 
+  it('homeZone: an admission that names no zone prefers it (a proxy in that zone); one that names one, its own', () => {
+    const router = createRouter({ strategy: 'lc', replicas: ids, zones, homeZone: 'b' });
+    expect(Array.from({ length: 4 }, () => zoneOf(router.admit('premium', 0).replica))).toEqual([
+      'b',
+      'b',
+      'b',
+      'b',
+    ]);
+    expect(zoneOf(router.admit('premium', 0, 'a').replica)).toBe('a');
+  });
+
   it('without zones behaves as before (the zone argument is ignored)', () => {
     const plain = createRouter({ strategy: 'wlc', replicas: ids });
     const withArg = createRouter({ strategy: 'wlc', replicas: ids });

@@ -67,3 +67,24 @@ describe('stop signals', () => {
     writer.finish(0, false);
   });
 });
+
+describe('SIGHUP with a reload (plb proxy)', () => {
+  it('reloads instead of stopping; SIGINT still stops', () => {
+    const target = new EventEmitter();
+    let reloads = 0;
+    const stop = handleStopSignals({
+      warn: () => undefined,
+      exit: () => undefined,
+      target: target as unknown as NodeJS.Process,
+      reload: () => void (reloads += 1),
+    });
+    target.emit('SIGHUP');
+    target.emit('SIGHUP');
+    expect(reloads).toBe(2);
+    expect(stop.signal.aborted).toBe(false);
+    target.emit('SIGINT');
+    expect(stop.signal.aborted).toBe(true);
+    expect(stop.code()).toBe(130);
+    stop.dispose();
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkBenchValue } from '../../src/bench/options/checks.js';
-import { DRAINED_WEIGHT, lagWeighting } from '../../src/bench/write-load.js';
+import { lagWeighting } from '../../src/bench/write-load.js';
+import { DRAINED_WEIGHT } from '../../src/router/lag-weight.js';
 import { VirtualClock } from '../../src/clock/virtual.js';
 import { replicaOfSlot } from '../../src/cluster/lag-probe.js';
 import { isPlbError } from '../../src/core/errors.js';

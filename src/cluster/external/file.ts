@@ -28,6 +28,9 @@ export interface ExternalServer {
   kind: 'primary' | 'replica';
   host: string;
   port: number;
+  /** `plb proxy`: the replica's zone and relative capacity (absent: none, 1). */
+  zone?: string;
+  weight?: number;
 }
 
 /** One hook of one replica: its argv with the placeholders of that replica filled in. */
@@ -81,6 +84,11 @@ export function parseClusterFile(
 
   const replicaIds = Object.keys(file.replicas);
   if (replicaIds.length === 0) throw fail('replicas', 'must name at least r1');
+  const zoned = replicaIds.filter((id) => file.replicas[id]?.zone !== undefined);
+  if (zoned.length > 0 && zoned.length < replicaIds.length) {
+    const bare = replicaIds.find((id) => file.replicas[id]?.zone === undefined) as string;
+    throw fail(`replicas.${bare}`, 'has no zone: give every replica one, or none');
+  }
   replicaIds.forEach((id, i) => {
     if (id !== `r${i + 1}`) throw fail(`replicas.${id}`, `must be r${i + 1} (replicas are r1..rK in order)`);
   });
@@ -91,7 +99,14 @@ export function parseClusterFile(
     { id: 'primary', kind: 'primary', host: file.primary.host, port: file.primary.port },
     ...replicaIds.map((id): ExternalServer => {
       const s = file.replicas[id]!;
-      return { id, kind: 'replica', host: s.host, port: s.port };
+      return {
+        id,
+        kind: 'replica',
+        host: s.host,
+        port: s.port,
+        ...(s.zone !== undefined ? { zone: s.zone } : {}),
+        ...(s.weight !== undefined ? { weight: s.weight } : {}),
+      };
     }),
   ];
   const hooks = new Map<string, Map<HookName, Hook>>();

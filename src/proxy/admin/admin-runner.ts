@@ -30,7 +30,7 @@ export class AdminRunner {
   /** The proxy listens: the view reads it, SIGUSR2 drains it and `others` (the primary listener). */
   attach(
     proxy: ProxyHandle,
-    info: Pick<AdminSource, 'strategy' | 'startedMs'> & {
+    info: Pick<AdminSource, 'strategy' | 'startedMs' | 'drainingReplicas'> & {
       admission: { queue: number; timeoutMs: number; premiumReserve: number } | undefined | null;
     },
     others: readonly DrainTarget[] = [],

@@ -1,0 +1,185 @@
+/**
+ * The proxy's settings as a whole (the command line over --config over the defaults, and the fleet
+ * they name), `--check`'s line, and SIGHUP's reload: the config file and the cluster file read
+ * again, and the replicas removed (they drain: no new sessions, the open ones go on), brought back
+ * or reweighted, sessions kept. A replica is known by its address. A reload that does not check
+ * out changes nothing and says why in one line.
+ */
+import { formatHostPort, type Endpoint } from '../core/endpoint.js';
+import { errorText, PlbError } from '../core/errors.js';
+import type { ReplicaWeights } from '../router/lag-weight.js';
+import { atFileLine, loadProxyConfigFile, mergeProxyFlags } from './config-file.js';
+import { describeFleet, resolveFleet, type Fleet } from './fleet.js';
+import { parseProxyFlags, type ProxyConfig, type ProxyFlagValues } from './options.js';
+
+export interface ProxySettings {
+  config: ProxyConfig;
+  fleet: Fleet;
+}
+
+/** Reads --config (when given), merges it under the command line, checks it all and resolves the fleet. */
+export async function resolveSettings(
+  cli: ProxyFlagValues,
+  explicit: ReadonlySet<string>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ProxySettings> {
+  const file = cli.config !== undefined ? await loadProxyConfigFile(cli.config) : undefined;
+  const flags = mergeProxyFlags(cli, explicit, file);
+  let config: ProxyConfig;
+  try {
+    config = parseProxyFlags(flags);
+  } catch (err) {
+    throw atFileLine(err, file, explicit);
+  }
+  const fleet = await resolveFleet(config.fleet, env).catch((err: unknown) => {
+    throw atFileLine(err, file, explicit);
+  });
+  if (config.zone !== undefined && !fleet.zones)
+    throw atFileLine(
+      new PlbError('BAD_INPUT', '--zone: the replicas have no zones (zone: in the cluster file)'),
+      file,
+      explicit,
+    );
+  if (config.zone !== undefined && !Object.values(fleet.zones ?? {}).includes(config.zone))
+    throw atFileLine(
+      new PlbError(
+        'BAD_INPUT',
+        `--zone: no replica is in zone ${config.zone} (zones: ${[...new Set(Object.values(fleet.zones ?? {}))].join(', ')})`,
+      ),
+      file,
+      explicit,
+    );
+  return { config, fleet };
+}
+
+/** `--check`'s one line: what would listen in front of what. */
+export function checkLine(s: ProxySettings, configPath: string | undefined): string {
+  const { config, fleet } = s;
+  const ports = (['premium', 'freemium'] as const)
+    .filter((c) => config.ports[c] !== undefined)
+    .map((c) => `${c} ${config.host}:${config.ports[c]}`)
+    .join(', ');
+  return (
+    `ok: ${configPath !== undefined ? `${configPath}: ` : ''}${ports} -> ${fleet.label}: ${describeFleet(fleet)}; ` +
+    `strategy ${config.strategy}${config.zone !== undefined ? `; zone ${config.zone}` : ''}`
+  );
+}
+
+/** What a reload changes; every id is one the proxy started with. */
+export interface ReloadPlan {
+  retire: string[];
+  restore: string[];
+  reweight: { id: string; weight: number }[];
+}
+
+export interface FleetNow {
+  /** The replicas the proxy started with (its router's). */
+  replicas: readonly Endpoint[];
+  retired: ReadonlySet<string>;
+  weights: Readonly<Record<string, number>>;
+  zones: Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * What turns the running fleet into `next` (pure). A replica is matched by its address, so a file
+ * that numbers its replicas anew keeps each one's sessions. Throws (one line) what a reload
+ * cannot do: a new address (the router was made for the replicas it started with), a new zone,
+ * no replica left.
+ */
+export function planReload(now: FleetNow, next: Fleet): ReloadPlan {
+  const byAddress = new Map(now.replicas.map((r) => [formatHostPort(r), r.id] as const));
+  const keep = new Map<string, Endpoint>();
+  for (const r of next.replicas) {
+    const id = byAddress.get(formatHostPort(r));
+    if (id === undefined)
+      throw new PlbError(
+        'BAD_INPUT',
+        `${next.label}: ${r.id} ${formatHostPort(r)} is not a replica this proxy started with: a reload removes, brings back and reweights replicas; restart the proxy to add one`,
+      );
+    const was = now.zones?.[id];
+    const zone = next.zones?.[r.id];
+    if (was !== zone)
+      throw new PlbError(
+        'BAD_INPUT',
+        `${next.label}: ${r.id} ${formatHostPort(r)}: zone ${zone ?? '(none)'}, was ${was ?? '(none)'}: zones change with a restart`,
+      );
+    keep.set(id, r);
+  }
+  if (keep.size === 0) throw new PlbError('BAD_INPUT', `${next.label}: no replica left`);
+  const plan: ReloadPlan = { retire: [], restore: [], reweight: [] };
+  for (const r of now.replicas) {
+    const n = keep.get(r.id);
+    if (!n) {
+      if (!now.retired.has(r.id)) plan.retire.push(r.id);
+      continue;
+    }
+    if (now.retired.has(r.id)) plan.restore.push(r.id);
+    const weight = next.weights?.[n.id] ?? 1;
+    if (weight !== (now.weights[r.id] ?? 1)) plan.reweight.push({ id: r.id, weight });
+  }
+  return plan;
+}
+
+/** The settings a reload cannot change in a running proxy, when they differ (listed, not applied). */
+export function unapplied(was: ProxyConfig, next: ProxyConfig): string[] {
+  const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+  const { fleet: _a, ...a } = was;
+  const { fleet: _b, ...b } = next;
+  return Object.keys({ ...a, ...b }).filter(
+    (k) => !same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
+  );
+}
+
+export interface ReloadDeps {
+  cli: ProxyFlagValues;
+  explicit: ReadonlySet<string>;
+  started: ProxySettings;
+  proxy: { retire(id: string): void; restore(id: string): void; sessionsOn(id: string): number };
+  weights: ReplicaWeights;
+  log: (line: string) => void;
+}
+
+/** SIGHUP's handler: reads everything again and applies what changed, or logs why nothing did. */
+export function fleetReloader(d: ReloadDeps): () => Promise<void> {
+  const retired = new Set<string>();
+  const weights: Record<string, number> = { ...d.started.fleet.weights };
+  let running: Promise<void> = Promise.resolve();
+  const once = async (): Promise<void> => {
+    let plan: ReloadPlan;
+    let later: string[];
+    try {
+      const next = await resolveSettings(d.cli, d.explicit);
+      plan = planReload(
+        { replicas: d.started.fleet.replicas, retired, weights, zones: d.started.fleet.zones },
+        next.fleet,
+      );
+      later = unapplied(d.started.config, next.config);
+    } catch (err) {
+      d.log(`reload: nothing changed: ${errorText(err)}`);
+      return;
+    }
+    for (const id of plan.retire) {
+      retired.add(id);
+      d.proxy.retire(id);
+    }
+    for (const id of plan.restore) {
+      retired.delete(id);
+      d.proxy.restore(id);
+    }
+    for (const { id, weight } of plan.reweight) {
+      weights[id] = weight;
+      d.weights.setBase(id, weight);
+    }
+    const parts = [
+      ...plan.retire.map((id) => `${id} removed (draining ${d.proxy.sessionsOn(id)} session(s))`),
+      ...plan.restore.map((id) => `${id} back`),
+      ...plan.reweight.map(({ id, weight }) => `${id} weight ${weight}`),
+    ];
+    d.log(
+      `reload: ${parts.length > 0 ? parts.join(', ') : 'no replica changed'}` +
+        (later.length > 0 ? `; not applied (a restart applies them): ${later.join(', ')}` : ''),
+    );
+  };
+  // Signals in a burst: one reload after another, never two at once.
+  return () => (running = running.then(once));
+}
