@@ -5,9 +5,10 @@
 import { Flags } from '@oclif/core';
 import { PlbError } from '../../core/errors.js';
 import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../core/strategies.js';
-import { durationMsFlag } from '../../cli/flags.js';
+import { checkedText, durationMsFlag } from '../../cli/flags.js';
 import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
 import { DEFAULT_ADMISSION_RESERVE } from './default-limit.js';
+import { DEFAULT_STARTUP_TIMEOUT_MS } from '../session/session-core.js';
 import { parseShare } from '../../cli/router-values.js';
 import type { SecureContext } from 'node:tls';
 import { defaultMaxClientConn } from '../process-usage.js';
@@ -51,6 +52,12 @@ export const limitFlags = {
     default: String(DEFAULT_PREMIUM_RESERVE),
     helpGroup: GROUP,
   }),
+  'startup-timeout': checkedText((v, flag) => durationMsFlag(flag, v, { positive: true }))({
+    description:
+      'a client must send its startup packet within this, and a session holding a replica slot must finish authenticating within this (else 57014, the slot freed)',
+    default: `${DEFAULT_STARTUP_TIMEOUT_MS / 1000}s`,
+    helpGroup: GROUP,
+  }),
   'startup-pacing': Flags.string({
     description:
       'under a flood, route at most 64 freemium startups a loop turn (8 after a slow turn) and hold the rest up to 5 s, so premium is served first: on or off',
@@ -87,6 +94,7 @@ export interface LimitFlagValues {
   'admission-timeout'?: string | undefined;
   'admission-premium-reserve'?: string | undefined;
   'startup-pacing'?: string | undefined;
+  'startup-timeout'?: string | undefined;
   'early-connect'?: string | undefined;
   'tls-cert'?: string | undefined;
   'tls-key'?: string | undefined;
@@ -95,6 +103,8 @@ export interface LimitFlagValues {
 
 export interface LimitConfig {
   maxClientConn: number;
+  /** --startup-timeout: to the startup packet, and from a slot to ReadyForQuery. */
+  startupTimeoutMs: number;
   /** Freemium startups paced under a flood (paced-intake.ts). */
   startupPacing: boolean;
   /** Replica connections opened at the SSLRequest (early-connect.ts). */
@@ -157,8 +167,14 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
   );
   const tls = loadTls(f['tls-cert'], f['tls-key']);
   const serverTls = parseServerTls(f['server-tls']);
+  const startupTimeoutMs = durationMsFlag(
+    'startup-timeout',
+    f['startup-timeout'] ?? `${DEFAULT_STARTUP_TIMEOUT_MS / 1000}s`,
+    { positive: true },
+  );
   const base = {
     maxClientConn,
+    startupTimeoutMs,
     startupPacing: onOff(f, 'startup-pacing'),
     earlyConnect: onOff(f, 'early-connect'),
     serverTls,
