@@ -324,6 +324,15 @@ describe('parseProxyFlags', () => {
     );
   });
 
+  it('--startup-timeout: 5s by default, a duration > 0', () => {
+    expect(parseProxyFlags(flags({})).startupTimeoutMs).toBe(5000);
+    expect(parseProxyFlags(flags({ 'startup-timeout': '750ms' })).startupTimeoutMs).toBe(750);
+    for (const bad of ['0s', 'soon'])
+      expect(() => parseProxyFlags(flags({ 'startup-timeout': bad }))).toThrow(
+        /^--startup-timeout: expected a duration > 0/,
+      );
+  });
+
   it('an admission limit brings the premium reserve (default 0.1)', () => {
     expect(parseProxyFlags(flags({ 'admission-limit': 5 }))).toMatchObject({
       admission: { limit: 5, premiumReserve: 0.1 },
@@ -336,6 +345,7 @@ describe('plb proxy, the command: bad input is one line (or JSON), exit 1, nothi
 
   it.each([
     [['--stop-timeout', 'soon'], /^Error: --stop-timeout: expected a duration/],
+    [['--startup-timeout', '0'], /^Error: --startup-timeout: expected a duration > 0/],
     [['--fall', '0'], /^Error: --fall: must be a positive integer/],
     [['--borrow', '1:2'], /^Error: --borrow: the premium ratio must be > 1/],
     [['--strategy', 'fifo'], /^Error: Expected --strategy=fifo to be one of: plb, rr, static, lc, wlc/],
