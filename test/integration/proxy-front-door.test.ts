@@ -39,14 +39,24 @@ function startupPacket(user: string, database: string): Buffer {
   return out;
 }
 
-/** A raw client: sends `first`, collects what it is told until the proxy closes. */
-function raw(port: number, first: Buffer): { socket: Socket; got: () => Buffer; closed: Promise<Buffer> } {
-  const socket = createConnection({ host: '127.0.0.1', port });
+/**
+ * A raw client: sends `first`, collects what it is told until the proxy's FIN (`closed`);
+ * allowHalfOpen: it keeps its own side open after that, as a client that never closes.
+ */
+function raw(
+  port: number,
+  first: Buffer,
+  allowHalfOpen = false,
+): { socket: Socket; got: () => Buffer; closed: Promise<Buffer> } {
+  const socket = createConnection({ host: '127.0.0.1', port, allowHalfOpen });
   const chunks: Buffer[] = [];
   socket.on('error', () => undefined);
   socket.on('connect', () => socket.write(first));
   socket.on('data', (d: Buffer) => chunks.push(d));
-  const closed = new Promise<Buffer>((r) => socket.on('close', () => r(Buffer.concat(chunks))));
+  const closed = new Promise<Buffer>((r) => {
+    socket.on('end', () => r(Buffer.concat(chunks)));
+    socket.on('close', () => r(Buffer.concat(chunks)));
+  });
   return { socket, got: () => Buffer.concat(chunks), closed };
 }
 
@@ -165,8 +175,9 @@ describe.skipIf(!haveServerBinaries)('plb proxy front door on a local cluster', 
       });
       const fport = p.ports.freemium as number;
       const packet = startupPacket(cluster.creds.user, cluster.creds.database);
-      // Two startups that never answer the password request: the replica's two slots, freemium's.
-      const silent = [raw(fport, packet), raw(fport, packet)];
+      // Two startups that never answer the password request (nor close when told): the replica's
+      // two slots, freemium's.
+      const silent = [raw(fport, packet, true), raw(fport, packet, true)];
       await until(() => silent.every((s) => s.got()[0] === 0x52)); // 'R': asked for a password
       const held = (): number => p.router.snapshot().reduce((n, s) => n + s.sessions.freemium, 0);
       expect(held()).toBe(2);
@@ -180,9 +191,12 @@ describe.skipIf(!haveServerBinaries)('plb proxy front door on a local cluster', 
         expect(sqlstate(rest)).toBe('57014');
         expect(rest.toString('latin1')).toMatch(/canceling authentication due to timeout/);
       }
+      // Their slots went back with their backends, while they are still open.
       await connected;
+      expect(silent.every((s) => !s.socket.destroyed)).toBe(true);
       expect((await third.query<{ x: number }>('select 1 as x')).rows[0]!.x).toBe(1);
       expect(held()).toBe(1);
+      for (const s of silent) s.socket.destroy();
       await third.end();
       await until(() => held() === 0);
       expect(p.stats.startupTimeouts).toBe(2);

@@ -205,13 +205,16 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
   /**
    * Held a slot --startup-timeout long without ReadyForQuery (a client that never answers the
    * password request, say): told as PostgreSQL words its authentication_timeout, the backend
-   * dropped; the slot is the class's until the backend is gone (backendEnded, or finish).
+   * dropped; until then the slot counted against the session's class.
    */
   private authExpired(): void {
     this.authTimer = undefined;
     if (this.gone || (this.phase !== 'connecting' && this.phase !== 'backend-startup')) return;
     this.host.stats.startupTimeouts += 1;
     this.enter('closing');
+    // The backend is dropped now (the server sees EOF and exits): the slot goes back at once, not
+    // when the client, which may never close, has gone too.
+    this.releaseOnce();
     const s = this.host.startupTimeoutMs / 1000;
     this.transport.close(
       'at-boundary',
