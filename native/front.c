@@ -28,7 +28,8 @@ int set_keepalive(int fd, const Keepalive *k) {
   return 0;
 }
 
-/* Says `bytes` to a client that is not a session (over the limit, or stopping), then its FIN. */
+/* Says `bytes` (none: not a word) to a client that is not a session (over the limit, stopping, a
+ * first packet no client sends), then its FIN. */
 static void refuse_now(Worker *w, Pair *p, const uint8_t *bytes, size_t n) {
   set_deadline(w, p, 0);
   p->phase = PH_RELAY;

@@ -23,7 +23,7 @@ export interface FrontDoor {
   listen(cls: ServiceClass, host: string, port: number): Promise<number>;
   /** Clients open in any phase. */
   clients(): number;
-  /** Clients refused at once over the limit so far. */
+  /** Clients refused over the limit so far. */
   overLimit(): number;
   /** Accepts no more (clients not yet past their first packet are told 57P01 and closed). */
   stop(): Promise<void>;

@@ -8,11 +8,7 @@
  */
 import type { Socket } from 'node:net';
 import { TLSSocket, type SecureContext } from 'node:tls';
-import {
-  GSSENC_REQUEST_CODE,
-  MAX_STARTUP_PACKET,
-  SSL_REQUEST_CODE,
-} from '../protocol/startup-packet.js';
+import { GSSENC_REQUEST_CODE, MAX_STARTUP_PACKET, SSL_REQUEST_CODE } from '../protocol/startup-packet.js';
 import type { ServiceClass } from '../../core/service-class.js';
 import { errorResponse } from '../protocol/wire.js';
 

@@ -20,7 +20,7 @@ const GROUP = 'PROXY LIMITS';
 export const limitFlags = {
   'max-client-conn': Flags.integer({
     description:
-      'client connections at once, any phase; beyond it a client gets 53300 at once (default: (open-file limit - 64) / 2)',
+      'client connections at once, any phase; beyond it a client gets 53300 at its first packet, after an SSLRequest is answered (default: (open-file limit - 64) / 2)',
     min: 1,
     helpGroup: GROUP,
   }),

@@ -219,7 +219,11 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
     this.transport.close(
       'at-boundary',
       'destroy',
-      errorResponse('FATAL', '57014', `canceling authentication due to timeout (plb proxy --startup-timeout ${s}s)`),
+      errorResponse(
+        'FATAL',
+        '57014',
+        `canceling authentication due to timeout (plb proxy --startup-timeout ${s}s)`,
+      ),
     );
   }
 
