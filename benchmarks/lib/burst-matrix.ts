@@ -16,6 +16,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createConnection } from 'node:net';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
@@ -182,6 +183,7 @@ export async function runMatrix(): Promise<void> {
       );
       let floodOut = '';
       flooder.stdout!.on('data', (d: Buffer) => (floodOut += d.toString()));
+      const load0 = loadavg()[0]!.toFixed(1);
       await sleep(settleS * 1000);
       const results: Record<Cls, Try[]> = { premium: [], freemium: [] };
       for (let k = 0; k < tries; k++)
@@ -196,13 +198,17 @@ export async function runMatrix(): Promise<void> {
       flooder = undefined;
       const p = proxy;
       const stopped = new Promise<void>((r) => p.once('exit', () => r()));
+      // Its queued sessions are not waited for (a second signal exits at once).
       p.kill('SIGTERM');
+      const again = setTimeout(() => p.kill('SIGTERM'), 1000);
       await stopped;
+      clearTimeout(again);
       proxy = undefined;
       const block = [
         `${sc.name}:`,
         ...sc.clients.flatMap((c) => table(c, results[c])),
         `  flood: ${floodOut.trim()}`,
+        `  host load average (1 min) at the start and end: ${load0} ${loadavg()[0]!.toFixed(1)} (${availableParallelism()} cores)`,
         `  proxy log: ${log}`,
       ];
       out.push(...block);
