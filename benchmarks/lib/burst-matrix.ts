@@ -12,7 +12,7 @@
 // the flood's startups met.
 // Run: node --import tsx benchmarks/proxy-burst.ts --matrix [--flood 2000] [--tries 10] [--replicas 2]
 //        [--name front] [--base-port 13432] [--listen-port 13600] [--settle 3] [--gap-ms 300]
-//        [--scenarios freemium,premium,mixed] [--log-dir /tmp]
+//        [--scenarios freemium,premium,mixed] [--log-dir /tmp] [--direct]
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -92,7 +92,7 @@ const pct = (xs: number[], p: number): number => {
   return s.length === 0 ? NaN : (s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] as number);
 };
 
-function table(cls: Cls, tries: Try[]): string[] {
+function table(cls: string, tries: Try[]): string[] {
   const served = tries.filter((t) => t.outcome === 'served');
   const ms = served.map((t) => t.ms);
   const f = (x: number): string => (Number.isNaN(x) ? '-' : x.toFixed(0));
@@ -116,6 +116,10 @@ export async function runMatrix(): Promise<void> {
   const settleS = num('settle', 3);
   const flood = num('flood', 2000);
   const only = option('scenarios')?.split(',');
+  // --direct: after each try, psql straight to the class's own replica (r1 premium, r2 freemium
+  // under the default partition): what the host and server give under the flood, no proxy.
+  const withDirect = process.argv.includes('--direct');
+  const replicaOf: Record<Cls, number> = { premium: basePort + 1, freemium: basePort + 2 };
   const ports: Record<Cls, number> = { premium: listen, freemium: listen + 1 };
   const bin = findBinDir();
   const logDir = opt('log-dir', '/tmp');
@@ -186,9 +190,13 @@ export async function runMatrix(): Promise<void> {
       const load0 = loadavg()[0]!.toFixed(1);
       await sleep(settleS * 1000);
       const results: Record<Cls, Try[]> = { premium: [], freemium: [] };
+      const direct: Record<Cls, Try[]> = { premium: [], freemium: [] };
       for (let k = 0; k < tries; k++)
         for (const cls of sc.clients) {
           results[cls].push(await psqlTry(bin, creds, ports[cls]));
+          await sleep(gapMs);
+          if (!withDirect) continue;
+          direct[cls].push(await psqlTry(bin, creds, replicaOf[cls]));
           await sleep(gapMs);
         }
       const f = flooder;
@@ -207,6 +215,9 @@ export async function runMatrix(): Promise<void> {
       const block = [
         `${sc.name}:`,
         ...sc.clients.flatMap((c) => table(c, results[c])),
+        ...(withDirect
+          ? sc.clients.flatMap((c) => table(`reference: ${c}'s replica (${replicaOf[c]}) direct`, direct[c]))
+          : []),
         `  flood: ${floodOut.trim()}`,
         `  host load average (1 min) at the start and end: ${load0} ${loadavg()[0]!.toFixed(1)} (${availableParallelism()} cores)`,
         `  proxy log: ${log}`,
