@@ -11,14 +11,13 @@
 //
 // Run: node --import tsx benchmarks/proxy-burst.ts [--startups 10000] [--parallel <from ulimit -n>]
 //        [--replicas 2] [--admission-limit 40] [--admission-queue 1000] [--admission-timeout 5s]
-//        [--premium-reserve 0.1]
-//        [--max-client-conn <proxy default>] [--probes 25] [--burst-premium 0] [--hang-timeout 20]
-//        [--strategy plb] [--base-port 26400] [--listen-port 27400]
-//        [--pacing on|off] [--pace-per-turn 64] [--probe-in-process] [--child-node-args "--cpu-prof ..."]
+//        [--premium-reserve 0.1] [--max-client-conn <proxy default>] [--probes 25] [--burst-premium 0]
+//        [--hang-timeout 20] [--strategy plb] [--base-port 26400] [--listen-port 27400] [--pacing on|off]
+//        [--pace-per-turn 64] [--probe-in-process] [--child-node-args "--cpu-prof ..."]
 // --pacing off: freemium startups are routed as they come (no startup pacing, src/proxy/admission/paced-intake.ts).
-// --probe-in-process: the premium client in this process, beside the flood's 10,000 sockets, as
-// before 2026-12-02 (then it also waits for this process's own loop). Reported besides the counts:
-// the proxy's loop delay and longest stalls, and this process's loop delay.
+// --probe-in-process: the premium client in this process, beside the flood's sockets, as before
+// 2026-12-02. Reported besides the counts: the proxy's loop delay and longest stalls, this process's.
+// --matrix: the burst matrix with every proxy default (its flags: lib/burst-matrix.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -37,6 +36,7 @@ import { DEFAULT_PREMIUM_RESERVE } from '../src/router/admission.js';
 import { isStrategyName } from '../src/router/index.js';
 import type { StrategyName } from '../src/router/types.js';
 import { option } from './lib/args.js';
+import { runFlood, runMatrix, type FloodConfig } from './lib/burst-matrix.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: string): string => option(n) ?? d;
@@ -172,11 +172,8 @@ function procUsage(pid: number): { rssMiB: number; fds: number } {
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
-  return s.length === 0
-    ? NaN
-    : s.length % 2
-      ? (s[m] as number)
-      : ((s[m - 1] as number) + (s[m] as number)) / 2;
+  if (s.length === 0) return NaN;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
 async function main(): Promise<void> {
@@ -392,7 +389,10 @@ async function probeProcess(config: { creds: Creds; probes: number }): Promise<v
 
 const serveAt = argv.indexOf('--serve');
 const probeAt = argv.indexOf('--probe');
-if (serveAt >= 0) await serve(JSON.parse(argv[serveAt + 1] as string) as ServeConfig);
+const floodAt = argv.indexOf('--flood');
+if (argv.includes('--matrix')) await runMatrix();
+else if (floodAt >= 0) await runFlood(JSON.parse(argv[floodAt + 1] as string) as FloodConfig);
+else if (serveAt >= 0) await serve(JSON.parse(argv[serveAt + 1] as string) as ServeConfig);
 else if (probeAt >= 0)
   await probeProcess(JSON.parse(argv[probeAt + 1] as string) as { creds: Creds; probes: number });
 else await main();

@@ -28,7 +28,8 @@ int set_keepalive(int fd, const Keepalive *k) {
   return 0;
 }
 
-/* Says `bytes` to a client that is not a session (over the limit, or stopping), then its FIN. */
+/* Says `bytes` (none: not a word) to a client that is not a session (over the limit, stopping, a
+ * first packet no client sends), then its FIN. */
 static void refuse_now(Worker *w, Pair *p, const uint8_t *bytes, size_t n) {
   set_deadline(w, p, 0);
   p->phase = PH_RELAY;
@@ -107,15 +108,16 @@ void front_accept(Worker *w, Listener *l) {
     atomic_fetch_add(&w->live, 1);
     bucket_add(w, p);
     if (atomic_fetch_add(&f->open, 1) >= f->max[l->cls]) {
-      /* Over --max-client-conn: told at once with a prepared 53300, never read as a session. */
+      /* Over --max-client-conn: never a session (not counted, JavaScript never hears of it), read
+       * only as far as its first packet so that an SSLRequest gets 'N' before the prepared 53300. */
       atomic_fetch_sub(&f->open, 1);
       atomic_fetch_add(&f->over_limit, 1);
-      refuse_now(w, p, f->refusal, f->nrefusal);
+      p->over = f;
     } else {
       p->front = f;
-      p->phase = PH_STARTUP;
-      set_deadline(w, p, now_ms() + f->startup_ms);
     }
+    p->phase = PH_STARTUP;
+    set_deadline(w, p, now_ms() + f->startup_ms);
     watch(w, p, CLIENT);
   }
 }
@@ -137,25 +139,41 @@ static void hand_over(Worker *w, Pair *p, size_t n) {
   emit(w, p, EV_PACKET, p->cls, 0, p->pkt, p->npkt);
 }
 
-/* Whole packets in the buffer: SSL and GSSENC requests answered 'N' here, the rest handed over. */
+/* An SSL or GSSENC request (the first 8 bytes) answered 'N'; 0: the client is gone or failed. */
+static int answer_n(Worker *w, Pair *p) {
+  Dir *d = &p->d[CLIENT], *out = &p->d[BACKEND];
+  if (!grow(out, out->len + 1)) {
+    /* Over the limit there is no session to fault: the client is closed without a word. */
+    if (p->over) refuse_now(w, p, NULL, 0);
+    else relay_fault(w, p, F_MEMORY, ENOMEM);
+    return 0;
+  }
+  out->buf[out->len++] = 'N';
+  out->fwd = out->len;
+  flush(w, p, BACKEND);
+  memmove(d->buf, d->buf + 8, d->len - 8);
+  d->len -= 8;
+  return p->fd[CLIENT] >= 0;
+}
+
+/*
+ * Whole packets in the buffer: SSL and GSSENC requests answered 'N' here, the rest handed over. A
+ * length no packet has (a Terminate, say: 'X' then 4) is closed without a word, as PostgreSQL does.
+ * A client over the limit is told its refusal at its first other packet (once its code is in), as
+ * a server without SSL would: libpq then prints the reason, not a failed SSL exchange.
+ */
 static void parse_startup(Worker *w, Pair *p) {
   Dir *d = &p->d[CLIENT];
   while (d->len >= 4) {
     uint32_t len = be32(d->buf);
-    if (len < 8 || len > MAX_STARTUP) return hand_over(w, p, d->len);
-    if (d->len < len) return;
+    if (len < 8 || len > MAX_STARTUP) return refuse_now(w, p, NULL, 0);
+    if (d->len < (p->over ? 8 : len)) return;
     uint32_t code = be32(d->buf + 4);
     if ((code == SSL_REQUEST || code == GSSENC_REQUEST) && len == 8) {
-      Dir *out = &p->d[BACKEND];
-      if (!grow(out, out->len + 1)) return relay_fault(w, p, F_MEMORY, ENOMEM);
-      out->buf[out->len++] = 'N';
-      out->fwd = out->len;
-      flush(w, p, BACKEND);
-      memmove(d->buf, d->buf + 8, d->len - 8);
-      d->len -= 8;
-      if (p->fd[CLIENT] < 0) return;
+      if (!answer_n(w, p)) return;
       continue;
     }
+    if (p->over) return refuse_now(w, p, p->over->refusal, p->over->nrefusal);
     return hand_over(w, p, len);
   }
 }
@@ -318,7 +336,9 @@ void front_retire(Worker *w, Pair *p) {
 void front_expire(Worker *w, Pair *p) {
   int phase = p->phase;
   set_deadline(w, p, 0);
-  if (phase == PH_STARTUP) {
+  if (phase == PH_STARTUP && p->over) {
+    refuse_now(w, p, p->over->refusal, p->over->nrefusal);
+  } else if (phase == PH_STARTUP) {
     /* No first packet in time: JavaScript hears of the client only to refuse it. */
     p->phase = PH_ROUTING;
     p->known = 1;

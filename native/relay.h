@@ -144,6 +144,7 @@ typedef struct Pair {
   /* The front door's. */
   int phase, cls, known; /* known: JavaScript was told of it (it hears of the close) */
   Front *front;
+  Front *over; /* over the client limit: read only to say its refusal where a client reads it */
   uint8_t *pkt; /* the startup packet, kept for a connect to another replica */
   size_t npkt, pkt_sent;
   int32_t key_pid;

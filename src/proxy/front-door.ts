@@ -9,7 +9,7 @@ import { isIP, createServer, type Server, type Socket } from 'node:net';
 import { PlbError } from '../core/errors.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { ClientLimiter } from './admission/client-limit.js';
-import { refuseUnread } from './admission/client-limit.js';
+import { refuseOverLimit } from './admission/client-limit.js';
 import type { NativeRelay } from './native/native-relay.js';
 import { NativeSession } from './native/native-session.js';
 import { ProxySession } from './node/node-session.js';
@@ -23,7 +23,7 @@ export interface FrontDoor {
   listen(cls: ServiceClass, host: string, port: number): Promise<number>;
   /** Clients open in any phase. */
   clients(): number;
-  /** Clients refused at once over the limit so far. */
+  /** Clients refused over the limit so far. */
   overLimit(): number;
   /** Accepts no more (clients not yet past their first packet are told 57P01 and closed). */
   stop(): Promise<void>;
@@ -98,10 +98,10 @@ function nodeFrontDoor(d: FrontDoorDeps): FrontDoor {
     relay: 'js',
     listen: async (cls, host, port) => {
       const server = createServer({ noDelay: true }, (socket: Socket) => {
-        // Over the limit: told at once with a prepared 53300, never parsed, never waiting.
+        // Over the limit: a prepared 53300 at its first packet (after 'N' or TLS), never a session.
         if (!d.limiter.admits(cls, d.sessions())) {
           overLimit += 1;
-          return refuseUnread(socket, d.limiter.refusal);
+          return refuseOverLimit(socket, d.limiter.refusal, d.host.tls);
         }
         const s = new ProxySession(socket, cls, d.host, d.ended);
         d.noteClients(d.sessions() + 1);

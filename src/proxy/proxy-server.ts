@@ -27,6 +27,7 @@ import { defaultMaxClientConn, UsageSampler, type ProcessUsage } from './process
 import type { BorrowingOptions, Partition, RoleVector, Router, StrategyName } from '../router/types.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { CancelKeys } from './protocol/cancel-keys.js';
+import { DEFAULT_STARTUP_TIMEOUT_MS } from './session/session-core.js';
 import { EARLY_MAX } from './node/early-connect.js';
 import { nativeFrontBlocked, openFrontDoor } from './front-door.js';
 import type { ClientSession, SessionHost, SessionTarget } from './session/session-host.js';
@@ -64,6 +65,7 @@ export interface ProxyOptions {
   statsEveryS: number;
   log: (line: string) => void;
   connectTimeoutMs?: number;
+  /** To the startup packet, and from a replica slot to ReadyForQuery (session-core.ts). */
   startupTimeoutMs?: number;
   connectAttempts?: number;
   clock?: Clock;
@@ -149,7 +151,6 @@ export interface ProxyHandle {
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
-const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
 const DEFAULT_CONNECT_ATTEMPTS = 3;
 
 export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
@@ -279,6 +280,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       `clients ${door.clients()}/${maxClientConn} over-limit ${stats.overLimit} ` +
       (relay ? `relayed ${stats.relayed} (native, ${relay.size} now) ` : '') +
       (stats.lateClass > 0 ? `late-class ${stats.lateClass} ` : '') +
+      (stats.startupTimeouts > 0 ? `startup-timeouts ${stats.startupTimeouts} ` : '') +
       (stats.earlyConnects > 0 ? `early ${stats.earlyConnects} (unused ${stats.earlyUnused}) ` : '') +
       (intake && intake.counters.held > 0
         ? `held ${intake.held}f (peak ${intake.counters.peakHeld}, expired ${intake.counters.expired}) `

@@ -178,6 +178,7 @@ export async function executeProxy(
       serverHangMs: config.serverHangMs,
       statsEveryS: config.statsEveryS,
       maxClientConn: config.maxClientConn,
+      startupTimeoutMs: config.startupTimeoutMs,
       ...(config.startupPacing ? {} : { freemiumPacing: false as const }),
       earlyConnect: config.earlyConnect,
       ...(config.admission ? { admission: config.admission } : {}),

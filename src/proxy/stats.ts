@@ -51,6 +51,8 @@ export class ProxyStats {
   /** Replica connections opened at a client's SSLRequest, and those never used (early-connect.ts). */
   earlyConnects = 0;
   earlyUnused = 0;
+  /** Sessions that held a slot --startup-timeout long without authenticating (session-core.ts). */
+  startupTimeouts = 0;
 
   constructor(ids: readonly string[]) {
     for (const id of ids) this.replicas.set(id, { opened: 0, lost: 0, failed: 0 });

@@ -32,6 +32,7 @@ import {
   relayMissing,
   SSL_REQUEST,
   startupPacket,
+  TERMINATE,
   until,
 } from '../helpers/native-front.js';
 
@@ -164,18 +165,41 @@ describe.skipIf(relay === undefined)('native front door', () => {
     expect(rig.told.length).toBe(1);
   });
 
-  it('over the client limit: refused at once and never handed over; counted', async () => {
+  it("over the client limit: an SSLRequest answered 'N', then the refusal at its startup packet; never handed over; counted", async () => {
     const refusal = errorResponse('FATAL', '53300', 'sorry, too many clients already (test)');
     const rig = openFront({ max: { premium: 2, freemium: 2 }, refusal });
     const held = [await client(rig.port), await client(rig.port)];
     await until(() => rig.front.counts().open === 2);
     const over = await client(rig.port);
-    await until(() => over.got().length === refusal.length);
-    expect(over.got().equals(refusal)).toBe(true);
-    over.socket.write(startupPacket()); // read and dropped
-    over.socket.end();
-    expect(rig.front.counts()).toEqual({ open: 2, overLimit: 1 });
+    over.socket.write(SSL_REQUEST);
+    await until(() => over.got().length === 1);
+    expect(over.got().toString()).toBe('N');
+    over.socket.write(startupPacket()); // read as far as its code, the rest dropped
+    await until(() => over.got().length === 1 + refusal.length);
+    expect(over.got().subarray(1).equals(refusal)).toBe(true);
+    // Without an SSLRequest: the refusal at once; one that sends nothing: at the startup timeout.
+    const plain = await client(rig.port);
+    plain.socket.write(startupPacket());
+    await until(() => plain.got().length === refusal.length);
+    expect(plain.got().equals(refusal)).toBe(true);
+    for (const c of [over, plain]) c.socket.end();
+    expect(rig.front.counts()).toEqual({ open: 2, overLimit: 2 });
     for (const h of held) h.socket.destroy();
+    await until(() => rig.front.counts().open === 0);
+    expect(rig.told.length).toBe(0);
+  });
+
+  it('a Terminate (or any length no packet has) instead of a startup packet: closed without a word, never handed over', async () => {
+    const rig = openFront();
+    for (const first of [TERMINATE, Buffer.concat([SSL_REQUEST, TERMINATE])]) {
+      const c = await client(rig.port);
+      let closed = false;
+      c.socket.on('end', () => (closed = true));
+      c.socket.write(first);
+      await until(() => closed);
+      expect(c.got().toString()).toBe(first.length > 8 ? 'N' : '');
+      c.socket.destroy();
+    }
     await until(() => rig.front.counts().open === 0);
     expect(rig.told.length).toBe(0);
   });

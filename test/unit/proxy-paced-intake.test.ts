@@ -4,7 +4,7 @@
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { refuseUnread } from '../../src/proxy/admission/client-limit.js';
+import { refuseOverLimit } from '../../src/proxy/admission/client-limit.js';
 import { PacedIntake, type PacedStartup } from '../../src/proxy/admission/paced-intake.js';
 import { errorResponse } from '../../src/proxy/protocol/wire.js';
 
@@ -66,25 +66,60 @@ describe('PacedIntake', () => {
   });
 });
 
-describe('refuseUnread', () => {
-  it('answers a client whose bytes were never read and closes its side when the client closes', async () => {
-    const refusal = errorResponse('FATAL', '53300', 'sorry, too many clients already');
-    const serverClosed = new Promise<boolean>((resolve) => {
+describe('refuseOverLimit', () => {
+  const refusal = errorResponse('FATAL', '53300', 'sorry, too many clients already');
+  const ssl = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
+  const startup = (): Buffer => {
+    const body = Buffer.from('user\0u\0\0');
+    const out = Buffer.alloc(8 + body.length);
+    out.writeInt32BE(out.length, 0);
+    out.writeInt32BE(3 << 16, 4);
+    body.copy(out, 8);
+    return out;
+  };
+
+  /** What a client sending `first` (then `then` once it has an answer) reads before the proxy's FIN. */
+  function exchange(first: Buffer, then?: Buffer): Promise<{ got: Buffer; serverReadEnd: boolean }> {
+    return new Promise((resolve) => {
+      let serverReadEnd: Promise<boolean> | undefined;
       void listen((s) => {
         // Closed because it read the client's end (not by the linger timer's destroy).
-        s.on('close', () => resolve(s.readableEnded));
-        refuseUnread(s, refusal);
+        serverReadEnd = new Promise((r) => s.on('close', () => r(s.readableEnded)));
+        refuseOverLimit(s, refusal);
       }).then((port) => {
         const c = connect({ host: '127.0.0.1', port });
-        c.on('connect', () => c.write(Buffer.alloc(64, 1)));
+        const chunks: Buffer[] = [];
+        c.on('connect', () => c.write(first));
         c.on('error', () => undefined);
-        // The client reads the refusal and closes; the proxy's side must follow.
-        c.once('data', (d: Buffer) => {
-          expect(d.subarray(0, refusal.length).equals(refusal)).toBe(true);
+        c.on('data', (d: Buffer) => {
+          if (chunks.length === 0 && then) c.write(then);
+          chunks.push(d);
+        });
+        // The client reads to the proxy's FIN and closes; the proxy's side must follow.
+        c.on('end', () => {
           c.end();
+          void (serverReadEnd as Promise<boolean>).then((e) =>
+            resolve({ got: Buffer.concat(chunks), serverReadEnd: e }),
+          );
         });
       });
     });
-    expect(await serverClosed).toBe(true);
+  }
+
+  it('tells a client its refusal at its startup packet, and closes its side when the client closes', async () => {
+    const r = await exchange(Buffer.concat([startup(), Buffer.alloc(64, 1)]));
+    expect(r.got.equals(refusal)).toBe(true);
+    expect(r.serverReadEnd).toBe(true);
+  });
+
+  it("answers an SSLRequest 'N' first, as a server without SSL", async () => {
+    const r = await exchange(ssl, startup());
+    expect(r.got.toString('latin1', 0, 1)).toBe('N');
+    expect(r.got.subarray(1).equals(refusal)).toBe(true);
+  });
+
+  it('closes a Terminate (a length no packet has) without a word', async () => {
+    const r = await exchange(Buffer.from([0x58, 0, 0, 0, 4]));
+    expect(r.got.length).toBe(0);
   });
 });

@@ -3,7 +3,7 @@
  * the transport to close and say at each ending, its counters, and that its slot is given back
  * exactly once whatever the order of endings.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CancelKeys } from '../../src/proxy/protocol/cancel-keys.js';
 import { SessionCore } from '../../src/proxy/session/session-core.js';
 import type { ClientSession, SessionHost, SessionTarget } from '../../src/proxy/session/session-host.js';
@@ -149,6 +149,43 @@ describe('the session core', () => {
     const n = t.calls.length;
     core.transportFailed('again');
     expect(t.calls).toHaveLength(n);
+  });
+
+  describe('--startup-timeout from the slot to ReadyForQuery', () => {
+    afterEach(() => void vi.useRealTimers());
+
+    it('a slot held that long unauthenticated: told 57014, the backend dropped, the slot given back once, counted', () => {
+      vi.useFakeTimers();
+      for (const answer of ['ok', 'wait'] as const) {
+        const { core, t, released, stats } = rig(answer);
+        core.startup({});
+        vi.advanceTimersByTime(999);
+        expect(released).toEqual([]);
+        vi.advanceTimersByTime(1);
+        expect(t.calls.at(-1)).toEqual(['close', 'at-boundary', 'destroy', '57014']);
+        expect(released).toEqual(['r1']);
+        expect(stats.startupTimeouts).toBe(1);
+        // Still connecting: the connection answered afterwards is dropped.
+        t.pending?.(true);
+        core.backendEnded({ lastType: 0, atBoundary: true }, undefined, undefined);
+        core.finish();
+        expect(released).toEqual(['r1']);
+      }
+    });
+
+    it('ReadyForQuery in time, or a closed client: no timeout', () => {
+      vi.useFakeTimers();
+      const { core, t, stats } = rig();
+      core.startup({});
+      core.ready();
+      const gone = rig();
+      gone.core.startup({});
+      gone.core.clientClosed();
+      vi.advanceTimersByTime(5000);
+      expect(t.calls.some((c) => c[3] === '57014')).toBe(false);
+      expect(gone.t.calls.some((c) => c[3] === '57014')).toBe(false);
+      expect(stats.startupTimeouts + gone.stats.startupTimeouts).toBe(0);
+    });
   });
 
   it('a bad class is refused 22023 before any route; a client gone before its answer ends it', () => {

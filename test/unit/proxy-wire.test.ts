@@ -69,8 +69,10 @@ describe('readStartupPacket', () => {
     const bad = (b: Buffer) => readStartupPacket(b);
     const len = (n: number) =>
       Buffer.from([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255, 0, 3, 0, 0]);
-    expect(bad(len(4))).toMatchObject({ kind: 'invalid', code: '08P01' });
-    expect(bad(len(MAX_STARTUP_PACKET + 1))).toMatchObject({ kind: 'invalid', code: '08P01' });
+    // A length no first packet has (a Terminate reads as 1476395008): closed without a word.
+    expect(bad(len(4))).toEqual({ kind: 'bad-length', length: 4 });
+    expect(bad(len(MAX_STARTUP_PACKET + 1))).toMatchObject({ kind: 'bad-length' });
+    expect(bad(Buffer.from([0x58, 0, 0, 0, 4]))).toEqual({ kind: 'bad-length', length: 1476395008 });
     const v2 = serialize.startup({ user: 'u' });
     v2.writeInt32BE(2 << 16, 4);
     expect(bad(v2)).toMatchObject({ kind: 'invalid', code: '0A000', reason: /protocol 2\.0/ });
@@ -322,6 +324,15 @@ describe('parseProxyFlags', () => {
     );
   });
 
+  it('--startup-timeout: 5s by default, a duration > 0', () => {
+    expect(parseProxyFlags(flags({})).startupTimeoutMs).toBe(5000);
+    expect(parseProxyFlags(flags({ 'startup-timeout': '750ms' })).startupTimeoutMs).toBe(750);
+    for (const bad of ['0s', 'soon'])
+      expect(() => parseProxyFlags(flags({ 'startup-timeout': bad }))).toThrow(
+        /^--startup-timeout: expected a duration > 0/,
+      );
+  });
+
   it('an admission limit brings the premium reserve (default 0.1)', () => {
     expect(parseProxyFlags(flags({ 'admission-limit': 5 }))).toMatchObject({
       admission: { limit: 5, premiumReserve: 0.1 },
@@ -334,6 +345,7 @@ describe('plb proxy, the command: bad input is one line (or JSON), exit 1, nothi
 
   it.each([
     [['--stop-timeout', 'soon'], /^Error: --stop-timeout: expected a duration/],
+    [['--startup-timeout', '0'], /^Error: --startup-timeout: expected a duration > 0/],
     [['--fall', '0'], /^Error: --fall: must be a positive integer/],
     [['--borrow', '1:2'], /^Error: --borrow: the premium ratio must be > 1/],
     [['--strategy', 'fifo'], /^Error: Expected --strategy=fifo to be one of: plb, rr, static, lc, wlc/],

@@ -5,9 +5,10 @@
 import { Flags } from '@oclif/core';
 import { PlbError } from '../../core/errors.js';
 import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../core/strategies.js';
-import { durationMsFlag } from '../../cli/flags.js';
+import { checkedText, durationMsFlag } from '../../cli/flags.js';
 import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
 import { DEFAULT_ADMISSION_RESERVE } from './default-limit.js';
+import { DEFAULT_STARTUP_TIMEOUT_MS } from '../session/session-core.js';
 import { parseShare } from '../../cli/router-values.js';
 import type { SecureContext } from 'node:tls';
 import { defaultMaxClientConn } from '../process-usage.js';
@@ -20,7 +21,7 @@ const GROUP = 'PROXY LIMITS';
 export const limitFlags = {
   'max-client-conn': Flags.integer({
     description:
-      'client connections at once, any phase; beyond it a client gets 53300 at once (default: (open-file limit - 64) / 2)',
+      'client connections at once, any phase; beyond it a client gets 53300 at its first packet, after an SSLRequest is answered (default: (open-file limit - 64) / 2)',
     min: 1,
     helpGroup: GROUP,
   }),
@@ -50,6 +51,12 @@ export const limitFlags = {
     description:
       'the share of every premium replica’s limit freemium may not take (0..1): a premium client finds a slot at once under a freemium flood',
     default: String(DEFAULT_PREMIUM_RESERVE),
+    helpGroup: GROUP,
+  }),
+  'startup-timeout': checkedText((v, flag) => durationMsFlag(flag, v, { positive: true }))({
+    description:
+      'a client must send its startup packet within this, and a session holding a replica slot must finish authenticating within this (else 57014, the slot freed)',
+    default: `${DEFAULT_STARTUP_TIMEOUT_MS / 1000}s`,
     helpGroup: GROUP,
   }),
   'startup-pacing': Flags.string({
@@ -93,6 +100,7 @@ export interface LimitFlagValues {
   'admission-timeout'?: string | undefined;
   'admission-premium-reserve'?: string | undefined;
   'startup-pacing'?: string | undefined;
+  'startup-timeout'?: string | undefined;
   'early-connect'?: string | undefined;
   'tls-cert'?: string | undefined;
   'tls-key'?: string | undefined;
@@ -102,6 +110,8 @@ export interface LimitFlagValues {
 
 export interface LimitConfig {
   maxClientConn: number;
+  /** --startup-timeout: to the startup packet, and from a slot to ReadyForQuery. */
+  startupTimeoutMs: number;
   /** Freemium startups paced under a flood (paced-intake.ts). */
   startupPacing: boolean;
   /** Replica connections opened at the SSLRequest (early-connect.ts). */
@@ -167,8 +177,14 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
   const tls = loadTls(f['tls-cert'], f['tls-key']);
   const serverTls = parseServerTls(f['server-tls']);
   const serverCa = loadServerCa(f['server-ca'], serverTls);
+  const startupTimeoutMs = durationMsFlag(
+    'startup-timeout',
+    f['startup-timeout'] ?? `${DEFAULT_STARTUP_TIMEOUT_MS / 1000}s`,
+    { positive: true },
+  );
   const base = {
     maxClientConn,
+    startupTimeoutMs,
     startupPacing: onOff(f, 'startup-pacing'),
     earlyConnect: onOff(f, 'early-connect'),
     serverTls,

@@ -124,7 +124,10 @@ export interface FrontPair {
 export type FrontArrival = (pair: FrontPair, cls: ServiceClass, packet: Buffer | undefined) => FrontListener;
 
 export interface FrontOptions {
-  /** Clients at once per listener class (any phase); beyond it `refusal` (53300) at once. */
+  /**
+   * Clients at once per listener class (any phase); beyond it `refusal` (53300) at the client's
+   * first packet (an SSLRequest answered 'N' first), never a session.
+   */
   max: Record<ServiceClass, number>;
   refusal: Buffer;
   startupTimeoutMs: number;
@@ -310,7 +313,7 @@ export class NativeFront {
     for (const l of this.listeners.splice(0)) this.addon.stop(l, message);
   }
 
-  /** Clients open in any phase, and those refused at once over the limit so far. */
+  /** Clients open in any phase, and those refused over the limit so far. */
   counts(): { open: number; overLimit: number } {
     const [open, overLimit] = this.addon.counts(this.index);
     return { open, overLimit };

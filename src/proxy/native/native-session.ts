@@ -67,6 +67,7 @@ export class NativeSession implements FrontListener, SessionTransport<Leg>, Dial
 
   private onPacket(packet: Buffer): void {
     const p = readStartupPacket(packet);
+    if (p.kind === 'bad-length') return this.core.closeQuietly();
     if (p.kind === 'invalid') return this.core.refuse(p.code, p.reason);
     if (p.kind === 'cancel') return this.core.cancel(p.pid, p.secret);
     // Encryption requests are answered by the relay; anything else here is not a first packet.

@@ -100,6 +100,9 @@ export class ProxySession implements SessionTransport<SocketLeg> {
       switch (p.kind) {
         case 'incomplete':
           return;
+        case 'bad-length':
+          clearTimeout(this.startupTimer);
+          return this.core.closeQuietly();
         case 'invalid':
           return this.core.refuse(p.code, p.reason);
         case 'ssl':

@@ -7,7 +7,7 @@
 import type { ServiceClass } from '../../core/service-class.js';
 
 export const SSL_REQUEST_CODE = 80877103;
-const GSSENC_REQUEST_CODE = 80877104;
+export const GSSENC_REQUEST_CODE = 80877104;
 export const CANCEL_REQUEST_CODE = 80877102;
 /** PostgreSQL's own cap on a startup packet (MAX_STARTUP_PACKET_LENGTH). */
 export const MAX_STARTUP_PACKET = 10_000;
@@ -18,15 +18,15 @@ export type StartupPacket =
   | { kind: 'gssenc'; length: number }
   | { kind: 'cancel'; length: number; pid: number; secret: Buffer }
   | { kind: 'startup'; length: number; protocol: number; params: Record<string, string> }
-  | { kind: 'invalid'; code: string; reason: string };
+  | { kind: 'invalid'; code: string; reason: string }
+  /** A length no first packet has (a Terminate, 'X' then 4, reads as 1476395008): not a client. */
+  | { kind: 'bad-length'; length: number };
 
 /** Reads the packet at the start of `buf`; `incomplete` until all of it has arrived. */
 export function readStartupPacket(buf: Buffer): StartupPacket {
   if (buf.length < 4) return { kind: 'incomplete' };
   const length = buf.readInt32BE(0);
-  if (length < 8 || length > MAX_STARTUP_PACKET) {
-    return { kind: 'invalid', code: '08P01', reason: `invalid startup packet length ${length}` };
-  }
+  if (length < 8 || length > MAX_STARTUP_PACKET) return { kind: 'bad-length', length };
   if (buf.length < length) return { kind: 'incomplete' };
   const code = buf.readInt32BE(4);
   if (code === SSL_REQUEST_CODE || code === GSSENC_REQUEST_CODE) {

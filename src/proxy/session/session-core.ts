@@ -28,6 +28,14 @@ const NEXT: Readonly<Record<Phase, readonly Phase[]>> = {
 
 const EXPIRED = ['53300', 'sorry, too many clients already (plb proxy: freemium startups paced)'] as const;
 
+/**
+ * --startup-timeout's default: how long a client may take to send its startup packet, and how long
+ * a session may hold a replica slot before it reaches ReadyForQuery (PostgreSQL's own
+ * authentication_timeout is 60 s): a flood of startups that never answer the password request
+ * holds each slot this long at most, and that time counts against the flood's class.
+ */
+export const DEFAULT_STARTUP_TIMEOUT_MS = 5000;
+
 /** A replica slot the session holds (from admission or an early connection) until released. */
 class Lease {
   private released = false;
@@ -69,6 +77,8 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
   private resolveDone: (() => void) | undefined;
   /** The route's dialer (a connection answered after a stop is dropped through it). */
   private dialer: Dialer<L> | undefined;
+  /** Runs while a slot is held before ReadyForQuery (--startup-timeout). */
+  private authTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly transport: SessionTransport<L>,
@@ -119,6 +129,15 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
   cancel(pid: number, secret: Buffer): void {
     this.enter('closing');
     cancelFor(this.host, pid, secret, () => this.transport.close('end', undefined));
+  }
+
+  /**
+   * A first packet no client sends (a length no packet has: a Terminate, say): closed without a
+   * word, as PostgreSQL closes it (it only logs "invalid length of startup packet").
+   */
+  closeQuietly(): void {
+    this.enter('closing');
+    this.transport.close('end', undefined);
   }
 
   /** An error to the client before any backend is involved, then close. */
@@ -177,6 +196,40 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
   admitted(replica: string): void {
     if (this.lease?.replica !== replica) this.lease = new Lease(this.host, replica, this.cls);
     this.replica = replica;
+    if (!this.authTimer && this.phase !== 'ready') {
+      this.authTimer = setTimeout(() => this.authExpired(), this.host.startupTimeoutMs);
+      this.authTimer.unref();
+    }
+  }
+
+  /**
+   * Held a slot --startup-timeout long without ReadyForQuery (a client that never answers the
+   * password request, say): told as PostgreSQL words its authentication_timeout, the backend
+   * dropped; until then the slot counted against the session's class.
+   */
+  private authExpired(): void {
+    this.authTimer = undefined;
+    if (this.gone || (this.phase !== 'connecting' && this.phase !== 'backend-startup')) return;
+    this.host.stats.startupTimeouts += 1;
+    this.enter('closing');
+    // The backend is dropped now (the server sees EOF and exits): the slot goes back at once, not
+    // when the client, which may never close, has gone too.
+    this.releaseOnce();
+    const s = this.host.startupTimeoutMs / 1000;
+    this.transport.close(
+      'at-boundary',
+      'destroy',
+      errorResponse(
+        'FATAL',
+        '57014',
+        `canceling authentication due to timeout (plb proxy --startup-timeout ${s}s)`,
+      ),
+    );
+  }
+
+  private stopAuthTimer(): void {
+    if (this.authTimer) clearTimeout(this.authTimer);
+    this.authTimer = undefined;
   }
 
   release(): void {
@@ -195,6 +248,7 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
   ready(): boolean {
     if (this.phase !== 'backend-startup') return false;
     this.enter('ready');
+    this.stopAuthTimer();
     this.host.stats.classes[this.cls].ready += 1;
     if (this.lease) {
       this.lease.established = true;
@@ -314,6 +368,7 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
   /** The one place a slot is given back. */
   private releaseOnce(): void {
     const lease = this.lease;
+    this.stopAuthTimer();
     if (!lease) return;
     this.lease = undefined;
     lease.release();
