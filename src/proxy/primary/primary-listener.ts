@@ -33,6 +33,7 @@ import { CancelKeys } from '../protocol/cancel-keys.js';
 import type { ClassFrom } from '../protocol/startup-packet.js';
 import type { ServerTlsMode } from '../protocol/tls-server.js';
 import { serverKeepalive } from '../session/server-keepalive.js';
+import { DEFAULT_STARTUP_TIMEOUT_MS } from '../session/session-core.js';
 import type { SessionHost, SessionTarget } from '../session/session-host.js';
 import { ClientTable } from '../admin/client-table.js';
 import { formatStatsLine, ProxyStats } from '../stats.js';
@@ -149,7 +150,7 @@ export async function startPrimaryListener(opts: PrimaryListenerOptions): Promis
   const targetOf = (id: string): SessionTarget => targets.get(id) as SessionTarget;
   const host: SessionHost = {
     classFrom: opts.classFrom,
-    startupTimeoutMs: opts.startupTimeoutMs ?? 10_000,
+    startupTimeoutMs: opts.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS,
     connectTimeoutMs: opts.connectTimeoutMs ?? 5000,
     connectAttempts: 3,
     serverKeepalive: serverKeepalive(opts.serverHangMs ?? opts.health.hangMs),

@@ -56,6 +56,7 @@ export async function startConfiguredPrimary(
     tls: config.tls,
     serverTls: config.serverTls,
     serverHangMs: config.serverHangMs,
+    startupTimeoutMs: config.startupTimeoutMs,
     maxClientConn: config.maxClientConn,
     statsEveryS: config.statsEveryS,
     log: say,
