@@ -5,7 +5,12 @@
  */
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { HealthChecker, type FailureReport, type HealthState, type HealthVia } from '../../src/cluster/health.js';
+import {
+  HealthChecker,
+  type FailureReport,
+  type HealthState,
+  type HealthVia,
+} from '../../src/cluster/health.js';
 import type { Connector, DbConnection } from '../../src/cluster/connector.js';
 import { endsOnlyASession, type FailureVia } from '../../src/core/failure-cause.js';
 import { PlbError } from '../../src/core/errors.js';
@@ -28,10 +33,20 @@ describe('endsOnlyASession', () => {
     ['08006 from the server on a session', dbError('08006'), 'session', true],
     ['a connection closed under a session', new Error('Connection terminated unexpectedly'), 'session', true],
     ['ECONNRESET under a session', sysError('ECONNRESET'), 'session', true],
-    ['57P01 wrapped by PlbError', new PlbError('SESSION_FAILED', 'query failed', { cause: terminated }), 'session', true],
+    [
+      '57P01 wrapped by PlbError',
+      new PlbError('SESSION_FAILED', 'query failed', { cause: terminated }),
+      'session',
+      true,
+    ],
     ['ECONNREFUSED on connect: proof', sysError('ECONNREFUSED'), 'connect', false],
     ['ECONNRESET on connect: proof', sysError('ECONNRESET'), 'connect', false],
-    ['ECONNABORTED under a session (hang timeout ran out): proof', sysError('ECONNABORTED'), 'session', false],
+    [
+      'ECONNABORTED under a session (hang timeout ran out): proof',
+      sysError('ECONNABORTED'),
+      'session',
+      false,
+    ],
     ['25P03 idle-in-transaction timeout: not unreachable at all', dbError('25P03'), 'session', false],
     ['57014 statement timeout: slow, never death evidence', dbError('57014'), 'session', false],
     ['57P05 idle session timeout', dbError('57P05'), 'session', false],
@@ -118,8 +133,7 @@ describe('the health checker and a session end', () => {
         opens += 1;
         const mine = opens;
         return Promise.resolve({
-          query: () =>
-            killKept && mine === 1 ? Promise.reject(terminated) : Promise.resolve(1),
+          query: () => (killKept && mine === 1 ? Promise.reject(terminated) : Promise.resolve(1)),
           end: () => Promise.resolve(),
         });
       },
