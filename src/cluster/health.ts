@@ -1,6 +1,7 @@
 import { realClock, type Cancel, type Clock } from '../clock/index.js';
 import type { Connector, DbConnection } from './connector.js';
 import {
+  cannotConnectNow,
   classifyFailure,
   endsOnlyASession,
   isDeathEvidence,
@@ -168,7 +169,7 @@ export class HealthChecker {
   private confirm(id: string): void {
     const st = this.checks.get(id);
     if (!st || !this.running) return;
-    if (st.sentMs === undefined) this.checkOne(id);
+    if (st.sentMs === undefined) this.checkOne(id, true);
     else st.recheck = true;
   }
 
@@ -190,7 +191,8 @@ export class HealthChecker {
     if (change) this.onChange(replica, change, 'health', 'answered');
   }
 
-  private checkOne(id: string): void {
+  /** confirming: asked for by a session's end (a 57P03 answer then says the server is going). */
+  private checkOne(id: string, confirming = false): void {
     const st = this.checks.get(id);
     if (!st) return;
     if (st.sentMs !== undefined) {
@@ -214,7 +216,7 @@ export class HealthChecker {
     const again = (): void => {
       if (!st.recheck) return;
       st.recheck = false;
-      this.checkOne(id);
+      this.checkOne(id, true);
     };
     this.probe(id, st).then(
       () => {
@@ -227,9 +229,10 @@ export class HealthChecker {
         if (st.generation !== generation) return;
         st.sentMs = undefined;
         this.dropClient(id);
-        const cause = classifyFailure(err);
-        this.fail(id, cause, 'health', errorText(err));
-        // The server answered with an error (53300, 57P03...): alive, but not yet usable.
+        // The server answered with an error (53300, 57P03...): alive, but not yet usable; right
+        // after a session's end, a 57P03 (shutting down, recovering from a crash) says it is going.
+        const gone = confirming && cannotConnectNow(err);
+        this.fail(id, gone ? 'unreachable' : classifyFailure(err), 'health', errorText(err));
         again();
       },
     );

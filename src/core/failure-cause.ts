@@ -90,6 +90,19 @@ function serverSaid(err: unknown): boolean {
   return false;
 }
 
+/**
+ * The server refuses new sessions for now (57P03: shutting down, starting up, recovering after a
+ * crash). Overloaded for a health check; after a session's end it confirms the server is going.
+ */
+export function cannotConnectNow(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e !== null && typeof e === 'object'; depth++) {
+    if (sqlState(e as ErrorLike) === '57P03') return true;
+    e = (e as ErrorLike).cause;
+  }
+  return false;
+}
+
 function errnoOf(err: unknown): unknown {
   return err !== null && typeof err === 'object' ? (err as ErrorLike).code : undefined;
 }

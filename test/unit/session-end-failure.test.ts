@@ -12,7 +12,7 @@ import {
   type HealthVia,
 } from '../../src/cluster/health.js';
 import type { Connector, DbConnection } from '../../src/cluster/connector.js';
-import { endsOnlyASession, type FailureVia } from '../../src/core/failure-cause.js';
+import { cannotConnectNow, endsOnlyASession, type FailureVia } from '../../src/core/failure-cause.js';
 import { PlbError } from '../../src/core/errors.js';
 
 function dbError(code: string, message = 'server says no'): pg.DatabaseError {
@@ -24,6 +24,15 @@ function dbError(code: string, message = 'server says no'): pg.DatabaseError {
 
 const sysError = (code: string): Error => Object.assign(new Error(`read ${code}`), { code });
 const terminated = dbError('57P01', 'terminating connection due to administrator command');
+
+describe('cannotConnectNow', () => {
+  it('is 57P03, wrapped or not, and nothing else', () => {
+    expect(cannotConnectNow(dbError('57P03'))).toBe(true);
+    expect(cannotConnectNow(new PlbError('CONNECT_FAILED', 'x', { cause: dbError('57P03') }))).toBe(true);
+    expect(cannotConnectNow(dbError('53300'))).toBe(false);
+    expect(cannotConnectNow(sysError('ECONNREFUSED'))).toBe(false);
+  });
+});
 
 describe('endsOnlyASession', () => {
   it.each([
@@ -56,15 +65,28 @@ describe('endsOnlyASession', () => {
   });
 });
 
-/** A fake server: alive answers every query; gone fails kept connections and refuses new ones. */
-function fakeServer(): { connector: Connector; kill(): void; queries: () => number; opens: () => number } {
-  let alive = true;
+type ServerState = 'alive' | 'gone' | 'shutting-down';
+const shuttingDown = dbError('57P03', 'the database system is shutting down');
+
+/**
+ * A fake server: alive answers every query; gone fails kept connections and refuses new ones;
+ * shutting down fails kept connections and answers new ones 57P03.
+ */
+function fakeServer(initial: ServerState = 'alive'): {
+  connector: Connector;
+  kill(state?: ServerState): void;
+  queries: () => number;
+  opens: () => number;
+} {
+  let state = initial;
   let queries = 0;
   let opens = 0;
   const conn = (): DbConnection => ({
     query: () => {
       queries += 1;
-      return alive ? Promise.resolve(1) : Promise.reject(new Error('Connection terminated unexpectedly'));
+      return state === 'alive'
+        ? Promise.resolve(1)
+        : Promise.reject(new Error('Connection terminated unexpectedly'));
     },
     end: () => Promise.resolve(),
   });
@@ -72,10 +94,11 @@ function fakeServer(): { connector: Connector; kill(): void; queries: () => numb
     connector: {
       open: () => {
         opens += 1;
-        return alive ? Promise.resolve(conn()) : Promise.reject(sysError('ECONNREFUSED'));
+        if (state === 'alive') return Promise.resolve(conn());
+        return Promise.reject(state === 'gone' ? sysError('ECONNREFUSED') : shuttingDown);
       },
     },
-    kill: () => void (alive = false),
+    kill: (to: ServerState = 'gone') => void (state = to),
     queries: () => queries,
     opens: () => opens,
   };
@@ -164,6 +187,29 @@ describe('the health checker and a session end', () => {
     expect(w.changes[0]?.via).toBe('health');
     expect(w.changes[0]?.cause).toMatch(/^unreachable: .*ECONNREFUSED/);
     expect(w.checker.isHealthy('r1')).toBe(false);
+    w.checker.stop();
+  });
+
+  it("a fast shutdown: the sessions' 57P01, then probes answered 57P03, mark it down", async () => {
+    const server = fakeServer();
+    const w = watch(server.connector, 2);
+    await until(() => server.queries() >= 1);
+    server.kill('shutting-down');
+    w.checker.reportFailure('r1', terminated, 'session');
+    w.checker.reportFailure('r1', terminated, 'session');
+    await until(() => w.changes.length > 0);
+    expect(w.changes).toEqual([
+      { state: 'down', via: 'health', cause: 'unreachable: the database system is shutting down' },
+    ]);
+    w.checker.stop();
+  });
+
+  it('57P03 to the checks alone (a server starting up) never marks it down', async () => {
+    const server = fakeServer('shutting-down');
+    const w = watch(server.connector, 1);
+    await until(() => w.failures.length >= 1);
+    expect(w.failures.map((f) => f.cause)).toEqual(['overloaded']);
+    expect(w.changes).toEqual([]);
     w.checker.stop();
   });
 
