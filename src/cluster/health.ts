@@ -1,6 +1,13 @@
 import { realClock, type Cancel, type Clock } from '../clock/index.js';
 import type { Connector, DbConnection } from './connector.js';
-import { classifyFailure, isDeathEvidence, type FailureCause } from '../core/failure-cause.js';
+import {
+  cannotConnectNow,
+  classifyFailure,
+  endsOnlyASession,
+  isDeathEvidence,
+  type FailureCause,
+  type FailureVia,
+} from '../core/failure-cause.js';
 import type { HealthOptions } from '../run-format/config.js';
 
 /**
@@ -64,7 +71,7 @@ export class HealthTracker {
   }
 }
 
-export type HealthVia = 'health' | 'connect' | 'session';
+export type HealthVia = FailureVia;
 
 /** One classified failure the checker heard of (every one is recorded; only some count). */
 export interface FailureReport {
@@ -87,12 +94,15 @@ interface CheckState {
   /** Bumped when a client is dropped: results of older checks are ignored. */
   generation: number;
   slowReported: boolean;
+  /** A session ended while a check was in flight: probe again once it is answered. */
+  recheck: boolean;
 }
 
 /**
  * Active health checks over one persistent connection per replica (reconnecting after a
  * failure), plus passive reports from sessions. Every failure is classified (failure-cause.ts):
- * only `unreachable` counts toward fall; overloaded and slow are reported through onFailure but
+ * only `unreachable` counts toward fall (a session's end only through the probe it asks for,
+ * endsOnlyASession); overloaded and slow are reported through onFailure but
  * never mark a replica down, and an answered check resets the count (the replica is up). A check
  * is never abandoned for being slow: the next one waits for it, so a busy replica is not
  * hammered with reconnects that would cost it more CPU.
@@ -114,7 +124,13 @@ export class HealthChecker {
     this.tracker = new HealthTracker(ids, opts.fall, opts.rise);
     this.clock = opts.clock ?? realClock();
     for (const id of ids)
-      this.checks.set(id, { conn: undefined, sentMs: undefined, generation: 0, slowReported: false });
+      this.checks.set(id, {
+        conn: undefined,
+        sentMs: undefined,
+        generation: 0,
+        slowReported: false,
+        recheck: false,
+      });
   }
 
   start(): void {
@@ -133,11 +149,28 @@ export class HealthChecker {
     for (const id of this.checks.keys()) this.dropClient(id);
   }
 
-  /** A session or a connect attempt failed on this replica: classify it and count what counts. */
+  /**
+   * A session or a connect attempt failed on this replica: classify it and count what counts. A
+   * session's end (endsOnlyASession: 57P01 of pg_terminate_backend, a connection closed under a
+   * session) is reported as `other` and counts only through the probe it asks for at once.
+   */
   reportFailure(replica: string, err: unknown, via: HealthVia): FailureCause {
+    if (endsOnlyASession(err, via)) {
+      this.fail(replica, 'other', via, `session ended, server probed: ${errorText(err)}`);
+      this.confirm(replica);
+      return 'other';
+    }
     const cause = classifyFailure(err);
     this.fail(replica, cause, via, errorText(err));
     return cause;
+  }
+
+  /** Probes the replica now, or again as soon as the check in flight (sent perhaps before the event) is answered. */
+  private confirm(id: string): void {
+    const st = this.checks.get(id);
+    if (!st || !this.running) return;
+    if (st.sentMs === undefined) this.checkOne(id, true);
+    else st.recheck = true;
   }
 
   isHealthy(replica: string): boolean {
@@ -158,7 +191,8 @@ export class HealthChecker {
     if (change) this.onChange(replica, change, 'health', 'answered');
   }
 
-  private checkOne(id: string): void {
+  /** confirming: asked for by a session's end (a 57P03 answer then says the server is going). */
+  private checkOne(id: string, confirming = false): void {
     const st = this.checks.get(id);
     if (!st) return;
     if (st.sentMs !== undefined) {
@@ -177,26 +211,46 @@ export class HealthChecker {
     }
     st.sentMs = this.clock.now();
     st.slowReported = false;
+    st.recheck = false;
     const generation = st.generation;
+    const again = (): void => {
+      if (!st.recheck) return;
+      st.recheck = false;
+      this.checkOne(id, true);
+    };
     this.probe(id, st).then(
       () => {
         if (st.generation !== generation) return;
         st.sentMs = undefined;
         this.answered(id);
+        again();
       },
       (err: unknown) => {
         if (st.generation !== generation) return;
         st.sentMs = undefined;
         this.dropClient(id);
-        const cause = classifyFailure(err);
-        this.fail(id, cause, 'health', errorText(err));
-        // The server answered with an error (53300, 57P03...): alive, but not yet usable.
+        // The server answered with an error (53300, 57P03...): alive, but not yet usable; right
+        // after a session's end, a 57P03 (shutting down, recovering from a crash) says it is going.
+        const gone = confirming && cannotConnectNow(err);
+        this.fail(id, gone ? 'unreachable' : classifyFailure(err), 'health', errorText(err));
+        again();
       },
     );
   }
 
   private async probe(id: string, st: CheckState): Promise<void> {
-    st.conn ??= await this.connector.open(id, {
+    const kept = st.conn;
+    if (kept) {
+      try {
+        return void (await kept.query('SELECT 1'));
+      } catch {
+        // Its backend alone may have been ended (pg_terminate_backend of every backend): only a
+        // new connection says whether the server is gone.
+        if (st.conn === kept) st.conn = undefined;
+        void kept.end(0);
+      }
+    }
+    st.conn = await this.connector.open(id, {
       connectTimeoutMs: this.opts.hangMs,
       applicationName: 'plb-health',
       // An idle connection's error must not crash the run; the next check sees the failure.

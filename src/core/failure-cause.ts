@@ -9,6 +9,10 @@
  *   resources, 57P03 cannot_connect_now while it starts or recovers);
  * - slow: no answer yet within a timeout (connect, query or check) — the server may be busy;
  * - other: the server answered with an error about the request (a bad query, an auth failure).
+ *
+ * A session's end is not a replica's failure: a server that ends one session (57P01 of
+ * pg_terminate_backend, as of a fast shutdown) or a connection closed under a session is only
+ * proof once a probe of the server fails too (endsOnlyASession; the health checker asks one).
  */
 export type FailureCause = 'unreachable' | 'overloaded' | 'slow' | 'other';
 
@@ -73,4 +77,48 @@ export function classifyFailure(err: unknown): FailureCause {
 /** True for the causes that count toward `fall`. */
 export function isDeathEvidence(cause: FailureCause): boolean {
   return cause === 'unreachable';
+}
+
+/** Who heard of a failure: the health checker's own probe, a connect, an established session. */
+export type FailureVia = 'health' | 'connect' | 'session';
+
+/** The server itself sent the error (a SQLSTATE with a severity somewhere in the cause chain). */
+function serverSaid(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e !== null && typeof e === 'object'; depth++) {
+    if (sqlState(e as ErrorLike) !== undefined) return true;
+    e = (e as ErrorLike).cause;
+  }
+  return false;
+}
+
+/**
+ * The server refuses new sessions for now (57P03: shutting down, starting up, recovering after a
+ * crash). Overloaded for a health check; after a session's end it confirms the server is going.
+ */
+export function cannotConnectNow(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e !== null && typeof e === 'object'; depth++) {
+    if (sqlState(e as ErrorLike) === '57P03') return true;
+    e = (e as ErrorLike).cause;
+  }
+  return false;
+}
+
+function errnoOf(err: unknown): unknown {
+  return err !== null && typeof err === 'object' ? (err as ErrorLike).code : undefined;
+}
+
+/**
+ * An `unreachable` failure that says only that one session ended, not that its server is gone:
+ * the server said it (57P01/57P02 or 08xxx: it was there to say it; pg_terminate_backend of one
+ * backend and a fast shutdown send the same 57P01), or a session's connection closed under it (a
+ * killed backend, a killed server). Counted toward fall only once a probe of the server fails.
+ * A refused or reset connect is proof by itself, and so is a session whose kernel gave up on
+ * unacknowledged data (ECONNABORTED: the hang timeout ran out on a dead or cut-off server).
+ */
+export function endsOnlyASession(err: unknown, via: FailureVia): boolean {
+  if (via === 'health' || classifyFailure(err) !== 'unreachable') return false;
+  if (serverSaid(err)) return true;
+  return via === 'session' && errnoOf(err) !== 'ECONNABORTED';
 }

@@ -4,7 +4,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type pg from 'pg';
+import pg from 'pg';
 import { describe, it } from 'vitest';
 import type { Connector } from '../../src/cluster/connector.js';
 import type { Credentials, Endpoint } from '../../src/core/endpoint.js';
@@ -141,6 +141,52 @@ export function failInCiWithout(have: boolean, what: string): void {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Until cond holds or `ms` passed (a deadline for a busy host; nothing timed is asserted). */
+export async function until(cond: () => boolean, ms = 30_000): Promise<void> {
+  for (const t0 = Date.now(); !cond() && Date.now() - t0 < ms; ) await sleep(50);
+}
+
+/**
+ * Until a backend on one of the replicas at `ports` runs a statement that starts with `sql`
+ * (seen in pg_stat_activity), or `done` says it is over already; a replica down is skipped.
+ */
+export async function untilRunning(
+  cluster: Pick<ProxyTestCluster, 'pgConfig'>,
+  sql: string,
+  ports: number[],
+  done = (): boolean => false,
+): Promise<void> {
+  const direct = await Promise.all(
+    ports.map(async (p) => {
+      const c = new pg.Client(cluster.pgConfig(p, { connectionTimeoutMillis: 2000 }));
+      c.on('error', () => undefined);
+      return c.connect().then(
+        () => c,
+        () => undefined,
+      );
+    }),
+  );
+  const seen = async (): Promise<boolean> => {
+    for (const c of direct) {
+      const r = await c
+        ?.query<{
+          n: number;
+        }>("select count(*)::int as n from pg_stat_activity where state = 'active' and query like $1", [
+          `${sql}%`,
+        ])
+        .catch(() => undefined);
+      if ((r?.rows[0]?.n ?? 0) > 0) return true;
+    }
+    return false;
+  };
+  try {
+    for (const t0 = Date.now(); !done() && !(await seen()); await sleep(50))
+      if (Date.now() - t0 > 30_000) throw new Error(`never saw "${sql}" running`);
+  } finally {
+    for (const c of direct) await c?.end().catch(() => undefined);
+  }
+}
 
 /**
  * psql -XAtc `sql` against a port, asynchronously: a proxy in the test's own process would be

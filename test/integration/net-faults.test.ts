@@ -140,6 +140,7 @@ describe.skipIf(!canRun)('network faults on the local driver', () => {
   }, 30_000);
 
   it("a run's restore heals what the plan left in force", async () => {
+    let injected = 0;
     const injector = new Injector({
       driver,
       events: [
@@ -148,10 +149,13 @@ describe.skipIf(!canRun)('network faults on the local driver', () => {
       ],
       clock: realClock(),
       defaultCpus: 0.25,
-      onInjected: () => undefined,
+      onInjected: () => void (injected += 1),
     });
     injector.start();
-    await new Promise((r) => setTimeout(r, 500));
+    // Both taken (iptables and tc take their time on a busy host): then the run ends.
+    for (const t0 = Date.now(); injected < 2 && Date.now() - t0 < 20_000; )
+      await new Promise((r) => setTimeout(r, 50));
+    expect(injected).toBe(2);
     await injector.stop();
     expect(plbRules().length).toBeGreaterThan(0);
     expect(await injector.restore()).toEqual(['heal r1', 'heal r2']);

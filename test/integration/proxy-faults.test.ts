@@ -55,12 +55,11 @@ describe.each(fronts)('plb proxy failure paths (fake backends), front door $fron
 
   it('a silent server: FATAL 08006 after the connect timeout, not a hang', async () => {
     await rig.setup(['silent'], 300);
-    const t0 = Date.now();
+    // The connect timeout's own words: told, not left hanging (a hang ends at the test's timeout).
     await expect(rig.connect()).rejects.toMatchObject({
       code: '08006',
       message: /no answer to the startup packet within 300 ms/,
     });
-    expect(Date.now() - t0).toBeLessThan(3000);
   });
 
   it('a client gone during authentication: counted as opened and closed, not as a failure of its replica', async () => {
@@ -97,9 +96,8 @@ describe.each(fronts)('plb proxy failure paths (fake backends), front door $fron
     const [f] = await rig.setup(['good']);
     const c = await rig.connect();
     f!.onQuery = 'cut';
-    const t0 = Date.now();
+    // Rejected, not left hanging (a hang ends at the test's timeout).
     await expect(c.query('select 1')).rejects.toThrow();
-    expect(Date.now() - t0).toBeLessThan(3000);
     expect(rig.proxy!.stats.replica('r1').lost).toBe(1);
   });
 

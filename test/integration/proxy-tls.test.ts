@@ -21,6 +21,8 @@ import { haveServerBinaries } from '../helpers/fixtures.js';
 import {
   selfSignedCert,
   sleep,
+  until,
+  untilRunning,
   startTestProxy,
   upProxyCluster,
   type ProxyTestCluster,
@@ -145,7 +147,8 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls on a local cluster'
         () => undefined,
         (e: unknown) => e,
       );
-      await sleep(300);
+      // Sent once the backend runs the sleep (a cancel before it would cancel nothing).
+      await untilRunning(cluster, 'select pg_sleep(20)', [cluster.replicas.find((r) => r.id === 'r1')!.port]);
       await new Promise<void>((resolve) => {
         const s = createConnection({ host: '127.0.0.1', port });
         s.on('error', () => resolve());
@@ -174,7 +177,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls on a local cluster'
     // Every session ended: nothing left on any router.
     const live = (): number =>
       proxies.reduce((n, p) => n + p.router.snapshot().reduce((m, s) => m + s.sessions.premium, 0), 0);
-    for (let i = 0; i < 50 && live() > 0; i++) await sleep(100);
+    await until(() => live() === 0);
     expect(live()).toBe(0);
   }, 60_000);
 });

@@ -23,6 +23,8 @@ import {
   runPsql,
   sleep,
   startTestProxy,
+  until,
+  untilRunning,
   upProxyCluster,
   type ProxyTestCluster,
 } from '../helpers/proxy-setup.js';
@@ -109,8 +111,11 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     for (const h of held) expect((await h.c.query('select 2 as x')).rows[0]).toEqual({ x: 2 });
     for (const h of held) expect((await h.c.query('select 3 as x')).rows[0]).toEqual({ x: 3 });
     for (const h of held) await h.c.end();
-    await sleep(200);
-    expect(proxy.router.snapshot().every((r) => r.sessions.premium + r.sessions.freemium === 0)).toBe(true);
+    // The proxy hears each client's Terminate after end() resolves: every slot given back, eventually.
+    const idle = (): boolean =>
+      proxy.router.snapshot().every((r) => r.sessions.premium + r.sessions.freemium === 0);
+    await until(idle);
+    expect(idle()).toBe(true);
   });
 
   it('psql through both ports; the class from options=-c plb.class=...; SSL refused with N', async () => {
@@ -153,17 +158,18 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
 
   it('a CancelRequest reaches the backend of that session (through the proxy key)', async () => {
     const c = await client(PREMIUM_PORT);
+    const port = await serverPort(c);
     const { processID, secretKey } = c as unknown as { processID: number; secretKey: number };
     // Settled at once into a value: the error may arrive before the cancel connection closes.
     const q = c.query('select pg_sleep(20)').then(
       () => undefined,
       (e: unknown) => e,
     );
-    await sleep(300);
-    const t0 = Date.now();
+    // Sent once the backend runs the sleep (a cancel before it would cancel nothing).
+    await untilRunning(cluster, 'select pg_sleep(20)', [port]);
     await sendCancel(processID, secretKey);
+    // 57014, not the sleep's end: the cancel reached that backend.
     expect(await q).toMatchObject({ code: '57014' });
-    expect(Date.now() - t0).toBeLessThan(5000);
     // A wrong key cancels nothing.
     const q2 = c.query('select pg_sleep(0.5) as x');
     await sendCancel(processID, secretKey + 1);
@@ -190,23 +196,8 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     const child = spawn(
       join(bin, 'pgbench'),
       [
-        '-n',
-        '-C',
-        '-f',
-        script,
-        '-c',
-        '8',
-        '-j',
-        '2',
-        '-T',
-        '8',
-        '-h',
-        '127.0.0.1',
-        '-p',
-        String(PREMIUM_PORT),
-        '-U',
-        creds.user,
-        creds.database,
+        ...'-n -C -c 8 -j 2 -T 8 -h 127.0.0.1'.split(' '),
+        ...['-f', script, '-p', String(PREMIUM_PORT), '-U', creds.user, creds.database],
       ],
       { env: env(), stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -232,7 +223,8 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
         .filter((l) => /abort|error|FATAL/i.test(l))
         .join('\n'),
     );
-    expect(processed).toBeGreaterThan(50);
+    // How many depends on the host's speed: only that pgbench was served is checked.
+    expect(processed).toBeGreaterThan(0);
     // Every session that failed was on r1: lost mid-session (the idle client among them), or
     // cut off while authenticating; none on another replica.
     const r1 = proxy.stats.replica('r1');
@@ -253,7 +245,9 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     // and a connect cut while authenticating is retried): only what pgbench saw is checked.
     if (aborted > 0) expect(err).toMatch(/replica r1 went away|server closed the connection/);
     expect(code).toBe(aborted > 0 ? 2 : 0);
-    // The health checker saw it: r1 is down and the roles were repaired for four survivors.
+    // The health checker saw it (a probe, a refused connect: whichever came first): r1 is down and
+    // the roles were repaired for four survivors.
+    await until(() => !proxy.router.snapshot().find((r) => r.id === 'r1')!.healthy);
     const snap = proxy.router.snapshot();
     expect(snap.find((r) => r.id === 'r1')!.healthy).toBe(false);
     expect(
@@ -274,14 +268,12 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
     await c.query('select 1');
     await driver.pause(id);
     try {
-      const t0 = Date.now();
       const q = c.query('select 1').then(
         () => undefined,
         (e: unknown) => e as Error & { code?: string },
       );
+      // Told, not left hanging (hangMs 3 s plus a check or two; the test's timeout bounds it).
       const e = await q;
-      // hangMs 3 s plus a check or two.
-      expect(Date.now() - t0).toBeLessThan(8000);
       expect(e).toMatchObject({
         code: '08006',
         message: new RegExp(`replica ${id} went away: unreachable: no answer`),
@@ -292,8 +284,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
       await driver.unpause(id);
     }
     // Back up after `rise` answered checks.
-    for (let i = 0; i < 50 && !proxy.router.snapshot().find((r) => r.id === id)!.healthy; i++)
-      await sleep(200);
+    await until(() => proxy.router.snapshot().find((r) => r.id === id)!.healthy);
     expect(proxy.router.snapshot().find((r) => r.id === id)!.healthy).toBe(true);
   });
 
@@ -372,9 +363,16 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
       'application_name=premium',
     );
     expect(p.out).toBe('premium');
-    // A session open at SIGTERM finishes its query within the stop timeout.
-    const slow = psql(PREMIUM_PORT, "select pg_sleep(1.5), 'done'");
-    await sleep(500);
+    // A session open at SIGTERM finishes its query within the stop timeout: SIGTERM once its
+    // query runs (or is over already, on a host slower than the sleep).
+    let slowDone = false;
+    const slow = psql(PREMIUM_PORT, "select pg_sleep(2), 'done'").finally(() => (slowDone = true));
+    await untilRunning(
+      cluster,
+      'select pg_sleep(2)',
+      replicas.map((r) => r.port),
+      () => slowDone,
+    );
     child.kill('SIGTERM');
     expect((await slow).out).toBe('|done');
     expect(await exited).toBe(0);

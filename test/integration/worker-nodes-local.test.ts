@@ -126,8 +126,9 @@ describe.skipIf(!haveServerBinaries && !ci)(
       async () => {
         const one = await run('one', {});
         expect(one.code, one.lines.join('\n')).toBe(0);
-        // Both nodes start 6 s from now: time for index 0 to check the cluster and for both to be ready.
-        const startAt = new Date(Date.now() + 6000).toISOString();
+        // Both nodes start 20 s from now: time for index 0 to check the cluster and for both to be
+        // ready, on a busy host too (a node not ready by then refuses to run: it is not timed here).
+        const startAt = new Date(Date.now() + 20_000).toISOString();
         const [n0, n1] = await Promise.all(
           [0, 1].map((i) => run(`node${i}`, { 'worker-index': String(i), 'start-at': startAt })),
         );
