@@ -139,6 +139,8 @@ export class ProxySession implements SessionTransport<SocketLeg> {
     this.early?.drop();
     clearTimeout(this.startupTimer);
     this.core.clientClosed();
+    // Paused for a client that will never drain: read on, so what it sends ends it (onBackendData).
+    this.backend?.resume();
   }
 
   /** At an SSLRequest: the replica connection opened now (early-connect.ts), its slot held. */
@@ -231,7 +233,12 @@ export class ProxySession implements SessionTransport<SocketLeg> {
 
   /** A read from the backend (a view of the read buffer); false stops reading (backpressure). */
   private onBackendData(d: Buffer): boolean {
-    if (this.core.clientGone()) return true;
+    if (this.core.clientGone()) {
+      // Sent to a client that has gone: closed, as the client's own kernel would answer it (the
+      // backend's next write fails and it ends, instead of streaming until the linger runs out).
+      this.backend?.destroy();
+      return false;
+    }
     let out: Buffer[];
     try {
       out = this.framer.push(d);
