@@ -5,11 +5,11 @@
  * exits 0 once they end (or, with --drain-timeout, once it passes). Skips without the server
  * binaries, except with CI=true (a failure there).
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdminView } from '../../src/proxy/admin/admin-view.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
+import { spawnProxy, type ProxyCommand } from '../helpers/proxy-command.js';
 import { failInCiWithout, sleep, upProxyCluster, type ProxyTestCluster } from '../helpers/proxy-setup.js';
 
 const NAME = 'plbtest-proxy-admin';
@@ -20,52 +20,26 @@ const METRICS_PORT = 15112;
 
 failInCiWithout(haveServerBinaries, 'the proxy admin test (no PostgreSQL server binaries)');
 
-interface Running {
-  child: ChildProcessWithoutNullStreams;
-  err: () => string;
-  exited: Promise<number | null>;
-}
-
 describe.skipIf(!haveServerBinaries)('plb proxy: admin view and drain on a local cluster', () => {
   let cluster: ProxyTestCluster;
-  const children: Running[] = [];
+  const children: ProxyCommand[] = [];
   const clients: pg.Client[] = [];
 
   /** The command, until it says its freemium port listens. */
-  async function startCommand(extra: string[]): Promise<Running> {
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'bin/dev.js',
-        'proxy',
-        '--name',
-        NAME,
-        '--premium-port',
-        String(PREMIUM_PORT),
-        '--freemium-port',
-        String(FREEMIUM_PORT),
-        '--health-interval',
-        '500ms',
-        '--stats-every',
-        '0',
-        ...extra,
-      ],
-      { env: { ...process.env, PLB_STATE_DIR: cluster.stateDir } },
-    );
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (err += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    const r = { child, err: () => err, exited };
+  async function startCommand(extra: string[]): Promise<ProxyCommand> {
+    const r = spawnProxy(NAME, cluster.stateDir, [
+      '--premium-port',
+      String(PREMIUM_PORT),
+      '--freemium-port',
+      String(FREEMIUM_PORT),
+      '--health-interval',
+      '500ms',
+      '--stats-every',
+      '0',
+      ...extra,
+    ]);
     children.push(r);
-    // Up to a minute: a start beside a busy job is slow (nothing timed here).
-    for (let i = 0; i < 600 && !err.includes(`freemium: listening on 127.0.0.1:${FREEMIUM_PORT}`); i++) {
-      if (child.exitCode !== null) break;
-      await sleep(100);
-    }
-    expect(err).toContain(`freemium: listening on 127.0.0.1:${FREEMIUM_PORT}`);
+    await r.logged(`freemium: listening on 127.0.0.1:${FREEMIUM_PORT}`);
     return r;
   }
 
@@ -160,10 +134,10 @@ describe.skipIf(!haveServerBinaries)('plb proxy: admin view and drain on a local
     expect(run.child.exitCode).toBeNull();
     await freemium.end();
     expect(await run.exited).toBe(0);
-    expect(run.err()).toMatch(
+    expect(run.all).toMatch(
       /draining \(POST \/drain\): listeners closed; waiting for 2 session\(s\) to end \(no time limit\)/,
     );
-    expect(run.err()).toMatch(/drained: the last session ended/);
+    expect(run.all).toMatch(/drained: the last session ended/);
   }, 120_000);
 
   it("SIGUSR2 drains (on Node's front door); --drain-timeout closes what is left when it passes (57P01), then exit 0", async () => {
@@ -172,13 +146,13 @@ describe.skipIf(!haveServerBinaries)('plb proxy: admin view and drain on a local
     const idle = await connect(PREMIUM_PORT);
     const told = new Promise<Error & { code?: string }>((resolve) => idle.on('error', resolve));
     run.child.kill('SIGUSR2');
-    for (let i = 0; i < 100 && !run.err().includes('draining (SIGUSR2)'); i++) await sleep(100);
-    expect(run.err()).toMatch(
+    for (let i = 0; i < 100 && !run.all.includes('draining (SIGUSR2)'); i++) await sleep(100);
+    expect(run.all).toMatch(
       /draining \(SIGUSR2\): listeners closed; waiting for 1 session\(s\) to end \(at most 1 s, --drain-timeout\)/,
     );
     await expect(connect(PREMIUM_PORT)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     expect(await run.exited).toBe(0);
     expect((await told).code).toBe('57P01');
-    expect(run.err()).toMatch(/--drain-timeout 1 s passed with 1 session\(s\) open; closing them/);
+    expect(run.all).toMatch(/--drain-timeout 1 s passed with 1 session\(s\) open; closing them/);
   }, 120_000);
 });

@@ -7,9 +7,9 @@
  * through either proxy is served. Also: the default limit read from max_connections. Skips
  * without the server binaries, except with CI=true (a failure there).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnProxy, type ProxyCommand } from '../helpers/proxy-command.js';
 import { haveServerBinaries, listening } from '../helpers/fixtures.js';
 import {
   failInCiWithout,
@@ -32,57 +32,34 @@ const FLOOD_PER_PROXY = 8;
 
 failInCiWithout(haveServerBinaries, 'the two-proxy test (no PostgreSQL server binaries)');
 
-interface Running {
-  child: ChildProcess;
-  out: string;
-  err: string;
-  exited: Promise<number | null>;
-}
-
 describe.skipIf(!haveServerBinaries)('two plb proxy instances sharing the replicas’ limits', () => {
   let cluster: ProxyTestCluster;
-  const proxies: Running[] = [];
+  const proxies: ProxyCommand[] = [];
 
-  function startProxyProcess(ports: { premium: number; freemium: number }): Running {
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'bin/dev.js',
-        'proxy',
-        '--name',
-        'plbtest-mproxy',
-        '--premium-port',
-        String(ports.premium),
-        '--freemium-port',
-        String(ports.freemium),
-        '--strategy',
-        'lc',
-        '--router-view',
-        'replica',
-        '--view-interval',
-        '100ms',
-        '--admission-limit',
-        String(LIMIT),
-        '--admission-timeout',
-        '60s',
-        '--health-interval',
-        '500ms',
-        '--stats-every',
-        '0',
-        '--stop-timeout',
-        '5s',
-        '--json',
-      ],
-      { env: { ...process.env, PLB_STATE_DIR: cluster.stateDir }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const r: Running = { child, out: '', err: '', exited: Promise.resolve(null) };
-    child.stdout!.on('data', (d: Buffer) => (r.out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (r.err += d.toString()));
-    r.exited = new Promise((resolve) => child.on('close', (code) => resolve(code)));
-    return r;
-  }
+  const startProxyProcess = (ports: { premium: number; freemium: number }): ProxyCommand =>
+    spawnProxy('plbtest-mproxy', cluster.stateDir, [
+      '--premium-port',
+      String(ports.premium),
+      '--freemium-port',
+      String(ports.freemium),
+      '--strategy',
+      'lc',
+      '--router-view',
+      'replica',
+      '--view-interval',
+      '100ms',
+      '--admission-limit',
+      String(LIMIT),
+      '--admission-timeout',
+      '60s',
+      '--health-interval',
+      '500ms',
+      '--stats-every',
+      '0',
+      '--stop-timeout',
+      '5s',
+      '--json',
+    ]);
 
   beforeAll(async () => {
     cluster = await upProxyCluster({

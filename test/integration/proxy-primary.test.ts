@@ -6,10 +6,10 @@
  * remains). Waits are for a state, never a time; every bound is generous. Skips without the
  * server binaries, except with CI=true (a failure there).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { haveServerBinaries, listening } from '../helpers/fixtures.js';
+import { spawnProxy, type ProxyCommand } from '../helpers/proxy-command.js';
 import { failInCiWithout, sleep, upProxyCluster, type ProxyTestCluster } from '../helpers/proxy-setup.js';
 
 const NAME = 'plbtest-primary';
@@ -54,58 +54,40 @@ async function until<T>(ask: () => Promise<T>, ok: (r: T) => boolean, tries = 16
 
 describe.skipIf(!haveServerBinaries)('plb proxy --primary-port', () => {
   let cluster: ProxyTestCluster;
-  let proxy: ChildProcess | undefined;
-  let out = '';
-  let err = '';
+  let proxy: ProxyCommand | undefined;
   /** The proxy's log (stderr with --json) came to say `re` (a pipe's data may trail a client's answer). */
-  const logged = async (re: RegExp): Promise<string> =>
-    until(
-      () => Promise.resolve(err),
-      (e) => re.test(e),
-    );
+  const logged = (re: RegExp): Promise<string> => proxy!.logged(re);
 
   beforeAll(async () => {
     cluster = await upProxyCluster({ name: NAME, replicas: 2, basePort: BASE_PORT, record: true });
-    proxy = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'bin/dev.js',
-        'proxy',
-        '--name',
-        NAME,
-        '--premium-port',
-        String(PREMIUM),
-        '--freemium-port',
-        String(FREEMIUM),
-        '--primary-port',
-        String(PRIMARY),
-        '--primary-freemium-port',
-        String(PRIMARY_FREEMIUM),
-        '--health-interval',
-        '250ms',
-        '--stats-every',
-        '0',
-        '--stop-timeout',
-        '2s',
-        '--json',
-      ],
-      { env: { ...process.env, PLB_STATE_DIR: cluster.stateDir }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    proxy.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    proxy.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    proxy = spawnProxy(NAME, cluster.stateDir, [
+      '--premium-port',
+      String(PREMIUM),
+      '--freemium-port',
+      String(FREEMIUM),
+      '--primary-port',
+      String(PRIMARY),
+      '--primary-freemium-port',
+      String(PRIMARY_FREEMIUM),
+      '--health-interval',
+      '250ms',
+      '--stats-every',
+      '0',
+      '--stop-timeout',
+      '2s',
+      '--json',
+    ]);
     for (let i = 0; i < 240 && !(await listening(PRIMARY_FREEMIUM)); i++) await sleep(250);
   }, 120_000);
 
   afterAll(async () => {
-    if (proxy && proxy.exitCode === null) proxy.kill('SIGKILL');
+    if (proxy && proxy.child.exitCode === null) proxy.child.kill('SIGKILL');
     // down() kills every server of the cluster's data folder by its pid, the promoted r1 too.
     await cluster?.down();
   }, 60_000);
 
   it('writes through the primary listener land on the primary; the replica ports stay on the replicas', async () => {
-    expect(proxy?.exitCode, err).toBeNull();
+    expect(proxy?.child.exitCode, proxy?.err).toBeNull();
     const direct = new pg.Client(cluster.pgConfig(BASE_PORT));
     await direct.connect();
     await direct.query('create table primary_it (id int, via text)');
@@ -180,9 +162,11 @@ describe.skipIf(!haveServerBinaries)('plb proxy --primary-port', () => {
       (r) => 'port' in r,
     );
     expect(back).toEqual({ port: r1.port });
-    proxy!.kill('SIGTERM');
-    await new Promise((resolve) => proxy!.once('close', resolve));
-    const summary = JSON.parse(out) as { primary?: { primary?: string; ports: Record<string, number> } };
+    proxy!.child.kill('SIGTERM');
+    await proxy!.exited;
+    const summary = JSON.parse(proxy!.out) as {
+      primary?: { primary?: string; ports: Record<string, number> };
+    };
     expect(summary.primary).toMatchObject({
       primary: 'r1',
       ports: { premium: PRIMARY, freemium: PRIMARY_FREEMIUM },

@@ -6,7 +6,6 @@
  * client is refused with the reason and the log names the verification failure; verify-ca takes
  * r2; the command with --server-ca reads max_connections over the same verification. Skips without the server binaries, except with CI=true (a failure there).
  */
-import { spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import type { ProxyHandle, ProxyOptions } from '../../src/proxy/proxy-server.js'
 import { parseLimitFlags } from '../../src/proxy/admission/limit-options.js';
 import { readConnectionSettings } from '../../src/cluster/server-limits.js';
 import { checkTls } from '../../src/proxy/protocol/server-verify.js';
+import { spawnProxy } from '../helpers/proxy-command.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 import {
   failInCiWithout,
@@ -206,40 +206,20 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls verify-full on a lo
   it('the command: --server-tls verify-full --server-ca reaches r1 over TLS (max_connections read so too), stops with 0', async () => {
     const caFile = join(cluster.stateDir, 'ca.crt');
     const port = nextPort++;
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'bin/dev.js',
-        'proxy',
-        '--name',
-        NAME,
-        '--premium-port',
-        String(port),
-        '--freemium-port',
-        '0',
-        '--server-tls',
-        'verify-full',
-        '--server-ca',
-        caFile,
-        '--stats-every',
-        '0',
-      ],
-      { env: { ...process.env, PLB_STATE_DIR: cluster.stateDir } },
-    );
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    const proxy = spawnProxy(NAME, cluster.stateDir, [
+      '--premium-port',
+      String(port),
+      '--freemium-port',
+      '0',
+      '--server-tls',
+      'verify-full',
+      '--server-ca',
+      caFile,
+      '--stats-every',
+      '0',
+    ]);
     try {
-      for (
-        let i = 0;
-        i < 600 && !out.includes(`premium: listening on 127.0.0.1:${port}`) && child.exitCode === null;
-        i++
-      )
-        await sleep(100);
-      expect(out).toContain(`premium: listening on 127.0.0.1:${port}`);
+      const out = await proxy.logged(`premium: listening on 127.0.0.1:${port}`);
       // Each replica's max_connections read over TLS, verified: r1's read, r2's refused for its name.
       expect(out).toMatch(/^r1: admission limit \d+ \(max_connections 100 /m);
       expect(out).toMatch(/^r2: max_connections not read \(.*127\.0\.0\.1 is not in the cert's list/m);
@@ -261,8 +241,8 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls verify-full on a lo
         }
       }
     } finally {
-      child.kill('SIGTERM');
+      proxy.child.kill('SIGTERM');
     }
-    expect(await exited).toBe(0);
+    expect(await proxy.exited).toBe(0);
   }, 120_000);
 });

@@ -17,6 +17,7 @@ import { findBinDir } from '../../src/cluster/local/binaries.js';
 import type { LocalDriver } from '../../src/cluster/local/index.js';
 import type { ProxyHandle } from '../../src/proxy/proxy-server.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
+import { spawnProxy } from '../helpers/proxy-command.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 import {
   failInCiWithout,
@@ -317,43 +318,27 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
   });
 
   it('the command (plb proxy --json): serves both ports, class from application_name, stops on SIGTERM', async () => {
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'bin/dev.js',
-        'proxy',
-        '--name',
-        'plbtest-proxy',
-        '--premium-port',
-        String(PREMIUM_PORT),
-        '--freemium-port',
-        String(FREEMIUM_PORT),
-        '--class-from',
-        'application_name',
-        '--strategy',
-        'rr',
-        '--health-interval',
-        '500ms',
-        '--stats-every',
-        '1',
-        '--stop-timeout',
-        '10s',
-        '--json',
-      ],
-      { env: { ...process.env, PLB_STATE_DIR: cluster.stateDir }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    const child = spawnProxy('plbtest-proxy', cluster.stateDir, [
+      '--premium-port',
+      String(PREMIUM_PORT),
+      '--freemium-port',
+      String(FREEMIUM_PORT),
+      '--class-from',
+      'application_name',
+      '--strategy',
+      'rr',
+      '--health-interval',
+      '500ms',
+      '--stats-every',
+      '1',
+      '--stop-timeout',
+      '10s',
+      '--json',
+    ]);
     // Up to a minute: a start under sanitizers, beside a busy job, is slow (nothing timed here).
-    for (let i = 0; i < 600 && !err.includes(`freemium: listening on 127.0.0.1:${FREEMIUM_PORT}`); i++)
-      await sleep(100);
+    await child.logged(`freemium: listening on 127.0.0.1:${FREEMIUM_PORT}`);
     // With --json, the log goes to stderr and stdout keeps the JSON alone.
-    expect(err).toContain(`premium: listening on 127.0.0.1:${PREMIUM_PORT}`);
+    expect(child.err).toContain(`premium: listening on 127.0.0.1:${PREMIUM_PORT}`);
     const f = await psql(FREEMIUM_PORT, 'select inet_server_port()');
     expect(f.code, f.err).toBe(0);
     // application_name=premium on the freemium port: a premium session (rr: any healthy replica).
@@ -373,12 +358,12 @@ describe.skipIf(!haveServerBinaries)('plb proxy on a local cluster', () => {
       replicas.map((r) => r.port),
       () => slowDone,
     );
-    child.kill('SIGTERM');
+    child.child.kill('SIGTERM');
     expect((await slow).out).toBe('|done');
-    expect(await exited).toBe(0);
-    expect(err).toMatch(/premium live \d+ opened [1-9]/);
-    expect(err).toMatch(/SIGTERM: stopping gracefully/);
-    const summary = JSON.parse(out) as {
+    expect(await child.exited).toBe(0);
+    expect(child.err).toMatch(/premium live \d+ opened [1-9]/);
+    expect(child.err).toMatch(/SIGTERM: stopping gracefully/);
+    const summary = JSON.parse(child.out) as {
       strategy: string;
       classes: Record<string, { opened: number; ready: number }>;
       replicas: { id: string; opened: number }[];
