@@ -1,7 +1,7 @@
 // Shared by the proxy integration tests: a local cluster in a temporary state folder, a proxy
 // with test-sized defaults in front of it, node-postgres settings, and a self-signed certificate.
 import { execFile, execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -215,4 +215,26 @@ export function runPsql(
         }),
     );
   });
+}
+
+/**
+ * ssl = on with the server.crt/server.key already in the replica's data folder, taken at a reload
+ * (PostgreSQL 10 and later); resolves once the replica says so (throws after ~5 s).
+ */
+export async function sslOnAtReload(cluster: ProxyTestCluster, data: string, port: number): Promise<void> {
+  appendFileSync(
+    join(data, 'plb.conf'),
+    "\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n",
+  );
+  const c = new pg.Client(cluster.pgConfig(port));
+  await c.connect();
+  try {
+    await c.query('select pg_reload_conf()');
+    for (let i = 0; (await c.query<{ ssl: string }>('show ssl')).rows[0]!.ssl !== 'on'; i++) {
+      if (i >= 50) throw new Error(`ssl is not on at port ${port} after a reload`);
+      await sleep(100);
+    }
+  } finally {
+    await c.end();
+  }
 }

@@ -6,7 +6,7 @@
  * with the client side on TLS too (--tls-cert/--tls-key) sslmode=require is encrypted end to end.
  * Skips without the server binaries, except with CI=true (a failure there).
  */
-import { appendFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -20,7 +20,7 @@ import { parseLimitFlags } from '../../src/proxy/admission/limit-options.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
 import {
   selfSignedCert,
-  sleep,
+  sslOnAtReload,
   until,
   untilRunning,
   startTestProxy,
@@ -92,24 +92,8 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls on a local cluster'
     // ssl=on for r1 only, taken at a reload (PostgreSQL 10 and later).
     const dir = dataDir(cluster.stateDir, NAME, 'r1');
     selfSignedCert(dir, 'server', dir);
-    appendFileSync(
-      join(dir, 'plb.conf'),
-      "\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n",
-    );
     expect(statSync(join(dir, 'server.key')).mode & 0o077).toBe(0);
-    const r1 = cluster.replicas.find((r) => r.id === 'r1')!;
-    const c = await connect(r1.port);
-    try {
-      await c.query('select pg_reload_conf()');
-      for (let i = 0; i < 50; i++) {
-        const r = await c.query<{ ssl: string }>('show ssl');
-        if (r.rows[0]!.ssl === 'on') break;
-        await sleep(100);
-      }
-      expect((await c.query<{ ssl: string }>('show ssl')).rows[0]!.ssl).toBe('on');
-    } finally {
-      await c.end();
-    }
+    await sslOnAtReload(cluster, dir, cluster.replicas.find((r) => r.id === 'r1')!.port);
   }, 120_000);
 
   afterAll(async () => {

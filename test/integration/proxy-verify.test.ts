@@ -6,7 +6,7 @@
  * client is refused with the reason and the log names the verification failure; verify-ca takes
  * r2; the command with --server-ca reads max_connections over the same verification. Skips without the server binaries, except with CI=true (a failure there).
  */
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -21,6 +21,7 @@ import { haveServerBinaries } from '../helpers/fixtures.js';
 import {
   failInCiWithout,
   sleep,
+  sslOnAtReload,
   startTestProxy,
   upProxyCluster,
   type ProxyTestCluster,
@@ -122,21 +123,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --server-tls verify-full on a lo
     ] as const) {
       const data = dataDir(cluster.stateDir, NAME, id);
       signedCert(data, 'server', caFiles, alt, data);
-      appendFileSync(
-        join(data, 'plb.conf'),
-        "\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n",
-      );
-      const r = cluster.replicas.find((e) => e.id === id)!;
-      const c = new pg.Client(cluster.pgConfig(r.port));
-      await c.connect();
-      try {
-        await c.query('select pg_reload_conf()');
-        for (let i = 0; i < 50 && (await c.query<{ ssl: string }>('show ssl')).rows[0]!.ssl !== 'on'; i++)
-          await sleep(100);
-        expect((await c.query<{ ssl: string }>('show ssl')).rows[0]!.ssl).toBe('on');
-      } finally {
-        await c.end();
-      }
+      await sslOnAtReload(cluster, data, cluster.replicas.find((e) => e.id === id)!.port);
     }
   }, 120_000);
 
