@@ -35,6 +35,11 @@ export class HealthTracker {
     return this.state.get(id)?.healthy ?? false;
   }
 
+  /** A replica added at run time: down until `rise` checks in a row pass. */
+  add(id: string): void {
+    if (!this.state.has(id)) this.state.set(id, { healthy: false, ok: 0, bad: 0 });
+  }
+
   /** Returns the new state when this observation changes it, else null. */
   observe(id: string, ok: boolean): HealthState | null {
     const s = this.state.get(id);
@@ -100,21 +105,37 @@ interface CheckState {
 export class HealthChecker {
   private readonly tracker: HealthTracker;
   private readonly checks = new Map<string, CheckState>();
+  private readonly ids: string[];
   private cancelTick: Cancel | undefined;
   private running = false;
   private readonly clock: Clock;
 
   constructor(
-    private readonly ids: readonly string[],
+    ids: readonly string[],
     private readonly connector: Connector,
     private readonly opts: HealthCheckerOptions,
     private readonly onChange: (replica: string, state: HealthState, via: HealthVia, cause: string) => void,
     private readonly onFailure: (report: FailureReport) => void = () => undefined,
   ) {
+    this.ids = [...ids];
     this.tracker = new HealthTracker(ids, opts.fall, opts.rise);
     this.clock = opts.clock ?? realClock();
-    for (const id of ids)
-      this.checks.set(id, { conn: undefined, sentMs: undefined, generation: 0, slowReported: false });
+    for (const id of ids) this.addCheck(id);
+  }
+
+  /**
+   * A replica added at run time (a proxy's reload): checked from the next tick on, taken for down
+   * until `rise` checks in a row pass (onChange then says 'up'), as a replica coming back.
+   */
+  add(id: string): void {
+    if (this.checks.has(id)) return;
+    this.ids.push(id);
+    this.tracker.add(id);
+    this.addCheck(id);
+  }
+
+  private addCheck(id: string): void {
+    this.checks.set(id, { conn: undefined, sentMs: undefined, generation: 0, slowReported: false });
   }
 
   start(): void {
