@@ -4,7 +4,7 @@ import { buildRouter, createRouter, STRATEGY_NAMES } from '../../src/router/inde
 import { countRoles, repairTarget } from '../../src/router/plb-rules.js';
 import { fullReference, DEFAULT_REFERENCE } from '../../src/router/role-vector.js';
 import { resolveReadings } from '../../src/router/readings.js';
-import type { RoleChange, Router, StrategyName } from '../../src/router/types.js';
+import type { RoleChange, Router } from '../../src/router/types.js';
 import { isPlbError } from '../../src/core/errors.js';
 
 const SLOW = 10_000;
@@ -175,5 +175,3 @@ describe('a replica added to a running router', () => {
 function viewOf(router: Router): Parameters<typeof countRoles>[0] {
   return router.snapshot().map((r, index) => ({ ...r, index }));
 }
-
-export type { StrategyName };
