@@ -67,14 +67,14 @@ export function checkLine(s: ProxySettings, configPath: string | undefined): str
 
 /** What a reload changes: ids are the proxy's (an added replica's is its file's, unless taken). */
 export interface ReloadPlan {
-  add: AddedReplica[];
+  add: ReplicaToAdd[];
   retire: string[];
   restore: string[];
   reweight: { id: string; weight: number }[];
 }
 
 /** A replica new to the proxy: its endpoint under the proxy's id, and its id in `next`'s file. */
-export interface AddedReplica {
+interface ReplicaToAdd {
   endpoint: Endpoint;
   fileId: string;
   weight: number;
@@ -172,7 +172,7 @@ export interface ReloadDeps {
     /** Why `add` would refuse the replica (undefined: it would not); asked before anything changes. */
     addRefusal(replica: Endpoint): string | undefined;
     /** A replica joins; `fleet` is the one the reload read (its connector and credentials reach it). */
-    add(replica: AddedReplica, fleet: Fleet): void;
+    add(replica: ReplicaToAdd, fleet: Fleet): void;
   };
   weights: ReplicaWeights;
   log: (line: string) => void;
