@@ -105,37 +105,23 @@ interface CheckState {
 export class HealthChecker {
   private readonly tracker: HealthTracker;
   private readonly checks = new Map<string, CheckState>();
-  private readonly ids: string[];
+  /** Replicas added at run time (add), checked after those the checker was made with. */
+  private readonly added: string[] = [];
   private cancelTick: Cancel | undefined;
   private running = false;
   private readonly clock: Clock;
 
   constructor(
-    ids: readonly string[],
+    private readonly ids: readonly string[],
     private readonly connector: Connector,
     private readonly opts: HealthCheckerOptions,
     private readonly onChange: (replica: string, state: HealthState, via: HealthVia, cause: string) => void,
     private readonly onFailure: (report: FailureReport) => void = () => undefined,
   ) {
-    this.ids = [...ids];
     this.tracker = new HealthTracker(ids, opts.fall, opts.rise);
     this.clock = opts.clock ?? realClock();
-    for (const id of ids) this.addCheck(id);
-  }
-
-  /**
-   * A replica added at run time (a proxy's reload): checked from the next tick on, taken for down
-   * until `rise` checks in a row pass (onChange then says 'up'), as a replica coming back.
-   */
-  add(id: string): void {
-    if (this.checks.has(id)) return;
-    this.ids.push(id);
-    this.tracker.add(id);
-    this.addCheck(id);
-  }
-
-  private addCheck(id: string): void {
-    this.checks.set(id, { conn: undefined, sentMs: undefined, generation: 0, slowReported: false });
+    for (const id of ids)
+      this.checks.set(id, { conn: undefined, sentMs: undefined, generation: 0, slowReported: false });
   }
 
   start(): void {
@@ -143,6 +129,7 @@ export class HealthChecker {
     const tick = (): void => {
       if (!this.running) return;
       for (const id of this.ids) this.checkOne(id);
+      for (const id of this.added) this.checkOne(id);
       this.cancelTick = this.clock.timer(this.opts.intervalMs, tick);
     };
     tick();
@@ -163,6 +150,18 @@ export class HealthChecker {
 
   isHealthy(replica: string): boolean {
     return this.tracker.isHealthy(replica);
+  }
+
+  /**
+   * A replica added at run time (a proxy's reload): checked from the next tick on, taken for down
+   * until `rise` checks in a row pass (onChange then says 'up'), as a replica coming back.
+   */
+  add(id: string): void {
+    if (this.checks.has(id)) return;
+    this.added.push(id);
+    this.tracker.add(id);
+    const fresh = { conn: undefined, sentMs: undefined, generation: 0, slowReported: false, recheck: false };
+    this.checks.set(id, fresh);
   }
 
   private fail(replica: string, cause: FailureCause, via: HealthVia, detail: string): void {
