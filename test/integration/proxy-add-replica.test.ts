@@ -53,7 +53,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy: SIGHUP adds a replica (local cl
   const clients: pg.Client[] = [];
 
   const portOf = (id: string): number => cluster.replicas.find((r) => r.id === id)!.port;
-  const writeFleet = (ids: string[]): void => {
+  const writeFleet = (ids: string[], extra: string[] = []): void => {
     writeFileSync(
       fleetFile,
       [
@@ -63,6 +63,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy: SIGHUP adds a replica (local cl
         `primary: { host: 127.0.0.1, port: ${BASE_PORT} }`,
         'replicas:',
         ...ids.map((id) => `  ${id}: { host: 127.0.0.1, port: ${portOf(id)} }`),
+        ...extra,
         '',
       ].join('\n'),
     );
@@ -180,4 +181,19 @@ describe.skipIf(!haveServerBinaries)('plb proxy: SIGHUP adds a replica (local cl
     expect(await serverPort(kept)).toBe(portOf('r1'));
     expect(logs.filter((l) => /\blost\b|r1 down/.test(l))).toEqual([]);
   }, 60_000);
+
+  it('a replica the running proxy cannot add (a host name, with the native front door): one line, nothing changed', async () => {
+    const native = logs.some((l) => /; relay native/.test(l));
+    const from = logs.length;
+    writeFleet(['r1', 'r2'], [`  r3: { host: localhost, port: ${portOf('r2')} }`]);
+    signals.emit('SIGHUP');
+    const line = await logLine(/^reload: /, from);
+    if (native) {
+      expect(line).toMatch(
+        /^reload: nothing changed: .*fleet\.yaml: r3 localhost:\d+: localhost is not a numeric address/,
+      );
+      expect((await adminReplicas()).map((r) => r.id)).toEqual(['r1', 'r2']);
+    } else expect(line).toMatch(/r3 localhost:\d+ added/);
+    writeFleet(['r1', 'r2']);
+  });
 });
