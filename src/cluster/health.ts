@@ -42,6 +42,11 @@ export class HealthTracker {
     return this.state.get(id)?.healthy ?? false;
   }
 
+  /** A replica added at run time: down until `rise` checks in a row pass. */
+  add(id: string): void {
+    if (!this.state.has(id)) this.state.set(id, { healthy: false, ok: 0, bad: 0 });
+  }
+
   /** Returns the new state when this observation changes it, else null. */
   observe(id: string, ok: boolean): HealthState | null {
     const s = this.state.get(id);
@@ -110,6 +115,8 @@ interface CheckState {
 export class HealthChecker {
   private readonly tracker: HealthTracker;
   private readonly checks = new Map<string, CheckState>();
+  /** Replicas added at run time (add), checked after those the checker was made with. */
+  private readonly added: string[] = [];
   private cancelTick: Cancel | undefined;
   private running = false;
   private readonly clock: Clock;
@@ -138,6 +145,7 @@ export class HealthChecker {
     const tick = (): void => {
       if (!this.running) return;
       for (const id of this.ids) this.checkOne(id);
+      for (const id of this.added) this.checkOne(id);
       this.cancelTick = this.clock.timer(this.opts.intervalMs, tick);
     };
     tick();
@@ -175,6 +183,18 @@ export class HealthChecker {
 
   isHealthy(replica: string): boolean {
     return this.tracker.isHealthy(replica);
+  }
+
+  /**
+   * A replica added at run time (a proxy's reload): checked from the next tick on, taken for down
+   * until `rise` checks in a row pass (onChange then says 'up'), as a replica coming back.
+   */
+  add(id: string): void {
+    if (this.checks.has(id)) return;
+    this.added.push(id);
+    this.tracker.add(id);
+    const fresh = { conn: undefined, sentMs: undefined, generation: 0, slowReported: false, recheck: false };
+    this.checks.set(id, fresh);
   }
 
   private fail(replica: string, cause: FailureCause, via: HealthVia, detail: string): void {

@@ -117,6 +117,17 @@ export interface ProxyHandle {
   readonly clients: ClientTable;
   /** Closes the listeners, once (a drain, admin/drain.ts; stop() closes them too). */
   closeListeners(): void;
+  /**
+   * Reload (fleet-reload.ts): a replica joins (router, limits, health checks through `connector`,
+   * session targets); it takes sessions once its checks pass, as a replica coming back (slow start).
+   * Throws BAD_INPUT (addRefusal's reason) when it cannot join the running proxy.
+   */
+  addReplica(
+    replica: Endpoint,
+    how: { weight: number; zone?: string | undefined; connector: Connector },
+  ): void;
+  /** Why addReplica would refuse this replica (undefined: it would not). */
+  addRefusal(replica: Endpoint): string | undefined;
   /** Reload (fleet-reload.ts): no new sessions to a replica, its open ones drain; and back (once healthy). */
   retire(replica: string): void;
   restore(replica: string): void;

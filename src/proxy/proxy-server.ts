@@ -2,7 +2,10 @@
  * `plb proxy`: one listener per class around the bench's own router and health checker. A session
  * is routed when it connects and stays on its replica (session-level, as in the paper).
  */
+import { isIP } from 'node:net';
 import { realClock, within } from '../clock/index.js';
+import type { Connector } from '../cluster/connector.js';
+import type { Endpoint } from '../core/endpoint.js';
 import { HealthChecker } from '../cluster/health.js';
 import { buildRouter } from '../router/index.js';
 import { AdmittingRouter, DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
@@ -73,9 +76,17 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   const ended = (s: ClientSession): void => void sessions.delete(s);
   // Removed by a reload: kept down in the router (its sessions drain), whatever its checks say.
   const retired = new Set<string>();
+  // A replica a reload added is checked through its own fleet's connector.
+  const startedChecks = verifiedConnector(
+    opts.connector,
+    opts.replicas,
+    opts.serverTls ?? 'disable',
+    opts.serverCa,
+  );
+  const addedChecks = new Map<string, Connector>();
   const health = new HealthChecker(
     ids,
-    verifiedConnector(opts.connector, opts.replicas, opts.serverTls ?? 'disable', opts.serverCa),
+    { open: (id, o) => (addedChecks.get(id) ?? startedChecks).open(id, o) },
     { ...opts.health, clock },
     (replica, state, via, cause) => {
       if (state === 'down') router.markDown(replica, clock.now());
@@ -209,6 +220,22 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     clients: sessions,
     closeListeners: () => void closeListeners(),
     retired,
+    addReplica(replica, how) {
+      const refused = addRefusal(replica, targets, relay !== undefined, opts.view !== undefined);
+      if (refused !== undefined) throw new PlbError('BAD_INPUT', `${replica.id}: ${refused}`);
+      router.addReplica(
+        { id: replica.id, weight: how.weight, ...(how.zone !== undefined ? { zone: how.zone } : {}) },
+        clock.now(),
+      );
+      limits?.add(replica.id);
+      targets.set(replica.id, { replica: replica.id, host: replica.host, port: replica.port });
+      addedChecks.set(
+        replica.id,
+        verifiedConnector(how.connector, [replica], opts.serverTls ?? 'disable', opts.serverCa),
+      );
+      health.add(replica.id);
+    },
+    addRefusal: (replica) => addRefusal(replica, targets, relay !== undefined, opts.view !== undefined),
     retire(replica) {
       retired.add(replica);
       router.markDown(replica, clock.now());
@@ -280,6 +307,21 @@ function nativeRelay(opts: ProxyOptions, log: (l: string) => void): NativeRelay 
   if (typeof relay !== 'string' && !relay.hasRoom()) relay = 'no room for another front door in this process';
   if (typeof relay !== 'string') return relay;
   log(`native relay: not used (${relay}); clients are served on Node's sockets`);
+  return undefined;
+}
+
+/** Why a reload cannot add this replica to the running proxy (undefined: it can). */
+function addRefusal(
+  replica: Endpoint,
+  targets: ReadonlyMap<string, unknown>,
+  native: boolean,
+  view: boolean,
+): string | undefined {
+  if (targets.has(replica.id)) return 'the id of a replica the proxy has already';
+  if (native && isIP(replica.host) === 0)
+    return `${replica.host} is not a numeric address, which the native front door needs; restart the proxy to add it`;
+  if (view)
+    return '--router-view replica reads the replicas the proxy started with; restart the proxy to add one';
   return undefined;
 }
 

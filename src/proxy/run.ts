@@ -2,7 +2,7 @@
 import { handleStopSignals, type StopSignalDeps } from '../cli/stop-signals.js';
 import { clientHost } from '../cluster/connect-info.js';
 import type { ReplicaSnapshot } from '../router/types.js';
-import { formatHostPort, type Endpoint } from '../core/endpoint.js';
+import { formatHostPort, type Credentials, type Endpoint } from '../core/endpoint.js';
 import { PlbError } from '../core/errors.js';
 import { readEveryReplica, type SessionCountReader } from '../cluster/session-counts.js';
 import type { ReplicaViewOptions } from './admission/replica-limits.js';
@@ -105,6 +105,9 @@ export async function executeProxy(
   const { config, fleet } = started;
   const replicas = fleet.replicas;
   const creds = fleet.credentials;
+  // The replicas the proxy has: those it started with, then those a reload added (their fleet's credentials).
+  const known: Endpoint[] = [...replicas];
+  const credsOf = new Map<string, Credentials>();
   // Before the listeners: a metrics port in use is one line and nothing listens.
   let handle: ProxyHandle | undefined;
   const registry =
@@ -183,10 +186,10 @@ export async function executeProxy(
       earlyConnect: config.earlyConnect,
       ...(config.admission ? { admission: config.admission } : {}),
       settingsOf: (id) => {
-        const e = endpointOf(replicas, id);
+        const e = endpointOf(known, id);
         return readConnectionSettings(
           e,
-          creds,
+          credsOf.get(id) ?? creds,
           config.health.timeoutMs,
           checkTls(config.serverTls, config.serverCa, e.host),
         );
@@ -215,6 +218,30 @@ export async function executeProxy(
       proxy: {
         retire: (id) => proxy.retire(id),
         restore: (id) => proxy.restore(id),
+        addRefusal: (r) => proxy.addRefusal(r),
+        add: (a, next) => {
+          known.push(a.endpoint);
+          credsOf.set(a.endpoint.id, next.credentials);
+          proxy.addReplica(a.endpoint, {
+            weight: a.weight,
+            zone: a.zone,
+            // Its checks go as the reloaded fleet's go, by the id it has there.
+            connector: { open: (_id, o) => next.connector.open(a.fileId, o) },
+          });
+          // Lag-derived weights: the probe is made for a list of replicas; a new one for the new list.
+          if (config.lagRule && lag) {
+            const was = lag;
+            lag = startLagSource({
+              primary: fleet.primary,
+              replicas: known,
+              creds,
+              rule: config.lagRule,
+              weights,
+              log: io.log,
+            });
+            void was.stop();
+          }
+        },
         sessionsOn: (id) => {
           const r = proxy.router.snapshot().find((x) => x.id === id);
           return r ? r.sessions.premium + r.sessions.freemium : 0;

@@ -1,5 +1,6 @@
 import type { BaseRouter } from './base-router.js';
 import type { SessionLimits } from './session-limits.js';
+import type { Place } from './slo-guard.js';
 import type { ReplicaSnapshot } from './types.js';
 import type { ServiceClass } from '../core/service-class.js';
 
@@ -23,7 +24,7 @@ export interface ReplicaView {
 export class FreeSlots {
   /** Members, in no order; pos[i] is i's place in it, or -1. */
   private readonly list: number[] = [];
-  private readonly pos: Int32Array;
+  private pos: Int32Array;
 
   constructor(
     private readonly router: BaseRouter,
@@ -57,7 +58,28 @@ export class FreeSlots {
     }
   }
 
+  /** The router has more replicas (added at run time): room for them, each judged at once. */
+  grow(): void {
+    const n = this.router.liveReplicas().length;
+    if (n <= this.pos.length) return;
+    const pos = new Int32Array(n).fill(-1);
+    pos.set(this.pos);
+    const from = this.pos.length;
+    this.pos = pos;
+    for (let i = from; i < n; i++) this.touch(i);
+  }
+
   touchAll(): void {
     for (let i = 0; i < this.pos.length; i++) this.touch(i);
   }
+}
+
+/** Where a cls session on r would sit: its own role, shared (mixed), borrowed, or not allowed. */
+export function placeOf(
+  r: Pick<ReplicaSnapshot, 'role' | 'borrowedBy'>,
+  cls: ServiceClass,
+): Place | undefined {
+  if (r.role === 'mixed') return 'shared';
+  if (r.role === cls) return 'own';
+  return r.borrowedBy === cls ? 'borrowed' : undefined;
 }

@@ -1,13 +1,14 @@
 import { PlbError } from '../core/errors.js';
 import { AdmissionQueue } from './admission-queue.js';
-import { FreeSlots, type ReplicaView } from './admission-slots.js';
+import { FreeSlots, placeOf, type ReplicaView } from './admission-slots.js';
+export { placeOf } from './admission-slots.js';
 import { BaseRouter } from './base-router.js';
 import type { AdmissionOptions } from './admission-types.js';
 import { SessionLimits } from './session-limits.js';
-import { DEFAULT_MIN_SHARE, SloGuard, type Place } from './slo-guard.js';
+import { DEFAULT_MIN_SHARE, SloGuard } from './slo-guard.js';
 import { admissionKey, slowStartRamp } from './slow-start.js';
 import type { ServiceClass } from '../core/service-class.js';
-import type { Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } from './types.js';
+import type { AddedReplica, Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } from './types.js';
 
 /**
  * Priority admission around a router (plb-admit: plb inside; lc-queue: leastconn inside, the
@@ -190,6 +191,13 @@ export class AdmittingRouter<T = unknown> implements Router {
     this.touch(replica);
   }
 
+  /** Router.addReplica: the new replica starts with the limit every replica starts with. */
+  addReplica(spec: AddedReplica, nowMs: number): void {
+    this.inner.addReplica(spec, nowMs);
+    this.limits.add(spec.id);
+    this.free?.grow();
+  }
+
   markDown(replica: string, nowMs: number): void {
     if (!this.anyDown) this.guard?.freezeReference(nowMs);
     this.anyDown = true;
@@ -366,16 +374,6 @@ export class AdmittingRouter<T = unknown> implements Router {
     }
     return best < 0 ? undefined : snap[best];
   }
-}
-
-/** Where a cls session on r would sit: its own role, shared (mixed), borrowed, or not allowed. */
-export function placeOf(
-  r: Pick<ReplicaSnapshot, 'role' | 'borrowedBy'>,
-  cls: ServiceClass,
-): Place | undefined {
-  if (r.role === 'mixed') return 'shared';
-  if (r.role === cls) return 'own';
-  return r.borrowedBy === cls ? 'borrowed' : undefined;
 }
 
 /** The share of a premium replica's limit kept from freemium unless told otherwise (--admission-premium-reserve). */

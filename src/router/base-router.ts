@@ -3,6 +3,7 @@
 import { PlbError } from '../core/errors.js';
 import type { PlbReplicaView } from './plb-rules.js';
 import type {
+  AddedReplica,
   Admission,
   ReplicaSnapshot,
   ReplicaSpec,
@@ -19,34 +20,34 @@ export interface ReplicaState extends PlbReplicaView {
   id: string;
 }
 
+function replicaState(spec: ReplicaSpec, index: number, field: string): ReplicaState {
+  const weight = spec.weight ?? 1;
+  if (typeof spec.id !== 'string' || spec.id === '') throw new PlbError('BAD_INPUT', `${field} has no id`);
+  if (!(weight > 0) || !Number.isFinite(weight)) {
+    throw new PlbError('BAD_INPUT', `${field}.weight must be a finite number > 0, got ${String(weight)}`);
+  }
+  return {
+    id: spec.id,
+    index,
+    weight,
+    healthy: true,
+    role: 'mixed' as Role,
+    borrowedBy: undefined,
+    upSinceMs: undefined,
+    sessions: { premium: 0, freemium: 0 },
+  };
+}
+
 function normaliseReplicas(replicas: ReadonlyArray<string | ReplicaSpec>): ReplicaState[] {
   if (!Array.isArray(replicas) || replicas.length === 0) {
     throw new PlbError('BAD_INPUT', 'replicas must list at least one replica');
   }
   const seen = new Set<string>();
   return replicas.map((r, index) => {
-    const spec: ReplicaSpec = typeof r === 'string' ? { id: r } : r;
-    const weight = spec.weight ?? 1;
-    if (typeof spec.id !== 'string' || spec.id === '')
-      throw new PlbError('BAD_INPUT', `replicas[${index}] has no id`);
-    if (seen.has(spec.id)) throw new PlbError('BAD_INPUT', `replicas: duplicate id '${spec.id}'`);
-    if (!(weight > 0) || !Number.isFinite(weight)) {
-      throw new PlbError(
-        'BAD_INPUT',
-        `replicas[${index}].weight must be a finite number > 0, got ${String(weight)}`,
-      );
-    }
-    seen.add(spec.id);
-    return {
-      id: spec.id,
-      index,
-      weight,
-      healthy: true,
-      role: 'mixed' as Role,
-      borrowedBy: undefined,
-      upSinceMs: undefined,
-      sessions: { premium: 0, freemium: 0 },
-    };
+    const state = replicaState(typeof r === 'string' ? { id: r } : r, index, `replicas[${index}]`);
+    if (seen.has(state.id)) throw new PlbError('BAD_INPUT', `replicas: duplicate id '${state.id}'`);
+    seen.add(state.id);
+    return state;
   });
 }
 
@@ -109,6 +110,25 @@ export abstract class BaseRouter implements Router {
         hint: 'wait for a replica to come back, or use a strategy that shares replicas across classes',
       },
     );
+  }
+
+  /** A replica joins, down (Router.addReplica); the strategy makes room for it in onAdd. */
+  addReplica(spec: AddedReplica, nowMs: number): void {
+    if (spec.zone !== undefined)
+      throw new PlbError(
+        'BAD_INPUT',
+        `replica ${spec.id}: zone ${spec.zone}, but the replicas have no zones`,
+      );
+    const r = replicaState(
+      { id: spec.id, weight: spec.weight ?? 1 },
+      this.replicas.length,
+      `replica ${spec.id}`,
+    );
+    if (this.byId.has(r.id)) throw new PlbError('BAD_INPUT', `replica ${r.id} is known already`);
+    r.healthy = false;
+    this.replicas.push(r);
+    this.byId.set(r.id, r.index);
+    this.onAdd(r, nowMs);
   }
 
   markDown(replica: string, nowMs: number): void {
@@ -220,4 +240,6 @@ export abstract class BaseRouter implements Router {
   protected abstract onDown(r: ReplicaState, nowMs: number): void;
   /** r is healthy again; its role is still the old one. */
   protected abstract onUp(r: ReplicaState, nowMs: number): void;
+  /** r was just added, down, at the last index: make room for it (its markUp comes later). */
+  protected abstract onAdd(r: ReplicaState, nowMs: number): void;
 }

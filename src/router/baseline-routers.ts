@@ -3,7 +3,7 @@ import { GroupedLeastLoaded, NO_GROUP } from './least-loaded.js';
 import { partitionFor } from './role-vector.js';
 import { admissionKey, slowStartRamp } from './slow-start.js';
 import { BaseRouter, type ReplicaState } from './base-router.js';
-import type { RouterOptions } from './types.js';
+import type { Partition, RouterOptions } from './types.js';
 import type { ServiceClass } from '../core/service-class.js';
 
 // Module-local handles on the rules used per admission (cheaper than a cross-module binding per call).
@@ -16,7 +16,12 @@ class Rotation {
   private pos = 0;
   private next = 0; // replica index the rotation resumes from
 
-  constructor(private readonly members: readonly number[]) {}
+  constructor(private readonly members: number[]) {}
+
+  /** A replica added at run time (down: rebuild() takes it in once healthy). */
+  add(i: number): void {
+    this.members.push(i);
+  }
 
   rebuild(replicas: readonly ReplicaState[]): void {
     this.healthy = this.members.filter((i) => (replicas[i] as ReplicaState).healthy);
@@ -56,14 +61,19 @@ export class RoundRobinRouter extends BaseRouter {
     this.record(r, 'down', r.role, 'rejoin', nowMs);
     this.rotation.rebuild(this.replicas);
   }
+  protected onAdd(r: ReplicaState): void {
+    this.rotation.add(r.index);
+  }
 }
 
 /** static: the first partition.premium replicas serve premium only, the rest freemium; round robin inside. */
 export class StaticRouter extends BaseRouter {
   private readonly rotations: Record<ServiceClass, Rotation>;
+  private readonly partition: Partition | undefined;
 
   constructor(options: RouterOptions) {
     super('static', options);
+    this.partition = options.partition;
     const part = partitionFor(this.replicas.length, options.partition);
     const premium: number[] = [];
     const freemium: number[] = [];
@@ -90,6 +100,13 @@ export class StaticRouter extends BaseRouter {
   protected onUp(r: ReplicaState, nowMs: number): void {
     this.record(r, 'down', r.role, 'rejoin', nowMs);
     this.rebuild();
+  }
+  /** The class the partition of the larger K gives one more replica; the others keep theirs. */
+  protected onAdd(r: ReplicaState): void {
+    const part = partitionFor(this.replicas.length, this.partition);
+    const premium = this.replicas.filter((x) => x !== r && x.role === 'premium').length;
+    r.role = part.premium > premium ? 'premium' : 'freemium';
+    this.rotations[r.role === 'premium' ? 'premium' : 'freemium'].add(r.index);
   }
 }
 
@@ -134,5 +151,8 @@ export class LeastSessionsRouter extends BaseRouter {
   protected onUp(r: ReplicaState, nowMs: number): void {
     this.record(r, 'down', r.role, 'rejoin', nowMs);
     this.pool.place(r.index, LeastSessionsRouter.ALL, nowMs);
+  }
+  protected onAdd(): void {
+    this.pool.grow(this.replicas.length);
   }
 }

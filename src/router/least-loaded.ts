@@ -12,16 +12,25 @@ export const NO_GROUP = -1;
  * order 1: the top is the least key; order -1: the greatest. Ties go to the lowest index either way.
  */
 class IndexedHeap {
-  readonly items: Int32Array;
+  items: Int32Array;
   size = 0;
 
   constructor(
     capacity: number,
-    private readonly pos: Int32Array,
-    private readonly key: Float64Array,
+    private pos: Int32Array,
+    private key: Float64Array,
     private readonly order: 1 | -1,
   ) {
     this.items = new Int32Array(capacity);
+  }
+
+  /** Room for more replicas: the shared arrays were reallocated (grown, contents kept). */
+  resize(capacity: number, pos: Int32Array, key: Float64Array): void {
+    const items = new Int32Array(capacity);
+    items.set(this.items.subarray(0, this.size));
+    this.items = items;
+    this.pos = pos;
+    this.key = key;
   }
 
   top(): number {
@@ -123,10 +132,12 @@ export class GroupedLeastLoaded {
   private readonly heaps: IndexedHeap[] = [];
   /** max-heaps for the groups asked for, so the most loaded member is found without a scan */
   private readonly maxHeaps: (IndexedHeap | undefined)[] = [];
-  private readonly groupOf: Int8Array;
+  private groupOf: Int8Array;
   private readonly ramping: number[] = [];
-  private readonly isRamping: Uint8Array;
-  private readonly key: Float64Array;
+  private isRamping: Uint8Array;
+  private key: Float64Array;
+  private pos: Int32Array;
+  private maxPos: Int32Array;
 
   constructor(
     size: number,
@@ -138,14 +149,38 @@ export class GroupedLeastLoaded {
     maxGroups: readonly number[] = [],
   ) {
     this.key = new Float64Array(size);
-    const pos = new Int32Array(size).fill(-1);
-    const maxPos = new Int32Array(size).fill(-1);
+    this.pos = new Int32Array(size).fill(-1);
+    this.maxPos = new Int32Array(size).fill(-1);
     for (let g = 0; g < groups; g++) {
-      this.heaps.push(new IndexedHeap(size, pos, this.key, 1));
-      this.maxHeaps.push(maxGroups.includes(g) ? new IndexedHeap(size, maxPos, this.key, -1) : undefined);
+      this.heaps.push(new IndexedHeap(size, this.pos, this.key, 1));
+      this.maxHeaps.push(
+        maxGroups.includes(g) ? new IndexedHeap(size, this.maxPos, this.key, -1) : undefined,
+      );
     }
     this.groupOf = new Int8Array(size).fill(NO_GROUP);
     this.isRamping = new Uint8Array(size);
+  }
+
+  /** Room for replicas up to index size - 1 (a replica added at run time); the new ones in no group. */
+  grow(size: number): void {
+    if (size <= this.key.length) return;
+    const key = new Float64Array(size);
+    key.set(this.key);
+    const pos = new Int32Array(size).fill(-1);
+    pos.set(this.pos);
+    const maxPos = new Int32Array(size).fill(-1);
+    maxPos.set(this.maxPos);
+    const groupOf = new Int8Array(size).fill(NO_GROUP);
+    groupOf.set(this.groupOf);
+    const isRamping = new Uint8Array(size);
+    isRamping.set(this.isRamping);
+    this.key = key;
+    this.pos = pos;
+    this.maxPos = maxPos;
+    this.groupOf = groupOf;
+    this.isRamping = isRamping;
+    for (const h of this.heaps) h.resize(size, this.pos, this.key);
+    for (const h of this.maxHeaps) h?.resize(size, this.maxPos, this.key);
   }
 
   group(i: number): number {

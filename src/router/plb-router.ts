@@ -43,7 +43,9 @@ function plbGroup(role: Role, borrowedBy: ServiceClass | undefined): number {
  */
 export class PlbRouter extends BaseRouter {
   private readonly pool: GroupedLeastLoaded;
-  private readonly full: RoleVector;
+  /** The reference scaled to K; a replica added at run time scales it anew. */
+  private full: RoleVector;
+  private readonly reference: RoleVector;
   private readonly readings: PlbReadings;
   private readonly premiumT: BorrowThresholds;
   private readonly freemiumT: BorrowThresholds;
@@ -56,9 +58,10 @@ export class PlbRouter extends BaseRouter {
   ) {
     super('plb', options);
     this.readings = resolveReadings(options.readings);
+    this.reference = options.reference ?? DEFAULT_REFERENCE;
     this.full = fullReference(
       this.replicas.length,
-      options.reference ?? DEFAULT_REFERENCE,
+      this.reference,
       this.readings.reference,
       this.readings.floors,
     );
@@ -260,6 +263,23 @@ export class PlbRouter extends BaseRouter {
     this.setState(r, role, undefined, nowMs);
     this.record(r, 'down', role, 'rejoin', nowMs);
     this.rebalance(nowMs);
+  }
+
+  /**
+   * A new replica is a rejoin that has not happened yet: outside the survivor set (no group, no
+   * event, roles untouched) until markUp brings it in as shared capacity and repair runs toward the
+   * target of the larger K. The full allocation is the reference scaled to the new K, as it would
+   * be had the proxy started with it.
+   */
+  protected onAdd(r: ReplicaState): void {
+    this.pool.grow(this.replicas.length);
+    r.role = 'mixed';
+    this.full = fullReference(
+      this.replicas.length,
+      this.reference,
+      this.readings.reference,
+      this.readings.floors,
+    );
   }
 
   /** Canonicalize, then repair toward the target of the current survivors (rebalanceSteps). */

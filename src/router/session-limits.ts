@@ -59,6 +59,12 @@ export class SessionLimits {
     for (const id of ids) this.state.set(id, { limit: opts.limit, sum: 0, n: 0, long: undefined });
   }
 
+  /** A replica added at run time: the configured limit, as every replica starts with. */
+  add(replica: string): void {
+    if (!this.state.has(replica))
+      this.state.set(replica, { limit: this.opts.limit, sum: 0, n: 0, long: undefined });
+  }
+
   /**
    * Sets one replica's limit (fixed mode): the proxy's limits read from each replica's own
    * max_connections, and the replica view's bound on sessions not yet seen there.

@@ -23,6 +23,11 @@ export interface ReplicaSpec {
   weight?: number;
 }
 
+/** A replica added to a running router (addReplica); zone: its zone, when the router has zones. */
+export interface AddedReplica extends ReplicaSpec {
+  zone?: string;
+}
+
 /**
  * When a class may borrow a replica of the other class's dedicated role. The borrower's pressure is
  * the admission key of its best own replica (role = class or mixed), key = (sessions+1)/(weight*ramp).
@@ -179,6 +184,12 @@ export interface Router extends SessionRouter {
    * that weigh replicas (wlc, plb) use it from the next admission on, the others ignore it.
    */
   setWeight(replica: string, weight: number): void;
+  /**
+   * A replica joins at run time (a proxy's reload): known from now on but down, so it takes no
+   * session until markUp, which brings it in as a rejoin (slow start; plb: shared capacity, then
+   * repair toward the target of the larger K). Throws BAD_INPUT for a known id or a bad weight.
+   */
+  addReplica(spec: AddedReplica, nowMs: number): void;
   /** Counts a session of cls on a replica chosen by admission control (admission.ts). */
   assign?(replica: string, cls: ServiceClass, nowMs: number): Admission;
 }

@@ -9,6 +9,7 @@
 import { PlbError } from '../core/errors.js';
 import { admissionKey } from './slow-start.js';
 import type {
+  AddedReplica,
   Admission,
   ReplicaSnapshot,
   ReplicaSpec,
@@ -83,6 +84,9 @@ export class ZonedRouter implements Router {
   private readonly order: string[];
   private readonly spill: number;
   private readonly homeZone: string | undefined;
+  /** What a zone's router is made with (its replicas aside): for a zone a replica added at run time opens. */
+  private readonly zoneOptions: Omit<RouterOptions, 'replicas' | 'zones' | 'homeZone'>;
+  private readonly make: (o: RouterOptions) => Router;
 
   constructor(
     options: RouterOptions,
@@ -92,6 +96,9 @@ export class ZonedRouter implements Router {
     this.strategy = options.strategy;
     this.spill = options.zoneSpill ?? DEFAULT_ZONE_SPILL;
     this.homeZone = options.homeZone;
+    const { zones: _z, homeZone: _h, replicas: _r, ...rest } = options;
+    this.zoneOptions = rest;
+    this.make = make;
     if (!(this.spill >= 1) || !Number.isFinite(this.spill))
       throw new PlbError('BAD_INPUT', `zoneSpill must be a finite number >= 1, got ${String(this.spill)}`);
     const byZone = new Map<string, Array<string | ReplicaSpec>>();
@@ -107,10 +114,39 @@ export class ZonedRouter implements Router {
       list.push(r);
       byZone.set(zone, list);
     }
-    for (const [zone, replicas] of byZone) {
-      const { zones: _z, homeZone: _h, ...rest } = options;
-      this.inner.set(zone, make({ ...rest, replicas }));
+    for (const [zone, replicas] of byZone) this.inner.set(zone, make({ ...rest, replicas }));
+  }
+
+  /**
+   * Router.addReplica: into its zone's router, or a new zone's (made with the replica, then
+   * marked down without a word: it was never up). The zone is required, as at the start.
+   */
+  addReplica(spec: AddedReplica, nowMs: number): void {
+    const { zone, ...replica } = spec;
+    if (zone === undefined || zone === '')
+      throw new PlbError(
+        'BAD_INPUT',
+        `zones: replica ${spec.id} has no zone (give every replica one, or none)`,
+      );
+    if (this.zoneOfReplica.has(spec.id))
+      throw new PlbError('BAD_INPUT', `replica ${spec.id} is known already`);
+    const inner = this.inner.get(zone);
+    if (inner) inner.addReplica(replica, nowMs);
+    else {
+      const tell = this.zoneOptions.onRoleChange;
+      let quiet = true;
+      const made = this.make({
+        ...this.zoneOptions,
+        replicas: [replica],
+        ...(tell ? { onRoleChange: (c: RoleChange) => void (quiet || tell(c)) } : {}),
+      });
+      made.markDown(spec.id, nowMs);
+      if (!tell) made.drainChanges();
+      quiet = false;
+      this.inner.set(zone, made);
     }
+    this.zoneOfReplica.set(spec.id, zone);
+    this.order.push(spec.id);
   }
 
   /** The zone of a replica (undefined for an unknown id). */

@@ -44,6 +44,7 @@ function opaque(inner: Router): Router {
     snapshot: () => inner.snapshot(),
     drainChanges: () => inner.drainChanges(),
     setWeight: (replica, weight) => inner.setWeight(replica, weight),
+    addReplica: (spec, nowMs) => inner.addReplica(spec, nowMs),
     assign: (replica, cls, nowMs) => (inner.assign as NonNullable<Router['assign']>)(replica, cls, nowMs),
   };
 }

@@ -206,27 +206,59 @@ describe('reload plan', () => {
       ENV,
     );
     // The file renumbered: db2 is its r1 now, still the proxy's r2.
-    expect(planReload(now(), dropped)).toEqual({ retire: ['r1'], restore: [], reweight: [] });
+    expect(planReload(now(), dropped)).toEqual({ add: [], retire: ['r1'], restore: [], reweight: [] });
     const back = { ...now(), retired: new Set(['r1']) };
     const reweighted = fleetFromClusterFile(write('n2.yaml', FLEET.replace('weight: 2', 'weight: 3')), ENV);
     expect(planReload(back, reweighted)).toEqual({
+      add: [],
       retire: [],
       restore: ['r1'],
       reweight: [{ id: 'r1', weight: 3 }],
     });
   });
 
-  it('refused in one line: a new address, a new zone, no replica left', () => {
+  it('a new address is added: its zone and weight, its file id unless the proxy has that id', () => {
     const added = fleetFromClusterFile(
-      write('n3.yaml', `${FLEET}  r3: { host: db9.internal, zone: a }\n`),
+      write('n3.yaml', `${FLEET}  r3: { host: db9.internal, zone: a, weight: 2 }\n`),
       ENV,
     );
-    expect(() => planReload(now(), added)).toThrow(
-      /r3 db9\.internal:5432 is not a replica this proxy started with/,
+    expect(planReload(now(), added)).toEqual({
+      add: [
+        {
+          endpoint: { id: 'r3', kind: 'replica', host: 'db9.internal', port: 5432 },
+          fileId: 'r3',
+          weight: 2,
+          zone: 'a',
+        },
+      ],
+      retire: [],
+      restore: [],
+      reweight: [],
+    });
+    // r1 gone, a new server under the file's r1: the proxy's r1 drains, the new one is r1-2.
+    const swapped = fleetFromClusterFile(
+      write('n5.yaml', FLEET.replace(/(r1: \{ host: )[^,]+/, '$1db7.internal')),
+      ENV,
     );
+    const plan = planReload(now(), swapped);
+    expect(plan.add.map((a) => [a.endpoint.id, a.fileId, a.endpoint.host])).toEqual([
+      ['r1-2', 'r1', 'db7.internal'],
+    ]);
+    expect(plan.retire).toEqual(['r1']);
+  });
+
+  it('refused in one line: a new zone, a zone where there are none, no replica left', () => {
     const rezoned = fleetFromClusterFile(write('n4.yaml', FLEET.replace('zone: b', 'zone: a')), ENV);
     expect(() => planReload(now(), rezoned)).toThrow(
       /r2 db2\.internal:5433: zone a, was b: zones change with a restart/,
+    );
+    const unzoned = { ...now(), zones: undefined };
+    const all = fleetFromClusterFile(
+      write('n6.yaml', `${FLEET}  r3: { host: db9.internal, zone: a }\n`),
+      ENV,
+    );
+    expect(() => planReload({ ...unzoned, replicas: [] }, all)).toThrow(
+      /r1 db1\.internal:5432: zone a, but the replicas have no zones/,
     );
   });
 

@@ -59,15 +59,18 @@ export class ReplicaLimits {
   reads = 0;
   failedReads = 0;
 
+  private readonly ids: string[];
+
   constructor(
     private readonly router: AdmittingRouter<object>,
-    private readonly ids: readonly string[],
-    initial: number,
+    ids: readonly string[],
+    private readonly initial: number,
     private readonly clock: Clock,
     /** Capacity may have appeared: hand slots to waiters. */
     private readonly pump: () => void,
     readonly view?: ReplicaViewOptions,
   ) {
+    this.ids = [...ids];
     for (const id of ids) {
       this.base.set(id, initial);
       if (view)
@@ -80,6 +83,18 @@ export class ReplicaLimits {
         });
     }
     for (const id of ids) this.apply(id);
+  }
+
+  /**
+   * A replica added at run time (the router knows it already): the limit every replica starts with,
+   * until its max_connections is read (readLimit, when its checks pass). Not with the replica view:
+   * its reader was made for the replicas the proxy started with.
+   */
+  add(replica: string): void {
+    if (this.base.has(replica) || this.view) return;
+    this.ids.push(replica);
+    this.base.set(replica, this.initial);
+    this.apply(replica);
   }
 
   /** Replica's own limit (its max_connections read, or the flag's). */

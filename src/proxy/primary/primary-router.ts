@@ -23,4 +23,5 @@ export class PrimaryRouter extends BaseRouter {
   protected sessionsChanged(): void {}
   protected onDown(): void {}
   protected onUp(): void {}
+  protected onAdd(): void {}
 }
