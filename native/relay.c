@@ -1,6 +1,9 @@
 /* The relay threads: epoll loops copying sessions' bytes (relay.h says what and why). */
 #include "relay.h"
 
+#include <linux/sockios.h> /* SIOCOUTQ */
+#include <sys/ioctl.h>
+
 int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -357,6 +360,25 @@ static void unframed(Worker *w, Pair *p, int framed) {
   ended(w, p, BACKEND, EPROTO);
 }
 
+/*
+ * The backend sent to a client that has gone: it is closed, as the client's own kernel would answer
+ * it (its next write fails and it ends), instead of streaming into the proxy until the linger runs
+ * out with its replica slot held. Only once the client's bytes are all out and acknowledged and what
+ * is readable is read: a close with either pending resets the connection, and the server could lose
+ * the client's last messages (a Terminate, a COMMIT) that the half-close is there to deliver. A
+ * backend that sends nothing keeps the half-close and the linger: it reads the end and goes.
+ */
+static void sent_to_gone_client(Worker *w, Pair *p) {
+  int queued = 0;
+  if (p->shut[BACKEND] != 2 || p->d[CLIENT].wr < p->d[CLIENT].fwd) return;
+  if (ioctl(p->fd[BACKEND], SIOCOUTQ, &queued) != 0 || queued > 0) return;
+  uint8_t scratch[4096];
+  for (int i = 0; i < 16 && read(p->fd[BACKEND], scratch, sizeof scratch) > 0; i++) {
+  }
+  close_side(w, p, BACKEND);
+  ended(w, p, BACKEND, 0);
+}
+
 void on_readable(Worker *w, Pair *p, int k) {
   Dir *d = &p->d[k];
   if (p->rd_eof[k] || d->wr < d->fwd) return;
@@ -371,7 +393,10 @@ void on_readable(Worker *w, Pair *p, int k) {
     close_side(w, p, k);
     return ended(w, p, k, err);
   }
-  if (drop) return;
+  if (drop) {
+    if (k == BACKEND && p->client_first) sent_to_gone_client(w, p);
+    return;
+  }
   size_t start = d->len;
   d->len += (size_t)n;
   if (k == CLIENT) {
