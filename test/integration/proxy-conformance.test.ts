@@ -208,6 +208,11 @@ describe.skipIf(!haveServerBinaries)(
       for (const c of ['pgjdbc', 'psycopg'] as const) if (!skipped.has(c)) expect(na(c)).toEqual([]);
     });
 
+    it("COPY in went through the proxy's primary listener: a session of every client that ran it", () => {
+      const ran = (['psql', 'pgjdbc', 'node-pg', 'psycopg'] as const).filter((c) => !skipped.has(c));
+      expect(rig.primaryListener.stats.classes.premium.ready).toBe(ran.length);
+    });
+
     it('after the clients gone mid-COPY: no backend still sends their COPY, the proxy holds no session, a new one is served', async () => {
       await until('the gone clients’ COPY backends to end', async () => {
         const q = await watcher.query<{ n: string }>(
