@@ -8,7 +8,10 @@ import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { dataDir } from '../../../src/cluster/state.js';
-import { startPrimaryListener, type PrimaryListenerHandle } from '../../../src/proxy/primary/primary-listener.js';
+import {
+  startPrimaryListener,
+  type PrimaryListenerHandle,
+} from '../../../src/proxy/primary/primary-listener.js';
 import { primaryServers } from '../../../src/proxy/primary/primary-servers.js';
 import type { ProxyHandle } from '../../../src/proxy/proxy-server.js';
 import { loadTls } from '../../../src/proxy/protocol/tls-client.js';
