@@ -245,14 +245,19 @@ void relay_post(Worker *w, Cmd *c);
 void relay_free_pair(Pair *p);
 /* The loop's teardown: every thread stopped and joined, everything freed (Node's thread). */
 void relay_destroy(Relay *r);
-/* relay.c: a session's stream, shared by the loop and the front door. */
-int64_t now_ms(void);
-uint32_t be32(const uint8_t *b);
+/* events.c: what is told to JavaScript, in order. */
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n);
 /* An event's fields from its pair's state at the moment it is told (emit and relay_fault). */
 void stamp_event(Event *e, const Pair *p, int kind, int side, int err);
 /* Rings JavaScript for what is queued (ev_mu not held); the event itself goes on the ready queue. */
 void queue_event(Relay *r, Event *e);
+/* The waiting events are told now (a thread calls it once their time is up). */
+void emit_lazy(Relay *r);
+/* Node's thread: the events to tell now, oldest first (the caller frees them). */
+Event *take_events(Relay *r);
+/* relay.c: a session's stream, shared by the loop and the front door. */
+int64_t now_ms(void);
+uint32_t be32(const uint8_t *b);
 /* fault.c: the relay failed on p (what: F_*): its backend closed, JavaScript told (never dropped). */
 void relay_fault(Worker *w, Pair *p, int what, int err);
 /* A failure with no session to tell: counted and told to JavaScript as id 0. */
@@ -264,10 +269,7 @@ MUSTCHECK int ep_ctl(Worker *w, int op, int fd, uint32_t events, void *tag);
 /* A pair's deadline (the front door's waits), 0: none; its linger (closed after LINGER_MS). */
 void set_deadline(Worker *w, Pair *p, int64_t at);
 void linger_from_now(Worker *w, Pair *p);
-/* The waiting events are told now (a thread calls it once their time is up). */
-void emit_lazy(Relay *r);
-/* Node's thread: the events to tell now, oldest first (the caller frees them). */
-Event *take_events(Relay *r);
+/* relay.c: watching, writing and ending the sides of a session. */
 void watch(Worker *w, Pair *p, int k);
 void flush(Worker *w, Pair *p, int k);
 void close_side(Worker *w, Pair *p, int k);

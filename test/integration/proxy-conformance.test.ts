@@ -4,12 +4,12 @@
  * psql and pgbench (libpq), pgJDBC, node-postgres and psycopg 3 (test/fixtures/conformance/ holds
  * the Java and Python probes; the libpq and node-postgres ones are in test/helpers/conformance/).
  * Features: the extended protocol (named statements, named portals with fetch sizes), pipeline
- * mode, binary results, a 64 MiB row, COPY out, COPY in (on a standby: the read-only error,
- * 25006, both ways, until the proxy has a primary listener), notices, cancel, SCRAM, md5 and trust
+ * mode, binary results, a 64 MiB row, COPY out, COPY in (on the primary: directly, and through the
+ * proxy's primary listener; the same rows loaded), notices, cancel, SCRAM, md5 and trust
  * authentication, TLS from the client (--tls-cert), an error in the middle of a result, and a
  * client gone in the middle of a COPY (the proxy and the standby go on, the next session is fine).
  * One local cluster (a primary and one standby) and one proxy with its defaults (the native relay
- * where built) for the file, plus a proxy with --tls-cert for the TLS cells (a TLS listener moves
+ * where built) and its primary listener for the file, plus a proxy with --tls-cert for the TLS cells (a TLS listener moves
  * every client of its proxy to Node's sockets). Prints the matrix. Skips without the server
  * binaries, and a client without its driver, except with CI=true (a failure there).
  */
@@ -50,6 +50,7 @@ const NAME = 'plbtest-proxy-conform';
 const BASE_PORT = 14000;
 const PROXY_PORT = 14010;
 const TLS_PROXY_PORT = 14011;
+const PRIMARY_PROXY_PORT = 14012;
 const CLIENTS = ['psql', 'pgbench', 'pgjdbc', 'node-pg', 'psycopg'] as const;
 type Client = (typeof CLIENTS)[number];
 type Side = 'direct' | 'proxy';
@@ -113,6 +114,7 @@ describe.skipIf(!haveServerBinaries)(
           name: NAME,
           basePort: BASE_PORT,
           proxyPort: PROXY_PORT,
+          primaryProxyPort: PRIMARY_PROXY_PORT,
           tlsProxyPort: TLS_PROXY_PORT,
         }),
         noJdbc ? undefined : compileJava(classDir),
@@ -204,6 +206,11 @@ describe.skipIf(!haveServerBinaries)(
       ]);
       expect(na('node-pg')).toEqual(['pipeline']);
       for (const c of ['pgjdbc', 'psycopg'] as const) if (!skipped.has(c)) expect(na(c)).toEqual([]);
+    });
+
+    it("COPY in went through the proxy's primary listener: a session of every client that ran it", () => {
+      const ran = (['psql', 'pgjdbc', 'node-pg', 'psycopg'] as const).filter((c) => !skipped.has(c));
+      expect(rig.primaryListener.stats.classes.premium.ready).toBe(ran.length);
     });
 
     it('after the clients gone mid-COPY: no backend still sends their COPY, the proxy holds no session, a new one is served', async () => {

@@ -36,6 +36,21 @@ export const TYPES =
   "select 42::int4, 9007199254740993::int8, 1.5::float8, 12345.6789::numeric, 'h\u00e9llo'::text," +
   " '\\xdeadbeef'::bytea, true, '2020-01-02 03:04:05.678+00'::timestamptz," +
   " 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid, array[1, 2, 3]::int4[], null::int4";
+/**
+ * The COPY in cell, on the primary (directly, or through the proxy's primary listener): a temporary
+ * table (the session's own, so the runs at once never meet), COPY_IN_ROWS rows in COPY's text
+ * format (an escaped tab and backslash, non-ASCII text, a NULL every 100th), then what was loaded.
+ * The probes in Java and Python build the same rows (copyInRow).
+ */
+export const COPY_IN_TABLE = 'create temp table conform_in (id int, s text)';
+export const COPY_IN = 'copy conform_in from stdin';
+export const COPY_IN_ROWS = 20_000;
+export const COPY_IN_CHECK =
+  "select count(*)::int as n, md5(string_agg(id || ':' || coalesce(s, '<null>'), ',' order by id)) as md5" +
+  ' from conform_in';
+export const copyInRow = (i: number): string => `${i}\t${i % 100 === 0 ? '\\N' : `r${i}\\t\u00e9\\\\`}\n`;
+export const copyInData = (): string =>
+  Array.from({ length: COPY_IN_ROWS }, (_, i) => copyInRow(i + 1)).join('');
 /** Bytes of a COPY read before the client goes. */
 export const GONE_AFTER = 65_536;
 
@@ -44,6 +59,8 @@ export interface ClientTarget {
   host: string;
   port: number;
   tlsPort: number;
+  /** Where the COPY in cell connects: the primary, or the proxy's primary listener. */
+  primaryPort: number;
   database: string;
   user: string;
   password: string;

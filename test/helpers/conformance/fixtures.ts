@@ -29,8 +29,18 @@ export async function compileJava(classDir: string): Promise<void> {
 }
 
 function args(t: ClientTarget, features: readonly Feature[]): string[] {
-  const { host, port, tlsPort, database, user, password, authPassword } = t;
-  return [host, String(port), String(tlsPort), database, user, password, authPassword, features.join(',')];
+  const { host, port, tlsPort, primaryPort, database, user, password, authPassword } = t;
+  return [
+    host,
+    String(port),
+    String(tlsPort),
+    String(primaryPort),
+    database,
+    user,
+    password,
+    authPassword,
+    features.join(','),
+  ];
 }
 
 async function parse(what: string, p: Promise<{ code: number; out: string; err: string }>): Promise<Results> {

@@ -6,8 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   BIG_ROW,
+  COPY_IN,
+  COPY_IN_CHECK,
+  COPY_IN_TABLE,
   COPY_LONG,
   COPY_OUT,
+  copyInData,
   GONE_AFTER,
   MID_ERROR,
   NA,
@@ -27,11 +31,14 @@ interface Conn {
   user?: string;
   password?: string;
   tls?: boolean;
+  /** To the primary (the COPY in cell). */
+  primary?: boolean;
 }
 
 function conninfo(t: ClientTarget, c: Conn): string {
+  const port = c.tls ? t.tlsPort : c.primary ? t.primaryPort : t.port;
   return [
-    `host=${t.host} port=${c.tls ? t.tlsPort : t.port} dbname=${t.database} user=${c.user ?? t.user}`,
+    `host=${t.host} port=${port} dbname=${t.database} user=${c.user ?? t.user}`,
     `sslmode=${c.tls ? 'require' : 'disable'} connect_timeout=10`,
   ].join(' ');
 }
@@ -88,7 +95,8 @@ export async function psqlResults(
       const r = await psql([COPY_OUT]);
       return { code: r.code, bytes: Buffer.byteLength(r.out), md5: md5(r.out) };
     },
-    'copy-in': async () => whole(await psql(['copy conform_t from stdin', "select 'ok'"], {}, '1\ta\n\\.\n')),
+    'copy-in': async () =>
+      whole(await psql([COPY_IN_TABLE, COPY_IN, COPY_IN_CHECK], { primary: true }, `${copyInData()}\\.\n`)),
     notice: async () => whole(await psql([NOTICES])),
     cancel: async () => {
       // SIGINT once the sleep is running: psql sends the cancel request to where it connected.

@@ -5,9 +5,13 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import {
   BIG_ROW,
+  COPY_IN,
+  COPY_IN_CHECK,
+  COPY_IN_TABLE,
   COPY_LONG,
   COPY_OUT,
   GONE_AFTER,
+  copyInData,
   MID_ERROR,
   NA,
   NOTICES,
@@ -24,6 +28,8 @@ interface Conn {
   user?: string;
   password?: string;
   tls?: boolean;
+  /** To the primary (the COPY in cell). */
+  primary?: boolean;
 }
 
 /** The client's socket-level connection (pg does not type it). */
@@ -31,6 +37,9 @@ interface Wire {
   on(event: string, f: (msg: { chunk?: Buffer }) => void): void;
   stream: { destroy(): void; encrypted?: boolean };
   sync(): void;
+  query(text: string): void;
+  sendCopyFromChunk(chunk: Buffer): void;
+  endCopyFrom(): void;
 }
 const wire = (c: pg.Client): Wire => (c as unknown as { connection: Wire }).connection;
 
@@ -38,7 +47,7 @@ export async function nodePgResults(t: ClientTarget, features: readonly Feature[
   async function connect(c: Conn = {}): Promise<pg.Client> {
     const client = new pg.Client({
       host: t.host,
-      port: c.tls ? t.tlsPort : t.port,
+      port: c.tls ? t.tlsPort : c.primary ? t.primaryPort : t.port,
       database: t.database,
       user: c.user ?? t.user,
       password: c.user === undefined ? t.password : c.password,
@@ -104,6 +113,24 @@ export async function nodePgResults(t: ClientTarget, features: readonly Feature[
     });
     return { bytes, md5: h.digest('hex') };
   }
+  /**
+   * A COPY FROM STDIN of `data` (pg has no COPY API: a submittable answers the CopyInResponse with
+   * the data in 64 KiB CopyData messages, then CopyDone): its command tag, or its error's code.
+   */
+  const copyIn = (c: pg.Client, sql: string, data: Buffer): Promise<string> =>
+    new Promise((resolve) => {
+      let said = '?';
+      c.query({
+        submit: (w: Wire) => w.query(sql),
+        handleCopyInResponse: (w: Wire) => {
+          for (let i = 0; i < data.length; i += 65_536) w.sendCopyFromChunk(data.subarray(i, i + 65_536));
+          w.endCopyFrom();
+        },
+        handleCommandComplete: (m: { text: string }) => void (said = m.text),
+        handleError: (e: { code?: string }) => void (said = e.code ?? '?'),
+        handleReadyForQuery: () => resolve(said),
+      } as never);
+    });
   const auth = async (user: string, password?: string): Promise<unknown> => {
     const ok = await session(
       async (c) => [await one(c, 'select current_user::text'), await one(c, 'select 1')],
@@ -161,10 +188,14 @@ export async function nodePgResults(t: ClientTarget, features: readonly Feature[
       }),
     'copy-out': () => session((c) => copyOut(c, COPY_OUT)),
     'copy-in': () =>
-      session(async (c) => ({
-        error: await code(c.query('copy conform_t from stdin')),
-        after: await one(c, "select 'ok'"),
-      })),
+      session(
+        async (c) => {
+          await c.query(COPY_IN_TABLE);
+          const copied = await copyIn(c, COPY_IN, Buffer.from(copyInData()));
+          return { copied, loaded: (await c.query(COPY_IN_CHECK)).rows[0] as unknown };
+        },
+        { primary: true },
+      ),
     notice: () =>
       session(async (c) => {
         const seen: unknown[] = [];

@@ -1,12 +1,18 @@
 // The conformance test's one local cluster (a primary and one standby) and its proxies, set up so
 // every feature of the corpus can run against the standby directly and through the proxy: users
-// with a SCRAM, an md5 and no password (trust) and their pg_hba lines, TLS on the standby, a table
-// for COPY FROM, and the proxy with its defaults (the native relay where built) plus one with
-// --tls-cert (which moves every client of a proxy to Node's sockets, so it serves the TLS cell only).
+// with a SCRAM, an md5 and no password (trust) and their pg_hba lines, TLS on the standby, and the
+// proxy with its defaults (the native relay where built) plus its primary listener (--primary-port:
+// the COPY in cell, on the primary both ways) and a proxy with --tls-cert (which moves every client
+// of a proxy to Node's sockets, so it serves the TLS cell only).
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { dataDir } from '../../../src/cluster/state.js';
+import {
+  startPrimaryListener,
+  type PrimaryListenerHandle,
+} from '../../../src/proxy/primary/primary-listener.js';
+import { primaryServers } from '../../../src/proxy/primary/primary-servers.js';
 import type { ProxyHandle } from '../../../src/proxy/proxy-server.js';
 import { loadTls } from '../../../src/proxy/protocol/tls-client.js';
 import { until } from './common.js';
@@ -26,11 +32,14 @@ export interface Target {
   port: number;
   /** Where the TLS cell connects (sslmode=require). */
   tlsPort: number;
+  /** Where the COPY in cell connects: the primary, or the proxy's primary listener. */
+  primaryPort: number;
 }
 
 export interface ConformanceRig {
   cluster: ProxyTestCluster;
   proxy: ProxyHandle;
+  primaryListener: PrimaryListenerHandle;
   tlsProxy: ProxyHandle;
   direct: Target;
   proxied: Target;
@@ -44,6 +53,7 @@ export async function upConformanceRig(o: {
   name: string;
   basePort: number;
   proxyPort: number;
+  primaryProxyPort: number;
   tlsProxyPort: number;
 }): Promise<ConformanceRig> {
   const cluster = await upProxyCluster({ name: o.name, replicas: 1, basePort: o.basePort });
@@ -71,7 +81,6 @@ export async function upConformanceRig(o: {
         "set password_encryption = 'md5'",
         `create role conform_md5 login password '${pw}'`,
         'create role conform_trust login',
-        'create table conform_t (id int, s text)',
       ].join('; '),
     );
     const rdir = dataDir(cluster.stateDir, o.name, replica.id);
@@ -84,32 +93,44 @@ export async function upConformanceRig(o: {
       "\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n",
     );
     for (const port of [primaryPort, replica.port]) await query(port, 'select pg_reload_conf()');
-    await until('ssl on the standby, the roles and the table replayed', async () => {
+    await until('ssl on the standby and the roles replayed', async () => {
       const [r] = await query<{ ssl: string; n: string }>(
         replica.port,
-        "select current_setting('ssl') as ssl, (select count(*) from pg_roles where rolname like 'conform_%') +" +
-          " (select count(*) from pg_class where relname = 'conform_t') as n",
+        "select current_setting('ssl') as ssl, (select count(*) from pg_roles where rolname like 'conform_%') as n",
       );
-      return r!.ssl === 'on' && Number(r!.n) === 4;
+      return r!.ssl === 'on' && Number(r!.n) === 3;
     });
     const log = (l: string): void => void logs.push(l);
     const base = { ...cluster.proxyBase, strategy: 'lc' as const, log };
     rig.proxy = await startTestProxy({ ...base, ports: { premium: o.proxyPort } });
+    // As `plb proxy --primary-port` runs it (primary/run-primary.ts), on the test proxy's settings.
+    const { primary, servers } = primaryServers(cluster.driver.endpoints());
+    rig.primaryListener = await startPrimaryListener({
+      servers,
+      primary: primary.id,
+      connector: cluster.proxyBase.connector,
+      host: '127.0.0.1',
+      ports: { premium: o.primaryProxyPort },
+      classFrom: 'off',
+      health: { intervalMs: 500, timeoutMs: 500, fall: 3, rise: 2, hangMs: 5000 },
+      statsEveryS: 0,
+      log,
+    });
     const { cert, key } = selfSignedCert(cluster.stateDir, 'proxy');
     rig.tlsProxy = await startTestProxy({
       ...base,
       ports: { premium: o.tlsProxyPort },
       tls: loadTls(cert, key),
     });
-    rig.direct = { port: replica.port, tlsPort: replica.port };
-    rig.proxied = { port: o.proxyPort, tlsPort: o.tlsProxyPort };
+    rig.direct = { port: replica.port, tlsPort: replica.port, primaryPort };
+    rig.proxied = { port: o.proxyPort, tlsPort: o.tlsProxyPort, primaryPort: o.primaryProxyPort };
   } catch (e) {
-    await Promise.all([rig.proxy?.stop(500), rig.tlsProxy?.stop(500)]);
+    await Promise.all([rig.proxy?.stop(500), rig.primaryListener?.stop(500), rig.tlsProxy?.stop(500)]);
     await cluster.down();
     throw e;
   }
   rig.down = async () => {
-    await Promise.all([rig.proxy?.stop(1000), rig.tlsProxy?.stop(1000)]);
+    await Promise.all([rig.proxy?.stop(1000), rig.primaryListener?.stop(1000), rig.tlsProxy?.stop(1000)]);
     await cluster.down();
   };
   return rig as ConformanceRig;
