@@ -36,17 +36,6 @@ const EXPIRED = ['53300', 'sorry, too many clients already (plb proxy: freemium 
  */
 export const DEFAULT_STARTUP_TIMEOUT_MS = 5000;
 
-/**
- * When a slot held unauthenticated is cut: between 3/4 of --startup-timeout and all of it, at
- * random. A flood takes its slots in one wave; cut all at the same age they would be given back and
- * taken again in one wave every timeout, and each wave makes the servers fork a backend per slot at
- * once, which everyone connecting then (the other class, direct clients) waits behind. Spread, the
- * waves dissolve within a few rounds. rand: a number in [0, 1).
- */
-export function authDeadlineMs(startupTimeoutMs: number, rand: number = Math.random()): number {
-  return startupTimeoutMs * (1 - 0.25 * rand);
-}
-
 /** A replica slot the session holds (from admission or an early connection) until released. */
 class Lease {
   private released = false;
@@ -208,7 +197,7 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
     if (this.lease?.replica !== replica) this.lease = new Lease(this.host, replica, this.cls);
     this.replica = replica;
     if (!this.authTimer && this.phase !== 'ready') {
-      this.authTimer = setTimeout(() => this.authExpired(), authDeadlineMs(this.host.startupTimeoutMs));
+      this.authTimer = setTimeout(() => this.authExpired(), this.host.startupTimeoutMs);
       this.authTimer.unref();
     }
   }
