@@ -7,12 +7,13 @@
 // at once, each sending a startup packet and never answering the password request (the proxy cuts
 // it at its startup timeout), opening another when it is closed; refused ones wait 100 ms first
 // (a client's retry, not a spin). Scenarios: freemium flood/premium client, premium
-// flood/freemium client, mixed flood (half each)/both clients. Per scenario one table: tries,
+// flood/freemium client, mixed flood (half each)/both clients, and premium flood/premium client
+// (a class's own flood, the reference for the mixed flood's premium client). Per scenario one table: tries,
 // served, served within 1 s, refused, hung (no exit within 15 s), latency p50/p95/max; and what
 // the flood's startups met.
 // Run: node --import tsx benchmarks/proxy-burst.ts --matrix [--flood 2000] [--tries 10] [--replicas 2]
 //        [--name front] [--base-port 13432] [--listen-port 13600] [--settle 3] [--gap-ms 300]
-//        [--scenarios freemium,premium,mixed] [--log-dir /tmp] [--direct]
+//        [--scenarios freemium,premium,mixed,own] [--log-dir /tmp] [--direct]
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -42,6 +43,8 @@ const SCENARIOS: Scenario[] = [
   { name: 'freemium flood / premium client', premiumShare: 0, clients: ['premium'] },
   { name: 'premium flood / freemium client', premiumShare: 1, clients: ['freemium'] },
   { name: 'mixed flood / both clients', premiumShare: 0.5, clients: ['premium', 'freemium'] },
+  // The reference for the mixed flood's premium client: its own class's flood alone.
+  { name: 'own class: premium flood / premium client', premiumShare: 1, clients: ['premium'] },
 ];
 
 /** `node bin/run.js ...args`, its output when it exits 0. */

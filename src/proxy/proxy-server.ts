@@ -8,9 +8,9 @@ import type { Connector } from '../cluster/connector.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { HealthChecker } from '../cluster/health.js';
 import { buildRouter } from '../router/index.js';
-import { AdmittingRouter, DEFAULT_PREMIUM_RESERVE } from '../router/admission.js';
+import { AdmittingRouter } from '../router/admission.js';
 import { AdmissionGate } from './admission/admission-gate.js';
-import { initialLimit, readLimit, ReplicaLimits } from './admission/replica-limits.js';
+import { initialLimit, proxyAdmission, readLimit, ReplicaLimits } from './admission/replica-limits.js';
 import { PlbError } from '../core/errors.js';
 import { clientLimiter } from './admission/client-limit.js';
 import { DEFAULT_PACER } from './admission/accept-pacer.js';
@@ -39,13 +39,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   const ids = opts.replicas.map((r) => r.id);
   const log = opts.log;
   // With --admission-limit any strategy gets the limits and the queue around it (no SLO guard).
-  const admission = opts.admission
-    ? {
-        limits: { mode: 'fixed' as const, limit: initialLimit(opts.admission) },
-        queue: { capacity: opts.admission.queue, timeoutMs: opts.admission.timeoutMs },
-        premiumReserve: opts.admission.premiumReserve ?? DEFAULT_PREMIUM_RESERVE,
-      }
-    : undefined;
+  const admission = opts.admission ? proxyAdmission(opts.admission) : undefined;
   const router = buildRouter({
     strategy: opts.strategy,
     replicas: opts.replicas.map((r) => ({ id: r.id, weight: opts.weights?.[r.id] ?? 1 })),

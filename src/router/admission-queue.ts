@@ -10,8 +10,13 @@ import type { ServiceClass } from '../core/service-class.js';
  * holds within a class and premium is always offered a freed slot first.
  */
 export interface AdmissionQueueOptions {
-  /** The most sessions waiting at once, both classes together (>= 1). */
+  /** The most sessions waiting at once, both classes together (>= 1); with perClass, each class's. */
   capacity: number;
+  /**
+   * Each class its own capacity places (absent: one capacity shared): a flood of one class then
+   * fills only its own places, and the other class's sessions still get theirs.
+   */
+  perClass?: boolean;
   /** How long a session may wait before it fails (> 0 ms; Infinity = never). */
   timeoutMs: number;
 }
@@ -76,6 +81,7 @@ class Fifo<T> {
 export class AdmissionQueue<T> {
   readonly capacity: number;
   readonly timeoutMs: number;
+  readonly perClass: boolean;
   private readonly fifos: Record<ServiceClass, Fifo<T>> = { premium: new Fifo(), freemium: new Fifo() };
   private readonly index = new Map<T, Entry<T>>();
 
@@ -89,6 +95,7 @@ export class AdmissionQueue<T> {
       throw new PlbError('BAD_INPUT', `admission queue timeout must be > 0 ms (got ${opts.timeoutMs})`);
     this.capacity = opts.capacity;
     this.timeoutMs = opts.timeoutMs;
+    this.perClass = opts.perClass ?? false;
   }
 
   /** Waiting sessions of cls, or of both classes. */
@@ -101,9 +108,9 @@ export class AdmissionQueue<T> {
     return this.index.has(item);
   }
 
-  /** Queues item; false (and nothing queued) when the queue is full or item already waits. */
+  /** Queues item; false (and nothing queued) when the queue (cls's places) is full or item already waits. */
   push(cls: ServiceClass, item: T, nowMs: number): boolean {
-    if (this.size() >= this.capacity || this.index.has(item)) return false;
+    if (this.size(this.perClass ? cls : undefined) >= this.capacity || this.index.has(item)) return false;
     const e: Entry<T> = { cls, item, enqueuedMs: nowMs, deadlineMs: nowMs + this.timeoutMs, live: true };
     this.fifos[cls].push(e);
     this.index.set(item, e);

@@ -58,7 +58,7 @@ function source(over: { now?: number; healthy?: boolean; draining?: boolean } = 
     strategy: 'plb',
     startedMs: 0,
     now: () => now,
-    admission: { queue: 1000, timeoutMs: 10_000, premiumReserve: 0.1 },
+    admission: { queue: 1000, timeoutMs: 10_000, premiumReserve: 0.1, freemiumReserve: 0.1 },
     draining: () => over.draining ?? false,
   };
   return { src, clients, setNow: (ms: number) => (now = ms) };

@@ -292,6 +292,18 @@ describe('parseProxyFlags', () => {
     expect(() => parseProxyFlags(flags({ 'admission-limit': 5, 'admission-premium-reserve': '2' }))).toThrow(
       /^--admission-premium-reserve: expected a number in \[0, 1\] \(got "2"\)$/,
     );
+    expect(() => parseProxyFlags(flags({ 'admission-freemium-reserve': 'x' }))).toThrow(
+      /^--admission-freemium-reserve: expected a number in \[0, 1\] \(got "x"\)$/,
+    );
+  });
+
+  it('admission by default: both reserves 0.1, the queue per class; the freemium reserve a flag', () => {
+    expect(parseProxyFlags(flags({}))).toMatchObject({
+      admission: { queue: 1000, premiumReserve: 0.1, freemiumReserve: 0.1 },
+    });
+    expect(parseProxyFlags(flags({ 'admission-freemium-reserve': '0.25' }))).toMatchObject({
+      admission: { freemiumReserve: 0.25 },
+    });
   });
 
   it('--hang-timeout: the checks and the replica connections alike; 0 turns off only the latter', () => {

@@ -31,14 +31,24 @@ export class AdminRunner {
   attach(
     proxy: ProxyHandle,
     info: Pick<AdminSource, 'strategy' | 'startedMs' | 'drainingReplicas'> & {
-      admission: { queue: number; timeoutMs: number; premiumReserve: number } | undefined | null;
+      admission:
+        | { queue: number; timeoutMs: number; premiumReserve: number; freemiumReserve: number }
+        | undefined
+        | null;
     },
     others: readonly DrainTarget[] = [],
   ): void {
     const target = others.length === 0 ? proxy : drainTargets([proxy, ...others]);
     const drain = new ProxyDrain(target, { timeoutMs: this.o.drainTimeoutMs, log: this.o.log });
     const a = info.admission;
-    const admission = a ? { queue: a.queue, timeoutMs: a.timeoutMs, premiumReserve: a.premiumReserve } : null;
+    const admission = a
+      ? {
+          queue: a.queue,
+          timeoutMs: a.timeoutMs,
+          premiumReserve: a.premiumReserve,
+          freemiumReserve: a.freemiumReserve,
+        }
+      : null;
     this.state = {
       drain,
       view: { proxy, ...info, admission, now: () => Date.now(), draining: () => drain.draining },

@@ -87,7 +87,7 @@ export interface AdminView {
     clients: number;
     maxClientConn: number;
     /** The admission settings (null: no per-replica limit). */
-    admission: { queue: number; timeoutMs: number; premiumReserve: number } | null;
+    admission: { queue: number; timeoutMs: number; premiumReserve: number; freemiumReserve: number } | null;
   };
   replicas: AdminReplica[];
   pools: AdminPool[];

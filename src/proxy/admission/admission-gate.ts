@@ -82,14 +82,16 @@ export class AdmissionGate {
   }
 
   /**
-   * A replica now, or undefined (no slot free without waiting, anyone waiting already, or no
+   * A replica now, or undefined (no slot free without waiting, anyone of cls waiting already, or no
    * replica for cls): never queues, never throws those. For a connection opened early.
    */
   tryAcquire(cls: ServiceClass): string | undefined {
     const now = this.clock.now();
     try {
       if (!this.admitting) return this.took(this.router.admit(cls, now).replica, cls);
-      return this.admitting.queued() > 0 ? undefined : this.took(this.admitting.admit(cls, now).replica, cls);
+      return this.admitting.queued(cls) > 0
+        ? undefined
+        : this.took(this.admitting.admit(cls, now).replica, cls);
     } catch (err) {
       if (isPlbError(err, 'NO_REPLICA') || isPlbError(err, 'ADMISSION_FULL')) return undefined;
       throw err;

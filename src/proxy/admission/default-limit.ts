@@ -13,6 +13,14 @@ import type { ConnectionSettings } from '../../cluster/server-limits.js';
  */
 export const DEFAULT_ADMISSION_RESERVE = 6;
 
+/**
+ * The share of every freemium replica's limit premium may not take (--admission-freemium-reserve):
+ * the proxy's floor for freemium, as --admission-premium-reserve is premium's, so a premium flood
+ * that overflows onto freemium's replicas still leaves a freemium client a slot at once. The
+ * proxy's default only: the bench's plb-admit keeps its own (the guard's min share).
+ */
+export const DEFAULT_FREEMIUM_RESERVE = 0.1;
+
 /** A replica's limit before its settings are read (PostgreSQL's default max_connections, 100). */
 export const UNREAD_SETTINGS: ConnectionSettings = {
   maxConnections: 100,

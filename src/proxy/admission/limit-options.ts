@@ -7,7 +7,7 @@ import { PlbError } from '../../core/errors.js';
 import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../core/strategies.js';
 import { checkedText, durationMsFlag } from '../../cli/flags.js';
 import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
-import { DEFAULT_ADMISSION_RESERVE } from './default-limit.js';
+import { DEFAULT_ADMISSION_RESERVE, DEFAULT_FREEMIUM_RESERVE } from './default-limit.js';
 import { DEFAULT_STARTUP_TIMEOUT_MS } from '../session/session-core.js';
 import { parseShare } from '../../cli/router-values.js';
 import type { SecureContext } from 'node:tls';
@@ -37,7 +37,8 @@ export const limitFlags = {
     helpGroup: GROUP,
   }),
   'admission-queue': Flags.integer({
-    description: 'sessions that may wait for a slot at once; beyond it 53300',
+    description:
+      'sessions of each class that may wait for a slot at once (each class its own places: a flood of one never refuses the other’s); beyond it 53300',
     default: 1000,
     min: 1,
     helpGroup: GROUP,
@@ -51,6 +52,12 @@ export const limitFlags = {
     description:
       'the share of every premium replica’s limit freemium may not take (0..1): a premium client finds a slot at once under a freemium flood',
     default: String(DEFAULT_PREMIUM_RESERVE),
+    helpGroup: GROUP,
+  }),
+  'admission-freemium-reserve': Flags.string({
+    description:
+      'the share of every freemium replica’s limit premium may not take (0..1): a freemium client finds a slot at once under a premium flood',
+    default: String(DEFAULT_FREEMIUM_RESERVE),
     helpGroup: GROUP,
   }),
   'startup-timeout': checkedText((v, flag) => durationMsFlag(flag, v, { positive: true }))({
@@ -99,6 +106,7 @@ export interface LimitFlagValues {
   'admission-queue'?: number | undefined;
   'admission-timeout'?: string | undefined;
   'admission-premium-reserve'?: string | undefined;
+  'admission-freemium-reserve'?: string | undefined;
   'startup-pacing'?: string | undefined;
   'startup-timeout'?: string | undefined;
   'early-connect'?: string | undefined;
@@ -123,6 +131,7 @@ export interface LimitConfig {
     queue: number;
     timeoutMs: number;
     premiumReserve: number;
+    freemiumReserve: number;
   };
   tls?: SecureContext;
   serverTls: ServerTlsMode;
@@ -174,6 +183,10 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
     f['admission-premium-reserve'] ?? String(DEFAULT_PREMIUM_RESERVE),
     '--admission-premium-reserve',
   );
+  const freemiumReserve = parseShare(
+    f['admission-freemium-reserve'] ?? String(DEFAULT_FREEMIUM_RESERVE),
+    '--admission-freemium-reserve',
+  );
   const tls = loadTls(f['tls-cert'], f['tls-key']);
   const serverTls = parseServerTls(f['server-tls']);
   const serverCa = loadServerCa(f['server-ca'], serverTls);
@@ -193,5 +206,5 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
   };
   if (given === 'off' && !strategyQueues(strategy)) return base;
   const limit = given === 'off' ? 1000 : given;
-  return { ...base, admission: { limit, reserve, queue, timeoutMs, premiumReserve } };
+  return { ...base, admission: { limit, reserve, queue, timeoutMs, premiumReserve, freemiumReserve } };
 }

@@ -12,10 +12,12 @@
  */
 import type { Cancel, Clock } from '../../clock/index.js';
 import type { SessionCountReader, ClassCounts } from '../../cluster/session-counts.js';
-import type { AdmittingRouter } from '../../router/admission.js';
+import { DEFAULT_PREMIUM_RESERVE, type AdmittingRouter } from '../../router/admission.js';
+import type { AdmissionOptions } from '../../router/admission-types.js';
 import type { ServiceClass } from '../../core/service-class.js';
 import {
   DEFAULT_ADMISSION_RESERVE,
+  DEFAULT_FREEMIUM_RESERVE,
   defaultAdmissionLimit,
   UNREAD_SETTINGS,
   unseenCap,
@@ -210,6 +212,21 @@ export interface AdmissionSettings {
   queue: number;
   timeoutMs: number;
   premiumReserve?: number;
+  freemiumReserve?: number;
+}
+
+/**
+ * The admission router's options for the proxy's settings: its limits, each class its own queue
+ * places (a flood of one class never refuses the other's sessions), and both reserves (premium's
+ * against freemium, freemium's floor against premium), by default 10 % each.
+ */
+export function proxyAdmission(a: AdmissionSettings): Omit<AdmissionOptions, 'slowStartMs'> {
+  return {
+    limits: { mode: 'fixed', limit: initialLimit(a) },
+    queue: { capacity: a.queue, timeoutMs: a.timeoutMs, perClass: true },
+    premiumReserve: a.premiumReserve ?? DEFAULT_PREMIUM_RESERVE,
+    freemiumReserve: a.freemiumReserve ?? DEFAULT_FREEMIUM_RESERVE,
+  };
 }
 
 /** The limit a replica has before its settings are read (and the one a number gives every replica). */

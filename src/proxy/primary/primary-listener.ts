@@ -16,13 +16,14 @@ import { HealthChecker } from '../../cluster/health.js';
 import type { Endpoint } from '../../core/endpoint.js';
 import { errorText, PlbError } from '../../core/errors.js';
 import type { ServiceClass } from '../../core/service-class.js';
-import { AdmittingRouter, DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
+import { AdmittingRouter } from '../../router/admission.js';
 import type { Router } from '../../router/types.js';
 import type { HealthOptions } from '../../run-format/config.js';
 import { AdmissionGate } from '../admission/admission-gate.js';
 import { clientLimiter } from '../admission/client-limit.js';
 import {
   initialLimit,
+  proxyAdmission,
   readLimit,
   ReplicaLimits,
   type AdmissionSettings,
@@ -95,12 +96,7 @@ export async function startPrimaryListener(opts: PrimaryListenerOptions): Promis
   const log = opts.log;
   const inner = new PrimaryRouter(ids);
   const admitting = opts.admission
-    ? new AdmittingRouter<object>(inner, 'lc', {
-        limits: { mode: 'fixed', limit: initialLimit(opts.admission) },
-        queue: { capacity: opts.admission.queue, timeoutMs: opts.admission.timeoutMs },
-        premiumReserve: opts.admission.premiumReserve ?? DEFAULT_PREMIUM_RESERVE,
-        slowStartMs: 0,
-      })
+    ? new AdmittingRouter<object>(inner, 'lc', { ...proxyAdmission(opts.admission), slowStartMs: 0 })
     : undefined;
   const router: Router = admitting ?? inner;
   const limits =
