@@ -101,6 +101,8 @@ interface CheckState {
   slowReported: boolean;
   /** A session ended while a check was in flight: probe again once it is answered. */
   recheck: boolean;
+  /** Sessions' ends waiting for the probe they asked for: reported once it answers (settleEnds). */
+  ends: { via: HealthVia; detail: string }[];
 }
 
 /**
@@ -137,6 +139,7 @@ export class HealthChecker {
         generation: 0,
         slowReported: false,
         recheck: false,
+        ends: [],
       });
   }
 
@@ -160,12 +163,16 @@ export class HealthChecker {
   /**
    * A session or a connect attempt failed on this replica: classify it and count what counts. A
    * session's end (endsOnlyASession: 57P01 of pg_terminate_backend, a connection closed under a
-   * session) is reported as `other` and counts only through the probe it asks for at once.
+   * session) counts only through the probe it asks for at once, and is reported when that probe
+   * answers: `unreachable` if the server is gone, `other` if only the session ended.
    */
   reportFailure(replica: string, err: unknown, via: HealthVia): FailureCause {
     if (endsOnlyASession(err, via)) {
-      this.fail(replica, 'other', via, `session ended, server probed: ${errorText(err)}`);
-      this.confirm(replica);
+      const st = this.checks.get(replica);
+      if (st && this.running) {
+        st.ends.push({ via, detail: errorText(err) });
+        this.confirm(replica);
+      } else this.fail(replica, 'other', via, `session ended: ${errorText(err)}`);
       return 'other';
     }
     const cause = classifyFailure(err);
@@ -193,7 +200,14 @@ export class HealthChecker {
     if (this.checks.has(id)) return;
     this.added.push(id);
     this.tracker.add(id);
-    const fresh = { conn: undefined, sentMs: undefined, generation: 0, slowReported: false, recheck: false };
+    const fresh = {
+      conn: undefined,
+      sentMs: undefined,
+      generation: 0,
+      slowReported: false,
+      recheck: false,
+      ends: [],
+    };
     this.checks.set(id, fresh);
   }
 
@@ -223,6 +237,7 @@ export class HealthChecker {
         this.fail(id, 'slow', 'health', `health check unanswered after ${Math.round(waited)} ms`);
       }
       if (waited >= this.opts.hangMs) {
+        this.settleEnds(id, st, true);
         this.fail(id, 'unreachable', 'health', `no answer for ${Math.round(waited)} ms`);
         // A socket that never closes (a vanished peer) must not block checks forever.
         if (waited >= 3 * this.opts.hangMs) this.dropClient(id);
@@ -242,6 +257,7 @@ export class HealthChecker {
       () => {
         if (st.generation !== generation) return;
         st.sentMs = undefined;
+        if (confirming) this.settleEnds(id, st, false);
         this.answered(id);
         again();
       },
@@ -252,7 +268,9 @@ export class HealthChecker {
         // The server answered with an error (53300, 57P03...): alive, but not yet usable; right
         // after a session's end, a 57P03 (shutting down, recovering from a crash) says it is going.
         const gone = confirming && cannotConnectNow(err);
-        this.fail(id, gone ? 'unreachable' : classifyFailure(err), 'health', errorText(err));
+        const cause = gone ? 'unreachable' : classifyFailure(err);
+        if (confirming) this.settleEnds(id, st, isDeathEvidence(cause));
+        this.fail(id, cause, 'health', errorText(err));
         again();
       },
     );
@@ -277,6 +295,22 @@ export class HealthChecker {
       onError: () => undefined,
     });
     await st.conn.query('SELECT 1');
+  }
+
+  /**
+   * The sessions' ends a probe answered for: the server gone (unreachable) or alive (other, only
+   * those sessions ended). Reported, not counted toward --fall: the probe's own answer counts.
+   */
+  private settleEnds(id: string, st: CheckState, gone: boolean): void {
+    const ends = st.ends.splice(0);
+    if (!this.running) return;
+    for (const e of ends)
+      this.onFailure({
+        replica: id,
+        cause: gone ? 'unreachable' : 'other',
+        via: e.via,
+        detail: `session ended, server ${gone ? 'gone' : 'alive'} at the probe: ${e.detail}`,
+      });
   }
 
   private dropClient(id: string): void {

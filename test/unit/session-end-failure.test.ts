@@ -187,6 +187,12 @@ describe('the health checker and a session end', () => {
     expect(w.changes[0]?.via).toBe('health');
     expect(w.changes[0]?.cause).toMatch(/^unreachable: .*ECONNREFUSED/);
     expect(w.checker.isHealthy('r1')).toBe(false);
+    // The sessions' ends are reported once their probes answered: the server gone, so unreachable.
+    await until(() => w.failures.filter((f) => f.via === 'session').length === 2);
+    expect(w.failures.filter((f) => f.via === 'session').map((f) => f.cause)).toEqual([
+      'unreachable',
+      'unreachable',
+    ]);
     w.checker.stop();
   });
 
