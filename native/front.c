@@ -1,9 +1,10 @@
 /*
  * The front door's client side (relay.h): accepting clients, their first packets (SSL and GSSENC
- * requests answered 'N', the startup packet handed to JavaScript), a client's end or timeout before
- * it is a session, and a listener's stop. The replica's side (the connect, its first answer, the
- * authentication exchange's hooks) is front-dial.c's: kept apart, each file is one stage of a
- * session's start. Every step that needs a decision is told to JavaScript and waits for its command.
+ * requests answered 'N', the startup packet handed to JavaScript), a client's end before it is a
+ * session, the front door's deadlines, a listener's stop and what each phase watches for. The
+ * replica's side (the connect, its first answer, the authentication exchange's hooks) is
+ * front-dial.c's: kept apart, each file is one stage of a session's start. Every step that needs a
+ * decision is told to JavaScript and waits for its command.
  */
 #include "relay.h"
 
