@@ -281,18 +281,25 @@ Pair *bucket_find(Worker *w, double id);
 void finish_if_closed(Worker *w, Pair *p, Pair **dead);
 void on_readable(Worker *w, Pair *p, int k);
 
-/* front.c: the front door's steps. */
+/* front.c: the front door's client side, before a session is routed. */
 void front_accept(Worker *w, Listener *l);
 void front_startup_read(Worker *w, Pair *p);
+void front_client_gone(Worker *w, Pair *p, uint32_t ev);
+void front_expire(Worker *w, Pair *p);
+void front_stop(Worker *w, Cmd *c);
+/* What a pair's side is watched for (epoll events) in a front door phase. */
+uint32_t front_wanted(Pair *p, int k);
+/* front-dial.c: the front door's replica side, from the connect to ReadyForQuery. */
 void front_dial(Worker *w, Pair *p, Cmd *c);
 void front_dial_ready(Worker *w, Pair *p);
+/* The connect failed (connected: after it was made) or timed out: dropped, JavaScript told. */
+void front_dial_failed(Worker *w, Pair *p, int err, int connected);
 void front_send_packet(Worker *w, Pair *p);
 void front_first_read(Worker *w, Pair *p);
 void front_verdict(Worker *w, Pair *p, int forward);
-void front_client_gone(Worker *w, Pair *p, uint32_t ev);
 void front_retire(Worker *w, Pair *p);
-void front_expire(Worker *w, Pair *p);
-void front_stop(Worker *w, Cmd *c);
+/* TCP_NODELAY on a client's or a replica's socket. */
+void set_nodelay(int fd);
 /* Sets k on a TCP socket (SO_KEEPALIVE and its counts, TCP_USER_TIMEOUT): 0, or the errno. */
 int set_keepalive(int fd, const Keepalive *k);
 /* The AUTH phase's hooks on whole backend messages: BackendKeyData swapped, ReadyForQuery. */
@@ -300,6 +307,5 @@ MUSTCHECK int front_key(Worker *w, Pair *p, Dir *d, size_t pos, size_t *total);
 void front_ready(Worker *w, Pair *p);
 /* relay.c: the backend's bytes read before the session was relayed, passed on now. */
 void relay_catch_up(Worker *w, Pair *p);
-uint32_t front_wanted(Pair *p, int k);
 
 #endif

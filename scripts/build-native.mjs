@@ -14,7 +14,10 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const relaySrc = ['relay.c', 'events.c', 'loop.c', 'front.c', 'fault.c', 'relay-js.c'].map((f) => join(root, 'native', f));
+// The relay (relay.h) and its Node-API glue (relay-js.h: js-args.c, front-js.c, relay-js.c).
+const relaySrc = ['relay.c', 'events.c', 'loop.c', 'front.c', 'front-dial.c', 'fault.c']
+  .concat(['js-args.c', 'front-js.c', 'relay-js.c'])
+  .map((f) => join(root, 'native', f));
 const sanitize = process.env.PLB_NATIVE_SANITIZE === '1';
 const out = join(root, 'native', 'build', sanitize ? 'relay-asan.node' : 'relay.node');
 const headers = [
