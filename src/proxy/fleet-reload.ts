@@ -5,6 +5,7 @@
  * sessions, the open ones go on), brought back or reweighted, sessions kept. A replica is known
  * by its address. A reload that does not check out changes nothing and says why in one line.
  */
+import { primaryServers } from './primary/primary-servers.js';
 import { formatHostPort, type Endpoint } from '../core/endpoint.js';
 import { errorText, PlbError } from '../core/errors.js';
 import type { ReplicaWeights } from '../router/lag-weight.js';
@@ -49,6 +50,13 @@ export async function resolveSettings(
       file,
       explicit,
     );
+  // Before anything listens, and in --check: the primary listener needs the servers' primary.
+  if (Object.keys(config.primaryPorts).length > 0)
+    try {
+      primaryServers(fleet.servers);
+    } catch (err) {
+      throw atFileLine(err, file, explicit);
+    }
   return { config, fleet };
 }
 

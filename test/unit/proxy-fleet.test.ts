@@ -191,6 +191,11 @@ describe('config file', () => {
     expect(await messageOf(resolveSettings(defaults({ config: p4 }), new Set(['config']), ENV))).toMatch(
       new RegExp(`^${join(dir, 'f3.yaml')}:2: .*colour`),
     );
+    // The primary listener needs a primary: --replica names none (refused here, so in --check too).
+    const p5 = write('p5.yaml', 'replica: [127.0.0.1:5433]\nprimary-port: 7434\n');
+    expect(await messageOf(resolveSettings(defaults({ config: p5 }), new Set(['config']), ENV))).toBe(
+      `${p5}:2: primary-port: the servers must name exactly one primary (got 0): --replica names replicas only; name the primary in a --cluster-file`,
+    );
   });
 });
 

@@ -19,7 +19,10 @@ export function primaryServers(endpoints: readonly Endpoint[], flag = '--primary
   if (primary === undefined || primaries.length > 1)
     throw new PlbError(
       'BAD_INPUT',
-      `${flag}: the cluster must name exactly one primary (got ${primaries.length})`,
+      `${flag}: the servers must name exactly one primary (got ${primaries.length})` +
+        (primaries.length === 0
+          ? ': --replica names replicas only; name the primary in a --cluster-file'
+          : ''),
     );
   return { primary, servers: [primary, ...endpoints.filter((e) => e.kind !== 'primary')] };
 }
