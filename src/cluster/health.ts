@@ -132,15 +132,7 @@ export class HealthChecker {
   ) {
     this.tracker = new HealthTracker(ids, opts.fall, opts.rise);
     this.clock = opts.clock ?? realClock();
-    for (const id of ids)
-      this.checks.set(id, {
-        conn: undefined,
-        sentMs: undefined,
-        generation: 0,
-        slowReported: false,
-        recheck: false,
-        ends: [],
-      });
+    for (const id of ids) this.checks.set(id, freshCheck());
   }
 
   start(): void {
@@ -200,15 +192,7 @@ export class HealthChecker {
     if (this.checks.has(id)) return;
     this.added.push(id);
     this.tracker.add(id);
-    const fresh = {
-      conn: undefined,
-      sentMs: undefined,
-      generation: 0,
-      slowReported: false,
-      recheck: false,
-      ends: [],
-    };
-    this.checks.set(id, fresh);
+    this.checks.set(id, freshCheck());
   }
 
   private fail(replica: string, cause: FailureCause, via: HealthVia, detail: string): void {
@@ -323,6 +307,10 @@ export class HealthChecker {
     // Not awaited: a vanished peer may never finish the goodbye.
     void conn?.end(0);
   }
+}
+
+function freshCheck(): CheckState {
+  return { conn: undefined, sentMs: undefined, generation: 0, slowReported: false, recheck: false, ends: [] };
 }
 
 function errorText(err: unknown): string {

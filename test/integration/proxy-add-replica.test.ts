@@ -7,15 +7,14 @@
  * binaries, except with CI=true.
  */
 import { EventEmitter } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { passwordFile } from '../../src/cluster/state.js';
-import { proxyFlags, type ProxyFlagValues } from '../../src/proxy/options.js';
 import { executeProxy, type ProxySummary } from '../../src/proxy/run.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
+import { logLine, openClient, proxyFlagsWith, serverPort, writeFleetFile } from '../helpers/fleet-rig.js';
 import { failInCiWithout, sleep, upProxyCluster, type ProxyTestCluster } from '../helpers/proxy-setup.js';
 
 const BASE_PORT = 19000;
@@ -26,16 +25,6 @@ const NAME = 'plbtest-addrep';
 const MAX_CONNECTIONS = 40;
 
 failInCiWithout(haveServerBinaries, 'the proxy add-replica test (no PostgreSQL server binaries)');
-
-/** Every flag at its default (as the command line would give them), then `over`. */
-function flagsWith(over: Partial<ProxyFlagValues>): ProxyFlagValues {
-  const out: Record<string, unknown> = {};
-  for (const [k, f] of Object.entries(proxyFlags)) {
-    const d = (f as { default?: unknown }).default;
-    if (d !== undefined && typeof d !== 'function') out[k] = d;
-  }
-  return { ...out, ...over } as ProxyFlagValues;
-}
 
 interface AdminReplicaRow {
   id: string;
@@ -53,43 +42,14 @@ describe.skipIf(!haveServerBinaries)('plb proxy: SIGHUP adds a replica (local cl
   const clients: pg.Client[] = [];
 
   const portOf = (id: string): number => cluster.replicas.find((r) => r.id === id)!.port;
-  const writeFleet = (ids: string[], extra: string[] = []): void => {
-    writeFileSync(
-      fleetFile,
-      [
-        `user: ${cluster.creds.user}`,
-        `dbname: ${cluster.creds.database}`,
-        `password: { file: ${passwordFile(cluster.stateDir, NAME)} }`,
-        `primary: { host: 127.0.0.1, port: ${BASE_PORT} }`,
-        'replicas:',
-        ...ids.map((id) => `  ${id}: { host: 127.0.0.1, port: ${portOf(id)} }`),
-        ...extra,
-        '',
-      ].join('\n'),
-    );
-  };
+  const writeFleet = (ids: string[], extra: string[] = []): void =>
+    writeFleetFile(fleetFile, { cluster, name: NAME, primaryPort: BASE_PORT }, ids, extra);
 
-  async function open(port: number): Promise<pg.Client> {
-    const c = new pg.Client(cluster.pgConfig(port));
-    c.on('error', () => undefined);
-    clients.push(c);
-    await c.connect();
-    return c;
-  }
-  const serverPort = async (c: pg.Client): Promise<number> =>
-    Number((await c.query<{ p: number }>('select inet_server_port() as p')).rows[0]!.p);
+  const open = (port: number): Promise<pg.Client> => openClient(cluster, clients, port);
   const backendPid = async (c: pg.Client): Promise<number> =>
     Number((await c.query<{ p: number }>('select pg_backend_pid() as p')).rows[0]!.p);
 
-  /** Waits (bounded) for a log line matching re; its text. */
-  async function logLine(re: RegExp, from = 0, ms = 20_000): Promise<string> {
-    for (let t = 0; t < ms; t += 100) {
-      const hit = logs.slice(from).find((l) => re.test(l));
-      if (hit !== undefined) return hit;
-      await sleep(100);
-    }
-    throw new Error(`no log line ${re} in:\n${logs.join('\n')}`);
-  }
+  const waitLog = (re: RegExp, from = 0, ms = 20_000): Promise<string> => logLine(logs, re, from, ms);
 
   const adminReplicas = async (): Promise<AdminReplicaRow[]> => {
     const res = await fetch(`http://127.0.0.1:${METRICS_PORT}/admin`);
@@ -108,7 +68,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy: SIGHUP adds a replica (local cl
     fleetFile = join(dir, 'fleet.yaml');
     writeFleet(['r1']);
     running = executeProxy(
-      flagsWith({
+      proxyFlagsWith({
         'cluster-file': fleetFile,
         'premium-port': PREMIUM_PORT,
         'freemium-port': FREEMIUM_PORT,
@@ -122,7 +82,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy: SIGHUP adds a replica (local cl
       { log: (l) => logs.push(l), warn: (l) => logs.push(l) },
       { target: signals as unknown as NodeJS.Process, exit: () => undefined },
     );
-    await logLine(/^freemium: listening/);
+    await waitLog(/^freemium: listening/);
   }, 120_000);
 
   afterAll(async () => {
@@ -145,13 +105,13 @@ describe.skipIf(!haveServerBinaries)('plb proxy: SIGHUP adds a replica (local cl
     const from = logs.length;
     writeFleet(['r1', 'r2']);
     signals.emit('SIGHUP');
-    expect(await logLine(/^reload: /, from)).toMatch(
+    expect(await waitLog(/^reload: /, from)).toMatch(
       new RegExp(`r2 127\\.0\\.0\\.1:${portOf('r2')} added \\(serves once its checks pass\\)`),
     );
     // Checked until it passes, then brought in (plb: as a rejoin), its max_connections read.
-    await logLine(/^r2 up \(health: answered\)/, from);
-    await logLine(/^role r2: down -> mixed \(rejoin\)/, from);
-    const limitLine = await logLine(/^r2: admission limit \d+ \(max_connections/, from);
+    await waitLog(/^r2 up \(health: answered\)/, from);
+    await waitLog(/^role r2: down -> mixed \(rejoin\)/, from);
+    const limitLine = await waitLog(/^r2: admission limit \d+ \(max_connections/, from);
     expect(limitLine).toContain(`max_connections ${MAX_CONNECTIONS}`);
     const limit = Number(/admission limit (\d+)/.exec(limitLine)![1]);
     const listed = await adminReplicas();
@@ -187,7 +147,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy: SIGHUP adds a replica (local cl
     const from = logs.length;
     writeFleet(['r1', 'r2'], [`  r3: { host: localhost, port: ${portOf('r2')} }`]);
     signals.emit('SIGHUP');
-    const line = await logLine(/^reload: /, from);
+    const line = await waitLog(/^reload: /, from);
     if (native) {
       expect(line).toMatch(
         /^reload: nothing changed: .*fleet\.yaml: r3 localhost:\d+: localhost is not a numeric address/,

@@ -7,15 +7,14 @@
  * it while its replay is paused. Skips without the server binaries, except with CI=true.
  */
 import { EventEmitter } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { passwordFile } from '../../src/cluster/state.js';
-import { proxyFlags, type ProxyFlagValues } from '../../src/proxy/options.js';
 import { checkProxy, executeProxy, type ProxySummary } from '../../src/proxy/run.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
+import { logLine, openClient, proxyFlagsWith, serverPort, writeFleetFile } from '../helpers/fleet-rig.js';
 import { failInCiWithout, sleep, upProxyCluster, type ProxyTestCluster } from '../helpers/proxy-setup.js';
 
 const BASE_PORT = 16100;
@@ -24,16 +23,6 @@ const FREEMIUM_PORT = 16111;
 const NAME = 'plbtest-fleet';
 
 failInCiWithout(haveServerBinaries, 'the proxy fleet tests (no PostgreSQL server binaries)');
-
-/** Every flag at its default (as the command line would give them), then `over`. */
-function flagsWith(over: Partial<ProxyFlagValues>): ProxyFlagValues {
-  const out: Record<string, unknown> = {};
-  for (const [k, f] of Object.entries(proxyFlags)) {
-    const d = (f as { default?: unknown }).default;
-    if (d !== undefined && typeof d !== 'function') out[k] = d;
-  }
-  return { ...out, ...over } as ProxyFlagValues;
-}
 
 describe.skipIf(!haveServerBinaries)('plb proxy --cluster-file on a fleet (local cluster)', () => {
   let cluster: ProxyTestCluster;
@@ -45,41 +34,12 @@ describe.skipIf(!haveServerBinaries)('plb proxy --cluster-file on a fleet (local
 
   const portOf = (id: string): number => cluster.replicas.find((r) => r.id === id)!.port;
   /** The cluster file, with the replicas given (their ids as the local cluster names them). */
-  const writeFleet = (ids: string[], extra = ''): void => {
-    const lines = ids.map((id) => `  ${id}: { host: 127.0.0.1, port: ${portOf(id)} }`);
-    writeFileSync(
-      fleetFile,
-      [
-        `user: ${cluster.creds.user}`,
-        `dbname: ${cluster.creds.database}`,
-        `password: { file: ${passwordFile(cluster.stateDir, NAME)} }`,
-        `primary: { host: 127.0.0.1, port: ${BASE_PORT} }`,
-        'replicas:',
-        ...lines,
-        extra,
-      ].join('\n'),
-    );
-  };
+  const writeFleet = (ids: string[], extra = ''): void =>
+    writeFleetFile(fleetFile, { cluster, name: NAME, primaryPort: BASE_PORT }, ids, extra ? [extra] : []);
 
-  async function open(port: number): Promise<pg.Client> {
-    const c = new pg.Client(cluster.pgConfig(port));
-    c.on('error', () => undefined);
-    clients.push(c);
-    await c.connect();
-    return c;
-  }
-  const serverPort = async (c: pg.Client): Promise<number> =>
-    Number((await c.query<{ p: number }>('select inet_server_port() as p')).rows[0]!.p);
+  const open = (port: number): Promise<pg.Client> => openClient(cluster, clients, port);
 
-  /** Waits (bounded) for a log line matching re; its text. */
-  async function logLine(re: RegExp, from = 0, ms = 20_000): Promise<string> {
-    for (let t = 0; t < ms; t += 100) {
-      const hit = logs.slice(from).find((l) => re.test(l));
-      if (hit !== undefined) return hit;
-      await sleep(100);
-    }
-    throw new Error(`no log line ${re} in:\n${logs.join('\n')}`);
-  }
+  const waitLog = (re: RegExp, from = 0, ms = 20_000): Promise<string> => logLine(logs, re, from, ms);
 
   beforeAll(async () => {
     cluster = await upProxyCluster({ name: NAME, replicas: 2, basePort: BASE_PORT, record: true });
@@ -87,7 +47,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --cluster-file on a fleet (local
     fleetFile = join(dir, 'fleet.yaml');
     writeFleet(['r1', 'r2']);
     running = executeProxy(
-      flagsWith({
+      proxyFlagsWith({
         'cluster-file': fleetFile,
         'premium-port': PREMIUM_PORT,
         'freemium-port': FREEMIUM_PORT,
@@ -100,7 +60,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --cluster-file on a fleet (local
       { log: (l) => logs.push(l), warn: (l) => logs.push(l) },
       { target: signals as unknown as NodeJS.Process, exit: () => undefined },
     );
-    await logLine(/^freemium: listening/);
+    await waitLog(/^freemium: listening/);
   }, 120_000);
 
   afterAll(async () => {
@@ -120,7 +80,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --cluster-file on a fleet (local
     const listening = logs.filter((l) => / listening on /.test(l));
     expect(listening).toHaveLength(2);
     for (const l of listening) expect(l).not.toContain('PGPASSWORD');
-    const check = await checkProxy(flagsWith({ 'cluster-file': fleetFile }));
+    const check = await checkProxy(proxyFlagsWith({ 'cluster-file': fleetFile }));
     expect(check.summary).toContain(`r1 127.0.0.1:${portOf('r1')}`);
     expect(check.summary).toContain(`primary 127.0.0.1:${BASE_PORT}`);
   });
@@ -138,7 +98,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --cluster-file on a fleet (local
     const from = logs.length;
     writeFleet(['r1']);
     signals.emit('SIGHUP');
-    expect(await logLine(/^reload: /, from)).toMatch(/r2 removed \(draining [1-9]\d* session/);
+    expect(await waitLog(/^reload: /, from)).toMatch(/r2 removed \(draining [1-9]\d* session/);
     // The draining session works; every new one goes to r1.
     expect(await serverPort(onR2)).toBe(portOf('r2'));
     for (let i = 0; i < 4; i += 1) {
@@ -152,7 +112,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --cluster-file on a fleet (local
     const back = logs.length;
     writeFleet(['r1', 'r2']);
     signals.emit('SIGHUP');
-    expect(await logLine(/^reload: /, back)).toMatch(/r2 back/);
+    expect(await waitLog(/^reload: /, back)).toMatch(/r2 back/);
     const next = await open(FREEMIUM_PORT);
     expect(await serverPort(next)).toBe(portOf('r2'));
     await Promise.all([...held.filter((c) => c !== onR2), next].map((c) => c.end()));
@@ -162,7 +122,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy --cluster-file on a fleet (local
     const from = logs.length;
     writeFleet(['r1', 'r2'], 'colour: blue');
     signals.emit('SIGHUP');
-    const line = await logLine(/^reload: /, from);
+    const line = await waitLog(/^reload: /, from);
     expect(line).toMatch(/^reload: nothing changed: .*fleet\.yaml:\d+: .*colour/);
     writeFleet(['r1', 'r2']);
     // Both replicas still take sessions: lc reaches r2 within a few held ones.
@@ -189,12 +149,12 @@ describe.skipIf(!haveServerBinaries)('plb proxy --cluster-file on a fleet (local
           await sleep(200);
         }
       })();
-      await logLine(/^r2 weight .*no new sessions/, from, 25_000);
+      await waitLog(/^r2 weight .*no new sessions/, from, 25_000);
       await writing;
     } finally {
       await r2.query('select pg_wal_replay_resume()');
     }
     // Caught up again: back to full weight.
-    expect(await logLine(/^r2 weight 1 /, from, 25_000)).toContain('replication lag');
+    expect(await waitLog(/^r2 weight 1 /, from, 25_000)).toContain('replication lag');
   }, 60_000);
 });
