@@ -139,3 +139,16 @@ export async function until(what: string, check: () => Promise<boolean>, ms = 20
   for (const end = Date.now() + ms; Date.now() < end; await sleep(50)) if (await check()) return;
   throw new Error(`timed out waiting for ${what}`);
 }
+
+/** How a probe connects: as whom, over TLS, and to the primary (the COPY in cell). */
+export interface Conn {
+  user?: string;
+  password?: string;
+  tls?: boolean;
+  /** To the primary (the COPY in cell). */
+  primary?: boolean;
+}
+
+/** The port a connection of `c` goes to. */
+export const portFor = (t: ClientTarget, c: Conn): number =>
+  c.tls ? t.tlsPort : c.primary ? t.primaryPort : t.port;

@@ -21,22 +21,16 @@ import {
   md5,
   run,
   spawnUntil,
+  portFor,
   type ClientTarget,
+  type Conn,
   type Feature,
   type Results,
   type RunResult,
 } from './common.js';
 
-interface Conn {
-  user?: string;
-  password?: string;
-  tls?: boolean;
-  /** To the primary (the COPY in cell). */
-  primary?: boolean;
-}
-
 function conninfo(t: ClientTarget, c: Conn): string {
-  const port = c.tls ? t.tlsPort : c.primary ? t.primaryPort : t.port;
+  const port = portFor(t, c);
   return [
     `host=${t.host} port=${port} dbname=${t.database} user=${c.user ?? t.user}`,
     `sslmode=${c.tls ? 'require' : 'disable'} connect_timeout=10`,

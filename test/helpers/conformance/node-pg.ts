@@ -18,19 +18,13 @@ import {
   ROWS,
   TYPES,
   md5,
+  portFor,
   type ClientTarget,
+  type Conn,
   type Feature,
   type Results,
 } from './common.js';
 import { runAll } from './libpq.js';
-
-interface Conn {
-  user?: string;
-  password?: string;
-  tls?: boolean;
-  /** To the primary (the COPY in cell). */
-  primary?: boolean;
-}
 
 /** The client's socket-level connection (pg does not type it). */
 interface Wire {
@@ -47,7 +41,7 @@ export async function nodePgResults(t: ClientTarget, features: readonly Feature[
   async function connect(c: Conn = {}): Promise<pg.Client> {
     const client = new pg.Client({
       host: t.host,
-      port: c.tls ? t.tlsPort : c.primary ? t.primaryPort : t.port,
+      port: portFor(t, c),
       database: t.database,
       user: c.user ?? t.user,
       password: c.user === undefined ? t.password : c.password,
