@@ -16,7 +16,7 @@ const MAX_FILE_BYTES = 64 * 1024;
 /** Not settable from the file: the file itself and the one-shot check. */
 const NOT_IN_FILE = new Set(['config', 'check']);
 /** Values that are paths: relative to the config file. */
-const PATH_KEYS = new Set(['cluster-file', 'tls-cert', 'tls-key']);
+const PATH_KEYS = new Set(['cluster-file', 'tls-cert', 'tls-key', 'server-ca']);
 
 type FlagName = keyof typeof proxyFlags;
 type FileValues = Partial<Record<FlagName, string | number | boolean | string[]>>;

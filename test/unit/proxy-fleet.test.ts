@@ -134,6 +134,11 @@ describe('config file', () => {
       strategy: 'wlc',
     });
     expect(f.lines.get('strategy')).toBe(3);
+    const tls = await parseProxyConfigFile(
+      'server-tls: verify-full\nserver-ca: ca.crt\n',
+      join(dir, 'p.yaml'),
+    );
+    expect(tls.values['server-ca']).toBe(join(dir, 'ca.crt'));
   });
 
   it.each([
