@@ -5,7 +5,8 @@ const layers = [
   ['core', []],
   ['router', ['core']],
   ['clock', ['core']],
-  ['run-format', ['core']],
+  // run-format names the strategies from the router's registry (pure data, no I/O).
+  ['run-format', ['core', 'router']],
   ['cluster', ['core', 'clock', 'router', 'run-format']],
   ['faults', ['core', 'clock', 'router', 'run-format', 'cluster']],
   ['metrics', ['core', 'clock', 'router', 'run-format', 'cluster', 'faults']],

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { strategyQueues } from '../core/strategies.js';
+import { strategyQueues } from '../router/strategy-registry.js';
 import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';

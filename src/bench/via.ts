@@ -14,7 +14,7 @@ import { SERVICE_CLASSES } from '../core/service-class.js';
 import type { SessionRouter } from '../router/types.js';
 import { formatHostPort, type HostPort } from '../core/endpoint.js';
 import type { BenchConfig } from '../run-format/config.js';
-import { VIA } from '../core/strategies.js';
+import { VIA } from '../router/strategy-registry.js';
 
 /** Where each class's sessions connect (one endpoint for both, or one per class). */
 export type ViaEndpoints = Record<ServiceClass, HostPort>;

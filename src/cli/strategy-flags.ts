@@ -1,6 +1,6 @@
 /**
  * The strategy flags of `plb bench` and `plb proxy`: their options, help and checks, all from the
- * strategy registry (core/strategies.ts), so a new strategy shows and is accepted everywhere at once.
+ * strategy registry (router/strategy-registry.ts), so a new strategy shows and is accepted everywhere at once.
  */
 import { Flags } from '@oclif/core';
 import { PlbError } from '../core/errors.js';
@@ -11,7 +11,7 @@ import {
   strategyListText,
   type StrategyName,
   type StrategyUse,
-} from '../core/strategies.js';
+} from '../router/strategy-registry.js';
 
 /** `--strategy` of a bench: the registry's bench strategies, via with its hint. */
 export const BENCH_STRATEGY_LIST = strategyListText('bench');

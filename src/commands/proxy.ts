@@ -2,7 +2,7 @@ import { PlbCommand } from '../cli/plb-command.js';
 import { proxyFlags } from '../proxy/options.js';
 import type { ProxySummary } from '../proxy/run.js';
 import { escapeLines } from '../core/text.js';
-import { strategiesFor, strategyEntry } from '../core/strategies.js';
+import { strategiesFor, strategyEntry } from '../router/strategy-registry.js';
 
 /** The strategies --strategy accepts, one line each, from the registry (what --help says of them). */
 const strategyLines = (): string =>

@@ -14,7 +14,7 @@ import {
   type RouterFlagValues,
 } from '../cli/router-flags.js';
 import { parseRouterStrategy, routerStrategyFlag } from '../cli/strategy-flags.js';
-import { strategyListText } from '../core/strategies.js';
+import { strategyListText } from '../router/strategy-registry.js';
 import { DEFAULT_CLUSTER_NAME } from '../cluster/state.js';
 import { DEFAULT_HEALTH } from '../cluster/health.js';
 import { type HealthOptions } from '../run-format/config.js';

@@ -7,7 +7,7 @@ import { aggregateWorkers } from './tables/workers-table.js';
 import { aggregateHang } from './hang-aggregate.js';
 import { FAULT_INTERVAL } from '../metrics/summary/fault-interval.js';
 import { compareReplicaIds } from '../core/replica-ids.js';
-import { strategyEntry } from '../core/strategies.js';
+import { strategyEntry } from '../router/strategy-registry.js';
 import type { RunConfig } from '../run-format/config.js';
 import { stat } from '../metrics/math.js';
 import { type Stat } from '../run-format/report.js';

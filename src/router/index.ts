@@ -47,7 +47,7 @@ export {
 } from './readings.js';
 export { admissionKey, DEFAULT_SLOW_START_MS, MIN_RAMP, replicaLoad, slowStartRamp } from './slow-start.js';
 export { describeStrategies, STRATEGIES, STRATEGY_NAMES, type StrategyInfo } from './strategies.js';
-export { isStrategyName } from '../core/strategies.js';
+export { isStrategyName } from './strategy-registry.js';
 export {
   AdmissionQueue,
   QUEUE_ORDER,

@@ -1,5 +1,5 @@
 import { PlbError } from '../core/errors.js';
-import { strategyQueues } from '../core/strategies.js';
+import { strategyQueues } from './strategy-registry.js';
 import { AdmittingRouter } from './admission.js';
 import { DEFAULT_SLOW_START_MS } from './slow-start.js';
 import { STRATEGY_FACTORIES, STRATEGY_NAMES } from './strategies.js';

@@ -1,8 +1,8 @@
 /**
- * The router's half of the strategy registry (src/core/strategies.ts holds the data): one factory
+ * The router's half of the strategy registry (strategy-registry.ts beside it holds the data): one factory
  * per strategy, keyed by StrategyName so that a strategy without a factory does not compile.
  */
-import { ROUTER_STRATEGY_NAMES, STRATEGY_REGISTRY, type StrategyName } from '../core/strategies.js';
+import { ROUTER_STRATEGY_NAMES, STRATEGY_REGISTRY, type StrategyName } from './strategy-registry.js';
 import { admissionFor, AdmittingRouter } from './admission.js';
 import { LeastSessionsRouter, RoundRobinRouter, StaticRouter } from './baseline-routers.js';
 import { PlbRouter } from './plb-router.js';

@@ -1,4 +1,4 @@
-import type { StrategyName } from '../core/strategies.js';
+import type { StrategyName } from './strategy-registry.js';
 import type { AdmissionOptions } from './admission-types.js';
 import type { ServiceClass } from '../core/service-class.js';
 export type Role = 'premium' | 'mixed' | 'freemium';
@@ -8,7 +8,7 @@ export interface RoleVector {
   freemium: number;
 }
 
-/** The routing strategies plb compares (DESIGN.md), from the registry (core/strategies.ts). */
+/** The routing strategies plb compares (DESIGN.md), from the registry (router/strategy-registry.ts). */
 export type { StrategyName };
 
 /** A static per-class partition: the first `premium` replicas serve premium, the rest freemium. */

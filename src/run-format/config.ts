@@ -9,7 +9,7 @@ import { clusterSpecSchema } from './cluster-record.js';
 import { externalConfigSchema } from './cluster-file.js';
 import { mixSchema, serviceClassRecord } from './common.js';
 import { faultPlanSchema } from './plan.js';
-import { QUEUEING_STRATEGY_NAMES } from '../core/strategies.js';
+import { QUEUEING_STRATEGY_NAMES } from '../router/strategy-registry.js';
 
 /** Version of the config.json format; stamped by the run writer. */
 export const CONFIG_SCHEMA_VERSION = 1;

@@ -1,7 +1,7 @@
 // summary.json: the phase tables of one run (src/metrics/types.ts RunSummary is the type the code uses).
 import { z } from 'zod';
 
-import { queueingStrategiesText } from '../core/strategies.js';
+import { queueingStrategiesText } from '../router/strategy-registry.js';
 import { mixSchema, serviceClassRecord } from './common.js';
 import { templateIntervalsSchema } from './evidence.js';
 

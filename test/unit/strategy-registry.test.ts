@@ -1,4 +1,4 @@
-// The strategy registry (src/core/strategies.ts) and what is derived from it: every list of names,
+// The strategy registry (src/router/strategy-registry.ts) and what is derived from it: every list of names,
 // the help text, the checks, report order, chart colours, and one router construction.
 import { describe, expect, it } from 'vitest';
 import {
@@ -11,7 +11,7 @@ import {
   strategyListText,
   strategyQueues,
   VIA,
-} from '../../src/core/strategies.js';
+} from '../../src/router/strategy-registry.js';
 import { AdmittingRouter } from '../../src/router/admission.js';
 import { buildRouter, createRouter, STRATEGY_NAMES } from '../../src/router/index.js';
 import { STRATEGY_FACTORIES } from '../../src/router/strategies.js';

@@ -1,5 +1,5 @@
 /**
- * The admission flags of a bench run (the strategies that queue, core/strategies.ts): the per-replica session limit, the
+ * The admission flags of a bench run (the strategies that queue, router/strategy-registry.ts): the per-replica session limit, the
  * queue, and the SLO guard. Each flag has one check that names it; flags.ts spreads them in and
  * passes the resolved options to the router.
  */

@@ -25,7 +25,7 @@ import type { FaultPlan } from '../../run-format/plan.js';
 import { checkTemplateSet } from '../../workload/preflight.js';
 import { DEFAULT_WORKLOAD } from '../../workload/spec.js';
 import { refuseLagWithSim } from '../../workload/writer.js';
-import { VIA } from '../../core/strategies.js';
+import { VIA } from '../../router/strategy-registry.js';
 import { resolveAdmission } from './admission-options.js';
 import { checkModelSettings } from './model-options.js';
 import { checkNodeSeries, checkRoutersSettings } from './routers-options.js';

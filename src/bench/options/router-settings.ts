@@ -5,7 +5,7 @@
  * the two lines here.
  */
 import { buildRouter, resolveBorrowing } from '../../router/index.js';
-import { strategyQueues } from '../../core/strategies.js';
+import { strategyQueues } from '../../router/strategy-registry.js';
 import { parseReadings } from '../../cli/router-values.js';
 import type { SessionRouter, StrategyName } from '../../router/types.js';
 import type { BenchConfig } from '../../run-format/config.js';

@@ -1,5 +1,5 @@
 import { admissionFlags } from '../../bench/options/admission-options.js';
-import { strategyQueues } from '../../core/strategies.js';
+import { strategyQueues } from '../../router/strategy-registry.js';
 import { Args, Flags } from '@oclif/core';
 import { benchFlags, presetSeriesFlags, seriesFlags } from '../../bench/options/flags.js';
 import { HELP_GROUPS } from '../../cli/router-flags.js';

@@ -4,7 +4,7 @@
  */
 import { Flags } from '@oclif/core';
 import { PlbError } from '../../core/errors.js';
-import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../core/strategies.js';
+import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../router/strategy-registry.js';
 import { checkedText, durationMsFlag } from '../../cli/flags.js';
 import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
 import { DEFAULT_ADMISSION_RESERVE, DEFAULT_FREEMIUM_RESERVE } from './default-limit.js';
