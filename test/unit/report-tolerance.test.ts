@@ -99,8 +99,10 @@ describe('checkTolerance', () => {
     expect(r.moved[0]?.delta).toBeCloseTo(-0.2, 10);
   });
 
-  it('the committed nightly baseline loads: the demo-cascade matrix, three repeats per strategy', () => {
-    const baseline = loadBaseline(join(import.meta.dirname, '../../benchmarks/baseline/summary.json'));
+  it('a plb-report/2 baseline (the nightly baseline until 2026-12-07) loads: the demo-cascade matrix, three repeats per strategy', () => {
+    const baseline = loadBaseline(
+      join(import.meta.dirname, '../fixtures/baselines/report-2-demo-cascade.json'),
+    );
     expect(baseline.map((g) => g.key)).toEqual([
       'demo-cascade|plb|25:75',
       'demo-cascade|rr|25:75',

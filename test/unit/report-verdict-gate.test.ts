@@ -150,9 +150,26 @@ describe('runVerdictGate', () => {
 
 describe('baselines without verdicts', () => {
   it('a plb-report/2 baseline is refused in one line that says to re-measure it', () => {
-    expect(thrownMessage(() => loadVerdictBaseline(join(REPO, 'benchmarks/baseline/summary.json')))).toMatch(
-      /^compare-to: .*summary\.json is plb-report\/2, written before reports carried verdicts: re-measure the baseline/,
+    expect(
+      thrownMessage(() =>
+        loadVerdictBaseline(join(REPO, 'test/fixtures/baselines/report-2-demo-cascade.json')),
+      ),
+    ).toMatch(
+      /^compare-to: .*report-2-demo-cascade\.json is plb-report\/2, written before reports carried verdicts: re-measure the baseline/,
     );
+  });
+});
+
+describe('the committed nightly baseline', () => {
+  it('is a plb-report/3 document with verdicts against rr for every strategy of the nightly', () => {
+    const groups = loadVerdictBaseline(join(REPO, 'benchmarks/baseline/summary.json'));
+    expect(groups.map((g) => g.key).sort()).toEqual(['demo|plb|25:75', 'demo|rr|25:75', 'demo|static|25:75']);
+    for (const g of groups.filter((x) => x.strategy !== 'rr')) {
+      expect(g.evidence?.baselineKey).toBe('demo|rr|25:75');
+      // Its own runs gate against it: nothing to flip.
+      const r = runVerdictGate(groups, groups);
+      expect(r.cells.filter((c) => c.status === 'fail' || c.status === 'missing')).toEqual([]);
+    }
   });
 });
 
