@@ -92,9 +92,9 @@ export class AdmittingRouter<T = unknown> implements Router {
   /**
    * A session asks to be admitted: placed now, queued (the caller waits for pump() to hand it
    * out or time it out), or 'full' when the queue is full. Nobody jumps the queue: a newcomer of a
-   * class with waiters queues behind them.
+   * class with waiters queues behind them (source: its client's host, which the queue takes in turn).
    */
-  request(cls: ServiceClass, ticket: T, nowMs: number): RequestResult {
+  request(cls: ServiceClass, ticket: T, nowMs: number, source?: string): RequestResult {
     this.tick(nowMs);
     const qcls = this.queueClass(cls);
     if (this.queue.size(qcls) === 0) {
@@ -102,7 +102,7 @@ export class AdmittingRouter<T = unknown> implements Router {
       if (a) return a;
     }
     const w: Waiting<T> = { ticket, cls };
-    if (!this.queue.push(qcls, w, nowMs)) return 'full';
+    if (!this.queue.push(qcls, w, nowMs, source)) return 'full';
     this.forget(ticket);
     this.byTicket.set(ticket, w);
     this.waitingOf[cls]++;
@@ -127,7 +127,7 @@ export class AdmittingRouter<T = unknown> implements Router {
 
   /**
    * Times out the waiters past their deadline, then admits waiters while slots are free
-   * (premium first, FIFO within a class). Call after a release, a markUp, and at nextWakeMs().
+   * (premium first, client hosts in turn within a class). Call after a release, a markUp, and at nextWakeMs().
    */
   pump(nowMs: number): Handout<T>[] {
     this.tick(nowMs);
