@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { HostShare, hostKey, type Yielder } from '../../src/proxy/admission/host-share.js';
+import { parseProxyConfigFile } from '../../src/proxy/config-file.js';
 
 /** A session holding a slot before ReadyForQuery: cut once (as session-core drops it then). */
 class Held implements Yielder {
@@ -156,5 +157,13 @@ describe('HostShare (--startup-yield)', () => {
     expect(hostKey('127.0.0.1')).toBe('127.0.0.1');
     expect(hostKey('::1')).toBe('::1');
     expect(hostKey(undefined)).toBe('');
+  });
+
+  it('the config file takes startup-yield as the flag does, a bad value at its line', async () => {
+    const f = await parseProxyConfigFile('startup-timeout: 5s\nstartup-yield: off\n', '/x/p.yaml');
+    expect(f.values['startup-yield']).toBe('off');
+    await expect(parseProxyConfigFile('startup-yield: soon\n', '/x/p.yaml')).rejects.toThrow(
+      'p.yaml:1: startup-yield: expected a duration like 500ms, 0 or off (got "soon")',
+    );
   });
 });

@@ -345,6 +345,16 @@ describe('parseProxyFlags', () => {
       );
   });
 
+  it('--startup-yield: 500ms by default, a duration, 0 or off (never)', () => {
+    expect(parseProxyFlags(flags({})).startupYieldMs).toBe(500);
+    expect(parseProxyFlags(flags({ 'startup-yield': '2s' })).startupYieldMs).toBe(2000);
+    expect(parseProxyFlags(flags({ 'startup-yield': '0' })).startupYieldMs).toBe(0);
+    expect(parseProxyFlags(flags({ 'startup-yield': 'off' })).startupYieldMs).toBe(0);
+    expect(() => parseProxyFlags(flags({ 'startup-yield': 'soon' }))).toThrow(
+      /^--startup-yield: expected a duration like 500ms, 0 or off \(got "soon"\)$/,
+    );
+  });
+
   it('an admission limit brings the premium reserve (default 0.1)', () => {
     expect(parseProxyFlags(flags({ 'admission-limit': 5 }))).toMatchObject({
       admission: { limit: 5, premiumReserve: 0.1 },
@@ -358,6 +368,7 @@ describe('plb proxy, the command: bad input is one line (or JSON), exit 1, nothi
   it.each([
     [['--stop-timeout', 'soon'], /^Error: --stop-timeout: expected a duration/],
     [['--startup-timeout', '0'], /^Error: --startup-timeout: expected a duration > 0/],
+    [['--startup-yield', 'soon'], /^Error: --startup-yield: expected a duration like 500ms, 0 or off/],
     [['--fall', '0'], /^Error: --fall: must be a positive integer/],
     [['--borrow', '1:2'], /^Error: --borrow: the premium ratio must be > 1/],
     [['--strategy', 'fifo'], /^Error: Expected --strategy=fifo to be one of: plb, rr, static, lc, wlc/],
