@@ -205,6 +205,14 @@ export class AdmissionQueue<T> {
     return out;
   }
 
+  /**
+   * A session of cls from source was admitted without waiting (nobody of cls waited): its source
+   * was served last, so a source that starts waiting while only that one waits goes first.
+   */
+  admitted(cls: ServiceClass, source = ''): void {
+    this.classes[cls].served(source);
+  }
+
   /** Takes out and returns every session whose deadline is at or before nowMs, oldest first per class. */
   expire(nowMs: number): QueuedItem<T>[] {
     const out: QueuedItem<T>[] = [];

@@ -96,10 +96,14 @@ export class AdmittingRouter<T = unknown> implements Router {
    */
   request(cls: ServiceClass, ticket: T, nowMs: number, source?: string): RequestResult {
     this.tick(nowMs);
-    const qcls = this.queueClass(cls);
+    // Class-blind: one queue for both classes.
+    const qcls = this.opts.classBlind ? 'premium' : cls;
     if (this.queue.size(qcls) === 0) {
       const a = this.place(cls, nowMs);
-      if (a) return a;
+      if (a) {
+        this.queue.admitted(qcls, source);
+        return a;
+      }
     }
     const w: Waiting<T> = { ticket, cls };
     if (!this.queue.push(qcls, w, nowMs, source)) return 'full';
@@ -273,10 +277,6 @@ export class AdmittingRouter<T = unknown> implements Router {
   /** The share of a cls replica's limit the other class may not take. */
   private reserveShare(cls: ServiceClass): number {
     return (cls === 'premium' ? this.opts.premiumReserve : this.opts.freemiumReserve) ?? 0;
-  }
-
-  private queueClass(cls: ServiceClass): ServiceClass {
-    return this.opts.classBlind ? 'premium' : cls;
   }
 
   private tick(nowMs: number): void {

@@ -27,6 +27,19 @@ describe('AdmissionQueue: client hosts (sources) take turns within a class', () 
     expect(q.drain(7, upTo(1)).map((x) => x.item)).toEqual(['client']);
   });
 
+  it('a host whose sessions were admitted without waiting counts as served: a new host goes before its waiters', () => {
+    const q = new AdmissionQueue<string>({ capacity: 100, timeoutMs: 1000 });
+    q.admitted('premium', 'flood');
+    for (let i = 0; i < 5; i++) q.push('premium', `flood${i}`, i, 'flood');
+    q.push('premium', 'client', 6, 'client');
+    expect(q.drain(7, upTo(2)).map((x) => x.item)).toEqual(['client', 'flood0']);
+    // never served, the first host to wait keeps its place
+    const r = new AdmissionQueue<string>({ capacity: 100, timeoutMs: 1000 });
+    r.push('premium', 'a1', 0, 'a');
+    r.push('premium', 'b1', 1, 'b');
+    expect(r.drain(2, upTo(1)).map((x) => x.item)).toEqual(['a1']);
+  });
+
   it('a refusal keeps the turn with the host whose turn it was', () => {
     const q = new AdmissionQueue<string>({ capacity: 100, timeoutMs: 1000 });
     q.push('premium', 'a1', 0, 'a');
