@@ -76,6 +76,21 @@ describe('HostShare (--startup-yield)', () => {
     expect(share.counts('premium').waiting).toBe(1);
   });
 
+  it('takes only from a host holding more such slots than the waiting host: a flood’s waiters never cut a client', () => {
+    const flood = [hold('a0', 'A'), hold('a1', 'A'), hold('a2', 'A')];
+    const client = hold('c0', 'C');
+    advance(5000);
+    for (let i = 0; i < 10; i++) share.contended('premium', 'A', { i });
+    advance(5000);
+    expect(client.cut).toBe(false);
+    expect(flood.some((h) => h.cut)).toBe(false);
+    // Two hosts with as many: neither takes from the other.
+    const b = [hold('b0', 'B'), hold('b1', 'B'), hold('b2', 'B')];
+    advance(1000);
+    share.contended('premium', 'B', {});
+    expect(flood.some((h) => h.cut) || b.some((h) => h.cut)).toBe(false);
+  });
+
   it('never cuts an established session (dropped at ReadyForQuery)', () => {
     const a0 = hold('a0', 'A');
     advance(100);

@@ -6,8 +6,9 @@
  * sessions still authenticating, G's oldest such session that has held its slot --startup-yield
  * long is cut as --startup-timeout cuts it (57014, the slot freed at once); the admission queue
  * then gives H its turn (router/admission-queue.ts). G is the host holding the most of them (ties:
- * the oldest session). One cut per waiting session of another host; never an established session,
- * never the waiting host's own. With one client host nothing ever yields.
+ * the oldest session), and only if it holds more than H does: the flood's own waiters never cut a
+ * real client's slow authentication. One cut per waiting session of another host; never an
+ * established session, never the waiting host's own. With one client host nothing ever yields.
  */
 import type { ServiceClass } from '../../core/service-class.js';
 
@@ -155,7 +156,10 @@ export class HostShare {
     if (due !== undefined) this.wakeAt(due);
   }
 
-  /** The host other than `waiter` holding the most slots before ReadyForQuery in cls (ties: the oldest), its oldest. */
+  /**
+   * The host other than `waiter` holding the most slots before ReadyForQuery in cls (ties: the
+   * oldest), its oldest; none unless it holds more of them than `waiter` does.
+   */
   private victim(cls: ServiceClass, waiter: string): { s: Yielder; since: number } | undefined {
     let best: { s: Yielder; since: number; n: number } | undefined;
     for (const [host, mine] of this.held[cls]) {
@@ -164,7 +168,7 @@ export class HostShare {
       if (!best || mine.size > best.n || (mine.size === best.n && since < best.since))
         best = { s, since, n: mine.size };
     }
-    return best;
+    return best && best.n > (this.held[cls].get(waiter)?.size ?? 0) ? best : undefined;
   }
 
   /** One timer: at the earliest time a cut may be due. */
