@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../src/router/admission-queue.js';
+import type { AdmittingRouter } from '../../src/router/admission.js';
+import { createRouter } from '../../src/router/index.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
 
 /** Admits up to n (per drain), in the order offered. */
@@ -164,7 +166,9 @@ describe('AdmissionQueue: client hosts (sources) take turns within a class', () 
                 const oldest = model.find((x) => x.cls === cls && x.src === m.src);
                 expect(oldest?.id).toBe(m.id);
                 // in turn: no host served again before every other host still waiting had its turn
-                const others = new Set(model.filter((x) => x.cls === cls && x.src !== m.src).map((x) => x.src));
+                const others = new Set(
+                  model.filter((x) => x.cls === cls && x.src !== m.src).map((x) => x.src),
+                );
                 for (const h of others) expect(seen.get(m.src) ?? 0).toBeLessThanOrEqual(seen.get(h) ?? 0);
                 model = model.filter((x) => x.id !== m.id);
                 seen.set(m.src, (seen.get(m.src) ?? 0) + 1);
@@ -178,5 +182,23 @@ describe('AdmissionQueue: client hosts (sources) take turns within a class', () 
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('AdmittingRouter: the client host a session comes from', () => {
+  it('a host that holds every slot and has waiters: a newcomer host gets the next freed slot', () => {
+    const r = createRouter({
+      strategy: 'plb-admit',
+      replicas: ['r1'],
+      slowStartMs: 0,
+      admission: { limits: { mode: 'fixed', limit: 3 }, queue: { capacity: 100, timeoutMs: 5000 } },
+    }) as unknown as AdmittingRouter<string>;
+    for (let i = 0; i < 3; i++) expect(r.request('premium', `held${i}`, 0, 'flood')).not.toBe('queued');
+    for (let i = 0; i < 5; i++) expect(r.request('premium', `wait${i}`, 1, 'flood')).toBe('queued');
+    expect(r.request('premium', 'client', 2, 'client')).toBe('queued');
+    r.release('r1', 'premium', 3);
+    expect(r.pump(3).map((h) => h.ticket)).toEqual(['client']);
+    r.release('r1', 'premium', 4);
+    expect(r.pump(4).map((h) => h.ticket)).toEqual(['wait0']);
   });
 });

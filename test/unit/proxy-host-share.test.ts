@@ -22,7 +22,12 @@ class Held implements Yielder {
 describe('HostShare (--startup-yield)', () => {
   let now = 0;
   let share: HostShare;
-  const hold = (name: string, host: string, cls: 'premium' | 'freemium' = 'premium', cuttable = true): Held => {
+  const hold = (
+    name: string,
+    host: string,
+    cls: 'premium' | 'freemium' = 'premium',
+    cuttable = true,
+  ): Held => {
     const h = new Held(name, share, cuttable);
     share.hold(h, cls, host);
     return h;
