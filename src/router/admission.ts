@@ -5,7 +5,7 @@ export { placeOf } from './admission-slots.js';
 import { BaseRouter } from './base-router.js';
 import type { AdmissionOptions } from './admission-types.js';
 import { SessionLimits } from './session-limits.js';
-import { DEFAULT_MIN_SHARE, SloGuard } from './slo-guard.js';
+import { SloGuard } from './slo-guard.js';
 import { admissionKey, slowStartRamp } from './slow-start.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { AddedReplica, Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } from './types.js';
@@ -374,24 +374,4 @@ export class AdmittingRouter<T = unknown> implements Router {
     }
     return best < 0 ? undefined : snap[best];
   }
-}
-
-/** The share of a premium replica's limit kept from freemium unless told otherwise (--admission-premium-reserve). */
-export const DEFAULT_PREMIUM_RESERVE = 0.1;
-
-/** Without options (a library user, `plan show`): a limit that rarely binds, a 10 s queue timeout, the guard at 1.2 x p95. */
-const DEFAULT_ADMISSION: Omit<AdmissionOptions, 'slowStartMs'> = {
-  limits: { mode: 'fixed', limit: 1000 },
-  queue: { capacity: 10_000, timeoutMs: 10_000 },
-  premiumReserve: DEFAULT_PREMIUM_RESERVE,
-  freemiumReserve: DEFAULT_MIN_SHARE,
-  guard: { target: { kind: 'relative', factor: 1.2 } },
-};
-
-/** The admission options of a plb-admit or lc-queue router. */
-export function admissionFor(
-  options: { admission?: Omit<AdmissionOptions, 'slowStartMs'> },
-  slowStartMs: number,
-): AdmissionOptions {
-  return { ...(options.admission ?? DEFAULT_ADMISSION), slowStartMs };
 }

@@ -7,7 +7,7 @@ import { PlbError } from '../../core/errors.js';
 import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../router/strategy-registry.js';
 import { checkedText, durationMsFlag } from '../../cli/flags.js';
 import { parseDuration } from '../../core/duration.js';
-import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission-defaults.js';
 import { DEFAULT_ADMISSION_RESERVE, DEFAULT_FREEMIUM_RESERVE } from './default-limit.js';
 import { DEFAULT_STARTUP_TIMEOUT_MS } from '../session/session-core.js';
 import { DEFAULT_STARTUP_YIELD_MS } from './host-share.js';
