@@ -9,7 +9,9 @@ import type { ServiceClass } from '../core/service-class.js';
  * (the classes may use different replicas), but a class never skips the waiter whose turn it is,
  * so premium is always offered a freed slot first. Within a class the waiters are kept per source
  * (the client's host): the sources take turns, each its oldest first. A flood from one host then
- * waits behind a client from another, not in front of it; with one source this is a FIFO.
+ * waits behind a client from another, not in front of it; and when the places are full, the host
+ * with the most waiters gives its newest one's place to a host with fewer. With one source this
+ * is a FIFO.
  */
 export interface AdmissionQueueOptions {
   /** The most sessions waiting at once, both classes together (>= 1); with perClass, each class's. */
@@ -65,6 +67,16 @@ class Fifo<T> {
     return undefined;
   }
 
+  /** The newest live entry, forgetting removed ones at the tail. */
+  newest(): Entry<T> | undefined {
+    while (this.entries.length > this.head) {
+      const e = this.entries[this.entries.length - 1] as Entry<T>;
+      if (e.live) return e;
+      this.entries.pop();
+    }
+    return undefined;
+  }
+
   private compact(): void {
     if (this.head > 64 && this.head * 2 > this.entries.length) {
       this.entries.splice(0, this.head);
@@ -114,6 +126,15 @@ class ClassWaiters<T> {
     if (--fifo.live === 0) this.sources.delete(e.source);
   }
 
+  /** The newest waiter of the source with the most, if it has at least two more than `source`. */
+  newestOfLargest(source: string): Entry<T> | undefined {
+    let largest: Fifo<T> | undefined;
+    for (const fifo of this.sources.values()) if (!largest || fifo.live > largest.live) largest = fifo;
+    const mine = this.sources.get(source);
+    if (!largest || largest === mine || largest.live < (mine?.live ?? 0) + 2) return undefined;
+    return largest.newest();
+  }
+
   /** source was served: the others go before it next. */
   served(source: string): void {
     this.lastServed = source;
@@ -136,6 +157,8 @@ export class AdmissionQueue<T> {
     freemium: new ClassWaiters(),
   };
   private readonly index = new Map<T, Entry<T>>();
+  /** Waiters that gave their place to another host's (push), until takeDropped(). */
+  private dropped: QueuedItem<T>[] = [];
 
   constructor(opts: AdmissionQueueOptions) {
     if (!Number.isInteger(opts.capacity) || opts.capacity < 1)
@@ -162,10 +185,18 @@ export class AdmissionQueue<T> {
 
   /**
    * Queues item from source (its client's host; absent: one source shared by all); false (and
-   * nothing queued) when the queue (cls's places) is full or item already waits.
+   * nothing queued) when the queue (cls's places) is full or item already waits. Full, a host with
+   * at least two more waiters of cls than source has gives up its newest one's place (takeDropped).
    */
   push(cls: ServiceClass, item: T, nowMs: number, source = ''): boolean {
-    if (this.size(this.perClass ? cls : undefined) >= this.capacity || this.index.has(item)) return false;
+    if (this.index.has(item)) return false;
+    if (this.size(this.perClass ? cls : undefined) >= this.capacity) {
+      const e = this.classes[cls].newestOfLargest(source);
+      if (!e) return false;
+      this.classes[cls].take(e);
+      this.index.delete(e.item);
+      this.dropped.push({ cls, item: e.item, waitMs: Math.max(0, nowMs - e.enqueuedMs) });
+    }
     const e: Entry<T> = {
       cls,
       item,
@@ -227,6 +258,18 @@ export class AdmissionQueue<T> {
       }
     }
     return out;
+  }
+
+  /** The waiters that gave their place to another host's since the last call (refuse them as full). */
+  takeDropped(): QueuedItem<T>[] {
+    const out = this.dropped;
+    if (out.length > 0) this.dropped = [];
+    return out;
+  }
+
+  /** Whether takeDropped() has any. */
+  hasDropped(): boolean {
+    return this.dropped.length > 0;
   }
 
   /** A waiting session left (client gone); false when it was not waiting. */

@@ -25,8 +25,9 @@ export interface Handout<T> {
   ticket: T;
   cls: ServiceClass;
   waitMs: number;
-  /** Set when admitted; absent when the wait timed out. */
+  /** Set when admitted; absent when the wait timed out, or its place went to another host's (full). */
   replica?: string;
+  full?: boolean;
 }
 
 interface Waiting<T> {
@@ -140,6 +141,10 @@ export class AdmittingRouter<T = unknown> implements Router {
       this.forget(e.item.ticket);
       out.push({ ticket: e.item.ticket, cls: e.item.cls, waitMs: e.waitMs });
     }
+    for (const e of this.queue.takeDropped()) {
+      this.forget(e.item.ticket);
+      out.push({ ticket: e.item.ticket, cls: e.item.cls, waitMs: e.waitMs, full: true });
+    }
     const placed = new Map<Waiting<T>, string>();
     for (const e of this.queue.drain(nowMs, (_q, w) => {
       const a = this.place(w.cls, nowMs);
@@ -151,6 +156,11 @@ export class AdmittingRouter<T = unknown> implements Router {
       out.push({ ticket: e.item.ticket, cls: e.item.cls, waitMs: e.waitMs, replica });
     }
     return out;
+  }
+
+  /** A waiter gave its place to another host's (the queue full): pump() refuses it. */
+  dropped(): boolean {
+    return this.queue.hasDropped();
   }
 
   /** When pump() should next run with nobody releasing: the next deadline, or intervalMs while sessions wait. */

@@ -3,6 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { AdmissionQueue } from '../../src/router/admission-queue.js';
 import type { AdmittingRouter } from '../../src/router/admission.js';
 import { createRouter } from '../../src/router/index.js';
+import { AdmissionGate } from '../../src/proxy/admission/admission-gate.js';
+import { VirtualClock } from '../../src/clock/virtual.js';
+import { isPlbError } from '../../src/core/errors.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
 
 /** Admits up to n (per drain), in the order offered. */
@@ -109,7 +112,7 @@ describe('AdmissionQueue: client hosts (sources) take turns within a class', () 
     expect(q.push('freemium', 'd', 0, 'z')).toBe(true);
   });
 
-  it('random sequences: FIFO within a host, every host served before any is served twice, accounting', () => {
+  it('random sequences: FIFO within a host, every host served before any is served twice, fair drops when full, accounting', () => {
     type Op =
       | { t: 'push'; cls: ServiceClass; src: number }
       | { t: 'drain'; n: number }
@@ -131,7 +134,8 @@ describe('AdmissionQueue: client hosts (sources) take turns within a class', () 
     fc.assert(
       fc.property(fc.array(opArb, { minLength: 1, maxLength: 150 }), (ops) => {
         const timeoutMs = 500;
-        const q = new AdmissionQueue<number>({ capacity: 1000, timeoutMs });
+        const capacity = 6;
+        const q = new AdmissionQueue<number>({ capacity, perClass: true, timeoutMs });
         let model: { id: number; cls: ServiceClass; src: string; at: number }[] = [];
         let now = 0;
         let next = 0;
@@ -139,8 +143,24 @@ describe('AdmissionQueue: client hosts (sources) take turns within a class', () 
           if (op.t === 'tick') now += op.ms;
           else if (op.t === 'push') {
             const id = next++;
-            q.push(op.cls, id, now, `h${op.src}`);
-            model.push({ id, cls: op.cls, src: `h${op.src}`, at: now });
+            const src = `h${op.src}`;
+            const mine = model.filter((m) => m.cls === op.cls);
+            const count = (h: string): number => mine.filter((m) => m.src === h).length;
+            const most = Math.max(0, ...mine.filter((m) => m.src !== src).map((m) => count(m.src)));
+            const ok = q.push(op.cls, id, now, src);
+            const dropped = q.takeDropped().map((d) => d.item);
+            if (mine.length < capacity) {
+              expect([ok, dropped]).toEqual([true, []]);
+            } else if (most >= count(src) + 2) {
+              // full: the host with the most waiters gave its newest one's place
+              expect(ok).toBe(true);
+              expect(dropped).toHaveLength(1);
+              const gone = mine.find((m) => m.id === dropped[0]);
+              expect(count(gone!.src)).toBe(most);
+              expect(mine.filter((m) => m.src === gone!.src).at(-1)!.id).toBe(gone!.id);
+              model = model.filter((m) => m.id !== gone!.id);
+            } else expect([ok, dropped]).toEqual([false, []]);
+            if (ok) model.push({ id, cls: op.cls, src, at: now });
           } else if (op.t === 'remove') {
             const victim = model[op.pick % Math.max(1, model.length)];
             if (victim) {
@@ -200,5 +220,64 @@ describe('AdmittingRouter: the client host a session comes from', () => {
     expect(r.pump(3).map((h) => h.ticket)).toEqual(['client']);
     r.release('r1', 'premium', 4);
     expect(r.pump(4).map((h) => h.ticket)).toEqual(['wait0']);
+  });
+});
+
+describe('the queue full: the host with the most waiters gives a place to a host with fewer', () => {
+  it('its newest waiter is dropped (takeDropped) while it has two more than the newcomer’s host', () => {
+    const q = new AdmissionQueue<string>({ capacity: 5, perClass: true, timeoutMs: 1000 });
+    for (let i = 0; i < 5; i++) expect(q.push('premium', `a${i}`, i, 'a')).toBe(true);
+    expect(q.push('premium', 'a5', 5, 'a')).toBe(false);
+    expect(q.hasDropped()).toBe(false);
+    expect(q.push('premium', 'b0', 6, 'b')).toBe(true);
+    expect(q.push('premium', 'b1', 7, 'b')).toBe(true);
+    // a 3, b 2: even now
+    expect(q.push('premium', 'b2', 8, 'b')).toBe(false);
+    expect(q.takeDropped()).toEqual([
+      { cls: 'premium', item: 'a4', waitMs: 2 },
+      { cls: 'premium', item: 'a3', waitMs: 4 },
+    ]);
+    expect(q.takeDropped()).toEqual([]);
+    expect(q.size('premium')).toBe(5);
+    // the other class's places are its own
+    expect(q.push('freemium', 'f0', 9, 'b')).toBe(true);
+    expect(q.drain(10, () => true).map((x) => x.item)).toEqual(['a0', 'b0', 'a1', 'b1', 'a2', 'f0']);
+  });
+
+  it('with one host it refuses as it always did', () => {
+    const q = new AdmissionQueue<string>({ capacity: 2, timeoutMs: 1000 });
+    expect(q.push('premium', 'x', 0)).toBe(true);
+    expect(q.push('premium', 'y', 0)).toBe(true);
+    expect(q.push('premium', 'z', 0)).toBe(false);
+    expect(q.hasDropped()).toBe(false);
+  });
+
+  it('through the gate: the dropped waiter is refused ADMISSION_FULL (counted), the newcomer waits and is served', async () => {
+    const router = createRouter({
+      strategy: 'plb-admit',
+      replicas: ['r1'],
+      slowStartMs: 0,
+      admission: {
+        limits: { mode: 'fixed', limit: 1 },
+        queue: { capacity: 3, perClass: true, timeoutMs: 60_000 },
+      },
+    }) as unknown as AdmittingRouter<object>;
+    const g = new AdmissionGate(router, router, new VirtualClock());
+    expect(g.acquire('premium', {}, 'flood')).toBe('r1');
+    const flood = [0, 1, 2].map(() => g.acquire('premium', {}, 'flood') as Promise<string>);
+    const outcome = flood.map((p) =>
+      p.then(
+        () => 'served',
+        (err: unknown) => (isPlbError(err, 'ADMISSION_FULL') ? 'full' : 'other'),
+      ),
+    );
+    const client = g.acquire('premium', {}, 'client') as Promise<string>;
+    expect(await outcome[2]).toBe('full');
+    expect(g.counters.premium.queueFull).toBe(1);
+    g.release('r1', 'premium');
+    await expect(client).resolves.toBe('r1');
+    g.release('r1', 'premium');
+    expect(await outcome[0]).toBe('served');
+    g.close();
   });
 });

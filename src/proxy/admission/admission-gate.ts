@@ -76,10 +76,13 @@ export class AdmissionGate {
       throw this.full[cls];
     }
     if (r !== 'queued') return this.took(r.replica, cls);
-    return new Promise((resolve, reject) => {
+    const waited = new Promise<string>((resolve, reject) => {
       this.waiting.set(ticket, { resolve, reject });
       this.schedule();
     });
+    // Its place was another host's waiter's (the queue full): that one is refused now.
+    if (this.admitting.dropped()) this.pump();
+    return waited;
   }
 
   /**
@@ -135,7 +138,10 @@ export class AdmissionGate {
       if (h.replica !== undefined) this.own?.admitted(h.replica, h.cls);
       this.waiting.delete(h.ticket);
       const c = this.counters[h.cls];
-      if (h.replica === undefined) {
+      if (h.full) {
+        c.queueFull += 1;
+        w.reject(this.full[h.cls]);
+      } else if (h.replica === undefined) {
         c.timedOut += 1;
         w.reject(
           new PlbError(
