@@ -1,8 +1,9 @@
 /**
  * Fairness between client hosts on a local cluster, on both relays (native and js): premium's
  * slots held by startups from 127.0.0.2 that never answer the password request (and more of them
- * waiting), a real client from 127.0.0.1 is served: the flood host's oldest session yields its
- * slot (57014, --startup-yield) and the admission queue gives the waiting host its turn. The same
+ * waiting, up to a full queue), a real client from 127.0.0.1 is served: the flood host's oldest
+ * session yields its slot (57014, --startup-yield), a flood waiter gives its place when the queue
+ * is full (53300), and the admission queue gives the waiting host its turn. The same
  * flood from the client's own host: nothing tells them apart, nothing yields. What is asserted is
  * who is served and who is cut, never how fast. Skips without the server binaries, except with
  * CI=true.
@@ -120,6 +121,25 @@ describe.skipIf(!haveServerBinaries)(
         await until(() => all.some((s) => yielded(s.got())), 15_000);
         expect(p.stats.startupYields).toBeGreaterThanOrEqual(1);
         expect(p.stats.startupTimeouts).toBe(0);
+      }, 45_000);
+
+      it('the queue full of the flood’s waiters too: a flood waiter gives its place (53300), a flood slot yields, the client is served', async () => {
+        const { port, p } = await proxy({
+          relay: relayOpt,
+          admission: { limit: LIMIT, reserve: 0, queue: 3, timeoutMs: 60_000, premiumReserve: 0 },
+        });
+        const all = await flood(port, p, '127.0.0.2', 3);
+        const client = new pg.Client(cluster.pgConfig(port, { connectionTimeoutMillis: 30_000 }));
+        client.on('error', () => undefined);
+        try {
+          await client.connect();
+          expect((await client.query<{ x: number }>('select 1 as x')).rows[0]!.x).toBe(1);
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+        await until(() => all.some((s) => yielded(s.got())), 15_000);
+        await until(() => all.some((s) => /C53300\0/.test(s.got().toString('latin1'))), 15_000);
+        expect(p.gate.counters.premium.queueFull).toBeGreaterThanOrEqual(1);
       }, 45_000);
 
       it('the same flood from the client’s own host: nothing yields (the client waits its turn)', async () => {
