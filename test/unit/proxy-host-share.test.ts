@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { HostShare, hostKey, type Yielder } from '../../src/proxy/admission/host-share.js';
 import { parseProxyConfigFile } from '../../src/proxy/config-file.js';
+import { parseLimitFlags } from '../../src/proxy/admission/limit-options.js';
 
 /** A session holding a slot before ReadyForQuery: cut once (as session-core drops it then). */
 class Held implements Yielder {
@@ -177,6 +178,15 @@ describe('HostShare (--startup-yield)', () => {
     expect(hostKey('127.0.0.1')).toBe('127.0.0.1');
     expect(hostKey('::1')).toBe('::1');
     expect(hostKey(undefined)).toBe('');
+  });
+
+  it('--startup-yield: 500ms by default, a duration, 0 or off (never)', () => {
+    const yieldOf = (v?: string): number =>
+      parseLimitFlags(v === undefined ? {} : { 'startup-yield': v }, 'plb').startupYieldMs;
+    expect([yieldOf(), yieldOf('2s'), yieldOf('0'), yieldOf('off')]).toEqual([500, 2000, 0, 0]);
+    expect(() => yieldOf('soon')).toThrow(
+      /^--startup-yield: expected a duration like 500ms, 0 or off \(got "soon"\)$/,
+    );
   });
 
   it('the config file takes startup-yield as the flag does, a bad value at its line', async () => {

@@ -345,16 +345,6 @@ describe('parseProxyFlags', () => {
       );
   });
 
-  it('--startup-yield: 500ms by default, a duration, 0 or off (never)', () => {
-    expect(parseProxyFlags(flags({})).startupYieldMs).toBe(500);
-    expect(parseProxyFlags(flags({ 'startup-yield': '2s' })).startupYieldMs).toBe(2000);
-    expect(parseProxyFlags(flags({ 'startup-yield': '0' })).startupYieldMs).toBe(0);
-    expect(parseProxyFlags(flags({ 'startup-yield': 'off' })).startupYieldMs).toBe(0);
-    expect(() => parseProxyFlags(flags({ 'startup-yield': 'soon' }))).toThrow(
-      /^--startup-yield: expected a duration like 500ms, 0 or off \(got "soon"\)$/,
-    );
-  });
-
   it('an admission limit brings the premium reserve (default 0.1)', () => {
     expect(parseProxyFlags(flags({ 'admission-limit': 5 }))).toMatchObject({
       admission: { limit: 5, premiumReserve: 0.1 },
