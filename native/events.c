@@ -60,6 +60,7 @@ void stamp_event(Event *e, const Pair *p, int kind, int side, int err) {
   e->terminated = p->terminated;
   e->phase = p->phase;
   e->front = p->front ? p->front->index : -1;
+  e->peer6 = p->peer6;
 }
 
 void emit(Worker *w, Pair *p, int kind, int side, int err, const uint8_t *bytes, size_t n) {

@@ -32,6 +32,26 @@ static void refuse_now(Worker *w, Pair *p, const uint8_t *bytes, size_t n) {
   flush(w, p, BACKEND);
 }
 
+/* The client's host as one number (relay.h peer): IPv4 (also IPv4-mapped IPv6) as it is, else
+ * FNV-1a over the IPv6 address. */
+static void set_peer(Pair *p, const struct sockaddr_storage *ss) {
+  if (ss->ss_family == AF_INET) {
+    p->peer = ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr);
+    return;
+  }
+  if (ss->ss_family != AF_INET6) return;
+  const uint8_t *a = ((const struct sockaddr_in6 *)ss)->sin6_addr.s6_addr;
+  static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (memcmp(a, mapped, 12) == 0) {
+    p->peer = be32(a + 12);
+    return;
+  }
+  uint32_t h = 2166136261u;
+  for (int i = 0; i < 16; i++) h = (h ^ a[i]) * 16777619u;
+  p->peer = h;
+  p->peer6 = 1;
+}
+
 /* Fewer pairs than every other thread (or as few): this thread takes another client now. */
 static int least_loaded(Worker *w) {
   int mine = atomic_load(&w->live);
@@ -49,7 +69,9 @@ void front_accept(Worker *w, Listener *l) {
   Front *f = l->front;
   if (atomic_load(&l->stopping)) return; /* reported before this thread's stop was read */
   for (int i = 0; i < 64 && (i == 0 || least_loaded(w)); i++) {
-    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    struct sockaddr_storage ss;
+    socklen_t sslen = sizeof ss;
+    int fd = accept4(l->fd, (struct sockaddr *)&ss, &sslen, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if ((errno == EMFILE || errno == ENFILE) && w->spare_fd >= 0) {
@@ -87,6 +109,7 @@ void front_accept(Worker *w, Listener *l) {
     p->tag[BACKEND] = (Tag){p, BACKEND, NULL};
     p->last_type = 'Z';
     p->cls = l->cls;
+    set_peer(p, &ss);
     p->worker = w;
     atomic_fetch_add(&w->live, 1);
     bucket_add(w, p);
@@ -119,7 +142,8 @@ static void hand_over(Worker *w, Pair *p, size_t n) {
   set_deadline(w, p, 0);
   p->phase = PH_ROUTING;
   p->known = 1;
-  emit(w, p, EV_PACKET, p->cls, 0, p->pkt, p->npkt);
+  /* err: the client's host (relay.h peer), not an error. */
+  emit(w, p, EV_PACKET, p->cls, (int)p->peer, p->pkt, p->npkt);
 }
 
 /* An SSL or GSSENC request (the first 8 bytes) answered 'N'; 0: the client is gone or failed. */

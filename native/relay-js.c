@@ -22,7 +22,8 @@ static napi_status tell_js(napi_env env, napi_value fn, Relay *r, Event *e) {
   OK(napi_create_int32(env, e->kind, &args[1]));
   OK(napi_create_int32(env, e->side, &args[2]));
   OK(napi_create_int32(env, e->err, &args[3]));
-  OK(napi_create_int32(env, (e->at_boundary ? 1 : 0) | (e->terminated ? 2 : 0) | (e->phase << 8), &args[4]));
+  int flags = (e->at_boundary ? 1 : 0) | (e->terminated ? 2 : 0) | (e->peer6 ? 4 : 0) | (e->phase << 8);
+  OK(napi_create_int32(env, flags, &args[4]));
   OK(napi_create_int32(env, e->last_type, &args[5]));
   if (e->nbytes > 0 && e->nbytes <= r->mailbox_len) {
     memcpy(r->mailbox, e->bytes, e->nbytes);

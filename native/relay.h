@@ -88,7 +88,7 @@ enum { OP_COMMAND = 1, OP_STOP, OP_DIAL, OP_VERDICT, OP_FAULT, OP_QUIT };
 
 typedef struct Event {
   double id;
-  int kind, side, err, at_boundary, last_type, terminated, phase, front;
+  int kind, side, err, at_boundary, last_type, terminated, phase, front, peer6;
   uint8_t *bytes;
   size_t nbytes;
   struct Event *next; /* the next lazy event */
@@ -143,6 +143,9 @@ typedef struct Pair {
   int64_t linger_at;
   /* The front door's. */
   int phase, cls, known; /* known: JavaScript was told of it (it hears of the close) */
+  /* The client's host, told with its first packet: an IPv4 address, or a hash of an IPv6 one (peer6). */
+  uint32_t peer;
+  int peer6;
   Front *front;
   Front *over; /* over the client limit: read only to say its refusal where a client reads it */
   uint8_t *pkt; /* the startup packet, kept for a connect to another replica */

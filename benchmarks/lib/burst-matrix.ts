@@ -10,10 +10,13 @@
 // flood/freemium client, mixed flood (half each)/both clients, and premium flood/premium client
 // (a class's own flood, the reference for the mixed flood's premium client). Per scenario one table: tries,
 // served, served within 1 s, refused, hung (no exit within 15 s), latency p50/p95/max; and what
-// the flood's startups met.
+// the flood's startups met. --flood-from: the address the flood's sockets are bound to, default
+// 127.0.0.2: the flood from one host, the client (psql, from 127.0.0.1) from another, which the
+// proxy tells apart (--startup-yield); --flood-from 127.0.0.1: the same host as the client, where
+// nothing can tell them apart (the reference row). Any 127.x.y.z is local on Linux.
 // Run: node --import tsx benchmarks/proxy-burst.ts --matrix [--flood 2000] [--tries 10] [--replicas 2]
 //        [--name front] [--base-port 13432] [--listen-port 13600] [--settle 3] [--gap-ms 300]
-//        [--scenarios freemium,premium,mixed,own] [--log-dir /tmp] [--direct]
+//        [--scenarios freemium,premium,mixed,own] [--log-dir /tmp] [--direct] [--flood-from 127.0.0.2]
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -118,6 +121,7 @@ export async function runMatrix(): Promise<void> {
   const gapMs = num('gap-ms', 300);
   const settleS = num('settle', 3);
   const flood = num('flood', 2000);
+  const floodFrom = opt('flood-from', '127.0.0.2');
   const only = option('scenarios')?.split(',');
   // --direct: after each try, psql straight to the class's own replica (r1 premium, r2 freemium
   // under the default partition): what the host and server give under the flood, no proxy.
@@ -142,7 +146,7 @@ export async function runMatrix(): Promise<void> {
   const creds = loadCredentials(defaultStateDir(), name);
   const out: string[] = [
     `burst matrix: every proxy default (plb proxy --name ${name} --premium-port ${ports.premium} --freemium-port ${ports.freemium}), ` +
-      `local cluster of ${replicas} replicas (plb cluster up defaults: max_connections 200); flood ${flood} startups at once, ` +
+      `local cluster of ${replicas} replicas (plb cluster up defaults: max_connections 200); flood ${flood} startups at once from ${floodFrom} (the client from 127.0.0.1), ` +
       `client tries ${tries}, ${gapMs} ms apart after ${settleS} s of flood`,
   ];
   let proxy: ChildProcess | undefined;
@@ -178,6 +182,7 @@ export async function runMatrix(): Promise<void> {
         ports,
         premiumShare: sc.premiumShare,
         n: flood,
+        from: floodFrom,
         user: creds.user,
         database: creds.database,
       };
@@ -243,6 +248,8 @@ export interface FloodConfig {
   ports: Record<Cls, number>;
   premiumShare: number;
   n: number;
+  /** The local address its sockets are bound to (the flood's client host). */
+  from: string;
   user: string;
   database: string;
 }
@@ -261,7 +268,7 @@ export async function runFlood(c: FloodConfig): Promise<void> {
   const one = (port: number): Promise<boolean> =>
     new Promise((resolve) => {
       bump('startups');
-      const s = createConnection({ host: '127.0.0.1', port });
+      const s = createConnection({ host: '127.0.0.1', port, localAddress: c.from });
       let buf = Buffer.alloc(0);
       let told = false;
       const hung = setTimeout(() => (bump('hung'), s.destroy()), HUNG_MS);

@@ -67,8 +67,8 @@ export function openFrontDoor(relay: NativeRelay | undefined, d: FrontDoorDeps):
 function nativeFrontDoor(relay: NativeRelay, d: FrontDoorDeps): FrontDoor {
   const front = relay.openFront(
     { max: d.limiter.max, refusal: d.limiter.refusal, startupTimeoutMs: d.host.startupTimeoutMs },
-    (pair, cls, packet) => {
-      const s = new NativeSession(pair, cls, d.host, d.ended, packet);
+    (pair, cls, packet, clientHost) => {
+      const s = new NativeSession(pair, cls, d.host, d.ended, packet, clientHost);
       d.added(s.core);
       return s;
     },

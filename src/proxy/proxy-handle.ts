@@ -46,6 +46,11 @@ export interface ProxyOptions {
   connectTimeoutMs?: number;
   /** To the startup packet, and from a replica slot to ReadyForQuery (session-core.ts). */
   startupTimeoutMs?: number;
+  /**
+   * How long a session before ReadyForQuery holds its slot before it yields to another client
+   * host's waiting session (host-share.ts); 0: never. Default DEFAULT_STARTUP_YIELD_MS.
+   */
+  startupYieldMs?: number;
   connectAttempts?: number;
   clock?: Clock;
   /** Client connections at once, any phase (default: from the descriptor limit, process-usage.ts). */

@@ -15,6 +15,7 @@ import { PlbError } from '../core/errors.js';
 import { clientLimiter } from './admission/client-limit.js';
 import { DEFAULT_PACER } from './admission/accept-pacer.js';
 import { PacedIntake } from './admission/paced-intake.js';
+import { DEFAULT_STARTUP_YIELD_MS, HostShare } from './admission/host-share.js';
 import { defaultMaxClientConn, UsageSampler } from './process-usage.js';
 import type { ServiceClass } from '../core/service-class.js';
 import { CancelKeys } from './protocol/cancel-keys.js';
@@ -65,6 +66,9 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     admitting &&
     new ReplicaLimits(admitting, ids, initialLimit(opts.admission), clock, () => gate.pump(), opts.view);
   const gate = new AdmissionGate(router, admitting, clock, opts.view && limits);
+  // Only sessions that queue can make another host's yield: with admission limits.
+  const yieldMs = opts.startupYieldMs ?? DEFAULT_STARTUP_YIELD_MS;
+  const share = admitting && yieldMs > 0 ? new HostShare(yieldMs) : undefined;
   const stats = new ProxyStats(ids);
   const sessions = new ClientTable(() => clock.now());
   const ended = (s: ClientSession): void => void sessions.delete(s);
@@ -126,10 +130,12 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     tls: opts.tls,
     serverTls: opts.serverTls ?? 'disable',
     serverCa: opts.serverCa,
-    acquire: (cls, ticket) => {
-      const r = gate.acquire(cls, ticket);
+    acquire: (cls, ticket, source) => {
+      const got = gate.acquire(cls, ticket, source);
+      const r = share ? share.watch(cls, source ?? '', ticket, got) : got;
       return typeof r === 'string' ? targetOf(r) : r.then(targetOf);
     },
+    share,
     cancelWait: (ticket) => gate.cancel(ticket),
     release: (replica, cls, established) => gate.release(replica, cls, established),
     established: opts.view && ((replica, cls) => limits?.established(replica, cls)),
@@ -164,6 +170,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       (relay ? `relayed ${stats.relayed} (native, ${relay.size} now) ` : '') +
       (stats.lateClass > 0 ? `late-class ${stats.lateClass} ` : '') +
       (stats.startupTimeouts > 0 ? `startup-timeouts ${stats.startupTimeouts} ` : '') +
+      (stats.startupYields > 0 ? `startup-yields ${stats.startupYields} ` : '') +
       (stats.earlyConnects > 0 ? `early ${stats.earlyConnects} (unused ${stats.earlyUnused}) ` : '') +
       (intake && intake.counters.held > 0
         ? `held ${intake.held}f (peak ${intake.counters.peakHeld}, expired ${intake.counters.expired}) `
@@ -257,6 +264,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       health.stop();
       await limits?.stop();
       gate.close();
+      share?.close();
       usage.stop();
     },
   };

@@ -76,6 +76,9 @@ export interface ProxySummary {
   /** Replica connections opened at a client's SSLRequest, and those never used (early-connect.ts). */
   earlyConnects: number;
   earlyUnused: number;
+  /** Sessions cut before ReadyForQuery: at --startup-timeout, and for another client host (--startup-yield). */
+  startupTimeouts: number;
+  startupYields: number;
   maxClientConn: number;
   /** Sessions that waited for a replica slot, per class: admitted, refused (queue full), timed out. */
   admission: Record<'premium' | 'freemium', GateCounters>;
@@ -182,6 +185,7 @@ export async function executeProxy(
       statsEveryS: config.statsEveryS,
       maxClientConn: config.maxClientConn,
       startupTimeoutMs: config.startupTimeoutMs,
+      startupYieldMs: config.startupYieldMs,
       ...(config.startupPacing ? {} : { freemiumPacing: false as const }),
       earlyConnect: config.earlyConnect,
       ...(config.admission ? { admission: config.admission } : {}),
@@ -294,6 +298,8 @@ export async function executeProxy(
       relayed: proxy.stats.relayed,
       earlyConnects: proxy.stats.earlyConnects,
       earlyUnused: proxy.stats.earlyUnused,
+      startupTimeouts: proxy.stats.startupTimeouts,
+      startupYields: proxy.stats.startupYields,
       maxClientConn: proxy.maxClientConn,
       admission: proxy.gate.counters,
       limits: proxy.limits() ?? {},

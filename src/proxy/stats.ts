@@ -53,6 +53,8 @@ export class ProxyStats {
   earlyUnused = 0;
   /** Sessions that held a slot --startup-timeout long without authenticating (session-core.ts). */
   startupTimeouts = 0;
+  /** Sessions cut before authenticating because another client host waited (--startup-yield). */
+  startupYields = 0;
 
   constructor(ids: readonly string[]) {
     for (const id of ids) this.replicas.set(id, { opened: 0, lost: 0, failed: 0 });

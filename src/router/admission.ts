@@ -5,7 +5,7 @@ export { placeOf } from './admission-slots.js';
 import { BaseRouter } from './base-router.js';
 import type { AdmissionOptions } from './admission-types.js';
 import { SessionLimits } from './session-limits.js';
-import { DEFAULT_MIN_SHARE, SloGuard } from './slo-guard.js';
+import { SloGuard } from './slo-guard.js';
 import { admissionKey, slowStartRamp } from './slow-start.js';
 import type { ServiceClass } from '../core/service-class.js';
 import type { AddedReplica, Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } from './types.js';
@@ -25,8 +25,9 @@ export interface Handout<T> {
   ticket: T;
   cls: ServiceClass;
   waitMs: number;
-  /** Set when admitted; absent when the wait timed out. */
+  /** Set when admitted; absent when the wait timed out, or its place went to another host's (full). */
   replica?: string;
+  full?: boolean;
 }
 
 interface Waiting<T> {
@@ -92,17 +93,21 @@ export class AdmittingRouter<T = unknown> implements Router {
   /**
    * A session asks to be admitted: placed now, queued (the caller waits for pump() to hand it
    * out or time it out), or 'full' when the queue is full. Nobody jumps the queue: a newcomer of a
-   * class with waiters queues behind them.
+   * class with waiters queues behind them (source: its client's host, which the queue takes in turn).
    */
-  request(cls: ServiceClass, ticket: T, nowMs: number): RequestResult {
+  request(cls: ServiceClass, ticket: T, nowMs: number, source?: string): RequestResult {
     this.tick(nowMs);
-    const qcls = this.queueClass(cls);
+    // Class-blind: one queue for both classes.
+    const qcls = this.opts.classBlind ? 'premium' : cls;
     if (this.queue.size(qcls) === 0) {
       const a = this.place(cls, nowMs);
-      if (a) return a;
+      if (a) {
+        this.queue.admitted(qcls, source);
+        return a;
+      }
     }
     const w: Waiting<T> = { ticket, cls };
-    if (!this.queue.push(qcls, w, nowMs)) return 'full';
+    if (!this.queue.push(qcls, w, nowMs, source)) return 'full';
     this.forget(ticket);
     this.byTicket.set(ticket, w);
     this.waitingOf[cls]++;
@@ -127,7 +132,7 @@ export class AdmittingRouter<T = unknown> implements Router {
 
   /**
    * Times out the waiters past their deadline, then admits waiters while slots are free
-   * (premium first, FIFO within a class). Call after a release, a markUp, and at nextWakeMs().
+   * (premium first, client hosts in turn within a class). Call after a release, a markUp, and at nextWakeMs().
    */
   pump(nowMs: number): Handout<T>[] {
     this.tick(nowMs);
@@ -135,6 +140,10 @@ export class AdmittingRouter<T = unknown> implements Router {
     for (const e of this.queue.expire(nowMs)) {
       this.forget(e.item.ticket);
       out.push({ ticket: e.item.ticket, cls: e.item.cls, waitMs: e.waitMs });
+    }
+    for (const e of this.queue.takeDropped()) {
+      this.forget(e.item.ticket);
+      out.push({ ticket: e.item.ticket, cls: e.item.cls, waitMs: e.waitMs, full: true });
     }
     const placed = new Map<Waiting<T>, string>();
     for (const e of this.queue.drain(nowMs, (_q, w) => {
@@ -147,6 +156,11 @@ export class AdmittingRouter<T = unknown> implements Router {
       out.push({ ticket: e.item.ticket, cls: e.item.cls, waitMs: e.waitMs, replica });
     }
     return out;
+  }
+
+  /** A waiter gave its place to another host's (the queue full): pump() refuses it. */
+  dropped(): boolean {
+    return this.queue.hasDropped();
   }
 
   /** When pump() should next run with nobody releasing: the next deadline, or intervalMs while sessions wait. */
@@ -275,10 +289,6 @@ export class AdmittingRouter<T = unknown> implements Router {
     return (cls === 'premium' ? this.opts.premiumReserve : this.opts.freemiumReserve) ?? 0;
   }
 
-  private queueClass(cls: ServiceClass): ServiceClass {
-    return this.opts.classBlind ? 'premium' : cls;
-  }
-
   private tick(nowMs: number): void {
     this.guard?.update(nowMs);
     if (this.opts.limits.mode === 'gradient') {
@@ -374,24 +384,4 @@ export class AdmittingRouter<T = unknown> implements Router {
     }
     return best < 0 ? undefined : snap[best];
   }
-}
-
-/** The share of a premium replica's limit kept from freemium unless told otherwise (--admission-premium-reserve). */
-export const DEFAULT_PREMIUM_RESERVE = 0.1;
-
-/** Without options (a library user, `plan show`): a limit that rarely binds, a 10 s queue timeout, the guard at 1.2 x p95. */
-const DEFAULT_ADMISSION: Omit<AdmissionOptions, 'slowStartMs'> = {
-  limits: { mode: 'fixed', limit: 1000 },
-  queue: { capacity: 10_000, timeoutMs: 10_000 },
-  premiumReserve: DEFAULT_PREMIUM_RESERVE,
-  freemiumReserve: DEFAULT_MIN_SHARE,
-  guard: { target: { kind: 'relative', factor: 1.2 } },
-};
-
-/** The admission options of a plb-admit or lc-queue router. */
-export function admissionFor(
-  options: { admission?: Omit<AdmissionOptions, 'slowStartMs'> },
-  slowStartMs: number,
-): AdmissionOptions {
-  return { ...(options.admission ?? DEFAULT_ADMISSION), slowStartMs };
 }

@@ -86,6 +86,8 @@ export class Told {
     readonly pair: FrontPair,
     readonly cls: ServiceClass,
     readonly packet: Buffer | undefined,
+    /** The client's host as the relay told it. */
+    readonly clientHost = '',
   ) {
     this.done = new Promise((r) => (this.closedNow = r));
   }
@@ -146,8 +148,8 @@ export function openFront(
       startupTimeoutMs: 10_000,
       ...o,
     },
-    (pair, cls, packet) => {
-      const t = new Told(pair, cls, packet && Buffer.from(packet));
+    (pair, cls, packet, clientHost) => {
+      const t = new Told(pair, cls, packet && Buffer.from(packet), clientHost);
       told.push(t);
       waiters.shift()?.(t);
       onArrival(t);
@@ -188,8 +190,11 @@ export async function fakeServer(
 }
 
 /** A client of the front door (its received bytes collected). */
-export async function client(port: number): Promise<{ socket: Socket; got: () => Buffer }> {
-  const socket = connect(port, '127.0.0.1');
+export async function client(
+  port: number,
+  localAddress?: string,
+): Promise<{ socket: Socket; got: () => Buffer }> {
+  const socket = connect({ port, host: '127.0.0.1', ...(localAddress ? { localAddress } : {}) });
   socket.on('error', () => undefined);
   const chunks: Buffer[] = [];
   socket.on('data', (d: Buffer) => chunks.push(d));

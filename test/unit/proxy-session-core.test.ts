@@ -14,6 +14,7 @@ import type {
   SessionTransport,
 } from '../../src/proxy/session/session-transport.js';
 import { ProxyStats } from '../../src/proxy/stats.js';
+import { HostShare } from '../../src/proxy/admission/host-share.js';
 
 const TARGET: SessionTarget = { replica: 'r1', host: '127.0.0.1', port: 1 };
 
@@ -171,6 +172,33 @@ describe('the session core', () => {
         core.finish();
         expect(released).toEqual(['r1']);
       }
+    });
+
+    it('--startup-yield: another host waiting cuts it as the timeout does (57014, counted); never an established one', () => {
+      vi.useFakeTimers();
+      const share = new HostShare(500, () => Date.now());
+      const a = rig('wait');
+      const flood = new SessionCore(a.t, { ...a.core.host, share }, 'premium', () => undefined, '127.0.0.2');
+      flood.startup({});
+      const b = rig();
+      const est = new SessionCore(b.t, { ...b.core.host, share }, 'premium', () => undefined, '127.0.0.3');
+      est.startup({});
+      est.ready();
+      vi.advanceTimersByTime(600);
+      share.contended('premium', '127.0.0.1', {});
+      expect(a.t.calls.at(-1)).toEqual(['close', 'at-boundary', 'destroy', '57014']);
+      expect(a.released).toEqual(['r1']);
+      expect([a.stats.startupYields, a.stats.startupTimeouts]).toEqual([1, 0]);
+      expect(b.t.calls.some((c) => c[3] === '57014')).toBe(false);
+      expect(b.stats.startupYields).toBe(0);
+      expect(share.counts('premium').held).toBe(0);
+      // Its own timeout comes to nothing now; the connection answered afterwards is dropped.
+      vi.advanceTimersByTime(1000);
+      expect(a.stats.startupTimeouts).toBe(0);
+      a.t.pending?.(true);
+      flood.finish();
+      expect(a.released).toEqual(['r1']);
+      share.close();
     });
 
     it('ReadyForQuery in time, or a closed client: no timeout', () => {

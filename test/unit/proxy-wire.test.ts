@@ -358,6 +358,7 @@ describe('plb proxy, the command: bad input is one line (or JSON), exit 1, nothi
   it.each([
     [['--stop-timeout', 'soon'], /^Error: --stop-timeout: expected a duration/],
     [['--startup-timeout', '0'], /^Error: --startup-timeout: expected a duration > 0/],
+    [['--startup-yield', 'soon'], /^Error: --startup-yield: expected a duration like 500ms, 0 or off/],
     [['--fall', '0'], /^Error: --fall: must be a positive integer/],
     [['--borrow', '1:2'], /^Error: --borrow: the premium ratio must be > 1/],
     [['--strategy', 'fifo'], /^Error: Expected --strategy=fifo to be one of: plb, rr, static, lc, wlc/],

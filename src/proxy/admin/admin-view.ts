@@ -100,6 +100,9 @@ export interface AdminView {
     relayed: number;
     earlyConnects: number;
     earlyUnused: number;
+    /** Sessions cut before ReadyForQuery: at --startup-timeout, and yielding to another client host (--startup-yield). */
+    startupTimeouts: number;
+    startupYields: number;
     usage: ProcessUsage;
     /** Freemium startups held by the pacer (absent: not paced). */
     paced?: PacerCounters & { heldNow: number };
@@ -180,6 +183,8 @@ export function adminView(src: AdminSource, limit = DEFAULT_CLIENTS_LISTED): Adm
       relayed: proxy.stats.relayed,
       earlyConnects: proxy.stats.earlyConnects,
       earlyUnused: proxy.stats.earlyUnused,
+      startupTimeouts: proxy.stats.startupTimeouts,
+      startupYields: proxy.stats.startupYields,
       usage: proxy.usage(),
       ...(paced ? { paced } : {}),
     },

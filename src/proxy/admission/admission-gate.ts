@@ -1,8 +1,8 @@
 /**
  * Where a proxied session waits for a replica slot. Without a session limit the router is asked
  * directly (admit now or NO_REPLICA, as before). With one, the router is the admission router
- * (router/admission.ts: per-replica session limits and its priority queue, premium first, FIFO
- * within a class, a timeout): a session that finds every slot of its class taken waits here
+ * (router/admission.ts: per-replica session limits and its priority queue, premium first, client
+ * hosts in turn within a class, a timeout): a session that finds every slot of its class taken waits here
  * until a release or a replica coming back hands it one, and fails with ADMISSION_FULL (queue
  * full) or ADMISSION_TIMEOUT, which the session tells its client as 53300.
  */
@@ -64,21 +64,25 @@ export class AdmissionGate {
    * A replica for a session of cls: at once (a string, no promise: the usual case) when one has
    * room, a promise of one after a wait otherwise. Throws PlbError NO_REPLICA (no healthy replica
    * for the class) or ADMISSION_FULL; the promise rejects with ADMISSION_TIMEOUT.
-   * `ticket` identifies the session (cancel(ticket) when its client leaves while it waits).
+   * `ticket` identifies the session (cancel(ticket) when its client leaves while it waits);
+   * `source` its client's host (the waiting hosts of a class take turns).
    */
-  acquire(cls: ServiceClass, ticket: object): string | Promise<string> {
+  acquire(cls: ServiceClass, ticket: object, source?: string): string | Promise<string> {
     const now = this.clock.now();
     if (!this.admitting) return this.took(this.router.admit(cls, now).replica, cls);
-    const r = this.admitting.request(cls, ticket, now);
+    const r = this.admitting.request(cls, ticket, now, source);
     if (r === 'full') {
       this.counters[cls].queueFull += 1;
       throw this.full[cls];
     }
     if (r !== 'queued') return this.took(r.replica, cls);
-    return new Promise((resolve, reject) => {
+    const waited = new Promise<string>((resolve, reject) => {
       this.waiting.set(ticket, { resolve, reject });
       this.schedule();
     });
+    // Its place was another host's waiter's (the queue full): that one is refused now.
+    if (this.admitting.dropped()) this.pump();
+    return waited;
   }
 
   /**
@@ -134,7 +138,10 @@ export class AdmissionGate {
       if (h.replica !== undefined) this.own?.admitted(h.replica, h.cls);
       this.waiting.delete(h.ticket);
       const c = this.counters[h.cls];
-      if (h.replica === undefined) {
+      if (h.full) {
+        c.queueFull += 1;
+        w.reject(this.full[h.cls]);
+      } else if (h.replica === undefined) {
         c.timedOut += 1;
         w.reject(
           new PlbError(

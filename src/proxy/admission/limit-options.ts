@@ -6,9 +6,11 @@ import { Flags } from '@oclif/core';
 import { PlbError } from '../../core/errors.js';
 import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../router/strategy-registry.js';
 import { checkedText, durationMsFlag } from '../../cli/flags.js';
-import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission.js';
+import { parseDuration } from '../../core/duration.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission-defaults.js';
 import { DEFAULT_ADMISSION_RESERVE, DEFAULT_FREEMIUM_RESERVE } from './default-limit.js';
 import { DEFAULT_STARTUP_TIMEOUT_MS } from '../session/session-core.js';
+import { DEFAULT_STARTUP_YIELD_MS } from './host-share.js';
 import { parseShare } from '../../cli/router-values.js';
 import type { SecureContext } from 'node:tls';
 import { defaultMaxClientConn } from '../process-usage.js';
@@ -66,6 +68,12 @@ export const limitFlags = {
     default: `${DEFAULT_STARTUP_TIMEOUT_MS / 1000}s`,
     helpGroup: GROUP,
   }),
+  'startup-yield': checkedText((v, flag) => startupYieldMs(v, flag))({
+    description:
+      'a session still authenticating that has held its replica slot this long is cut (57014) when a client from another host waits for a slot of its class (the host holding the most such slots first): a flood from one host cannot keep a client from another waiting; 0 or off: never',
+    default: `${DEFAULT_STARTUP_YIELD_MS}ms`,
+    helpGroup: GROUP,
+  }),
   'startup-pacing': Flags.string({
     description:
       'under a flood, route at most 64 freemium startups a loop turn (8 after a slow turn) and hold the rest up to 5 s, so premium is served first: on or off',
@@ -109,6 +117,7 @@ export interface LimitFlagValues {
   'admission-freemium-reserve'?: string | undefined;
   'startup-pacing'?: string | undefined;
   'startup-timeout'?: string | undefined;
+  'startup-yield'?: string | undefined;
   'early-connect'?: string | undefined;
   'tls-cert'?: string | undefined;
   'tls-key'?: string | undefined;
@@ -120,6 +129,8 @@ export interface LimitConfig {
   maxClientConn: number;
   /** --startup-timeout: to the startup packet, and from a slot to ReadyForQuery. */
   startupTimeoutMs: number;
+  /** --startup-yield (0: off): a slot held before ReadyForQuery yields to another host's waiter (host-share.ts). */
+  startupYieldMs: number;
   /** Freemium startups paced under a flood (paced-intake.ts). */
   startupPacing: boolean;
   /** Replica connections opened at the SSLRequest (early-connect.ts). */
@@ -144,6 +155,15 @@ function positiveInt(flag: string, n: number | undefined): number | undefined {
   if (!Number.isInteger(n) || n < 1)
     throw new PlbError('BAD_INPUT', `--${flag}: must be a whole number >= 1 (got ${n})`);
   return n;
+}
+
+/** --startup-yield: a duration, 0 or off (0). */
+function startupYieldMs(v: string, flag = '--startup-yield'): number {
+  if (v.trim() === 'off') return 0;
+  const s = parseDuration(v);
+  if (s === undefined || !(s >= 0))
+    throw new PlbError('BAD_INPUT', `${flag}: expected a duration like 500ms, 0 or off (got "${v}")`);
+  return s * 1000;
 }
 
 function onOff(f: LimitFlagValues, flag: 'startup-pacing' | 'early-connect'): boolean {
@@ -198,6 +218,7 @@ export function parseLimitFlags(f: LimitFlagValues, strategy: string): LimitConf
   const base = {
     maxClientConn,
     startupTimeoutMs,
+    startupYieldMs: startupYieldMs(f['startup-yield'] ?? `${DEFAULT_STARTUP_YIELD_MS}ms`),
     startupPacing: onOff(f, 'startup-pacing'),
     earlyConnect: onOff(f, 'early-connect'),
     serverTls,

@@ -12,7 +12,8 @@
  */
 import type { Cancel, Clock } from '../../clock/index.js';
 import type { SessionCountReader, ClassCounts } from '../../cluster/session-counts.js';
-import { DEFAULT_PREMIUM_RESERVE, type AdmittingRouter } from '../../router/admission.js';
+import type { AdmittingRouter } from '../../router/admission.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission-defaults.js';
 import type { AdmissionOptions } from '../../router/admission-types.js';
 import type { ServiceClass } from '../../core/service-class.js';
 import {

@@ -120,8 +120,16 @@ export interface FrontPair {
   command(flags: number, last?: Buffer): void;
 }
 
-/** A new client's first packet (startup, cancel, or one to refuse), or its startup timeout (packet undefined). */
-export type FrontArrival = (pair: FrontPair, cls: ServiceClass, packet: Buffer | undefined) => FrontListener;
+/**
+ * A new client's first packet (startup, cancel, or one to refuse), or its startup timeout (packet
+ * undefined); clientHost: its host (an IPv4 address, or `v6:` and a hash of an IPv6 one).
+ */
+export type FrontArrival = (
+  pair: FrontPair,
+  cls: ServiceClass,
+  packet: Buffer | undefined,
+  clientHost: string,
+) => FrontListener;
 
 export interface FrontOptions {
   /**
@@ -219,7 +227,8 @@ export class NativeRelay {
     if (!l) {
       const arrival = this.fronts.get(front);
       if (!arrival || (kind !== EV_PACKET && kind !== EV_TIMEOUT)) return;
-      this.live.set(id, arrival(new RelayPair(this.addon, id), CLASSES[side] as ServiceClass, bytes));
+      const host = kind === EV_PACKET ? peerKey(err, flags) : '';
+      this.live.set(id, arrival(new RelayPair(this.addon, id), CLASSES[side] as ServiceClass, bytes, host));
       if (this.live.size === 1) this.addon.ref(true);
       return;
     }
@@ -324,6 +333,13 @@ function relayFault(what: number, err: number): RelayFault {
   const f = FAULTS[what] ?? { what: `failure ${what}`, sqlstate: 'XX000' };
   const code = errnoName(err);
   return { message: `plb proxy: native relay failure: ${f.what} (${code})`, code, sqlstate: f.sqlstate };
+}
+
+/** EV_PACKET's client host (native/relay.h peer): IPv4 dotted, else (flags & 4) an IPv6 address's hash. */
+function peerKey(peer: number, flags: number): string {
+  const u = peer >>> 0;
+  if ((flags & 4) !== 0) return `v6:${u.toString(16)}`;
+  return `${u >>> 24}.${(u >>> 16) & 255}.${(u >>> 8) & 255}.${u & 255}`;
 }
 
 function errnoName(err: number): string {

@@ -59,8 +59,9 @@ export class NativeSession implements FrontListener, SessionTransport<Leg>, Dial
     onEnd: (s: ClientSession) => void,
     /** Its first packet; undefined: none came within the startup timeout. */
     packet: Buffer | undefined,
+    clientHost = '',
   ) {
-    this.core = new SessionCore(this, host, listenerClass, onEnd);
+    this.core = new SessionCore(this, host, listenerClass, onEnd, clientHost);
     if (packet === undefined) this.core.refuse('08P01', 'timeout waiting for the startup packet');
     else this.onPacket(packet);
   }

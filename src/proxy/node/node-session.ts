@@ -12,6 +12,7 @@ import type { ServiceClass } from '../../core/service-class.js';
 import { BackendWatch } from '../session/backend-watch.js';
 import { EarlyConnect } from './early-connect.js';
 import { SessionCore } from '../session/session-core.js';
+import { hostKey } from '../admission/host-share.js';
 import type { ClientSession, SessionHost, SessionTarget } from '../session/session-host.js';
 import { SessionLegs } from './session-legs.js';
 import type { BackendClose, ClientClose, SessionTransport } from '../session/session-transport.js';
@@ -51,7 +52,7 @@ export class ProxySession implements SessionTransport<SocketLeg> {
     private readonly host: SessionHost,
     onEnd: (s: ClientSession) => void = () => undefined,
   ) {
-    this.core = new SessionCore(this, host, listenerClass, onEnd);
+    this.core = new SessionCore(this, host, listenerClass, onEnd, hostKey(client.remoteAddress));
     client.setNoDelay(true);
     this.legs = new SessionLegs(client, this.framer, () => this.core.finish());
     this.listen(client);

@@ -14,6 +14,7 @@ import { routeSession, type Dialer, type RouteResult, type RouteSteps } from './
 import type { SessionTransport } from './session-transport.js';
 import { chooseClass } from '../protocol/startup-packet.js';
 import { errorResponse } from '../protocol/wire.js';
+import { yieldMessage, type Yielder } from '../admission/host-share.js';
 
 export type Phase = 'startup' | 'connecting' | 'backend-startup' | 'ready' | 'closing';
 
@@ -59,7 +60,7 @@ class Lease {
  * The session as the proxy keeps it (ClientSession) and as its route sees it (RouteSteps; also
  * its ticket in the admission queue).
  */
-export class SessionCore<L> implements ClientSession, RouteSteps {
+export class SessionCore<L> implements ClientSession, RouteSteps, Yielder {
   phase: Phase = 'startup';
   /** The listener's until the startup packet names another (chooseClass). */
   cls: ServiceClass;
@@ -86,6 +87,8 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
     listenerClass: ServiceClass,
     /** As `done` resolves, without a promise per session. */
     private readonly onEnd: (s: ClientSession) => void,
+    /** Its client's host (the admission queue and --startup-yield tell hosts apart by it). */
+    readonly clientHost = '',
   ) {
     this.cls = listenerClass;
   }
@@ -200,6 +203,12 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
       this.authTimer = setTimeout(() => this.authExpired(), this.host.startupTimeoutMs);
       this.authTimer.unref();
     }
+    // Before ReadyForQuery (not at an SSLRequest's early connection): it may yield to another host.
+    if (this.unready()) this.host.share?.hold(this, this.cls, this.clientHost);
+  }
+
+  private unready(): boolean {
+    return !this.gone && (this.phase === 'connecting' || this.phase === 'backend-startup');
   }
 
   /**
@@ -209,27 +218,33 @@ export class SessionCore<L> implements ClientSession, RouteSteps {
    */
   private authExpired(): void {
     this.authTimer = undefined;
-    if (this.gone || (this.phase !== 'connecting' && this.phase !== 'backend-startup')) return;
-    this.host.stats.startupTimeouts += 1;
+    const s = this.host.startupTimeoutMs / 1000;
+    if (this.cutAuth(`canceling authentication due to timeout (plb proxy --startup-timeout ${s}s)`))
+      this.host.stats.startupTimeouts += 1;
+  }
+
+  /** Another client host waits for a slot of its class (host-share.ts): cut as at the timeout. */
+  yieldSlot(): boolean {
+    const share = this.host.share;
+    if (!share || !this.cutAuth(yieldMessage(share.yieldMs))) return false;
+    this.host.stats.startupYields += 1;
+    return true;
+  }
+
+  private cutAuth(message: string): boolean {
+    if (!this.unready()) return false;
     this.enter('closing');
     // The backend is dropped now (the server sees EOF and exits): the slot goes back at once, not
     // when the client, which may never close, has gone too.
     this.releaseOnce();
-    const s = this.host.startupTimeoutMs / 1000;
-    this.transport.close(
-      'at-boundary',
-      'destroy',
-      errorResponse(
-        'FATAL',
-        '57014',
-        `canceling authentication due to timeout (plb proxy --startup-timeout ${s}s)`,
-      ),
-    );
+    this.transport.close('at-boundary', 'destroy', errorResponse('FATAL', '57014', message));
+    return true;
   }
 
   private stopAuthTimer(): void {
     if (this.authTimer) clearTimeout(this.authTimer);
     this.authTimer = undefined;
+    this.host.share?.drop(this);
   }
 
   release(): void {

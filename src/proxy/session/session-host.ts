@@ -7,6 +7,7 @@ import type { ProxyStats } from '../stats.js';
 import type { ServerTlsMode } from '../protocol/tls-server.js';
 import type { PacedStartup } from '../admission/paced-intake.js';
 import type { ServerKeepalive } from './server-keepalive.js';
+import type { HostShare } from '../admission/host-share.js';
 
 /**
  * What the proxy keeps of a client's session (its core, session-core.ts), on Node's sockets
@@ -56,9 +57,15 @@ export interface SessionHost {
   /**
    * A replica for a session of cls: at once when one has room, else a promise of one after a wait
    * for a slot (admission-gate.ts). Throws (or rejects) PlbError NO_REPLICA when none may take it,
-   * ADMISSION_FULL or ADMISSION_TIMEOUT when the session could not get a slot.
+   * ADMISSION_FULL or ADMISSION_TIMEOUT when the session could not get a slot. source: the
+   * client's host (the waiting hosts of a class take turns).
    */
-  acquire(cls: ServiceClass, ticket: object): SessionTarget | Promise<SessionTarget>;
+  acquire(cls: ServiceClass, ticket: object, source?: string): SessionTarget | Promise<SessionTarget>;
+  /**
+   * The slots held before ReadyForQuery, per client host: another host's waiting session makes
+   * them yield (--startup-yield, host-share.ts). Absent: they never yield.
+   */
+  readonly share?: HostShare | undefined;
   /**
    * A replica for a connection opened before the startup packet (early-connect.ts): only when a
    * slot is free now and few are held so; counted until earlyEnded(). Absent: never early.

@@ -18,6 +18,8 @@ import { MSG_ERROR } from '../protocol/wire.js';
 export interface RouteSteps {
   readonly host: SessionHost;
   readonly cls: ServiceClass;
+  /** Its client's host. */
+  readonly clientHost: string;
   clientGone(): boolean;
   /** Waiting for a slot (the client leaving then cancels the wait). */
   setWaiting(waiting: boolean): void;
@@ -78,7 +80,7 @@ class Route<L> {
     let got: SessionTarget | Promise<SessionTarget>;
     this.steps.setWaiting(true);
     try {
-      got = host.acquire(cls, this.steps);
+      got = host.acquire(cls, this.steps, this.steps.clientHost);
     } catch (err) {
       this.steps.setWaiting(false);
       return this.unadmitted(err);
