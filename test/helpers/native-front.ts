@@ -13,6 +13,7 @@ import {
 } from '../../src/proxy/native/native-relay.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
 import { errorResponse } from '../../src/proxy/protocol/wire.js';
+import { startupPacket } from './startup-packet.js';
 
 const loaded = NativeRelay.load(2);
 export const relay = typeof loaded === 'string' ? undefined : loaded;
@@ -42,19 +43,7 @@ const keyMessage = (k: { pid: number; secret: Buffer }): Buffer => {
 export const BACKEND_KEY_MSG = keyMessage(BACKEND_KEY);
 export const PROXY_KEY_MSG = keyMessage(PROXY_KEY);
 
-/** A startup packet (protocol 3.0) with these parameters. */
-export function startupPacket(params: Record<string, string> = { user: 'u', database: 'd' }): Buffer {
-  const body = Buffer.from(
-    Object.entries(params)
-      .map(([k, v]) => `${k}\0${v}\0`)
-      .join('') + '\0',
-  );
-  const out = Buffer.alloc(8 + body.length);
-  out.writeInt32BE(out.length, 0);
-  out.writeInt32BE(3 << 16, 4);
-  body.copy(out, 8);
-  return out;
-}
+export { startupPacket };
 
 export const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
 

@@ -14,6 +14,7 @@ import { findBinDir } from '../../src/cluster/local/binaries.js';
 import type { ProxyHandle, ProxyOptions } from '../../src/proxy/proxy-server.js';
 import { loadTls } from '../../src/proxy/protocol/tls-client.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
+import { startupPacket } from '../helpers/startup-packet.js';
 import {
   failInCiWithout,
   runPsql,
@@ -29,15 +30,6 @@ const BASE_PORT = 13440;
 let nextPort = 13500;
 
 failInCiWithout(haveServerBinaries, 'the proxy front door test (no PostgreSQL server binaries)');
-
-function startupPacket(user: string, database: string): Buffer {
-  const body = Buffer.from(`user\0${user}\0database\0${database}\0\0`);
-  const out = Buffer.alloc(8 + body.length);
-  out.writeInt32BE(out.length, 0);
-  out.writeInt32BE(3 << 16, 4);
-  body.copy(out, 8);
-  return out;
-}
 
 /**
  * A raw client: sends `first`, collects what it is told until the proxy's FIN (`closed`);
@@ -121,7 +113,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy front door on a local cluster', 
       const over = raw(port, ssl);
       await until(() => over.got().length > 0);
       expect(over.got().toString('latin1', 0, 1)).toBe('N');
-      over.socket.write(startupPacket(cluster.creds.user, cluster.creds.database));
+      over.socket.write(startupPacket({ user: cluster.creds.user, database: cluster.creds.database }));
       expect(sqlstate((await over.closed).subarray(1))).toBe('53300');
       holder.socket.destroy();
     }, 30_000);
@@ -174,7 +166,7 @@ describe.skipIf(!haveServerBinaries)('plb proxy front door on a local cluster', 
         admission: { limit: 2, reserve: 0, queue: 10, timeoutMs: 20_000, premiumReserve: 0 },
       });
       const fport = p.ports.freemium as number;
-      const packet = startupPacket(cluster.creds.user, cluster.creds.database);
+      const packet = startupPacket({ user: cluster.creds.user, database: cluster.creds.database });
       // Two startups that never answer the password request (nor close when told): the replica's
       // two slots, freemium's.
       const silent = [raw(fport, packet, true), raw(fport, packet, true)];

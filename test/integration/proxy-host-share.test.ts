@@ -13,6 +13,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxyHandle, ProxyOptions } from '../../src/proxy/proxy-server.js';
 import { haveServerBinaries } from '../helpers/fixtures.js';
+import { startupPacket } from '../helpers/startup-packet.js';
 import {
   failInCiWithout,
   sleep,
@@ -28,15 +29,6 @@ let nextPort = 22100;
 const LIMIT = 4;
 
 failInCiWithout(haveServerBinaries, 'the proxy host share test (no PostgreSQL server binaries)');
-
-function startupPacket(user: string, database: string): Buffer {
-  const body = Buffer.from(`user\0${user}\0database\0${database}\0\0`);
-  const out = Buffer.alloc(8 + body.length);
-  out.writeInt32BE(out.length, 0);
-  out.writeInt32BE(3 << 16, 4);
-  body.copy(out, 8);
-  return out;
-}
 
 /** A startup from `from` that never answers the password request (nor closes when told). */
 function silent(port: number, from: string, packet: Buffer): { socket: Socket; got: () => Buffer } {
@@ -82,7 +74,7 @@ describe.skipIf(!haveServerBinaries)(
 
     /** LIMIT startups from `from` holding every slot (asked for a password), and `waiting` more queued. */
     async function flood(port: number, p: ProxyHandle, from: string, waiting: number) {
-      const packet = startupPacket(cluster.creds.user, cluster.creds.database);
+      const packet = startupPacket({ user: cluster.creds.user, database: cluster.creds.database });
       const held = Array.from({ length: LIMIT }, () => silent(port, from, packet));
       sockets.push(...held.map((s) => s.socket));
       await until(() => held.every((s) => s.got()[0] === 0x52), 15_000); // 'R': asked for a password

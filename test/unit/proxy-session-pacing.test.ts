@@ -13,20 +13,12 @@ import type { ClientSession } from '../../src/proxy/session/session-host.js';
 import type { SessionHost } from '../../src/proxy/session/session-host.js';
 import { ProxySession } from '../../src/proxy/node/node-session.js';
 import { ProxyStats } from '../../src/proxy/stats.js';
+import { startupPacket } from '../helpers/startup-packet.js';
 
 const servers: Server[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
 });
-
-function startupPacket(): Buffer {
-  const body = Buffer.from('user\0plb\0database\0plb\0\0');
-  const out = Buffer.alloc(8 + body.length);
-  out.writeInt32BE(out.length, 0);
-  out.writeInt32BE(3 << 16, 4);
-  body.copy(out, 8);
-  return out;
-}
 
 /** A host whose acquire finds no replica (57P03) and whose pace holds every startup. */
 function host(held: PacedStartup[], acquired: ServiceClass[]): SessionHost {
@@ -70,7 +62,7 @@ async function listen(
 function client(port: number) {
   const c = connect({ host: '127.0.0.1', port });
   const state = { got: '', closed: false };
-  c.on('connect', () => c.write(startupPacket()));
+  c.on('connect', () => c.write(startupPacket({ user: 'plb', database: 'plb' })));
   c.on('data', (d: Buffer) => (state.got += d.toString('latin1')));
   c.on('error', () => undefined);
   c.on('close', () => (state.closed = true));
