@@ -84,6 +84,18 @@ describe.skipIf(!haveServerBinaries)(
       return [...held, ...queued];
     }
 
+    /** A real client from 127.0.0.1: connects, runs `select 1`, ends (served, however long it waits). */
+    async function selectOne(port: number): Promise<void> {
+      const client = new pg.Client(cluster.pgConfig(port, { connectionTimeoutMillis: 30_000 }));
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        expect((await client.query<{ x: number }>('select 1 as x')).rows[0]!.x).toBe(1);
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    }
+
     beforeAll(async () => {
       cluster = await upProxyCluster({ name: NAME, replicas: 1, basePort: BASE_PORT });
     }, 120_000);
@@ -101,14 +113,7 @@ describe.skipIf(!haveServerBinaries)(
         const { port, p } = await proxy({ relay: relayOpt });
         expect(p.relay.startsWith(relay)).toBe(true);
         const all = await flood(port, p, '127.0.0.2', 3);
-        const client = new pg.Client(cluster.pgConfig(port, { connectionTimeoutMillis: 30_000 }));
-        client.on('error', () => undefined);
-        try {
-          await client.connect();
-          expect((await client.query<{ x: number }>('select 1 as x')).rows[0]!.x).toBe(1);
-        } finally {
-          await client.end().catch(() => undefined);
-        }
+        await selectOne(port);
         // A flood session was told why (its socket still open: the backend is what was dropped).
         await until(() => all.some((s) => yielded(s.got())), 15_000);
         expect(p.stats.startupYields).toBeGreaterThanOrEqual(1);
@@ -121,14 +126,7 @@ describe.skipIf(!haveServerBinaries)(
           admission: { limit: LIMIT, reserve: 0, queue: 3, timeoutMs: 60_000, premiumReserve: 0 },
         });
         const all = await flood(port, p, '127.0.0.2', 3);
-        const client = new pg.Client(cluster.pgConfig(port, { connectionTimeoutMillis: 30_000 }));
-        client.on('error', () => undefined);
-        try {
-          await client.connect();
-          expect((await client.query<{ x: number }>('select 1 as x')).rows[0]!.x).toBe(1);
-        } finally {
-          await client.end().catch(() => undefined);
-        }
+        await selectOne(port);
         await until(() => all.some((s) => yielded(s.got())), 15_000);
         await until(() => all.some((s) => /C53300\0/.test(s.got().toString('latin1'))), 15_000);
         expect(p.gate.counters.premium.queueFull).toBeGreaterThanOrEqual(1);
