@@ -32,7 +32,7 @@ import { parseDuration } from '../src/core/duration.js';
 import { fdLimit } from '../src/proxy/process-usage.js';
 import { startProxy } from '../src/proxy/proxy-server.js';
 import { DEFAULT_PACER } from '../src/proxy/admission/accept-pacer.js';
-import { DEFAULT_PREMIUM_RESERVE } from '../src/router/admission-defaults.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../src/router/admission/admission-defaults.js';
 import { isStrategyName } from '../src/router/index.js';
 import type { StrategyName } from '../src/router/types.js';
 import { option } from './lib/args.js';

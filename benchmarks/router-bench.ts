@@ -3,7 +3,7 @@
 // Run: npm run bench (builds, then node --import tsx benchmarks/router-bench.ts [--ms 400] [--sizes 5,1000])
 import Table from 'cli-table3';
 import { performance } from 'node:perf_hooks';
-import type { AdmittingRouter } from '../src/router/admission.js';
+import type { AdmittingRouter } from '../src/router/admission/admission.js';
 import type { ServiceClass, StrategyName } from '../src/router/index.js';
 
 // Measures the built library (dist/, what users get; `npm run bench` builds first), typed from src/.

@@ -56,7 +56,7 @@ export interface ProxyOptions {
   /** Client connections at once, any phase (default: from the descriptor limit, process-usage.ts). */
   maxClientConn?: number;
   /**
-   * Per-replica session limit and the queue in front of it (router/admission.ts). Absent: no
+   * Per-replica session limit and the queue in front of it (router/admission/admission.ts). Absent: no
    * limit, except for the plb-admit and lc-queue strategies, which bring their own defaults.
    * limit 'auto': each replica's from its max_connections less `reserve` (default-limit.ts), read
    * with `settingsOf`. premiumReserve: the share of a premium replica freemium may not take

@@ -8,7 +8,7 @@ import type { Connector } from '../cluster/connector.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { HealthChecker } from '../cluster/health.js';
 import { buildRouter } from '../router/index.js';
-import { AdmittingRouter } from '../router/admission.js';
+import { AdmittingRouter } from '../router/admission/admission.js';
 import { AdmissionGate } from './admission/admission-gate.js';
 import { initialLimit, proxyAdmission, readLimit, ReplicaLimits } from './admission/replica-limits.js';
 import { PlbError } from '../core/errors.js';

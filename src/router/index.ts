@@ -53,4 +53,4 @@ export {
   QUEUE_ORDER,
   type AdmissionQueueOptions,
   type QueuedItem,
-} from './admission-queue.js';
+} from './admission/admission-queue.js';

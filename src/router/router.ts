@@ -1,6 +1,6 @@
 import { PlbError } from '../core/errors.js';
 import { strategyQueues } from './strategy-registry.js';
-import { AdmittingRouter } from './admission.js';
+import { AdmittingRouter } from './admission/admission.js';
 import { DEFAULT_SLOW_START_MS } from './slow-start.js';
 import { STRATEGY_FACTORIES, STRATEGY_NAMES } from './strategies.js';
 import { ZonedRouter } from './zones.js';

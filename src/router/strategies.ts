@@ -3,8 +3,8 @@
  * per strategy, keyed by StrategyName so that a strategy without a factory does not compile.
  */
 import { ROUTER_STRATEGY_NAMES, STRATEGY_REGISTRY, type StrategyName } from './strategy-registry.js';
-import { AdmittingRouter } from './admission.js';
-import { admissionFor } from './admission-defaults.js';
+import { AdmittingRouter } from './admission/admission.js';
+import { admissionFor } from './admission/admission-defaults.js';
 import { LeastSessionsRouter, RoundRobinRouter, StaticRouter } from './baseline-routers.js';
 import { PlbRouter } from './plb-router.js';
 import type { Router, RouterOptions } from './types.js';

@@ -1,5 +1,5 @@
 import type { StrategyName } from './strategy-registry.js';
-import type { AdmissionOptions } from './admission-types.js';
+import type { AdmissionOptions } from './admission/admission-types.js';
 import type { ServiceClass } from '../core/service-class.js';
 export type Role = 'premium' | 'mixed' | 'freemium';
 export interface RoleVector {

@@ -1,9 +1,9 @@
 import type { Cancel } from '../clock/index.js';
 import { PlbError } from '../core/errors.js';
-import type { Handout, RequestResult } from '../router/admission.js';
+import type { Handout, RequestResult } from '../router/admission/admission.js';
 import type { ServiceClass } from '../core/service-class.js';
 
-/** What the waiter needs of a router with an admission queue (src/router/admission.ts). */
+/** What the waiter needs of a router with an admission queue (src/router/admission/admission.ts). */
 export interface QueueingRouter {
   request(cls: ServiceClass, ticket: object, nowMs: number): RequestResult;
   cancel(ticket: object): boolean;

@@ -1,13 +1,13 @@
 // The admission wrapper as it was before its per-session path stopped copying every replica: a
 // snapshot per admission and a scan over all K for the fallback. Kept only as a specification the
-// faster src/router/admission.ts must agree with decision for decision (admission-reference.test.ts).
+// faster src/router/admission/admission.ts must agree with decision for decision (admission-reference.test.ts).
 import { PlbError } from '../../src/core/errors.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
-import { AdmissionQueue } from '../../src/router/admission-queue.js';
-import type { AdmissionOptions } from '../../src/router/admission-types.js';
-import type { AdmissionStats, Handout, RequestResult } from '../../src/router/admission.js';
-import { SessionLimits } from '../../src/router/session-limits.js';
-import { SloGuard, type Place } from '../../src/router/slo-guard.js';
+import { AdmissionQueue } from '../../src/router/admission/admission-queue.js';
+import type { AdmissionOptions } from '../../src/router/admission/admission-types.js';
+import type { AdmissionStats, Handout, RequestResult } from '../../src/router/admission/admission.js';
+import { SessionLimits } from '../../src/router/admission/session-limits.js';
+import { SloGuard, type Place } from '../../src/router/admission/slo-guard.js';
 import { admissionKey, slowStartRamp } from '../../src/router/slow-start.js';
 import type { Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } from '../../src/router/types.js';
 

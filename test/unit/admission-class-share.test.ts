@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AdmissionQueue } from '../../src/router/admission-queue.js';
-import type { AdmittingRouter } from '../../src/router/admission.js';
+import { AdmissionQueue } from '../../src/router/admission/admission-queue.js';
+import type { AdmittingRouter } from '../../src/router/admission/admission.js';
 import { buildRouter, type ServiceClass } from '../../src/router/index.js';
 import { proxyAdmission } from '../../src/proxy/admission/replica-limits.js';
 

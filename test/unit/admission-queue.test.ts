@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isPlbError } from '../../src/core/errors.js';
-import { AdmissionQueue, type QueuedItem } from '../../src/router/admission-queue.js';
+import { AdmissionQueue, type QueuedItem } from '../../src/router/admission/admission-queue.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
 
 describe('AdmissionQueue', () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock/virtual.js';
 import { isPlbError } from '../../src/core/errors.js';
 import { createRouter } from '../../src/router/index.js';
-import type { AdmittingRouter } from '../../src/router/admission.js';
+import type { AdmittingRouter } from '../../src/router/admission/admission.js';
 import { AdmissionWaiter } from '../../src/workload/admission-wait.js';
 
 function setup() {

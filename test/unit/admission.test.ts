@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isPlbError } from '../../src/core/errors.js';
-import { AdmittingRouter, placeOf } from '../../src/router/admission.js';
-import type { AdmissionOptions } from '../../src/router/admission-types.js';
+import { AdmittingRouter, placeOf } from '../../src/router/admission/admission.js';
+import type { AdmissionOptions } from '../../src/router/admission/admission-types.js';
 import { createRouter, type Router, type ServiceClass } from '../../src/router/index.js';
-import { SessionLimits } from '../../src/router/session-limits.js';
-import { SloGuard } from '../../src/router/slo-guard.js';
+import { SessionLimits } from '../../src/router/admission/session-limits.js';
+import { SloGuard } from '../../src/router/admission/slo-guard.js';
 
 const ids = ['r1', 'r2', 'r3', 'r4', 'r5'];
 

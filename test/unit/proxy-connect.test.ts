@@ -6,7 +6,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { afterEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/clock/virtual.js';
 import { isPlbError } from '../../src/core/errors.js';
-import type { AdmittingRouter } from '../../src/router/admission.js';
+import type { AdmittingRouter } from '../../src/router/admission/admission.js';
 import { createRouter } from '../../src/router/index.js';
 import { AdmissionGate } from '../../src/proxy/admission/admission-gate.js';
 import { dialTcp, firstAnswer, type FirstAnswer } from '../../src/proxy/node/backend-connect.js';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock/index.js';
 import type { Connector } from '../../src/cluster/connector.js';
 import { isPlbError } from '../../src/core/errors.js';
-import { AdmittingRouter } from '../../src/router/admission.js';
+import { AdmittingRouter } from '../../src/router/admission/admission.js';
 import { choosePrimary, refusalOf, type ServerAnswer } from '../../src/proxy/primary/follow.js';
 import { PrimaryFollower, RECOVERY_SQL } from '../../src/proxy/primary/primary-follower.js';
 import { PrimaryRouter } from '../../src/proxy/primary/primary-router.js';

@@ -12,7 +12,7 @@ import { classApplicationName, markApplicationName } from '../../src/core/servic
 import { isPlbError } from '../../src/core/errors.js';
 import type { ServiceClass } from '../../src/core/service-class.js';
 import { buildRouter } from '../../src/router/index.js';
-import { AdmittingRouter } from '../../src/router/admission.js';
+import { AdmittingRouter } from '../../src/router/admission/admission.js';
 import {
   DEFAULT_ADMISSION_RESERVE,
   defaultAdmissionLimit,

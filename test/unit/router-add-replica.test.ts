@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AdmittingRouter } from '../../src/router/admission.js';
+import { AdmittingRouter } from '../../src/router/admission/admission.js';
 import { buildRouter, createRouter, STRATEGY_NAMES } from '../../src/router/index.js';
 import { countRoles, repairTarget } from '../../src/router/plb-rules.js';
 import { fullReference, DEFAULT_REFERENCE } from '../../src/router/role-vector.js';

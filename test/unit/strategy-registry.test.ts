@@ -12,7 +12,7 @@ import {
   strategyQueues,
   VIA,
 } from '../../src/router/strategy-registry.js';
-import { AdmittingRouter } from '../../src/router/admission.js';
+import { AdmittingRouter } from '../../src/router/admission/admission.js';
 import { buildRouter, createRouter, STRATEGY_NAMES } from '../../src/router/index.js';
 import { STRATEGY_FACTORIES } from '../../src/router/strategies.js';
 import { BENCH_STRATEGY_LIST, parseRouterStrategy, parseStrategies } from '../../src/cli/strategy-flags.js';

@@ -8,10 +8,10 @@ import { PlbError } from '../../core/errors.js';
 import { parseDuration } from '../../core/duration.js';
 import { parseShare } from '../../cli/router-values.js';
 import { durationMsFlag } from '../../cli/flags.js';
-import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission-defaults.js';
-import type { AdmissionOptions } from '../../router/admission-types.js';
-import type { SessionLimitOptions } from '../../router/session-limits.js';
-import { DEFAULT_MIN_SHARE, type SloTarget } from '../../router/slo-guard.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission/admission-defaults.js';
+import type { AdmissionOptions } from '../../router/admission/admission-types.js';
+import type { SessionLimitOptions } from '../../router/admission/session-limits.js';
+import { DEFAULT_MIN_SHARE, type SloTarget } from '../../router/admission/slo-guard.js';
 
 // Help groups are upper-case words (cli-conventions.test.ts).
 const HELP = 'ADMISSION';

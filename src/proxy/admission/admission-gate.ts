@@ -1,14 +1,14 @@
 /**
  * Where a proxied session waits for a replica slot. Without a session limit the router is asked
  * directly (admit now or NO_REPLICA, as before). With one, the router is the admission router
- * (router/admission.ts: per-replica session limits and its priority queue, premium first, client
+ * (router/admission/admission.ts: per-replica session limits and its priority queue, premium first, client
  * hosts in turn within a class, a timeout): a session that finds every slot of its class taken waits here
  * until a release or a replica coming back hands it one, and fails with ADMISSION_FULL (queue
  * full) or ADMISSION_TIMEOUT, which the session tells its client as 53300.
  */
 import type { Clock, Cancel } from '../../clock/index.js';
 import { isPlbError, PlbError } from '../../core/errors.js';
-import type { AdmittingRouter } from '../../router/admission.js';
+import type { AdmittingRouter } from '../../router/admission/admission.js';
 import type { Router } from '../../router/types.js';
 import type { ServiceClass } from '../../core/service-class.js';
 

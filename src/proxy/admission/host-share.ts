@@ -5,7 +5,7 @@
  * a session of class C from host H has to wait for a slot, and another host G holds slots of C with
  * sessions still authenticating, G's oldest such session that has held its slot --startup-yield
  * long is cut as --startup-timeout cuts it (57014, the slot freed at once); the admission queue
- * then gives H its turn (router/admission-queue.ts). G is the host holding the most of them (ties:
+ * then gives H its turn (router/admission/admission-queue.ts). G is the host holding the most of them (ties:
  * the oldest session), and only if it holds more than H does: the flood's own waiters never cut a
  * real client's slow authentication. One cut per waiting session of another host; never an
  * established session, never the waiting host's own. With one client host nothing ever yields.

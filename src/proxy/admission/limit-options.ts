@@ -1,13 +1,13 @@
 /**
  * `plb proxy` flags that bound it under floods: the client limit and the per-replica session
- * limit with its queue (router/admission.ts). Each checked as it is read, one line naming the flag.
+ * limit with its queue (router/admission/admission.ts). Each checked as it is read, one line naming the flag.
  */
 import { Flags } from '@oclif/core';
 import { PlbError } from '../../core/errors.js';
 import { QUEUEING_STRATEGY_NAMES, strategyQueues } from '../../router/strategy-registry.js';
 import { checkedText, durationMsFlag } from '../../cli/flags.js';
 import { parseDuration } from '../../core/duration.js';
-import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission-defaults.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission/admission-defaults.js';
 import { DEFAULT_ADMISSION_RESERVE, DEFAULT_FREEMIUM_RESERVE } from './default-limit.js';
 import { DEFAULT_STARTUP_TIMEOUT_MS } from '../session/session-core.js';
 import { DEFAULT_STARTUP_YIELD_MS } from './host-share.js';

@@ -12,9 +12,9 @@
  */
 import type { Cancel, Clock } from '../../clock/index.js';
 import type { SessionCountReader, ClassCounts } from '../../cluster/session-counts.js';
-import type { AdmittingRouter } from '../../router/admission.js';
-import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission-defaults.js';
-import type { AdmissionOptions } from '../../router/admission-types.js';
+import type { AdmittingRouter } from '../../router/admission/admission.js';
+import { DEFAULT_PREMIUM_RESERVE } from '../../router/admission/admission-defaults.js';
+import type { AdmissionOptions } from '../../router/admission/admission-types.js';
 import type { ServiceClass } from '../../core/service-class.js';
 import {
   DEFAULT_ADMISSION_RESERVE,

@@ -16,7 +16,7 @@ import { HealthChecker } from '../../cluster/health.js';
 import type { Endpoint } from '../../core/endpoint.js';
 import { errorText, PlbError } from '../../core/errors.js';
 import type { ServiceClass } from '../../core/service-class.js';
-import { AdmittingRouter } from '../../router/admission.js';
+import { AdmittingRouter } from '../../router/admission/admission.js';
 import type { Router } from '../../router/types.js';
 import type { HealthOptions } from '../../run-format/config.js';
 import { AdmissionGate } from '../admission/admission-gate.js';

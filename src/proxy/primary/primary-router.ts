@@ -1,7 +1,7 @@
 /**
  * The primary listener's router: sessions go to the one server marked up (the primary the
  * follower chose, while its health checks pass; every other server is kept down). Every server
- * is of premium's role and lent to freemium, so the admission router around it (router/admission.ts)
+ * is of premium's role and lent to freemium, so the admission router around it (router/admission/admission.ts)
  * admits premium first and keeps the premium reserve (--admission-premium-reserve) from freemium,
  * as on a premium replica that freemium borrows.
  */

@@ -1,5 +1,5 @@
-import { PlbError } from '../core/errors.js';
-import type { ServiceClass } from '../core/service-class.js';
+import { PlbError } from '../../core/errors.js';
+import type { ServiceClass } from '../../core/service-class.js';
 
 /**
  * The admission queue: sessions that found no free slot wait here, premium before freemium, each

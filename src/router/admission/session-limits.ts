@@ -1,4 +1,4 @@
-import { PlbError } from '../core/errors.js';
+import { PlbError } from '../../core/errors.js';
 
 /**
  * Per-replica session limits: how many concurrent sessions (both classes) a replica may hold.

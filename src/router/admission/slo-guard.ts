@@ -1,5 +1,5 @@
-import { PlbError } from '../core/errors.js';
-import type { ServiceClass } from '../core/service-class.js';
+import { PlbError } from '../../core/errors.js';
+import type { ServiceClass } from '../../core/service-class.js';
 
 /**
  * The SLO guard: watches premium's recent query latency (p95 over a sliding window) against a

@@ -1,4 +1,4 @@
-/** Admission's defaults where nothing is told (router/admission.ts). */
+/** Admission's defaults where nothing is told (router/admission/admission.ts). */
 import { DEFAULT_MIN_SHARE } from './slo-guard.js';
 import type { AdmissionOptions } from './admission-types.js';
 

@@ -1,14 +1,14 @@
-import { PlbError } from '../core/errors.js';
+import { PlbError } from '../../core/errors.js';
 import { AdmissionQueue } from './admission-queue.js';
 import { FreeSlots, placeOf, type ReplicaView } from './admission-slots.js';
 export { placeOf } from './admission-slots.js';
-import { BaseRouter } from './base-router.js';
+import { BaseRouter } from '../base-router.js';
 import type { AdmissionOptions } from './admission-types.js';
 import { SessionLimits } from './session-limits.js';
 import { SloGuard } from './slo-guard.js';
-import { admissionKey, slowStartRamp } from './slow-start.js';
-import type { ServiceClass } from '../core/service-class.js';
-import type { AddedReplica, Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } from './types.js';
+import { admissionKey, slowStartRamp } from '../slow-start.js';
+import type { ServiceClass } from '../../core/service-class.js';
+import type { AddedReplica, Admission, ReplicaSnapshot, RoleChange, Router, StrategyName } from '../types.js';
 
 /**
  * Priority admission around a router (plb-admit: plb inside; lc-queue: leastconn inside, the

@@ -1,8 +1,8 @@
-import type { BaseRouter } from './base-router.js';
+import type { BaseRouter } from '../base-router.js';
 import type { SessionLimits } from './session-limits.js';
 import type { Place } from './slo-guard.js';
-import type { ReplicaSnapshot } from './types.js';
-import type { ServiceClass } from '../core/service-class.js';
+import type { ReplicaSnapshot } from '../types.js';
+import type { ServiceClass } from '../../core/service-class.js';
 
 /** What admission reads of a replica: a snapshot's entry, or the inner router's live state. */
 export interface ReplicaView {
