@@ -13,7 +13,9 @@
 // the flood's startups met. --flood-from: the address the flood's sockets are bound to, default
 // 127.0.0.2: the flood from one host, the client (psql, from 127.0.0.1) from another, which the
 // proxy tells apart (--startup-yield); --flood-from 127.0.0.1: the same host as the client, where
-// nothing can tell them apart (the reference row). Any 127.x.y.z is local on Linux.
+// nothing can tell them apart (the reference row). Any 127.x.y.z is local on Linux. Each slow
+// try (over 1 s) is listed with what the proxy counted meanwhile (its admin view on
+// --listen-port + 10): the flood's sockets cut at their startup timeout, the yields, the waiters.
 // Run: node --import tsx benchmarks/proxy-burst.ts --matrix [--flood 2000] [--tries 10] [--replicas 2]
 //        [--name front] [--base-port 13432] [--listen-port 13600] [--settle 3] [--gap-ms 300]
 //        [--scenarios freemium,premium,mixed,own] [--log-dir /tmp] [--direct] [--flood-from 127.0.0.2]
@@ -71,6 +73,64 @@ interface Try {
   ms: number;
   outcome: 'served' | 'refused' | 'hung';
   reason?: string;
+  /** What the proxy counted while the try ran (its admin view before and after). */
+  during?: Context;
+}
+
+/** The proxy's counters around a try: what a slow one coincided with. */
+interface Context {
+  /** Flood sessions cut at --startup-timeout (a wave the flood reopens: the postmaster forks again). */
+  timeouts: number;
+  /** Sessions cut for another client host (--startup-yield). */
+  yields: number;
+  /** Sessions of the client's class waiting for a slot when the try began. */
+  waiting: number;
+}
+
+interface Counters {
+  timeouts: number;
+  yields: number;
+  waiting: Record<Cls, number>;
+}
+
+/** The proxy's counters from its admin view (GET /admin on --metrics-port); undefined if it did not answer. */
+async function counters(port: number): Promise<Counters | undefined> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/admin?clients=0`, {
+      signal: AbortSignal.timeout(2000),
+    });
+    const v = (await res.json()) as {
+      pools: { class: Cls; waiting: number }[];
+      counters: { startupTimeouts: number; startupYields: number };
+    };
+    const waiting = { premium: 0, freemium: 0 };
+    for (const p of v.pools) waiting[p.class] = p.waiting;
+    return { timeouts: v.counters.startupTimeouts, yields: v.counters.startupYields, waiting };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A try through the proxy, with what the proxy counted while it ran. */
+async function tracedTry(
+  bin: string,
+  creds: Credentials,
+  port: number,
+  cls: Cls,
+  metricsPort: number,
+): Promise<Try> {
+  const before = await counters(metricsPort);
+  const t = await psqlTry(bin, creds, port);
+  const after = await counters(metricsPort);
+  if (!before || !after) return t;
+  return {
+    ...t,
+    during: {
+      timeouts: after.timeouts - before.timeouts,
+      yields: after.yields - before.yields,
+      waiting: before.waiting[cls],
+    },
+  };
 }
 
 /** One client: psql -c 'select 1' through the proxy, timed from spawn to exit. */
@@ -109,6 +169,16 @@ function table(cls: string, tries: Try[]): string[] {
       `ms p50 ${f(pct(ms, 50))} p95 ${f(pct(ms, 95))} max ${f(ms.length ? Math.max(...ms) : NaN)}`,
     `    per try, ms: ${tries.map((t) => `${f(t.ms)}${t.outcome === 'served' ? '' : `(${t.outcome})`}`).join(' ')}`,
     ...reasons.map((r) => `    refused: ${r}`),
+    // A slow try beside what the proxy did meanwhile: a wave of startup timeouts is the flood
+    // reopening its sockets (the replica forks them all), a yield is this proxy cutting for it.
+    ...tries.flatMap((t, k) =>
+      t.ms > 1000 && t.during
+        ? [
+            `    slow try ${k + 1}: ${f(t.ms)} ms; meanwhile startup timeouts +${t.during.timeouts}, ` +
+              `yields +${t.during.yields}; ${t.during.waiting} of its class waiting as it began`,
+          ]
+        : [],
+    ),
   ];
 }
 
@@ -128,6 +198,7 @@ export async function runMatrix(): Promise<void> {
   const withDirect = process.argv.includes('--direct');
   const replicaOf: Record<Cls, number> = { premium: basePort + 1, freemium: basePort + 2 };
   const ports: Record<Cls, number> = { premium: listen, freemium: listen + 1 };
+  const metricsPort = listen + 10;
   const bin = findBinDir();
   const logDir = opt('log-dir', '/tmp');
   process.stderr.write(`cluster up: ${name}, ${replicas} replicas, base port ${basePort}\n`);
@@ -166,6 +237,8 @@ export async function runMatrix(): Promise<void> {
           String(ports.premium),
           '--freemium-port',
           String(ports.freemium),
+          '--metrics-port',
+          String(metricsPort),
         ],
         {
           stdio: ['ignore', 'pipe', 'pipe'],
@@ -201,7 +274,7 @@ export async function runMatrix(): Promise<void> {
       const direct: Record<Cls, Try[]> = { premium: [], freemium: [] };
       for (let k = 0; k < tries; k++)
         for (const cls of sc.clients) {
-          results[cls].push(await psqlTry(bin, creds, ports[cls]));
+          results[cls].push(await tracedTry(bin, creds, ports[cls], cls, metricsPort));
           await sleep(gapMs);
           if (!withDirect) continue;
           direct[cls].push(await psqlTry(bin, creds, replicaOf[cls]));
