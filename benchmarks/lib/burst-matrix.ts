@@ -85,12 +85,15 @@ interface Context {
   yields: number;
   /** Sessions of the client's class waiting for a slot when the try began. */
   waiting: number;
+  /** The replicas' roles as the try began and ended (a borrowed one: role>borrower). */
+  roles: string;
 }
 
 interface Counters {
   timeouts: number;
   yields: number;
   waiting: Record<Cls, number>;
+  roles: string;
 }
 
 /** The proxy's counters from its admin view (GET /admin on --metrics-port); undefined if it did not answer. */
@@ -101,11 +104,15 @@ async function counters(port: number): Promise<Counters | undefined> {
     });
     const v = (await res.json()) as {
       pools: { class: Cls; waiting: number }[];
+      replicas: { id: string; role: string; borrowedBy?: string }[];
       counters: { startupTimeouts: number; startupYields: number };
     };
     const waiting = { premium: 0, freemium: 0 };
     for (const p of v.pools) waiting[p.class] = p.waiting;
-    return { timeouts: v.counters.startupTimeouts, yields: v.counters.startupYields, waiting };
+    const roles = v.replicas
+      .map((r) => `${r.id} ${r.role}${r.borrowedBy ? `>${r.borrowedBy}` : ''}`)
+      .join(', ');
+    return { timeouts: v.counters.startupTimeouts, yields: v.counters.startupYields, waiting, roles };
   } catch {
     return undefined;
   }
@@ -129,6 +136,7 @@ async function tracedTry(
       timeouts: after.timeouts - before.timeouts,
       yields: after.yields - before.yields,
       waiting: before.waiting[cls],
+      roles: before.roles === after.roles ? before.roles : `${before.roles} -> ${after.roles}`,
     },
   };
 }
@@ -175,7 +183,7 @@ function table(cls: string, tries: Try[]): string[] {
       t.ms > 1000 && t.during
         ? [
             `    slow try ${k + 1}: ${f(t.ms)} ms; meanwhile startup timeouts +${t.during.timeouts}, ` +
-              `yields +${t.during.yields}; ${t.during.waiting} of its class waiting as it began`,
+              `yields +${t.during.yields}; ${t.during.waiting} of its class waiting as it began; roles ${t.during.roles}`,
           ]
         : [],
     ),
