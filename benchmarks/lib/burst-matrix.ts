@@ -75,6 +75,8 @@ interface Try {
   reason?: string;
   /** What the proxy counted while the try ran (its admin view before and after). */
   during?: Context;
+  /** --direct: the same instant's psql straight to the replica, ms. */
+  pair?: number;
 }
 
 /** The proxy's counters around a try: what a slow one coincided with. */
@@ -166,6 +168,14 @@ const pct = (xs: number[], p: number): number => {
   return s.length === 0 ? NaN : (s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] as number);
 };
 
+/** --direct: of the slow tries, how many had their direct pair slow too (the host's stall, not the proxy's). */
+function pairLine(tries: Try[]): string[] {
+  const slow = tries.filter((t) => t.ms > 1000 && t.pair !== undefined);
+  if (slow.length === 0) return [];
+  const both = slow.filter((t) => (t.pair as number) > 1000).length;
+  return [`    slow tries whose direct pair took over 1 s too: ${both} of ${slow.length}`];
+}
+
 function table(cls: string, tries: Try[]): string[] {
   const served = tries.filter((t) => t.outcome === 'served');
   const ms = served.map((t) => t.ms);
@@ -177,13 +187,15 @@ function table(cls: string, tries: Try[]): string[] {
       `ms p50 ${f(pct(ms, 50))} p95 ${f(pct(ms, 95))} max ${f(ms.length ? Math.max(...ms) : NaN)}`,
     `    per try, ms: ${tries.map((t) => `${f(t.ms)}${t.outcome === 'served' ? '' : `(${t.outcome})`}`).join(' ')}`,
     ...reasons.map((r) => `    refused: ${r}`),
+    ...pairLine(tries),
     // A slow try beside what the proxy did meanwhile: a wave of startup timeouts is the flood
     // reopening its sockets (the replica forks them all), a yield is this proxy cutting for it.
     ...tries.flatMap((t, k) =>
       t.ms > 1000 && t.during
         ? [
             `    slow try ${k + 1}: ${f(t.ms)} ms; meanwhile startup timeouts +${t.during.timeouts}, ` +
-              `yields +${t.during.yields}; ${t.during.waiting} of its class waiting as it began; roles ${t.during.roles}`,
+              `yields +${t.during.yields}; ${t.during.waiting} of its class waiting as it began; roles ${t.during.roles}` +
+              (t.pair === undefined ? '' : `; direct at the same instant ${f(t.pair)} ms`),
           ]
         : [],
     ),
@@ -201,8 +213,9 @@ export async function runMatrix(): Promise<void> {
   const flood = num('flood', 2000);
   const floodFrom = opt('flood-from', '127.0.0.2');
   const only = option('scenarios')?.split(',');
-  // --direct: after each try, psql straight to the class's own replica (r1 premium, r2 freemium
-  // under the default partition): what the host and server give under the flood, no proxy.
+  // --direct: with each try, at the same instant, psql straight to the class's own replica (r1
+  // premium, r2 freemium under the default partition): what the host and that replica's postmaster
+  // give under the flood at that moment, no proxy; a slow try is the proxy's only when its pair is not slow.
   const withDirect = process.argv.includes('--direct');
   const replicaOf: Record<Cls, number> = { premium: basePort + 1, freemium: basePort + 2 };
   const ports: Record<Cls, number> = { premium: listen, freemium: listen + 1 };
@@ -282,10 +295,12 @@ export async function runMatrix(): Promise<void> {
       const direct: Record<Cls, Try[]> = { premium: [], freemium: [] };
       for (let k = 0; k < tries; k++)
         for (const cls of sc.clients) {
-          results[cls].push(await tracedTry(bin, creds, ports[cls], cls, metricsPort));
-          await sleep(gapMs);
-          if (!withDirect) continue;
-          direct[cls].push(await psqlTry(bin, creds, replicaOf[cls]));
+          const [through, straight] = await Promise.all([
+            tracedTry(bin, creds, ports[cls], cls, metricsPort),
+            withDirect ? psqlTry(bin, creds, replicaOf[cls]) : undefined,
+          ]);
+          results[cls].push(straight ? { ...through, pair: straight.ms } : through);
+          if (straight) direct[cls].push(straight);
           await sleep(gapMs);
         }
       const f = flooder;
@@ -305,7 +320,9 @@ export async function runMatrix(): Promise<void> {
         `${sc.name}:`,
         ...sc.clients.flatMap((c) => table(c, results[c])),
         ...(withDirect
-          ? sc.clients.flatMap((c) => table(`reference: ${c}'s replica (${replicaOf[c]}) direct`, direct[c]))
+          ? sc.clients.flatMap((c) =>
+              table(`reference: ${c}'s replica (${replicaOf[c]}) direct, each with its try`, direct[c]),
+            )
           : []),
         `  flood: ${floodOut.trim()}`,
         `  host load average (1 min) at the start and end: ${load0} ${loadavg()[0]!.toFixed(1)} (${availableParallelism()} cores)`,
