@@ -120,27 +120,33 @@ async function counters(port: number): Promise<Counters | undefined> {
   }
 }
 
-/** A try through the proxy, with what the proxy counted while it ran. */
+/**
+ * A try through the proxy, with what the proxy counted while it ran; with `direct`, psql straight
+ * to the replica is spawned in the same tick (the counters are read before both and after both).
+ */
 async function tracedTry(
   bin: string,
   creds: Credentials,
   port: number,
   cls: Cls,
   metricsPort: number,
-): Promise<Try> {
+  direct?: number,
+): Promise<{ through: Try; straight?: Try }> {
   const before = await counters(metricsPort);
-  const t = await psqlTry(bin, creds, port);
+  const [t, straight] = await Promise.all([
+    psqlTry(bin, creds, port),
+    direct === undefined ? undefined : psqlTry(bin, creds, direct),
+  ]);
   const after = await counters(metricsPort);
-  if (!before || !after) return t;
-  return {
-    ...t,
-    during: {
+  const through: Try = straight ? { ...t, pair: straight.ms } : t;
+  if (before && after)
+    through.during = {
       timeouts: after.timeouts - before.timeouts,
       yields: after.yields - before.yields,
       waiting: before.waiting[cls],
       roles: before.roles === after.roles ? before.roles : `${before.roles} -> ${after.roles}`,
-    },
-  };
+    };
+  return straight ? { through, straight } : { through };
 }
 
 /** One client: psql -c 'select 1' through the proxy, timed from spawn to exit. */
@@ -295,11 +301,15 @@ export async function runMatrix(): Promise<void> {
       const direct: Record<Cls, Try[]> = { premium: [], freemium: [] };
       for (let k = 0; k < tries; k++)
         for (const cls of sc.clients) {
-          const [through, straight] = await Promise.all([
-            tracedTry(bin, creds, ports[cls], cls, metricsPort),
-            withDirect ? psqlTry(bin, creds, replicaOf[cls]) : undefined,
-          ]);
-          results[cls].push(straight ? { ...through, pair: straight.ms } : through);
+          const { through, straight } = await tracedTry(
+            bin,
+            creds,
+            ports[cls],
+            cls,
+            metricsPort,
+            withDirect ? replicaOf[cls] : undefined,
+          );
+          results[cls].push(through);
           if (straight) direct[cls].push(straight);
           await sleep(gapMs);
         }
