@@ -37,6 +37,7 @@ import { isStrategyName } from '../src/router/index.js';
 import type { StrategyName } from '../src/router/types.js';
 import { option } from './lib/args.js';
 import { runFlood, runMatrix, type FloodConfig } from './lib/burst-matrix.js';
+import { startupPacket } from './lib/startup-packet.js';
 
 const argv = process.argv.slice(2);
 const opt = (n: string, d: string): string => option(n) ?? d;
@@ -124,15 +125,6 @@ async function serve(config: ServeConfig): Promise<void> {
 }
 
 type Outcome = 'served' | 'refused' | 'error' | 'hung';
-
-function startupPacket(user: string, database: string): Buffer {
-  const body = Buffer.from(`user\0${user}\0database\0${database}\0application_name\0burst\0\0`);
-  const out = Buffer.alloc(8 + body.length);
-  out.writeInt32BE(out.length, 0);
-  out.writeInt32BE(3 << 16, 4);
-  body.copy(out, 8);
-  return out;
-}
 
 /** One raw startup: how it ended; a served one is held (pushed to `held`) until the burst is over. */
 function oneStartup(port: number, packet: Buffer, hangMs: number, held: Set<() => void>): Promise<Outcome> {
@@ -266,7 +258,7 @@ async function main(): Promise<void> {
     }
     const genLoop = monitorEventLoopDelay({ resolution: 5 });
     genLoop.enable();
-    const packet = startupPacket(creds.user, creds.database);
+    const packet = startupPacket(creds.user, creds.database, 'burst');
     const held = new Set<() => void>();
     const counts: Record<Outcome, number> = { served: 0, refused: 0, error: 0, hung: 0 };
     let next = 0;

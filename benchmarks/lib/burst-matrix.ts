@@ -28,6 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { findBinDir } from '../../src/cluster/local/binaries.js';
 import { defaultStateDir, loadCredentials } from '../../src/cluster/state.js';
 import { option } from './args.js';
+import { startupPacket } from './startup-packet.js';
 import { HUNG_MS, table, tracedTry, type Cls, type Try } from './burst-tries.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -223,11 +224,7 @@ export interface FloodConfig {
 
 /** The flood (its own process): until stdin ends, then its counts as one line. */
 export async function runFlood(c: FloodConfig): Promise<void> {
-  const body = Buffer.from(`user\0${c.user}\0database\0${c.database}\0application_name\0flood\0\0`);
-  const packet = Buffer.alloc(8 + body.length);
-  packet.writeInt32BE(packet.length, 0);
-  packet.writeInt32BE(3 << 16, 4);
-  body.copy(packet, 8);
+  const packet = startupPacket(c.user, c.database, 'flood');
   const counts: Record<string, number> = { startups: 0, asked: 0, hung: 0, closed: 0 };
   const bump = (k: string): void => void (counts[k] = (counts[k] ?? 0) + 1);
   let stop = false;
